@@ -1,0 +1,66 @@
+"""The (degree, placement rule) choices open to a job, with their predicted outcome.
+
+Heuristics, the RL environment's action mask and the query API all read this one table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from placer.placement import PLACEMENT_RULES
+from placer.simulator import ClusterView
+from placer.types import Job
+
+DEFAULT_MAX_DEGREE = 16
+
+
+@dataclass(frozen=True)
+class Option:
+    """Placing a job at ``degree`` with placement rule ``rule``.
+
+    ``devices`` is None when fewer than ``degree`` devices are free; ``jct_s`` is None when
+    the job does not fit in memory there.
+    """
+
+    degree: int
+    rule: str
+    devices: tuple[int, ...] | None
+    jct_s: float | None
+    deadline_s: float
+
+    @property
+    def fits(self) -> bool:
+        return self.jct_s is not None
+
+    @property
+    def feasible(self) -> bool:
+        """The job would be accepted: devices free, memory fits, deadline met."""
+        return self.jct_s is not None and self.jct_s <= self.deadline_s * (1 + 1e-9)
+
+    @property
+    def device_seconds(self) -> float:
+        return self.degree * self.jct_s if self.jct_s is not None else float("inf")
+
+
+def degrees_for(view: ClusterView, max_degree: int = DEFAULT_MAX_DEGREE) -> range:
+    return range(1, min(max_degree, view.cluster.num_devices) + 1)
+
+
+def options(
+    job: Job,
+    view: ClusterView,
+    *,
+    degrees: Sequence[int],
+    rules: Sequence[str] = ("first_fit",),
+) -> list[Option]:
+    """One :class:`Option` per (degree, rule), degree-major, in the order given."""
+    cost, cluster, out = view.cost, view.cluster, []
+    for degree in degrees:
+        for rule in rules:
+            devices = PLACEMENT_RULES[rule](cluster, view.free, degree)
+            jct = None
+            if devices is not None and cost.fits(job.graph, devices):
+                jct = cost.jct_s(job.graph, devices, job.iterations)
+            out.append(Option(degree, rule, devices, jct, job.deadline_s))
+    return out

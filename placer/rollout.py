@@ -1,0 +1,33 @@
+"""Run one policy over one job stream: the loop every evaluation shares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from placer.cost import CostModel
+from placer.metrics import RunMetrics, compute_metrics
+from placer.simulator import ClusterView, Simulator
+from placer.types import Decision, Job, JobRecord
+from placer.workload import JobSpec
+
+DecideFn = Callable[[Job, ClusterView], Decision]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    records: list[JobRecord]
+    busy_timeline: list[tuple[float, int]]
+    metrics: RunMetrics
+
+
+def simulate(cost: CostModel, jobs: Iterable[JobSpec], decide: DecideFn, on_job: Callable[[], None] | None = None) -> RunResult:
+    """Offer every job to ``decide``; ``on_job`` is called after each decision (progress)."""
+    sim = Simulator(cost, jobs)
+    while (job := sim.next_job()) is not None:
+        sim.decide(decide(job, sim.view()))
+        if on_job is not None:
+            on_job()
+    sim.run()
+    metrics = compute_metrics(sim.records, sim.busy_timeline, cost.cluster.num_devices)
+    return RunResult(sim.records, sim.busy_timeline, metrics)

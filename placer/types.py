@@ -1,0 +1,83 @@
+"""Plain value types shared by the simulator, policies and evaluation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from placer.graph import JobGraph
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as it arrives: its graph, deadline fraction and training length."""
+
+    job_id: int
+    graph: JobGraph
+    arrival_s: float
+    beta: float  # deadline = beta x sequential JCT, in (0, 1]
+    iterations: int
+    sequential_jct_s: float
+
+    @property
+    def deadline_s(self) -> float:
+        """Maximum acceptable JCT in seconds (relative to the arrival)."""
+        return self.beta * self.sequential_jct_s
+
+
+@dataclass(frozen=True)
+class Reject:
+    """Decline the job."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Run the job split ``degree`` ways, shard ``i`` on ``devices[i]``."""
+
+    devices: tuple[int, ...]
+
+    @property
+    def degree(self) -> int:
+        return len(self.devices)
+
+
+Decision = Reject | Place
+
+
+class Outcome(str, Enum):
+    ACCEPTED = "accepted"
+    BLOCKED = "blocked"
+
+
+class BlockReason(str, Enum):
+    REJECTED = "rejected"  # the policy declined
+    NO_CAPACITY = "no_capacity"  # devices busy, unknown, repeated, or too few
+    OUT_OF_MEMORY = "out_of_memory"  # a shard does not fit on its device
+    DEADLINE = "deadline"  # predicted JCT exceeds beta x sequential JCT
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What happened to one job. ``jct_s``/``finish_s`` are None for blocked jobs."""
+
+    job_id: int
+    graph: str
+    arrival_s: float
+    beta: float
+    iterations: int
+    sequential_jct_s: float
+    deadline_s: float
+    outcome: Outcome
+    reason: BlockReason | None
+    degree: int
+    devices: tuple[int, ...]
+    jct_s: float | None
+    finish_s: float | None
+
+    def to_dict(self) -> dict:
+        return {
+            **{k: getattr(self, k) for k in self.__dataclass_fields__},
+            "outcome": self.outcome.value,
+            "reason": self.reason.value if self.reason else None,
+            "devices": list(self.devices),
+        }
