@@ -1,0 +1,24 @@
+"""placer: partition and place deep-learning training jobs on a shared GPU cluster.
+
+Core library (no torch, no gymnasium): job graphs, cluster specs, the cost model, the
+discrete-event simulator, heuristic policies and offline evaluation.
+"""
+
+from placer.catalog import resolve_graph, shipped_graph_names
+from placer.cluster import Cluster, ClusterSpec, load_cluster
+from placer.cost import CostModel, PlacementShape
+from placer.errors import ClusterSpecError, GraphValidationError, PlacerError, PolicyError, WorkloadError
+from placer.graph import JobGraph, load_job_graph
+from placer.heuristics import make_heuristic
+from placer.pipedream import load_pipedream
+from placer.rollout import simulate
+from placer.simulator import ClusterView, Simulator
+from placer.types import BlockReason, Job, JobRecord, Outcome, Place, Reject
+from placer.workload import BetaDistribution, JobSpec, Workload
+
+__all__ = [
+    "BetaDistribution", "BlockReason", "Cluster", "ClusterSpec", "ClusterSpecError", "ClusterView", "CostModel",
+    "GraphValidationError", "Job", "JobGraph", "JobRecord", "JobSpec", "Outcome", "Place", "PlacementShape",
+    "PlacerError", "PolicyError", "Reject", "Simulator", "Workload", "WorkloadError", "load_cluster", "load_job_graph",
+    "load_pipedream", "make_heuristic", "resolve_graph", "shipped_graph_names", "simulate",
+]

@@ -1,0 +1,171 @@
+"""The ``placer`` command line.
+
+    placer evaluate --cluster pacml --graphs alexnet,vgg16,resnet18,squeezenet1_0,gnmt \\
+        --beta-dist A,B,C,D --load 0.9 --jobs 1000 --seeds 3 \\
+        --policies para_max,para_min,fixed:4,lean --out runs/eval
+    placer import pipedream ../shared/data/pipedream/vgg16.txt --out vgg16.json
+    placer graphs
+    placer clusters
+
+Plug-ins add commands (``placer train`` from ``policies``) through the entry-point group
+``placer.cli``. User mistakes print one line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from placer.catalog import PACML_GRAPHS, resolve_graph, shipped_graph_names
+from placer.cluster import load_cluster, preset_names
+from placer.errors import PlacerError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Partition and place DNN training jobs on a GPU cluster.")
+import_app = typer.Typer(no_args_is_help=True, help="Convert job graphs from other formats.")
+app.add_typer(import_app, name="import")
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def progress_bar() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TimeRemainingColumn(), console=err_console, transient=False, disable=not err_console.is_terminal)
+
+
+@app.command()
+def evaluate(
+    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
+    graphs: Annotated[str, typer.Option(help="comma-separated graph names or JSON paths")] = ",".join(PACML_GRAPHS),
+    graphs_dir: Annotated[Path | None, typer.Option(help="use every *.json graph in this folder instead")] = None,
+    beta_dist: Annotated[str, typer.Option(help="comma-separated: A, B, C, D, uniform:LO:HI, const:B")] = "A,B,C,D",
+    load: Annotated[float, typer.Option(help="offered load (arrived work / cluster capacity)")] = 0.9,
+    jobs: Annotated[int, typer.Option(help="arrivals per run")] = 1000,
+    seeds: Annotated[int, typer.Option(help="runs per policy and beta distribution")] = 3,
+    policies: Annotated[str, typer.Option(help="comma-separated policy names")] = "para_max,para_min,fixed:4,fixed:8,random,lean",
+    arrival: Annotated[str, typer.Option(help="poisson or fixed")] = "poisson",
+    trace: Annotated[Path | None, typer.Option(help="CSV trace (arrival_s,graph,beta,iterations) to replay")] = None,
+    iterations: Annotated[int | None, typer.Option(help="override every graph's iteration count")] = None,
+    max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
+    policy_file: Annotated[Path | None, typer.Option(help="trained policy for the 'learned' policy")] = None,
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/eval"),
+) -> None:
+    """Compare policies on the same simulated job streams; write results, summary and plots."""
+    from placer.evaluation import EvaluationConfig, evaluate as run_evaluation, total_decisions, write_results
+    from placer.plots import plot_all
+
+    config = EvaluationConfig(
+        cluster=str(cluster), graphs=[] if graphs_dir else _split(graphs), graphs_dir=str(graphs_dir) if graphs_dir else None,
+        beta_dists=["trace"] if trace else _split(beta_dist), load=load, jobs=jobs, seeds=seeds, policies=_split(policies),
+        arrival=arrival, trace=str(trace) if trace else None, iterations=iterations, max_degree=max_degree,
+        policy_file=str(policy_file) if policy_file else None,
+    )
+    with progress_bar() as bar:
+        task = bar.add_task("simulating", total=total_decisions(config) if not trace else None)
+        result = run_evaluation(config, on_job=lambda: bar.advance(task))
+    paths = write_results(result, out) + plot_all(result, out)
+    console.print(summary_table(result))
+    console.print("wrote " + ", ".join(str(p) for p in paths))
+
+
+def summary_table(result) -> Table:
+    table = Table(title=f"{result.config.cluster}, load {result.config.load}, {result.config.seeds} seeds (mean ± 95% CI)")
+    for column in ("beta", "policy", "blocking rate", "jobs/hour", "mean JCT (s)", "utilisation"):
+        table.add_column(column, justify="left" if column in ("beta", "policy") else "right")
+    rows = result.summary()
+    for row in rows:
+        best = min(r["blocking_rate"] for r in rows if r["beta_dist"] == row["beta_dist"])
+        style = "bold green" if row["blocking_rate"] == best else None
+        table.add_row(
+            row["beta_dist"], row["policy"],
+            f"{row['blocking_rate']:.3f} ± {row['blocking_rate_ci95']:.3f}",
+            f"{row['throughput_jobs_per_hour']:.1f} ± {row['throughput_jobs_per_hour_ci95']:.1f}",
+            f"{row['mean_jct_s']:.0f}", f"{row['utilization']:.3f}", style=style,
+        )
+    return table
+
+
+@import_app.command("pipedream")
+def import_pipedream(
+    file: Annotated[Path, typer.Argument(help="PipeDream graph.txt profile")],
+    out: Annotated[Path, typer.Option(help="job graph JSON to write")],
+    name: Annotated[str | None, typer.Option(help="graph name (default: the file's stem)")] = None,
+    iterations: Annotated[int, typer.Option(help="training iterations of one job")] = 1000,
+) -> None:
+    """Convert a PipeDream profile into a training job graph (forward + mirrored backward)."""
+    from placer.pipedream import load_pipedream
+
+    graph = load_pipedream(file, name=name, iterations=iterations)
+    graph.to_json(out)
+    console.print(f"wrote {out}: {graph.num_ops} ops, {graph.num_edges} edges, "
+                  f"{graph.sequential_iteration_s:.3f} s per iteration")
+
+
+@app.command("graphs")
+def list_graphs() -> None:
+    """List the shipped job graphs."""
+    table = Table("graph", "ops", "edges", "s/iteration", "params (MB)", "activations (GB)", "iterations")
+    for name in shipped_graph_names():
+        g = resolve_graph(name)
+        table.add_row(name, str(g.num_ops), str(g.num_edges), f"{g.sequential_iteration_s:.3f}",
+                      f"{g.parameter_bytes / 1e6:.0f}", f"{g.activation_bytes / 1e9:.1f}", str(g.iterations))
+    console.print(table)
+
+
+@app.command("clusters")
+def list_clusters() -> None:
+    """List the cluster presets."""
+    table = Table("preset", "servers", "devices", "device types", "intra GB/s", "inter GB/s")
+    for name in preset_names():
+        c = load_cluster(name)
+        links = c.spec.links
+        table.add_row(name, str(c.num_servers), str(c.num_devices), ", ".join(sorted(set(c.device_type))),
+                      f"{links.intra_server.bandwidth_Bps / 1e9:.0f}", f"{links.inter_server.bandwidth_Bps / 1e9:.0f}")
+    console.print(table)
+
+
+def _register_plugins() -> None:
+    for ep in entry_points(group="placer.cli"):
+        try:
+            register = ep.load()
+        except ImportError:
+            continue  # optional packages missing: the command is simply absent
+        register(app)
+
+
+def main() -> None:
+    _register_plugins()
+    try:
+        app(standalone_mode=False)
+    except PlacerError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        err_console.print(f"[red]error:[/red] {'.'.join(map(str, err['loc']))}: {err['msg']}", highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except (typer.Exit, SystemExit) as exc:
+        sys.exit(getattr(exc, "exit_code", getattr(exc, "code", 0)))
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(1)
+        raise

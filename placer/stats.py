@@ -1,0 +1,23 @@
+"""Means with 95% confidence intervals (Student's t) over seeds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and half-width of its 95% interval (0 for a single value)."""
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    mean = math.fsum(values) / n
+    if n == 1:
+        return mean, 0.0
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    t = _T975[n - 2] if n - 1 <= len(_T975) else 1.960
+    return mean, t * sd / math.sqrt(n)
