@@ -40,8 +40,16 @@ def _split(value: str) -> list[str]:
 
 
 def progress_bar() -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TimeRemainingColumn(), console=err_console, transient=False, disable=not err_console.is_terminal)
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=False,
+        disable=not err_console.is_terminal,
+    )
 
 
 @app.command()
@@ -62,13 +70,23 @@ def evaluate(
     out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/eval"),
 ) -> None:
     """Compare policies on the same simulated job streams; write results, summary and plots."""
-    from placer.evaluation import EvaluationConfig, evaluate as run_evaluation, total_decisions, write_results
+    from placer.evaluation import EvaluationConfig, total_decisions, write_results
+    from placer.evaluation import evaluate as run_evaluation
     from placer.plots import plot_all
 
     config = EvaluationConfig(
-        cluster=str(cluster), graphs=[] if graphs_dir else _split(graphs), graphs_dir=str(graphs_dir) if graphs_dir else None,
-        beta_dists=["trace"] if trace else _split(beta_dist), load=load, jobs=jobs, seeds=seeds, policies=_split(policies),
-        arrival=arrival, trace=str(trace) if trace else None, iterations=iterations, max_degree=max_degree,
+        cluster=str(cluster),
+        graphs=[] if graphs_dir else _split(graphs),
+        graphs_dir=str(graphs_dir) if graphs_dir else None,
+        beta_dists=["trace"] if trace else _split(beta_dist),
+        load=load,
+        jobs=jobs,
+        seeds=seeds,
+        policies=_split(policies),
+        arrival=arrival,
+        trace=str(trace) if trace else None,
+        iterations=iterations,
+        max_degree=max_degree,
         policy_file=str(policy_file) if policy_file else None,
     )
     with progress_bar() as bar:
@@ -88,10 +106,13 @@ def summary_table(result) -> Table:
         best = min(r["blocking_rate"] for r in rows if r["beta_dist"] == row["beta_dist"])
         style = "bold green" if row["blocking_rate"] == best else None
         table.add_row(
-            row["beta_dist"], row["policy"],
+            row["beta_dist"],
+            row["policy"],
             f"{row['blocking_rate']:.3f} ± {row['blocking_rate_ci95']:.3f}",
             f"{row['throughput_jobs_per_hour']:.1f} ± {row['throughput_jobs_per_hour_ci95']:.1f}",
-            f"{row['mean_jct_s']:.0f}", f"{row['utilization']:.3f}", style=style,
+            f"{row['mean_jct_s']:.0f}",
+            f"{row['utilization']:.3f}",
+            style=style,
         )
     return table
 
@@ -108,8 +129,7 @@ def import_pipedream(
 
     graph = load_pipedream(file, name=name, iterations=iterations)
     graph.to_json(out)
-    console.print(f"wrote {out}: {graph.num_ops} ops, {graph.num_edges} edges, "
-                  f"{graph.sequential_iteration_s:.3f} s per iteration")
+    console.print(f"wrote {out}: {graph.num_ops} ops, {graph.num_edges} edges, {graph.sequential_iteration_s:.3f} s per iteration")
 
 
 @app.command("graphs")
@@ -118,8 +138,15 @@ def list_graphs() -> None:
     table = Table("graph", "ops", "edges", "s/iteration", "params (MB)", "activations (GB)", "iterations")
     for name in shipped_graph_names():
         g = resolve_graph(name)
-        table.add_row(name, str(g.num_ops), str(g.num_edges), f"{g.sequential_iteration_s:.3f}",
-                      f"{g.parameter_bytes / 1e6:.0f}", f"{g.activation_bytes / 1e9:.1f}", str(g.iterations))
+        table.add_row(
+            name,
+            str(g.num_ops),
+            str(g.num_edges),
+            f"{g.sequential_iteration_s:.3f}",
+            f"{g.parameter_bytes / 1e6:.0f}",
+            f"{g.activation_bytes / 1e9:.1f}",
+            str(g.iterations),
+        )
     console.print(table)
 
 
@@ -130,8 +157,14 @@ def list_clusters() -> None:
     for name in preset_names():
         c = load_cluster(name)
         links = c.spec.links
-        table.add_row(name, str(c.num_servers), str(c.num_devices), ", ".join(sorted(set(c.device_type))),
-                      f"{links.intra_server.bandwidth_Bps / 1e9:.0f}", f"{links.inter_server.bandwidth_Bps / 1e9:.0f}")
+        table.add_row(
+            name,
+            str(c.num_servers),
+            str(c.num_devices),
+            ", ".join(sorted(set(c.device_type))),
+            f"{links.intra_server.bandwidth_Bps / 1e9:.0f}",
+            f"{links.inter_server.bandwidth_Bps / 1e9:.0f}",
+        )
     console.print(table)
 
 

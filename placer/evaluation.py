@@ -98,8 +98,10 @@ def evaluate(config: EvaluationConfig, on_job: Callable[[], None] | None = None)
     trace = read_trace(config.trace, {g.name: g for g in graphs}) if config.trace else None
     result = EvaluationResult(config)
     for i, beta in enumerate(config.beta_dists):
-        workload = None if trace is not None else Workload(
-            graphs, BetaDistribution(beta), config.load, cluster.num_devices, config.jobs, config.arrival, config.iterations
+        workload = (
+            None
+            if trace is not None
+            else Workload(graphs, BetaDistribution(beta), config.load, cluster.num_devices, config.jobs, config.arrival, config.iterations)
         )
         for seed in range(config.seeds):
             for spec, policy in zip(config.policies, policies, strict=True):
@@ -107,8 +109,9 @@ def evaluate(config: EvaluationConfig, on_job: Callable[[], None] | None = None)
                 jobs = trace if workload is None else workload.jobs(np.random.default_rng([seed, i]))
                 run = simulate(CostModel(cluster), jobs, policy.decide, on_job)
                 m = run.metrics
-                result.runs.append({"policy": spec, "seed": seed, "beta_dist": beta, "load": config.load,
-                                    "cluster": cluster.name, **m.to_dict()})
+                result.runs.append(
+                    {"policy": spec, "seed": seed, "beta_dist": beta, "load": config.load, "cluster": cluster.name, **m.to_dict()}
+                )
                 times, busy = utilization_series(run.busy_timeline, cluster.num_devices, m.window_s)
                 result.timelines.append({"policy": spec, "seed": seed, "beta_dist": beta, "time_s": times, "busy": busy})
     return result
@@ -122,8 +125,7 @@ def total_decisions(config: EvaluationConfig, trace_jobs: int | None = None) -> 
 def write_results(result: EvaluationResult, out: Path) -> list[Path]:
     """Write ``results.json``, ``summary.csv`` and ``timelines.json`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    record = {"config": result.config.model_dump(), "versions": versions(),
-              "created": datetime.now(UTC).isoformat(timespec="seconds")}
+    record = {"config": result.config.model_dump(), "versions": versions(), "created": datetime.now(UTC).isoformat(timespec="seconds")}
     paths = [out / "results.json", out / "summary.csv", out / "timelines.json"]
     _atomic_write(paths[0], json.dumps({"record": record, "runs": result.runs}, indent=1))
     rows = result.summary()

@@ -96,9 +96,7 @@ class JobGraph:
     @property
     def activation_bytes(self) -> float:
         """Bytes of forward activations stashed for the backward pass."""
-        return math.fsum(
-            d["activation_bytes"] for _, d in self._graph.nodes(data=True) if d["pass"] == "forward"
-        )
+        return math.fsum(d["activation_bytes"] for _, d in self._graph.nodes(data=True) if d["pass"] == "forward")
 
     @property
     def key(self) -> str:

@@ -24,8 +24,14 @@ def plot_metric(result: EvaluationResult, metric: str, path: Path) -> Path:
     x = np.arange(len(betas))
     for j, policy in enumerate(policies):
         cells = [next(r for r in rows if r["beta_dist"] == b and r["policy"] == policy) for b in betas]
-        ax.bar(x + (j - (len(policies) - 1) / 2) * width, [c[metric] for c in cells], width,
-               yerr=[c[f"{metric}_ci95"] for c in cells], capsize=2, label=policy)
+        ax.bar(
+            x + (j - (len(policies) - 1) / 2) * width,
+            [c[metric] for c in cells],
+            width,
+            yerr=[c[f"{metric}_ci95"] for c in cells],
+            capsize=2,
+            label=policy,
+        )
     ax.set_xticks(x, [f"beta {b}" for b in betas])
     ax.set_ylabel(LABELS.get(metric, metric))
     ax.set_title(f"{LABELS.get(metric, metric)} ({result.config.cluster}, load {result.config.load})")

@@ -128,12 +128,7 @@ class Simulator:
             raise TypeError(f"decision must be Reject or Place, got {decision!r}")
         devices = decision.devices
         n = self.cost.cluster.num_devices
-        if (
-            not devices
-            or len(set(devices)) != len(devices)
-            or any(not (0 <= d < n) for d in devices)
-            or not self.free[list(devices)].all()
-        ):
+        if not devices or len(set(devices)) != len(devices) or any(not (0 <= d < n) for d in devices) or not self.free[list(devices)].all():
             return BlockReason.NO_CAPACITY, None
         if not self.cost.fits(job.graph, devices):
             return BlockReason.OUT_OF_MEMORY, None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from placer.graph import JobGraph
 
@@ -44,12 +44,12 @@ class Place:
 Decision = Reject | Place
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     ACCEPTED = "accepted"
     BLOCKED = "blocked"
 
 
-class BlockReason(str, Enum):
+class BlockReason(StrEnum):
     REJECTED = "rejected"  # the policy declined
     NO_CAPACITY = "no_capacity"  # devices busy, unknown, repeated, or too few
     OUT_OF_MEMORY = "out_of_memory"  # a shard does not fit on its device

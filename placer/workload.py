@@ -47,9 +47,7 @@ class BetaDistribution:
             return rng.uniform(values[0], values[1], size)
         if kind == "const" and len(values) == 1 and 0 < values[0] <= 1:
             return np.full(size, values[0])
-        raise WorkloadError(
-            f"bad beta distribution {self.spec!r}: use A, B, C, D, uniform:LO:HI or const:B with 0 < LO <= HI <= 1"
-        )
+        raise WorkloadError(f"bad beta distribution {self.spec!r}: use A, B, C, D, uniform:LO:HI or const:B with 0 < LO <= HI <= 1")
 
 
 def _skew_normal(rng: np.random.Generator, skew: float, size: int) -> np.ndarray:

@@ -1,0 +1,79 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+CLI = [sys.executable, "-m", "placer"]
+
+
+def run(*args, cwd=None):
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_evaluate_writes_results_summary_and_plots(tmp_path):
+    out = tmp_path / "eval"
+    result = run(
+        "evaluate",
+        "--graphs",
+        "alexnet,gnmt",
+        "--beta-dist",
+        "A,D",
+        "--jobs",
+        "40",
+        "--seeds",
+        "2",
+        "--policies",
+        "para_max,para_min,lean",
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert len(runs) == 2 * 2 * 3
+    for entry in runs:
+        for key in ("policy", "seed", "beta_dist", "load", "blocking_rate", "throughput_jobs_per_hour", "mean_jct_s", "utilization"):
+            assert key in entry
+        assert 0 <= entry["blocking_rate"] <= 1
+    assert (out / "summary.csv").read_text().startswith("beta_dist,policy,seeds,blocking_rate")
+    for png in ("blocking_rate.png", "throughput.png", "utilization.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    assert "para_min" in result.stdout
+
+
+def test_evaluate_is_deterministic(tmp_path):
+    args = ["evaluate", "--graphs", "vgg16", "--beta-dist", "C", "--jobs", "50", "--seeds", "1", "--policies", "random,lean"]
+    a = run(*args, "--out", str(tmp_path / "a"))
+    b = run(*args, "--out", str(tmp_path / "b"))
+    assert a.returncode == b.returncode == 0
+    runs_a = json.loads((tmp_path / "a/results.json").read_text())["runs"]
+    runs_b = json.loads((tmp_path / "b/results.json").read_text())["runs"]
+    assert runs_a == runs_b
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["evaluate", "--cluster", "nope"], "unknown cluster preset 'nope'"),
+        (["evaluate", "--graphs", "nograph"], "unknown graph 'nograph'"),
+        (["evaluate", "--beta-dist", "Z"], "bad beta distribution 'Z'"),
+        (["evaluate", "--policies", "magic"], "unknown policy 'magic'"),
+        (["evaluate", "--load", "-1"], "load: Input should be greater than 0"),
+        (["import", "pipedream", "missing.txt", "--out", "x.json"], "cannot read PipeDream file"),
+    ],
+)
+def test_bad_input_is_one_line_not_a_traceback(args, message, tmp_path):
+    result = run(*args, "--out", str(tmp_path / "o")) if args[0] == "evaluate" else run(*args)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_import_pipedream_round_trips(tmp_path):
+    out = tmp_path / "g.json"
+    result = run("import", "pipedream", "../shared/data/pipedream/alexnet.txt", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    from placer import load_job_graph
+
+    assert load_job_graph(out).key == load_job_graph("data/graphs/alexnet.json").key
