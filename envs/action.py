@@ -1,0 +1,47 @@
+"""Action encoding: one flat ``Discrete`` over reject and every (degree, placement rule).
+
+Action 0 rejects the job; action ``1 + (degree - 1) * R + r`` places it at ``degree`` with the
+``r``-th placement rule (``R`` rules). The mask unmasks reject and exactly the options that
+would be accepted (devices free, memory fits, deadline met), so every unmasked action is
+feasible, and every feasible one is unmasked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from placer.options import Option, options
+from placer.simulator import ClusterView
+from placer.types import Decision, Job, Place, Reject
+
+REJECT = 0
+
+
+def num_actions(max_degree: int, num_rules: int) -> int:
+    return 1 + max_degree * num_rules
+
+
+def option_table(job: Job, view: ClusterView, max_degree: int, rules: tuple[str, ...]) -> list[Option]:
+    """Options for degrees 1..max_degree x ``rules``; degrees beyond the cluster have no devices."""
+    usable = min(max_degree, view.cluster.num_devices)
+    table = options(job, view, degrees=range(1, usable + 1), rules=rules)
+    table += [Option(d, r, None, None, job.deadline_s) for d in range(usable + 1, max_degree + 1) for r in rules]
+    return table
+
+
+def action_mask(table: list[Option], max_degree: int, num_rules: int) -> np.ndarray:
+    """(num_actions,) bool; ``table`` is degree-major over degrees 1.. and the rules."""
+    mask = np.zeros(num_actions(max_degree, num_rules), dtype=bool)
+    mask[REJECT] = True
+    for i, option in enumerate(table):
+        mask[1 + i] = option.feasible
+    return mask
+
+
+def decision(action: int, table: list[Option]) -> Decision:
+    if action == REJECT:
+        return Reject()
+    option = table[action - 1] if action - 1 < len(table) else None
+    if option is None or option.devices is None:
+        return Place(())  # infeasible: the simulator blocks it for lack of capacity
+    return Place(option.devices)

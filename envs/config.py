@@ -1,0 +1,36 @@
+"""Typed configuration of the placement environment (read once, at the edge)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PLACEMENT_RULES = ("first_fit", "best_fit", "spread")
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Keyword arguments of :class:`envs.env.ClusterPlacementEnv`.
+
+    cluster: preset name or TOML path. graphs: shipped names or JSON paths.
+    beta_dists: one distribution, or a mix: each episode draws one of them uniformly.
+    load: offered load; arrival: ``poisson`` or ``fixed``; episode_jobs: arrivals per episode.
+    max_degree: largest partitioning degree; rules: the placement choices the policy picks from.
+    reward: ``acceptance`` (+1/-1 per job, PAC-ML's) or ``work`` (+/- the job's sequential
+    JCT over the mix's mean: throughput-aware).
+    max_nodes / max_edges / max_devices: padding limits of the observation (forward ops and
+    forward edges of the job graph; devices of the cluster). A graph or cluster over a limit is
+    an error, never truncated.
+    """
+
+    cluster: str = "pacml"
+    graphs: tuple[str, ...] = ("alexnet", "vgg16", "resnet18", "squeezenet1_0", "gnmt")
+    beta_dists: tuple[str, ...] = ("A", "B", "C", "D")
+    load: float = 0.9
+    arrival: str = "poisson"
+    episode_jobs: int = 256
+    max_degree: int = 16
+    rules: tuple[str, ...] = PLACEMENT_RULES
+    reward: str = "acceptance"
+    max_nodes: int = 512
+    max_edges: int = 1024
+    max_devices: int = 64

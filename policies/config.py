@@ -1,0 +1,85 @@
+"""Training configuration (TOML, validated with pydantic)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from envs.config import EnvConfig
+from placer.errors import PlacerError
+
+
+class EnvSection(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    cluster: str = "pacml"
+    graphs: list[str]
+    beta_dists: list[str] = ["A", "B", "C", "D"]
+    load: float = Field(0.9, gt=0)
+    arrival: str = "poisson"
+    episode_jobs: int = Field(256, ge=1)
+    max_degree: int = Field(16, ge=1)
+    rules: list[str] = ["first_fit", "best_fit", "spread"]
+    reward: str = "acceptance"
+    max_nodes: int = Field(512, ge=1)
+    max_edges: int = Field(1024, ge=1)
+    max_devices: int = Field(64, ge=1)
+
+    def env_config(self) -> EnvConfig:
+        data = self.model_dump()
+        return EnvConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+class PPOSection(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    n_envs: int = Field(4, ge=1)
+    n_steps: int = Field(256, ge=8)
+    batch_size: int = Field(256, ge=8)
+    n_epochs: int = Field(4, ge=1)
+    learning_rate: float = Field(3e-4, gt=0)
+    gamma: float = Field(0.99, gt=0, le=1)
+    gae_lambda: float = Field(0.95, gt=0, le=1)
+    clip_range: float = Field(0.2, gt=0)
+    ent_coef: float = Field(0.01, ge=0)
+    vf_coef: float = Field(0.5, ge=0)
+
+
+class PolicySection(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    hidden: int = Field(64, ge=4)
+    rounds: int = Field(3, ge=1)
+    net_arch: list[int] = [128, 128]
+
+
+class TrainSection(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    timesteps: int = Field(200_000, ge=1)
+    seed: int = 0
+    checkpoint_every: int = Field(20_000, ge=1)
+    eval_every: int = Field(20_000, ge=1)
+    eval_episodes: int = Field(2, ge=1)
+    torch_threads: int = Field(2, ge=1)
+
+
+class TrainConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    env: EnvSection
+    ppo: PPOSection = PPOSection()
+    policy: PolicySection = PolicySection()
+    train: TrainSection = TrainSection()
+
+
+def load_train_config(path: str | Path) -> TrainConfig:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise PlacerError(f"cannot read training config {str(path)!r}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PlacerError(f"{path}: invalid TOML: {exc}") from None
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise PlacerError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None

@@ -1,0 +1,78 @@
+"""The learned policy as a placer policy (``placer evaluate --policies learned``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from envs.action import action_mask, decision, option_table
+from envs.observation import dynamic_arrays, forward_size, graph_arrays
+from placer.data import data_dir
+from placer.errors import PolicyError
+from placer.policy import PolicyContext
+from placer.simulator import ClusterView
+from placer.types import Decision, Job
+from policies.model import load_policy_file
+
+
+def default_policy_file() -> Path:
+    return data_dir() / "policies" / "pacml.pt"
+
+
+class LearnedPolicy:
+    """Picks the most likely unmasked action of a trained policy (deterministic).
+
+    ``rules`` replaces the placement rules with one fixed rule for every degree (the
+    ablation "learned degree, first-fit placement"): the policy's choice among degrees is kept
+    and its placement choice is overridden.
+    """
+
+    def __init__(self, policy, env, name: str = "learned", rule_override: str | None = None) -> None:
+        self.policy, self.env = policy, env
+        self.name = name
+        self.rule_override = rule_override
+        if rule_override is not None and rule_override not in self.env.rules:
+            raise PolicyError(f"placement rule {rule_override!r} is not one of the policy's {self.env.rules}")
+        self._graphs: dict[str, dict] = {}
+
+    @classmethod
+    def from_file(cls, path: Path, name: str = "learned", rule_override: str | None = None) -> LearnedPolicy:
+        policy, env = load_policy_file(path)
+        return cls(policy, env, name, rule_override)
+
+    def reset(self, rng: np.random.Generator) -> None:
+        pass
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        env = self.env
+        table = option_table(job, view, env.max_degree, env.rules)
+        mask = action_mask(table, env.max_degree, len(env.rules))
+        obs = self._observation(job, view, table)
+        with torch.no_grad():
+            dist = self.policy.get_distribution({k: torch.as_tensor(v).unsqueeze(0).float() for k, v in obs.items()})
+            dist.apply_masking(mask[None])
+            action = int(dist.get_actions(deterministic=True)[0])
+        if self.rule_override is not None and action > 0:
+            rules = len(env.rules)
+            degree_block = (action - 1) // rules
+            action = 1 + degree_block * rules + env.rules.index(self.rule_override)
+        return decision(action, table)
+
+    def _observation(self, job: Job, view: ClusterView, table) -> dict[str, np.ndarray]:
+        static = self._graphs.get(job.graph.key)
+        if static is None:
+            nodes, edges = forward_size(job.graph)
+            static = self._graphs[job.graph.key] = graph_arrays(job.graph, max(nodes, 1), max(edges, 1))
+        dynamic = dynamic_arrays(job, view, table, self.env.max_degree, view.cluster.num_devices, static["num_forward_ops"])
+        return {k: v for k, v in static.items() if k != "num_forward_ops"} | dynamic
+
+
+def make_learned_policy(spec: str, context: PolicyContext) -> LearnedPolicy:
+    """Entry point ``learned`` (and ``learned+RULE`` for the fixed-placement ablation)."""
+    _, _, rule = spec.partition("+")
+    path = context.policy_file or default_policy_file()
+    if not Path(path).exists():
+        raise PolicyError(f"policy file {str(path)!r} does not exist (train one with 'placer train' or pass --policy-file)")
+    return LearnedPolicy.from_file(Path(path), name=spec, rule_override=rule or None)

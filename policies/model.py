@@ -1,0 +1,77 @@
+"""Build the MaskablePPO model and read/write policy files (weights only, never pickled code).
+
+A policy file is a ``torch.save`` of a dict of plain data and tensors::
+
+    {"format": "placer.policy", "version": 1, "env": {...EnvConfig fields...},
+     "policy": {"hidden", "rounds", "net_arch"}, "state_dict": {...}}
+
+and is read with ``torch.load(weights_only=True)``, which refuses anything but tensors and
+plain containers, into a policy built here in code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+import gymnasium as gym
+import torch
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+from envs.config import EnvConfig
+from envs.observation import observation_space
+from placer.errors import PolicyError
+from policies.extractor import PlacementExtractor
+
+FORMAT, VERSION = "placer.policy", 1
+
+
+def policy_kwargs(hidden: int, rounds: int, net_arch: list[int]) -> dict:
+    return {
+        "features_extractor_class": PlacementExtractor,
+        "features_extractor_kwargs": {"hidden": hidden, "rounds": rounds},
+        "net_arch": {"pi": list(net_arch), "vf": list(net_arch)},
+    }
+
+
+def build_policy(env: EnvConfig, hidden: int, rounds: int, net_arch: list[int]) -> MaskableActorCriticPolicy:
+    """A fresh policy whose weights fit any policy file made with the same settings."""
+    num_options = env.max_degree * len(env.rules)
+    obs_space = observation_space(env.max_nodes, env.max_edges, num_options, env.max_devices)
+    action_space = gym.spaces.Discrete(1 + num_options)
+    return MaskableActorCriticPolicy(obs_space, action_space, lambda _: 0.0, **policy_kwargs(hidden, rounds, net_arch))
+
+
+def save_policy_file(path: Path, policy: torch.nn.Module, env: EnvConfig, arch: dict) -> None:
+    """Write atomically: a crash mid-write leaves the previous file intact."""
+    payload = {"format": FORMAT, "version": VERSION, "env": _plain(asdict(env)), "policy": dict(arch),
+               "state_dict": {k: v.detach().cpu() for k, v in policy.state_dict().items()}}
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def load_policy_file(path: str | Path) -> tuple[MaskableActorCriticPolicy, EnvConfig]:
+    path = Path(path)
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise PolicyError(f"policy file {str(path)!r} does not exist") from None
+    except Exception as exc:  # corrupt file, or one holding code: refuse either way
+        raise PolicyError(f"{path}: not a placer policy file ({type(exc).__name__})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT or payload.get("version") != VERSION:
+        raise PolicyError(f"{path}: not a placer policy file (format {FORMAT} v{VERSION})")
+    env = EnvConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in payload["env"].items()})
+    arch = payload["policy"]
+    policy = build_policy(env, arch["hidden"], arch["rounds"], arch["net_arch"])
+    try:
+        policy.load_state_dict(payload["state_dict"])
+    except RuntimeError as exc:
+        raise PolicyError(f"{path}: weights do not match the policy architecture: {str(exc).splitlines()[0]}") from None
+    policy.eval()
+    return policy, env
+
+
+def _plain(data: dict) -> dict:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}

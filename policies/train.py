@@ -1,0 +1,171 @@
+"""Train a placement policy with MaskablePPO.
+
+    placer train --config data/configs/pacml.toml --out runs/pacml [--timesteps N] [--resume]
+
+Writes into ``--out``: ``checkpoint.pt`` (policy + optimiser + step count, atomically every
+``checkpoint_every`` steps and on interrupt), ``best.pt`` (the policy file with the lowest
+validation blocking rate), ``policy.pt`` (the final policy file: best if any), ``eval.jsonl``
+(validation blocking rate of the policy and the heuristics per evaluation), ``config.json`` and
+TensorBoard logs in ``tb/``. ``--resume`` continues from ``checkpoint.pt``: only the partial
+rollout in flight at the interrupt is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from envs.config import EnvConfig
+from envs.env import ClusterPlacementEnv
+from placer.catalog import resolve_graph
+from placer.cluster import load_cluster
+from placer.cost import CostModel
+from placer.errors import PlacerError
+from placer.heuristics import make_heuristic
+from placer.rollout import simulate
+from placer.workload import BetaDistribution, Workload
+from policies.config import TrainConfig
+from policies.loading import LearnedPolicy
+from policies.model import policy_kwargs, save_policy_file
+
+BASELINES = ("para_min", "lean")
+
+
+def validation_blocking(decide_factory, env: EnvConfig, episodes: int) -> float:
+    """Mean blocking rate over every beta distribution x ``episodes`` fixed validation seeds."""
+    cluster = load_cluster(env.cluster)
+    graphs = [resolve_graph(g) for g in env.graphs]
+    rates = []
+    for i, beta in enumerate(env.beta_dists):
+        workload = Workload(graphs, BetaDistribution(beta), env.load, cluster.num_devices, env.episode_jobs, env.arrival)
+        for k in range(episodes):
+            decide = decide_factory(np.random.default_rng([10_000 + k, i, 1]))
+            run = simulate(CostModel(cluster), workload.jobs(np.random.default_rng([10_000 + k, i])), decide)
+            rates.append(run.metrics.blocking_rate)
+    return float(np.mean(rates))
+
+
+def _heuristic_factory(name: str, max_degree: int):
+    def factory(rng):
+        policy = make_heuristic(name, max_degree=max_degree)
+        policy.reset(rng)
+        return policy.decide
+
+    return factory
+
+
+class TrainingCallback(BaseCallback):
+    """Checkpoints and validation against the heuristics, every so many environment steps."""
+
+    def __init__(self, out: Path, config: TrainConfig) -> None:
+        super().__init__()
+        self.out, self.config = out, config
+        self.env = config.env.env_config()
+        self.arch = config.policy.model_dump()
+        self.last_checkpoint = self.last_eval = 0
+        self.best = float("inf")
+        self.baselines: dict[str, float] = {}
+
+    def _on_training_start(self) -> None:
+        self.last_checkpoint = self.last_eval = self.num_timesteps
+        best_file = self.out / "eval.jsonl"
+        if best_file.exists():
+            rows = [json.loads(line) for line in best_file.read_text().splitlines() if line.strip()]
+            self.best = min((r["learned"] for r in rows), default=float("inf"))
+        for name in BASELINES:
+            self.baselines[name] = validation_blocking(_heuristic_factory(name, self.env.max_degree), self.env,
+                                                       self.config.train.eval_episodes)
+
+    def _on_step(self) -> bool:
+        every = self.config.train
+        if self.num_timesteps - self.last_checkpoint >= every.checkpoint_every:
+            self.last_checkpoint = self.num_timesteps
+            save_checkpoint(self.model, self.out / "checkpoint.pt")
+        if self.num_timesteps - self.last_eval >= every.eval_every:
+            self.last_eval = self.num_timesteps
+            self.evaluate()
+        return True
+
+    def evaluate(self) -> float:
+        policy = self.model.policy
+        policy.set_training_mode(False)
+        learned = LearnedPolicy(policy, self.env)
+        rate = validation_blocking(lambda rng: learned.decide, self.env, self.config.train.eval_episodes)
+        self.logger.record("eval/blocking_rate", rate)
+        for name, value in self.baselines.items():
+            self.logger.record(f"eval/blocking_rate_{name}", value)
+        row = {"timesteps": self.num_timesteps, "learned": rate, **self.baselines}
+        with (self.out / "eval.jsonl").open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        if rate < self.best:
+            self.best = rate
+            save_policy_file(self.out / "best.pt", policy, self.env, self.arch)
+        return rate
+
+
+def save_checkpoint(model: MaskablePPO, path: Path) -> None:
+    payload = {"policy": model.policy.state_dict(), "optimizer": model.policy.optimizer.state_dict(),
+               "num_timesteps": int(model.num_timesteps)}
+    tmp = path.with_suffix(".pt.tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(model: MaskablePPO, path: Path) -> None:
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+        model.policy.load_state_dict(payload["policy"])
+        model.policy.optimizer.load_state_dict(payload["optimizer"])
+    except Exception as exc:
+        raise PlacerError(f"cannot resume from {path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+    model.num_timesteps = int(payload["num_timesteps"])
+
+
+def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
+    env_config, ppo, arch = config.env.env_config(), config.ppo, config.policy
+    vec_env = DummyVecEnv([lambda: ClusterPlacementEnv(env_config) for _ in range(ppo.n_envs)])
+    vec_env.seed(config.train.seed)
+    return MaskablePPO(
+        "MultiInputPolicy", vec_env, seed=config.train.seed, tensorboard_log=str(out / "tb"), verbose=0, device="cpu",
+        policy_kwargs=policy_kwargs(arch.hidden, arch.rounds, arch.net_arch), **ppo.model_dump(exclude={"n_envs"}),
+    )
+
+
+def train(config: TrainConfig, out: Path, *, timesteps: int | None = None, resume: bool = False, progress: bool = True) -> Path:
+    """Train (or resume) and return the path of the final policy file."""
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(config.train.torch_threads)
+    saved = out / "config.json"
+    if resume and saved.exists() and json.loads(saved.read_text()) != config.model_dump():
+        raise PlacerError(f"{out} was trained with another config; resume with the same --config")
+    saved.write_text(json.dumps(config.model_dump(), indent=1) + "\n")
+    model = build_model(config, out)
+    checkpoint = out / "checkpoint.pt"
+    if resume and checkpoint.exists():
+        load_checkpoint(model, checkpoint)
+    elif not resume:
+        (out / "eval.jsonl").unlink(missing_ok=True)
+    total = timesteps or config.train.timesteps
+    callback = TrainingCallback(out, config)
+    try:
+        model.learn(total_timesteps=max(total - model.num_timesteps, 0), callback=callback, progress_bar=progress,
+                    reset_num_timesteps=False, tb_log_name="ppo")
+    except KeyboardInterrupt:
+        save_checkpoint(model, checkpoint)
+        raise
+    save_checkpoint(model, checkpoint)
+    env_config = config.env.env_config()
+    save_policy_file(out / "last.pt", model.policy, env_config, config.policy.model_dump())
+    if callback.evaluate() > callback.best or not (out / "best.pt").exists():
+        save_policy_file(out / "best.pt", model.policy, env_config, config.policy.model_dump())
+    final = out / "policy.pt"
+    shutil.copyfile(out / "best.pt", final)
+    return final
