@@ -53,8 +53,7 @@ class ClusterPlacementEnv(gym.Env):
         super().reset(seed=seed)
         rng = self.np_random
         beta = self.betas[int(rng.integers(len(self.betas)))]
-        workload = Workload(self.graphs, beta, self.config.load, self.cluster.num_devices, self.config.episode_jobs,
-                            self.config.arrival)
+        workload = Workload(self.graphs, beta, self.config.load, self.cluster.num_devices, self.config.episode_jobs, self.config.arrival)
         self.sim = Simulator(self.cost, list(workload.jobs(rng)))
         self.job = self.sim.next_job()
         return self._observe(), {"beta_dist": beta.spec}

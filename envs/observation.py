@@ -46,18 +46,20 @@ def observation_space(max_nodes: int, max_edges: int, num_options: int, max_devi
     def box(*shape, low=0.0, high=1.0):
         return spaces.Box(low=low, high=high, shape=shape, dtype=np.float32)
 
-    return spaces.Dict({
-        "nodes": box(max_nodes, NODE_FEATURES, high=4.0),
-        "node_mask": box(max_nodes),
-        "edge_index": spaces.Box(0, max_nodes - 1, shape=(2, max_edges), dtype=np.int64),
-        "edges": box(max_edges, EDGE_FEATURES, high=4.0),
-        "edge_mask": box(max_edges),
-        "job": box(JOB_FEATURES, low=-4.0, high=4.0),
-        "options": box(num_options, OPTION_FEATURES),
-        "devices": box(max_devices, DEVICE_FEATURES, high=4.0),
-        "device_mask": box(max_devices),
-        "cluster": box(CLUSTER_FEATURES),
-    })
+    return spaces.Dict(
+        {
+            "nodes": box(max_nodes, NODE_FEATURES, high=4.0),
+            "node_mask": box(max_nodes),
+            "edge_index": spaces.Box(0, max_nodes - 1, shape=(2, max_edges), dtype=np.int64),
+            "edges": box(max_edges, EDGE_FEATURES, high=4.0),
+            "edge_mask": box(max_edges),
+            "job": box(JOB_FEATURES, low=-4.0, high=4.0),
+            "options": box(num_options, OPTION_FEATURES),
+            "devices": box(max_devices, DEVICE_FEATURES, high=4.0),
+            "device_mask": box(max_devices),
+            "cluster": box(CLUSTER_FEATURES),
+        }
+    )
 
 
 def forward_size(graph: JobGraph) -> tuple[int, int]:
@@ -105,34 +107,49 @@ def graph_arrays(graph: JobGraph, max_nodes: int, max_edges: int) -> dict[str, n
     node_mask[: len(forward)] = 1
     edge_mask = np.zeros(max_edges, dtype=np.float32)
     edge_mask[: len(edges)] = 1
-    return {"nodes": nodes, "node_mask": node_mask, "edge_index": edge_index, "edges": edge_feats, "edge_mask": edge_mask,
-            "num_forward_ops": len(forward)}
+    return {
+        "nodes": nodes,
+        "node_mask": node_mask,
+        "edge_index": edge_index,
+        "edges": edge_feats,
+        "edge_mask": edge_mask,
+        "num_forward_ops": len(forward),
+    }
 
 
-def dynamic_arrays(job: Job, view: ClusterView, table: list[Option], max_degree: int, max_devices: int,
-                   num_forward_ops: int) -> dict[str, np.ndarray]:
+def dynamic_arrays(
+    job: Job, view: ClusterView, table: list[Option], max_degree: int, max_devices: int, num_forward_ops: int
+) -> dict[str, np.ndarray]:
     """The per-decision part: job, options, devices and cluster features."""
     cluster, cost = view.cluster, view.cost
     if cluster.num_devices > max_devices:
         raise GraphTooLargeError(f"cluster {cluster.name!r} has {cluster.num_devices} devices; the observation holds at most {max_devices}")
     seq = job.sequential_jct_s
     memory_ratio = cost.memory_per_device(job.graph, 1) / cluster.memory_bytes.min()
-    job_feats = np.array([
-        job.beta,
-        math.log10(max(seq, 1e-6)) / 5,
-        math.log10(max(memory_ratio, 1e-4)) / 2,
-        num_forward_ops / 1000,
-        math.log10(max(job.graph.sequential_iteration_s, 1e-6)) / 2,
-        job.iterations / 1e4,
-    ], dtype=np.float32)
+    job_feats = np.array(
+        [
+            job.beta,
+            math.log10(max(seq, 1e-6)) / 5,
+            math.log10(max(memory_ratio, 1e-4)) / 2,
+            num_forward_ops / 1000,
+            math.log10(max(job.graph.sequential_iteration_s, 1e-6)) / 2,
+            job.iterations / 1e4,
+        ],
+        dtype=np.float32,
+    )
     options = np.zeros((len(table), OPTION_FEATURES), dtype=np.float32)
     for i, o in enumerate(table):
         if o.devices is None or o.jct_s is None:
             options[i] = (0.0, 1.0, 1.0, 0.0, o.degree / max_degree)
             continue
         servers = len(set(cluster.server_of[list(o.devices)].tolist()))
-        options[i] = (float(o.feasible), min(o.jct_s / job.deadline_s, 4) / 4, min(o.device_seconds / seq, 4) / 4,
-                      servers / o.degree, o.degree / max_degree)
+        options[i] = (
+            float(o.feasible),
+            min(o.jct_s / job.deadline_s, 4) / 4,
+            min(o.device_seconds / seq, 4) / 4,
+            servers / o.degree,
+            o.degree / max_degree,
+        )
     devices = np.zeros((max_devices, DEVICE_FEATURES), dtype=np.float32)
     n = cluster.num_devices
     devices[:n, 0] = view.free
@@ -144,5 +161,4 @@ def dynamic_arrays(job: Job, view: ClusterView, table: list[Option], max_degree:
     device_mask[:n] = 1
     whole = sum(all(view.free[d] for d in devs) for devs in cluster.devices_of_server)
     cluster_feats = np.array([view.num_free / n, whole / cluster.num_servers, min(view.running / n, 1.0)], dtype=np.float32)
-    return {"job": np.clip(job_feats, -4, 4), "options": options, "devices": devices, "device_mask": device_mask,
-            "cluster": cluster_feats}
+    return {"job": np.clip(job_feats, -4, 4), "options": options, "devices": devices, "device_mask": device_mask, "cluster": cluster_feats}

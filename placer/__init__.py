@@ -11,6 +11,7 @@ from placer.errors import ClusterSpecError, GraphValidationError, PlacerError, P
 from placer.graph import JobGraph, load_job_graph
 from placer.heuristics import make_heuristic
 from placer.pipedream import load_pipedream
+from placer.query import ClusterState, PlacementDecision, place
 from placer.rollout import simulate
 from placer.simulator import ClusterView, Simulator
 from placer.types import BlockReason, Job, JobRecord, Outcome, Place, Reject
@@ -18,6 +19,9 @@ from placer.workload import BetaDistribution, JobSpec, Workload
 
 __all__ = [
     "BetaDistribution",
+    "ClusterState",
+    "PlacementDecision",
+    "place",
     "BlockReason",
     "Cluster",
     "ClusterSpec",

@@ -26,6 +26,7 @@ from rich.table import Table
 
 from placer.catalog import PACML_GRAPHS, resolve_graph, shipped_graph_names
 from placer.cluster import load_cluster, preset_names
+from placer.data import data_dir
 from placer.errors import PlacerError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Partition and place DNN training jobs on a GPU cluster.")
@@ -115,6 +116,109 @@ def summary_table(result) -> Table:
             style=style,
         )
     return table
+
+
+@app.command()
+def place(
+    graph: Annotated[str, typer.Argument(help="job graph JSON file (or a shipped graph's name)")],
+    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
+    policy_file: Annotated[Path | None, typer.Option(help="trained policy file: decide with the learned policy")] = None,
+    heuristic: Annotated[str | None, typer.Option(help="decide with this heuristic instead (default: lean)")] = None,
+    beta: Annotated[float, typer.Option(help="deadline = beta x sequential JCT, beta in (0, 1]")] = 1.0,
+    iterations: Annotated[int | None, typer.Option(help="training iterations (default: the graph's)")] = None,
+    state: Annotated[Path | None, typer.Option(help='occupancy JSON: {"busy": {"s0-g0": seconds_until_free, ...}}')] = None,
+) -> None:
+    """Print the partitioning degree, devices and predicted JCT for one job, as JSON."""
+    import json
+
+    from placer.query import ClusterState
+    from placer.query import place as decide_placement
+
+    if policy_file and heuristic:
+        raise PlacerError("give --policy-file or --heuristic, not both")
+    occupancy = None
+    if state is not None:
+        try:
+            occupancy = ClusterState.model_validate(json.loads(state.read_text()))
+        except OSError as exc:
+            raise PlacerError(f"cannot read state {str(state)!r}: {exc.strerror or exc}") from None
+        except json.JSONDecodeError as exc:
+            raise PlacerError(f"{state}: invalid JSON: {exc.msg} at line {exc.lineno}") from None
+    policy = "learned" if policy_file else (heuristic or "lean")
+    decision = decide_placement(
+        resolve_graph(graph),
+        cluster,
+        occupancy,
+        policy,
+        beta=beta,
+        iterations=iterations,
+        policy_file=str(policy_file) if policy_file else None,
+    )
+    typer.echo(decision.model_dump_json(indent=2))
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="where the demo evaluation is written")] = Path("runs/demo"),
+    jobs: Annotated[int, typer.Option(help="arrivals per run")] = 300,
+) -> None:
+    """Load the shipped policy, place one job, and compare it with the heuristics on a short run."""
+    from placer.evaluation import EvaluationConfig, total_decisions, write_results
+    from placer.evaluation import evaluate as run_evaluation
+    from placer.plots import plot_all
+    from placer.policy import plugin_names
+    from placer.query import place as decide_placement
+
+    shipped = data_dir() / "policies" / "pacml.pt"
+    learned = "learned" in plugin_names() and shipped.exists()
+    if not learned:
+        console.print("[yellow]learned policy unavailable (install '.[all]' and keep data/policies/pacml.pt); heuristics only[/]")
+    graph = resolve_graph("resnet101")
+    console.rule("1. place one job: resnet101 (held out of training), deadline 0.25 x sequential, empty pacml cluster")
+    decision = decide_placement(
+        graph, "pacml", None, "learned" if learned else "lean", beta=0.25, policy_file=str(shipped) if learned else None
+    )
+    console.print_json(decision.model_dump_json())
+    console.rule("2. evaluate against the heuristics: pacml, load 0.9, PAC-ML's five graphs, 2 seeds")
+    policies = (["learned"] if learned else []) + ["para_max", "para_min", "fixed:4", "lean"]
+    config = EvaluationConfig(
+        cluster="pacml",
+        graphs=list(PACML_GRAPHS),
+        beta_dists=["A", "B", "C", "D"],
+        load=0.9,
+        jobs=jobs,
+        seeds=2,
+        policies=policies,
+        policy_file=str(shipped) if learned else None,
+    )
+    with progress_bar() as bar:
+        task = bar.add_task("simulating", total=total_decisions(config))
+        result = run_evaluation(config, on_job=lambda: bar.advance(task))
+    paths = write_results(result, out) + plot_all(result, out)
+    console.print(summary_table(result))
+    console.print("wrote " + ", ".join(str(p) for p in paths))
+
+
+@app.command()
+def serve(
+    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
+    policy_file: Annotated[Path | None, typer.Option(help="trained policy file (default: the lean heuristic)")] = None,
+    heuristic: Annotated[str, typer.Option(help="heuristic used when no policy file is given")] = "lean",
+    host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to bind")] = 8000,
+    max_body_mb: Annotated[float, typer.Option(help="largest request body in MiB")] = 32.0,
+) -> None:
+    """Serve placement queries over HTTP, tracking which devices are reserved."""
+    import uvicorn
+
+    from placer.policy import PolicyContext, make_policy
+    from placer.service import create_app
+
+    topology = load_cluster(cluster)
+    context = PolicyContext(topology, policy_file=policy_file)
+    policy = make_policy("learned" if policy_file else heuristic, context)
+    app_ = create_app(topology, policy, max_body_bytes=int(max_body_mb * 1024 * 1024))
+    uvicorn.run(app_, host=host, port=port, log_level="warning")
 
 
 @import_app.command("pipedream")

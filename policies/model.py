@@ -45,8 +45,13 @@ def build_policy(env: EnvConfig, hidden: int, rounds: int, net_arch: list[int]) 
 
 def save_policy_file(path: Path, policy: torch.nn.Module, env: EnvConfig, arch: dict) -> None:
     """Write atomically: a crash mid-write leaves the previous file intact."""
-    payload = {"format": FORMAT, "version": VERSION, "env": _plain(asdict(env)), "policy": dict(arch),
-               "state_dict": {k: v.detach().cpu() for k, v in policy.state_dict().items()}}
+    payload = {
+        "format": FORMAT,
+        "version": VERSION,
+        "env": _plain(asdict(env)),
+        "policy": dict(arch),
+        "state_dict": {k: v.detach().cpu() for k, v in policy.state_dict().items()},
+    }
     tmp = path.with_suffix(path.suffix + ".tmp")
     torch.save(payload, tmp)
     os.replace(tmp, path)

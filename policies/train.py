@@ -81,8 +81,9 @@ class TrainingCallback(BaseCallback):
             rows = [json.loads(line) for line in best_file.read_text().splitlines() if line.strip()]
             self.best = min((r["learned"] for r in rows), default=float("inf"))
         for name in BASELINES:
-            self.baselines[name] = validation_blocking(_heuristic_factory(name, self.env.max_degree), self.env,
-                                                       self.config.train.eval_episodes)
+            self.baselines[name] = validation_blocking(
+                _heuristic_factory(name, self.env.max_degree), self.env, self.config.train.eval_episodes
+            )
 
     def _on_step(self) -> bool:
         every = self.config.train
@@ -112,8 +113,11 @@ class TrainingCallback(BaseCallback):
 
 
 def save_checkpoint(model: MaskablePPO, path: Path) -> None:
-    payload = {"policy": model.policy.state_dict(), "optimizer": model.policy.optimizer.state_dict(),
-               "num_timesteps": int(model.num_timesteps)}
+    payload = {
+        "policy": model.policy.state_dict(),
+        "optimizer": model.policy.optimizer.state_dict(),
+        "num_timesteps": int(model.num_timesteps),
+    }
     tmp = path.with_suffix(".pt.tmp")
     torch.save(payload, tmp)
     os.replace(tmp, path)
@@ -134,9 +138,20 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     vec_env = DummyVecEnv([lambda: ClusterPlacementEnv(env_config) for _ in range(ppo.n_envs)])
     vec_env.seed(config.train.seed)
     return MaskablePPO(
-        "MultiInputPolicy", vec_env, seed=config.train.seed, tensorboard_log=str(out / "tb"), verbose=0, device="cpu",
-        policy_kwargs=policy_kwargs(arch.hidden, arch.rounds, arch.net_arch), **ppo.model_dump(exclude={"n_envs"}),
+        "MultiInputPolicy",
+        vec_env,
+        seed=config.train.seed,
+        tensorboard_log=str(out / "tb"),
+        verbose=0,
+        device="cpu",
+        policy_kwargs=policy_kwargs(arch.hidden, arch.rounds, arch.net_arch),
+        **ppo.model_dump(exclude={"n_envs"}),
     )
+
+
+def _without_budget(config: dict) -> dict:
+    """The config minus the step budget, which a resume may raise."""
+    return {**config, "train": {k: v for k, v in config["train"].items() if k != "timesteps"}}
 
 
 def train(config: TrainConfig, out: Path, *, timesteps: int | None = None, resume: bool = False, progress: bool = True) -> Path:
@@ -144,7 +159,7 @@ def train(config: TrainConfig, out: Path, *, timesteps: int | None = None, resum
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(config.train.torch_threads)
     saved = out / "config.json"
-    if resume and saved.exists() and json.loads(saved.read_text()) != config.model_dump():
+    if resume and saved.exists() and _without_budget(json.loads(saved.read_text())) != _without_budget(config.model_dump()):
         raise PlacerError(f"{out} was trained with another config; resume with the same --config")
     saved.write_text(json.dumps(config.model_dump(), indent=1) + "\n")
     model = build_model(config, out)
@@ -156,8 +171,13 @@ def train(config: TrainConfig, out: Path, *, timesteps: int | None = None, resum
     total = timesteps or config.train.timesteps
     callback = TrainingCallback(out, config)
     try:
-        model.learn(total_timesteps=max(total - model.num_timesteps, 0), callback=callback, progress_bar=progress,
-                    reset_num_timesteps=False, tb_log_name="ppo")
+        model.learn(
+            total_timesteps=max(total - model.num_timesteps, 0),
+            callback=callback,
+            progress_bar=progress,
+            reset_num_timesteps=False,
+            tb_log_name="ppo",
+        )
     except KeyboardInterrupt:
         save_checkpoint(model, checkpoint)
         raise

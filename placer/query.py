@@ -1,0 +1,145 @@
+"""Placement queries: how far to partition a job, where to put it, when it will finish.
+
+    decision = placer.place(graph, "pacml", beta=0.3)
+    decision.accepted, decision.degree, decision.devices, decision.predicted_jct_s
+
+The wire format of ``placer place`` and ``POST /v1/placements`` is :class:`PlacementDecision`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from placer.cluster import Cluster, load_cluster
+from placer.cost import CostModel
+from placer.errors import PlacerError
+from placer.graph import JobGraph
+from placer.options import DEFAULT_MAX_DEGREE, degrees_for, options
+from placer.placement import PLACEMENT_RULES
+from placer.policy import Policy, PolicyContext, make_policy
+from placer.simulator import ClusterView
+from placer.types import Job, Place
+
+Reason = Literal["does_not_fit", "deadline_unreachable", "policy_declined"]
+
+
+class ClusterState(BaseModel):
+    """Occupancy: busy devices by name (``s<server>-g<index>``) with seconds until each frees."""
+
+    model_config = ConfigDict(extra="forbid")
+    busy: dict[str, float | None] = Field(default_factory=dict, description="device name -> seconds until free (null: unknown)")
+
+
+class PlacementDecision(BaseModel):
+    accepted: bool
+    job_id: str | None = None
+    degree: int = Field(description="partitioning degree; 0 when no placement is possible")
+    devices: list[str] = Field(description="device of each shard, by name")
+    predicted_iteration_s: float | None
+    predicted_jct_s: float | None = Field(description="of the placement chosen, or of the fastest possible one when rejected")
+    sequential_jct_s: float
+    deadline_s: float
+    meets_deadline: bool
+    reason: Reason | None = None
+    policy: str
+
+
+def occupancy(cluster: Cluster, state: ClusterState | None) -> tuple[np.ndarray, np.ndarray]:
+    """(free mask, seconds until free) arrays from a :class:`ClusterState`."""
+    free = np.ones(cluster.num_devices, dtype=bool)
+    free_in = np.zeros(cluster.num_devices)
+    for name, seconds in (state.busy if state else {}).items():
+        if name not in cluster.device_index:
+            raise PlacerError(f"unknown device {name!r} in cluster state (devices are named like {cluster.device_name(0)!r})")
+        if seconds is not None and not (np.isfinite(seconds) and seconds >= 0):
+            raise PlacerError(f"device {name!r}: seconds until free must be finite and >= 0, got {seconds}")
+        free[cluster.device_index[name]] = False
+        free_in[cluster.device_index[name]] = seconds if seconds is not None else 0.0
+    return free, free_in
+
+
+def decide(
+    graph: JobGraph,
+    cost: CostModel,
+    free: np.ndarray,
+    free_in: np.ndarray,
+    policy: Policy,
+    *,
+    beta: float,
+    iterations: int | None = None,
+    running: int = 0,
+    max_degree: int = DEFAULT_MAX_DEGREE,
+) -> PlacementDecision:
+    """Ask ``policy`` about one job on a cluster with the given occupancy (nothing is reserved)."""
+    if not (isinstance(beta, int | float) and 0 < beta <= 1):
+        raise PlacerError(f"beta must be in (0, 1], got {beta!r}")
+    iterations = iterations or graph.iterations
+    cluster = cost.cluster
+    seq = cost.sequential_jct_s(graph, iterations)
+    job = Job(0, graph, 0.0, float(beta), iterations, seq)
+    view = ClusterView(cost, 0.0, free, free_in, running)
+    choice = policy.decide(job, view)
+    table = options(job, view, degrees=degrees_for(view, max_degree), rules=tuple(PLACEMENT_RULES))
+    common = {"sequential_jct_s": seq, "deadline_s": job.deadline_s, "policy": getattr(policy, "name", "") or ""}
+    if isinstance(choice, Place) and choice.devices:
+        jct = cost.jct_s(graph, choice.devices, iterations) if cost.fits(graph, choice.devices) else None
+        ok = jct is not None and jct <= job.deadline_s * (1 + 1e-9) and bool(free[list(choice.devices)].all())
+        if ok:
+            return PlacementDecision(
+                accepted=True,
+                degree=len(choice.devices),
+                devices=[cluster.device_name(d) for d in choice.devices],
+                predicted_iteration_s=jct / iterations,
+                predicted_jct_s=jct,
+                meets_deadline=True,
+                **common,
+            )
+    fitting = [o for o in table if o.fits]
+    fastest = min(fitting, key=lambda o: (o.jct_s, o.degree), default=None)
+    if fastest is None:
+        reason = "does_not_fit"
+    elif not any(o.feasible for o in table):
+        reason = "deadline_unreachable"
+    else:
+        reason = "policy_declined"
+    return PlacementDecision(
+        accepted=False,
+        degree=0,
+        devices=[],
+        predicted_iteration_s=fastest.jct_s / iterations if fastest else None,
+        predicted_jct_s=fastest.jct_s if fastest else None,
+        meets_deadline=False,
+        reason=reason,
+        **common,
+    )
+
+
+def place(
+    graph: JobGraph,
+    cluster: Cluster | str,
+    state: ClusterState | dict | None = None,
+    policy: Policy | str = "lean",
+    *,
+    beta: float = 1.0,
+    iterations: int | None = None,
+    policy_file: str | None = None,
+) -> PlacementDecision:
+    """Decide degree and devices for ``graph`` on ``cluster`` (a :class:`Cluster` or preset/file).
+
+    ``state`` gives the busy devices; ``policy`` is a policy name (a heuristic, or ``learned``
+    with ``policy_file``) or object. Returns the typed decision; on rejection ``reason`` says
+    why: ``does_not_fit`` (no free devices or memory for any degree), ``deadline_unreachable``
+    (it fits, but never within beta x sequential JCT), ``policy_declined``.
+    """
+    cluster = load_cluster(cluster) if isinstance(cluster, str) else cluster
+    if isinstance(state, dict):
+        state = ClusterState.model_validate(state)
+    if isinstance(policy, str):
+        from pathlib import Path
+
+        policy = make_policy(policy, PolicyContext(cluster, policy_file=Path(policy_file) if policy_file else None))
+    free, free_in = occupancy(cluster, state)
+    return decide(graph, CostModel(cluster), free, free_in, policy, beta=beta, iterations=iterations)

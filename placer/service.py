@@ -1,0 +1,184 @@
+"""HTTP placement service that tracks the cluster's occupancy (FastAPI).
+
+    placer serve --cluster pacml --policy-file data/policies/pacml.pt --port 8000
+
+``POST /v1/placements`` decides and, when accepted, reserves the devices under a lock (two
+requests never get the same device); ``DELETE /v1/jobs/{id}`` releases them; ``GET /v1/cluster``
+shows occupancy; ``GET /v1/health``; OpenAPI docs at ``/docs``. The policy is loaded once at
+start from a server-side path: no request names a file. Bodies over ``max_body_bytes`` get 413.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+from fastapi import FastAPI, HTTPException
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from placer.cluster import Cluster
+from placer.cost import CostModel
+from placer.errors import PlacerError
+from placer.graph import job_graph_from_dict
+from placer.policy import Policy
+from placer.query import PlacementDecision, decide
+
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+class PlacementRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    graph: dict[str, Any] = Field(description="a job graph as JobGraph.to_json writes it")
+    beta: float = Field(gt=0, le=1, description="deadline = beta x sequential JCT")
+    iterations: int | None = Field(default=None, ge=1, description="training iterations (default: the graph's)")
+
+
+class RunningJob(BaseModel):
+    job_id: str
+    graph: str
+    devices: list[str]
+    reserved_at_s: float
+    predicted_jct_s: float
+
+
+class DeviceState(BaseModel):
+    device: str
+    server: int
+    device_type: str
+    job_id: str | None
+
+
+class ClusterOccupancy(BaseModel):
+    cluster: str
+    devices_total: int
+    devices_free: int
+    jobs: list[RunningJob]
+    devices: list[DeviceState]
+
+
+class Occupancy:
+    """Which job holds each device. All methods are thread-safe."""
+
+    def __init__(self, cluster: Cluster, policy: Policy) -> None:
+        self.cluster, self.policy = cluster, policy
+        self.cost = CostModel(cluster)
+        self.holder: list[str | None] = [None] * cluster.num_devices
+        self.jobs: dict[str, RunningJob] = {}
+        self.lock = threading.Lock()
+
+    def place(self, request: PlacementRequest) -> PlacementDecision:
+        try:
+            graph = job_graph_from_dict(request.graph, source="graph")
+        except PlacerError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
+        with self.lock:
+            now = time.monotonic()
+            free = np.array([h is None for h in self.holder])
+            free_in = np.zeros(len(free))
+            for job in self.jobs.values():
+                remaining = max(job.reserved_at_s + job.predicted_jct_s - now, 0.0)
+                free_in[[self.cluster.device_index[d] for d in job.devices]] = remaining
+            decision = decide(
+                graph, self.cost, free, free_in, self.policy, beta=request.beta, iterations=request.iterations, running=len(self.jobs)
+            )
+            if decision.accepted:
+                job_id = uuid.uuid4().hex
+                for name in decision.devices:
+                    self.holder[self.cluster.device_index[name]] = job_id
+                self.jobs[job_id] = RunningJob(
+                    job_id=job_id, graph=graph.name, devices=decision.devices, reserved_at_s=now, predicted_jct_s=decision.predicted_jct_s
+                )
+                decision.job_id = job_id
+        return decision
+
+    def release(self, job_id: str) -> RunningJob:
+        with self.lock:
+            job = self.jobs.pop(job_id, None)
+            if job is None:
+                raise HTTPException(status_code=404, detail=f"no running job {job_id!r}")
+            for name in job.devices:
+                self.holder[self.cluster.device_index[name]] = None
+        return job
+
+    def snapshot(self) -> ClusterOccupancy:
+        with self.lock:
+            c = self.cluster
+            devices = [
+                DeviceState(device=c.device_name(d), server=int(c.server_of[d]), device_type=c.device_type[d], job_id=self.holder[d])
+                for d in range(c.num_devices)
+            ]
+            return ClusterOccupancy(
+                cluster=c.name,
+                devices_total=c.num_devices,
+                devices_free=sum(h is None for h in self.holder),
+                jobs=list(self.jobs.values()),
+                devices=devices,
+            )
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for bodies over ``limit`` bytes, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await self._reject(send)
+        seen = 0
+
+        async def limited() -> dict:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._reject(send)
+
+    async def _reject(self, send: Send) -> None:
+        response = JSONResponse({"detail": f"request body over {self.limit} bytes"}, status_code=413)
+        await response({"type": "http"}, None, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_app(cluster: Cluster, policy: Policy, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+    state = Occupancy(cluster, policy)
+    app = FastAPI(title="placer", version="1", description="Partitioning and placement of DNN training jobs.")
+    app.state.occupancy = state
+
+    @app.post("/v1/placements", response_model=PlacementDecision)
+    def create_placement(request: PlacementRequest) -> PlacementDecision:
+        """Decide degree and devices; reserve them when accepted (the response's job_id)."""
+        return state.place(request)
+
+    @app.delete("/v1/jobs/{job_id}", response_model=RunningJob)
+    def release_job(job_id: str) -> RunningJob:
+        """Release a job's devices."""
+        return state.release(job_id)
+
+    @app.get("/v1/cluster", response_model=ClusterOccupancy)
+    def cluster_occupancy() -> ClusterOccupancy:
+        return state.snapshot()
+
+    @app.get("/v1/health")
+    def health() -> dict:
+        return {"status": "ok", "cluster": cluster.name, "policy": getattr(policy, "name", ""), "jobs": len(state.jobs)}
+
+    app.add_middleware(BodyLimit, limit=max_body_bytes)
+    return app

@@ -1,0 +1,94 @@
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+import envs
+from envs.action import REJECT, decision
+from envs.observation import GraphTooLargeError
+from envs.reward import reward
+from placer.types import BlockReason, Outcome
+
+SMALL = {"graphs": ("alexnet", "gnmt", "resnet18"), "episode_jobs": 40}
+
+
+def test_passes_the_gymnasium_and_sb3_checkers():
+    check_env(envs.ClusterPlacementEnv(**SMALL), skip_render_check=True)
+    sb3_check_env(envs.ClusterPlacementEnv(**SMALL))
+
+
+def test_registered_id_builds_the_env():
+    env = gym.make(envs.ENV_ID, **SMALL)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+
+
+def _rollout(env, seed, pick):
+    obs, _ = env.reset(seed=seed)
+    rng, actions, rewards, done = np.random.default_rng(seed), [], [], False
+    while not done:
+        mask = env.action_masks()
+        action = pick(mask, rng)
+        obs, r, done, _, _ = env.step(action)
+        actions.append(action)
+        rewards.append(r)
+    return actions, rewards
+
+
+def _random_unmasked(mask, rng):
+    return int(rng.choice(np.flatnonzero(mask)))
+
+
+def test_same_seed_same_rollout():
+    a = _rollout(envs.ClusterPlacementEnv(**SMALL), 5, _random_unmasked)
+    b = _rollout(envs.ClusterPlacementEnv(**SMALL), 5, _random_unmasked)
+    assert a == b
+
+
+@pytest.mark.parametrize("cluster", ["pacml", "dgx8x8", "mixed"])
+def test_mask_is_exactly_the_feasible_set(cluster):
+    env = envs.ClusterPlacementEnv(**SMALL, cluster=cluster, beta_dists=("B",), load=2.0)
+    env.reset(seed=1)
+    checked = 0
+    for _ in range(40):
+        mask = env.action_masks()
+        assert mask[REJECT]
+        for action in range(1, env.action_space.n):
+            reason, _ = env.sim.check(env.job, decision(action, env._table))
+            assert mask[action] == (reason is None), (action, reason)
+            checked += 1
+        _, _, done, _, info = env.step(int(np.flatnonzero(mask)[-1]))
+        if mask.sum() > 1:
+            assert info["record"].outcome is Outcome.ACCEPTED  # an unmasked action is never blocked
+        if done:
+            break
+    assert checked > 0
+
+
+def test_reject_blocks_with_reason_rejected():
+    env = envs.ClusterPlacementEnv(**SMALL)
+    env.reset(seed=0)
+    _, r, _, _, info = env.step(REJECT)
+    assert (r, info["record"].reason) == (-1.0, BlockReason.REJECTED)
+
+
+def test_work_reward_scales_with_the_job():
+    env = envs.ClusterPlacementEnv(**SMALL, reward="work")
+    env.reset(seed=0)
+    job = env.job
+    _, r, _, _, info = env.step(REJECT)
+    assert r == pytest.approx(-job.sequential_jct_s / env._mean_seq)
+    assert reward("acceptance", info["record"], 1.0) == -1.0
+
+
+def test_graph_over_the_padding_limit_is_an_error():
+    with pytest.raises(GraphTooLargeError, match="has 1251 forward ops"):
+        envs.ClusterPlacementEnv(graphs=("nasnetalarge",))
+
+
+def test_bad_reward_is_refused():
+    from placer.errors import PlacerError
+
+    with pytest.raises(PlacerError, match="unknown reward"):
+        envs.ClusterPlacementEnv(reward="money")

@@ -1,0 +1,95 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from placer.catalog import resolve_graph
+from placer.cluster import load_cluster
+from placer.cost import CostModel
+from placer.rollout import simulate
+from placer.workload import BetaDistribution, Workload
+from policies.config import EnvSection, PolicySection, PPOSection, TrainConfig, TrainSection
+from policies.loading import LearnedPolicy
+from policies.train import train
+
+
+def tiny_config(timesteps=256):
+    return TrainConfig(
+        env=EnvSection(graphs=["alexnet", "gnmt"], episode_jobs=32, max_nodes=64, max_edges=128),
+        ppo=PPOSection(n_envs=2, n_steps=64, batch_size=64, n_epochs=1),
+        policy=PolicySection(hidden=8, rounds=1, net_arch=[16]),
+        train=TrainSection(timesteps=timesteps, checkpoint_every=128, eval_every=128, eval_episodes=1, torch_threads=1),
+    )
+
+
+@pytest.mark.slow
+def test_tiny_training_run_writes_a_usable_policy_and_resumes(tmp_path):
+    out = tmp_path / "run"
+    final = train(tiny_config(256), out, progress=False)
+    assert final.exists() and (out / "checkpoint.pt").exists() and (out / "tb").is_dir()
+    rows = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
+    assert rows and {"timesteps", "learned", "para_min", "lean"} <= set(rows[0])
+    policy = LearnedPolicy.from_file(final)
+    cluster = load_cluster("pacml")
+    workload = Workload([resolve_graph("alexnet")], BetaDistribution("A"), 0.9, cluster.num_devices, 30)
+    run = simulate(CostModel(cluster), workload.jobs(np.random.default_rng(0)), policy.decide)
+    assert run.metrics.jobs == 30
+    train(tiny_config(512), out, resume=True, progress=False)
+    rows = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
+    assert rows[-1]["timesteps"] >= 512 and rows[0]["timesteps"] < 512
+
+
+@pytest.mark.slow
+def test_evaluate_runs_the_learned_policy_and_its_ablation(tmp_path):
+    final = train(tiny_config(128), tmp_path / "run", progress=False)
+    out = tmp_path / "eval"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "placer",
+            "evaluate",
+            "--graphs",
+            "alexnet,resnet101",
+            "--beta-dist",
+            "C",
+            "--jobs",
+            "30",
+            "--seeds",
+            "1",
+            "--policies",
+            "learned,learned+first_fit,para_min",
+            "--policy-file",
+            str(final),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [r["policy"] for r in runs] == ["learned", "learned+first_fit", "para_min"]
+
+
+def test_missing_policy_file_is_one_line_error(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "placer",
+            "evaluate",
+            "--policies",
+            "learned",
+            "--policy-file",
+            str(tmp_path / "nope.pt"),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2 and "does not exist" in result.stderr and "Traceback" not in result.stderr
