@@ -17,6 +17,14 @@ from placer.simulator import ClusterView, Simulator
 from placer.types import BlockReason, Job, JobRecord, Outcome, Place, Reject
 from placer.workload import BetaDistribution, JobSpec, Workload
 
+
+def from_torch(module, example_inputs, **kwargs) -> JobGraph:
+    """Job graph of a PyTorch model (needs torch); see :func:`placer.torch_graph.from_torch`."""
+    from placer.torch_graph import from_torch as convert
+
+    return convert(module, example_inputs, **kwargs)
+
+
 __all__ = [
     "BetaDistribution",
     "ClusterState",
@@ -42,6 +50,7 @@ __all__ = [
     "Simulator",
     "Workload",
     "WorkloadError",
+    "from_torch",
     "load_cluster",
     "load_job_graph",
     "load_pipedream",

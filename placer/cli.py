@@ -221,6 +221,49 @@ def serve(
     uvicorn.run(app_, host=host, port=port, log_level="warning")
 
 
+@app.command()
+def report(
+    results: Annotated[Path, typer.Argument(help="an evaluation folder (with results.json) or the file")],
+) -> None:
+    """Print an evaluation's summary as a markdown table (blocking rate and throughput, mean ± 95% CI)."""
+    import json
+
+    from placer.evaluation import EvaluationConfig, EvaluationResult
+
+    path = results / "results.json" if results.is_dir() else results
+    try:
+        data = json.loads(path.read_text())
+        result = EvaluationResult(EvaluationConfig.model_validate(data["record"]["config"]), data["runs"])
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise PlacerError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
+    rows = result.summary()
+    typer.echo(
+        f"{result.config.cluster}, load {result.config.load}, {result.config.jobs} jobs x {result.config.seeds} seeds, "
+        f"graphs: {', '.join(result.config.graphs) or result.config.graphs_dir}\n"
+    )
+    typer.echo(
+        "| policy | "
+        + " | ".join(f"beta {b} blocking" for b in result.config.beta_dists)
+        + " | "
+        + " | ".join(f"beta {b} jobs/h" for b in result.config.beta_dists)
+        + " |"
+    )
+    typer.echo("|---|" + "---:|" * (2 * len(result.config.beta_dists)))
+    for policy in result.config.policies:
+        cells = {r["beta_dist"]: r for r in rows if r["policy"] == policy}
+        best = {b: min(r["blocking_rate"] for r in rows if r["beta_dist"] == b) for b in result.config.beta_dists}
+        blocking = [
+            (f"**{cells[b]['blocking_rate']:.3f}**" if cells[b]["blocking_rate"] == best[b] else f"{cells[b]['blocking_rate']:.3f}")
+            + f" ± {cells[b]['blocking_rate_ci95']:.3f}"
+            for b in result.config.beta_dists
+        ]
+        throughput = [
+            f"{cells[b]['throughput_jobs_per_hour']:.1f} ± {cells[b]['throughput_jobs_per_hour_ci95']:.1f}"
+            for b in result.config.beta_dists
+        ]
+        typer.echo(f"| {policy} | " + " | ".join(blocking + throughput) + " |")
+
+
 @import_app.command("pipedream")
 def import_pipedream(
     file: Annotated[Path, typer.Argument(help="PipeDream graph.txt profile")],
@@ -234,6 +277,54 @@ def import_pipedream(
     graph = load_pipedream(file, name=name, iterations=iterations)
     graph.to_json(out)
     console.print(f"wrote {out}: {graph.num_ops} ops, {graph.num_edges} edges, {graph.sequential_iteration_s:.3f} s per iteration")
+
+
+@import_app.command("torch")
+def import_torch(
+    factory: Annotated[str, typer.Argument(help="MODULE:FACTORY; FACTORY() returns a model, or (model, example_inputs)")],
+    out: Annotated[Path, typer.Option(help="job graph JSON to write")],
+    input_shape: Annotated[list[str] | None, typer.Option(help="shape of a random float input, e.g. 8,3,224,224 (repeatable)")] = None,
+    device_type: Annotated[str, typer.Option(help="device model for compute times (A100-80GB, H100-SXM, V100-16GB)")] = "A100-80GB",
+    iterations: Annotated[int, typer.Option(help="training iterations of one job")] = 1000,
+    name: Annotated[str | None, typer.Option(help="graph name (default: FACTORY)")] = None,
+) -> None:
+    """Export a PyTorch model with torch.export and write its training job graph."""
+    import importlib
+    import os
+
+    try:
+        import torch
+
+        from placer.torch_graph import from_torch
+    except ImportError as exc:
+        raise PlacerError(f"'placer import torch' needs torch: {exc} (pip install -e '.[torch]')") from None
+    module_name, _, attr = factory.partition(":")
+    if not module_name or not attr:
+        raise PlacerError(f"expected MODULE:FACTORY, got {factory!r}")
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise PlacerError(f"cannot import module {module_name!r}: {exc}") from None
+    if not callable(getattr(module, attr, None)):
+        raise PlacerError(f"module {module_name!r} has no callable {attr!r}")
+    built = getattr(module, attr)()
+    model, inputs = built if isinstance(built, tuple) else (built, None)
+    if input_shape:
+        try:
+            shapes = [tuple(int(d) for d in shape.split(",")) for shape in input_shape]
+        except ValueError:
+            raise PlacerError(f"bad --input-shape {input_shape!r}: use comma-separated integers like 8,3,224,224") from None
+        generator = torch.Generator().manual_seed(0)
+        inputs = tuple(torch.randn(shape, generator=generator) for shape in shapes)
+    if inputs is None:
+        raise PlacerError(f"{factory} returned no example inputs: give --input-shape")
+    graph = from_torch(model, inputs, device_type=device_type, iterations=iterations, name=name or attr)
+    graph.to_json(out)
+    console.print(
+        f"wrote {out}: {graph.num_ops} ops, {graph.forward_flops:.3g} FLOP forward, "
+        f"{graph.sequential_iteration_s:.3g} s per iteration on {device_type}"
+    )
 
 
 @app.command("graphs")

@@ -17,6 +17,7 @@ Job-level fields: ``name`` and ``iterations`` (training iterations of a job by d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -43,7 +44,7 @@ class JobGraph:
             raise GraphValidationError("job graph name must be a non-empty string")
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise GraphValidationError(f"graph {name!r}: iterations must be an integer >= 1, got {iterations!r}")
-        frozen = nx.freeze(nx.DiGraph(graph))
+        frozen = nx.freeze(graph.copy())
         _validate(frozen, name)
         self._graph = frozen
         self._name = name
@@ -102,10 +103,14 @@ class JobGraph:
     def key(self) -> str:
         """A content hash: equal for graphs with equal nodes, edges and fields."""
         if self._key is None:
-            import hashlib
-
-            payload = json.dumps(self.to_dict(), sort_keys=True).encode()
-            self._key = hashlib.sha256(payload).hexdigest()[:16]
+            g = self._graph
+            canonical = [
+                self._name,
+                self._iterations,
+                sorted(g.nodes(data=True), key=lambda item: item[0]),
+                sorted(g.edges(data=True), key=lambda item: item[:2]),
+            ]
+            self._key = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()[:16]
         return self._key
 
     def with_iterations(self, iterations: int) -> JobGraph:
@@ -141,26 +146,32 @@ def job_graph_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> J
     body = data.get("graph")
     if not isinstance(body, Mapping) or not isinstance(body.get("nodes"), list) or not isinstance(body.get("edges"), list):
         raise GraphValidationError(f"{source}: field 'graph' must hold lists 'nodes' and 'edges'")
-    graph = nx.DiGraph()
+    nodes: dict[str, dict] = {}
     for i, node in enumerate(body["nodes"]):
-        if not isinstance(node, Mapping) or "id" not in node:
+        if not isinstance(node, dict) or "id" not in node:
             raise GraphValidationError(f"{source}: node #{i} has no 'id'")
-        node_id = node["id"]
+        attrs = dict(node)
+        node_id = attrs.pop("id")
         if not isinstance(node_id, str) or not node_id:
             raise GraphValidationError(f"{source}: node #{i} id must be a non-empty string, got {node_id!r}")
-        if node_id in graph:
+        if node_id in nodes:
             raise GraphValidationError(f"{source}: duplicate node id {node_id!r}")
-        graph.add_node(node_id, **{k: v for k, v in node.items() if k != "id"})
+        nodes[node_id] = attrs
+    edges: dict[tuple[str, str], dict] = {}
     for i, edge in enumerate(body["edges"]):
-        if not isinstance(edge, Mapping) or "source" not in edge or "target" not in edge:
+        if not isinstance(edge, dict) or "source" not in edge or "target" not in edge:
             raise GraphValidationError(f"{source}: edge #{i} needs 'source' and 'target'")
-        u, v = edge["source"], edge["target"]
+        attrs = dict(edge)
+        u, v = attrs.pop("source"), attrs.pop("target")
         for end in (u, v):
-            if end not in graph:
+            if not isinstance(end, str) or end not in nodes:
                 raise GraphValidationError(f"{source}: edge {u!r} -> {v!r} refers to unknown node {end!r}")
-        if graph.has_edge(u, v):
+        if (u, v) in edges:
             raise GraphValidationError(f"{source}: duplicate edge {u!r} -> {v!r}")
-        graph.add_edge(u, v, **{k: val for k, val in edge.items() if k not in ("source", "target")})
+        edges[u, v] = attrs
+    graph = nx.DiGraph()
+    graph.add_nodes_from(nodes.items())
+    graph.add_edges_from((u, v, a) for (u, v), a in edges.items())
     name = data.get("name")
     iterations = data.get("iterations", 1000)
     return JobGraph(graph, name=name if isinstance(name, str) else "", iterations=iterations)

@@ -1,12 +1,8 @@
 """Import PipeDream profile graphs (``graph.txt``) as training job graphs.
 
-Each forward op ``nodeN`` becomes ``fw:nodeN`` and is mirrored by a backward op
-``bw:nodeN`` (its ``backward_compute_time``). Edges:
-
-- forward ``fw:u -> fw:v`` carries ``u``'s activation (``activation_size`` of ``u``);
-- backward ``bw:v -> bw:u`` carries the gradient of that activation (same bytes);
-- ``fw:v -> bw:v`` is ``local``: the backward op reads the activation stashed on its own
-  device, so it never communicates; it orders every op's backward after its forward.
+Each forward op ``nodeN`` becomes ``fw:nodeN`` and is mirrored by a backward op ``bw:nodeN``
+(its ``backward_compute_time``) as :mod:`placer.training` describes; an edge ``u -- v`` carries
+``u``'s ``activation_size``.
 
 PipeDream times are milliseconds per minibatch; they become seconds. Parameters are owned
 by the forward op (``param_bytes``); the backward op owns none, so nothing is counted twice.
@@ -21,6 +17,7 @@ import networkx as nx
 
 from placer.errors import GraphValidationError
 from placer.graph import JobGraph
+from placer.training import training_graph
 
 _NODE = re.compile(
     r"^(?P<id>\S+) -- (?P<desc>.*) -- forward_compute_time=(?P<fw>[^,]+), backward_compute_time=(?P<bw>[^,]+), "
@@ -40,7 +37,7 @@ def parse_pipedream(text: str, *, name: str, iterations: int = 1000, source: str
             for end in (u, v):
                 if end not in forward:
                     raise GraphValidationError(f"{source}:{lineno}: edge {u} -- {v} refers to unknown node {end!r}")
-            forward.add_edge(u, v)
+            forward.add_edge(u, v, tensor_bytes=forward.nodes[u]["activation_bytes"])
         elif m := _NODE.match(line):
             if m["id"] in forward:
                 raise GraphValidationError(f"{source}:{lineno}: duplicate node id {m['id']!r}")
@@ -48,10 +45,17 @@ def parse_pipedream(text: str, *, name: str, iterations: int = 1000, source: str
                 values = {k: _number(m[k]) for k in ("fw", "bw", "act", "par")}
             except ValueError as exc:
                 raise GraphValidationError(f"{source}:{lineno}: bad number: {exc}") from None
-            forward.add_node(m["id"], desc=m["desc"], **values)
+            forward.add_node(
+                m["id"],
+                name=m["desc"],
+                compute_s=values["fw"] / 1e3,
+                backward_compute_s=values["bw"] / 1e3,
+                activation_bytes=values["act"],
+                param_bytes=values["par"],
+            )
         else:
             raise GraphValidationError(f"{source}:{lineno}: not a PipeDream node or edge line: {line[:80]!r}")
-    return JobGraph(_training_graph(forward), name=name, iterations=iterations)
+    return JobGraph(training_graph(forward), name=name, iterations=iterations)
 
 
 def load_pipedream(path: str | Path, *, name: str | None = None, iterations: int = 1000) -> JobGraph:
@@ -70,17 +74,3 @@ def _number(text: str) -> float:
     if text.startswith("[") and text.endswith("]"):
         return sum(float(part) for part in text[1:-1].split(";"))
     return float(text)
-
-
-def _training_graph(forward: nx.DiGraph) -> nx.DiGraph:
-    graph = nx.DiGraph()
-    for op, a in forward.nodes(data=True):
-        common = {"name": a["desc"], "activation_bytes": a["act"]}
-        graph.add_node(f"fw:{op}", **{"pass": "forward"}, compute_s=a["fw"] / 1e3, param_bytes=a["par"], **common)
-        graph.add_node(f"bw:{op}", **{"pass": "backward"}, compute_s=a["bw"] / 1e3, param_bytes=0.0, **common)
-        graph.add_edge(f"fw:{op}", f"bw:{op}", tensor_bytes=a["act"], local=True)
-    for u, v in forward.edges:
-        size = forward.nodes[u]["act"]
-        graph.add_edge(f"fw:{u}", f"fw:{v}", tensor_bytes=size, local=False)
-        graph.add_edge(f"bw:{v}", f"bw:{u}", tensor_bytes=size, local=False)
-    return graph

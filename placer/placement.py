@@ -25,36 +25,34 @@ def first_fit(cluster: Cluster, free: np.ndarray, degree: int) -> tuple[int, ...
     return tuple(devices.tolist()) if len(devices) == degree else None
 
 
-def _free_by_server(cluster: Cluster, free: np.ndarray) -> list[list[int]]:
-    return [[d for d in devices if free[d]] for devices in cluster.devices_of_server]
+def _free_by_server(cluster: Cluster, free: np.ndarray) -> list[np.ndarray]:
+    """Free device ids of each server, ascending."""
+    devices = np.flatnonzero(free)
+    return np.split(devices, np.searchsorted(cluster.server_of[devices], np.arange(1, cluster.num_servers)))
 
 
 def best_fit(cluster: Cluster, free: np.ndarray, degree: int) -> tuple[int, ...] | None:
     if free.sum() < degree:
         return None
     per_server = _free_by_server(cluster, free)
-    holders = [s for s, devs in enumerate(per_server) if len(devs) >= degree]
-    if holders:
-        tightest = min(holders, key=lambda s: (len(per_server[s]), s))
-        return tuple(per_server[tightest][:degree])
-    chosen: list[int] = []
-    for s in sorted(range(len(per_server)), key=lambda s: (-len(per_server[s]), s)):
-        chosen.extend(per_server[s][: degree - len(chosen)])
-        if len(chosen) == degree:
-            break
-    return tuple(sorted(chosen))
+    counts = np.array([len(d) for d in per_server])
+    holders = np.flatnonzero(counts >= degree)
+    if len(holders):
+        tightest = holders[np.argmin(counts[holders])]  # argmin keeps the lowest index on ties
+        return tuple(per_server[tightest][:degree].tolist())
+    order = np.lexsort((np.arange(len(counts)), -counts))  # most free first, then lowest index
+    chosen = np.concatenate([per_server[s] for s in order])[:degree]
+    return tuple(np.sort(chosen).tolist())
 
 
 def spread(cluster: Cluster, free: np.ndarray, degree: int) -> tuple[int, ...] | None:
     if free.sum() < degree:
         return None
-    per_server = [devs for devs in _free_by_server(cluster, free) if devs]
-    chosen: list[int] = []
-    for round_ in range(max(len(d) for d in per_server)):
-        for devs in per_server:
-            if round_ < len(devs) and len(chosen) < degree:
-                chosen.append(devs[round_])
-    return tuple(sorted(chosen))
+    devices = np.flatnonzero(free)
+    servers = cluster.server_of[devices]
+    rank = np.arange(len(devices)) - np.searchsorted(servers, servers)  # position within its server
+    order = np.lexsort((servers, rank))  # round by round, servers in order
+    return tuple(np.sort(devices[order[:degree]]).tolist())
 
 
 PLACEMENT_RULES: dict[str, PlacementRule] = {"first_fit": first_fit, "best_fit": best_fit, "spread": spread}

@@ -82,7 +82,6 @@ def decide(
     job = Job(0, graph, 0.0, float(beta), iterations, seq)
     view = ClusterView(cost, 0.0, free, free_in, running)
     choice = policy.decide(job, view)
-    table = options(job, view, degrees=degrees_for(view, max_degree), rules=tuple(PLACEMENT_RULES))
     common = {"sequential_jct_s": seq, "deadline_s": job.deadline_s, "policy": getattr(policy, "name", "") or ""}
     if isinstance(choice, Place) and choice.devices:
         jct = cost.jct_s(graph, choice.devices, iterations) if cost.fits(graph, choice.devices) else None
@@ -97,6 +96,7 @@ def decide(
                 meets_deadline=True,
                 **common,
             )
+    table = options(job, view, degrees=degrees_for(view, max_degree), rules=tuple(PLACEMENT_RULES))
     fitting = [o for o in table if o.fits]
     fastest = min(fitting, key=lambda o: (o.jct_s, o.degree), default=None)
     if fastest is None:

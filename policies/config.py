@@ -49,7 +49,7 @@ class PolicySection(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     hidden: int = Field(64, ge=4)
     rounds: int = Field(3, ge=1)
-    net_arch: list[int] = [128, 128]
+    net_arch: list[int] = [128]  # the option scorer's width
 
 
 class TrainSection(BaseModel):

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import gymnasium as gym
 import torch
-from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
 from envs.config import EnvConfig
 from envs.observation import observation_space
 from placer.errors import PolicyError
 from policies.extractor import PlacementExtractor
+from policies.scorer import OptionPolicy
 
 FORMAT, VERSION = "placer.policy", 1
 
@@ -31,16 +31,16 @@ def policy_kwargs(hidden: int, rounds: int, net_arch: list[int]) -> dict:
     return {
         "features_extractor_class": PlacementExtractor,
         "features_extractor_kwargs": {"hidden": hidden, "rounds": rounds},
-        "net_arch": {"pi": list(net_arch), "vf": list(net_arch)},
+        "net_arch": list(net_arch),
     }
 
 
-def build_policy(env: EnvConfig, hidden: int, rounds: int, net_arch: list[int]) -> MaskableActorCriticPolicy:
+def build_policy(env: EnvConfig, hidden: int, rounds: int, net_arch: list[int]) -> OptionPolicy:
     """A fresh policy whose weights fit any policy file made with the same settings."""
     num_options = env.max_degree * len(env.rules)
     obs_space = observation_space(env.max_nodes, env.max_edges, num_options, env.max_devices)
     action_space = gym.spaces.Discrete(1 + num_options)
-    return MaskableActorCriticPolicy(obs_space, action_space, lambda _: 0.0, **policy_kwargs(hidden, rounds, net_arch))
+    return OptionPolicy(obs_space, action_space, lambda _: 0.0, **policy_kwargs(hidden, rounds, net_arch))
 
 
 def save_policy_file(path: Path, policy: torch.nn.Module, env: EnvConfig, arch: dict) -> None:
@@ -57,7 +57,7 @@ def save_policy_file(path: Path, policy: torch.nn.Module, env: EnvConfig, arch: 
     os.replace(tmp, path)
 
 
-def load_policy_file(path: str | Path) -> tuple[MaskableActorCriticPolicy, EnvConfig]:
+def load_policy_file(path: str | Path) -> tuple[OptionPolicy, EnvConfig]:
     path = Path(path)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)

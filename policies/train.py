@@ -35,6 +35,7 @@ from placer.workload import BetaDistribution, Workload
 from policies.config import TrainConfig
 from policies.loading import LearnedPolicy
 from policies.model import policy_kwargs, save_policy_file
+from policies.scorer import OptionPolicy
 
 BASELINES = ("para_min", "lean")
 
@@ -138,7 +139,7 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     vec_env = DummyVecEnv([lambda: ClusterPlacementEnv(env_config) for _ in range(ppo.n_envs)])
     vec_env.seed(config.train.seed)
     return MaskablePPO(
-        "MultiInputPolicy",
+        OptionPolicy,
         vec_env,
         seed=config.train.seed,
         tensorboard_log=str(out / "tb"),

@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placer.cluster import load_cluster, preset_names
 from placer.errors import ClusterSpecError
@@ -51,3 +53,21 @@ def test_placement_rules_on_a_hand_built_occupancy():
     assert best_fit(cluster, free, 6) == (5, 6, 8, 9, 10, 11)  # fewest servers: largest first
     assert spread(cluster, free, 4) == (2, 3, 5, 8)  # one per server per round
     assert first_fit(cluster, free, 10) is None and best_fit(cluster, free, 10) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(preset=st.sampled_from(["pacml", "dgx8x8", "mixed"]), data=st.data())
+def test_placement_rules_return_distinct_free_devices_and_best_fit_spans_fewest_servers(preset, data):
+    cluster = load_cluster(preset)
+    free = np.array(data.draw(st.lists(st.booleans(), min_size=cluster.num_devices, max_size=cluster.num_devices)))
+    degree = data.draw(st.integers(1, 16))
+    for rule in (first_fit, best_fit, spread):
+        devices = rule(cluster, free, degree)
+        if free.sum() < degree:
+            assert devices is None
+            continue
+        assert len(set(devices)) == degree and all(free[d] for d in devices) and list(devices) == sorted(devices)
+    if free.sum() >= degree:
+        counts = sorted(np.bincount(cluster.server_of[free], minlength=cluster.num_servers), reverse=True)
+        fewest = next(k for k in range(1, len(counts) + 1) if sum(counts[:k]) >= degree)
+        assert len(set(cluster.server_of[list(best_fit(cluster, free, degree))])) == fewest

@@ -1,0 +1,133 @@
+"""Placement query latency, in process and through the HTTP service on loopback.
+
+    python benchmarks/bench_service.py [--policy-file data/policies/pacml.pt] [--requests 200]
+
+1. In process: median and p99 of ``placer.query.decide`` with the learned policy (or ``lean``
+   without a policy file), cold (a fresh cost model: every schedule computed) and warm (the
+   graph seen before), on PipeDream graphs of several sizes, against the 10 ms target.
+2. Load test: starts ``placer serve`` on a free loopback port, then for each graph sends
+   ``--requests`` reserve-and-release pairs (POST /v1/placements, DELETE /v1/jobs/{id}) at
+   concurrency 1 and 32; prints median / p99 POST latency and placements per second.
+   Bounded in count and by ``--time-limit`` seconds per phase; the server is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from placer import CostModel, load_cluster, resolve_graph
+from placer.policy import PolicyContext, make_policy
+from placer.query import decide
+
+GRAPHS = ("resnet18", "resnet50", "densenet121", "nasnetamobile")
+
+
+def in_process(policy_file: Path | None, repeats: int) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    cluster = load_cluster("pacml")
+    policy = make_policy("learned" if policy_file else "lean", PolicyContext(cluster, policy_file=policy_file))
+    free, free_in = np.ones(cluster.num_devices, dtype=bool), np.zeros(cluster.num_devices)
+    print(f"in-process decide, pacml, policy {policy.name} (1 thread):")
+    for name in GRAPHS:
+        graph = resolve_graph(name)
+        cold, warm = [], []
+        for _ in range(max(3, repeats // 10)):
+            start = time.perf_counter()
+            decide(graph, CostModel(cluster), free, free_in, policy, beta=0.3)
+            cold.append(time.perf_counter() - start)
+        cost = CostModel(cluster)
+        decide(graph, cost, free, free_in, policy, beta=0.3)
+        for _ in range(repeats):
+            start = time.perf_counter()
+            decide(graph, cost, free, free_in, policy, beta=0.3)
+            warm.append(time.perf_counter() - start)
+        w = np.array(warm) * 1e3
+        print(
+            f"  {name:14s} {graph.num_ops:5d} ops: warm median {np.median(w):6.2f} ms, p99 {np.percentile(w, 99):6.2f} ms "
+            f"({10 / np.median(w):.1f}x under 10 ms); cold median {np.median(cold) * 1e3:6.1f} ms"
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _phase(client: httpx.AsyncClient, body: dict, requests: int, concurrency: int, time_limit: float):
+    latencies: list[float] = []
+    stop = time.monotonic() + time_limit
+    queue = iter(range(requests))
+
+    async def worker():
+        for _ in queue:
+            if time.monotonic() > stop:
+                return
+            start = time.perf_counter()
+            response = await client.post("/v1/placements", json=body)
+            latencies.append(time.perf_counter() - start)
+            job = response.json().get("job_id")
+            if job:
+                await client.delete(f"/v1/jobs/{job}")
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return np.array(latencies) * 1e3, len(latencies) / (time.perf_counter() - start)
+
+
+async def load_test(port: int, requests: int, time_limit: float) -> None:
+    limits = httpx.Limits(max_connections=64)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, limits=limits) as client:
+        for name in GRAPHS:
+            body = {"graph": resolve_graph(name).to_dict(), "beta": 0.3}
+            await client.post("/v1/placements", json=body)  # warm the graph's cost cache
+            for concurrency in (1, 32):
+                lat, qps = await _phase(client, body, requests, concurrency, time_limit)
+                print(
+                    f"  {name:14s} concurrency {concurrency:2d}: median {np.median(lat):7.2f} ms, p99 {np.percentile(lat, 99):7.2f} ms, "
+                    f"{qps:6.1f} placements/s ({len(lat)} requests)"
+                )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--policy-file", type=Path, default=Path("data/policies/pacml.pt"))
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--time-limit", type=float, default=30.0)
+    args = parser.parse_args()
+    policy_file = args.policy_file if args.policy_file.exists() else None
+    in_process(policy_file, args.requests)
+    port = _free_port()
+    command = [sys.executable, "-m", "placer", "serve", "--port", str(port)]
+    command += ["--policy-file", str(policy_file)] if policy_file else []
+    server = subprocess.Popen(command)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit("server did not start") from None
+                time.sleep(0.2)
+        print(f"load test, placer serve on 127.0.0.1:{port}, POST /v1/placements + DELETE, beta 0.3:")
+        asyncio.run(load_test(port, args.requests, args.time_limit))
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Actor-critic heads that score each (degree, placement) option against the context.
+
+SB3's policy maps features to one latent vector and a linear layer to logits. Here the actor's
+latent *is* the logits: a shared MLP scores every option row ``[option features, context
+embedding]`` (pointer-network style, so a choice is judged by what it does, not by its index),
+and a separate head scores "reject" from the context. The critic reads the context and the
+mean of the option embeddings.
+"""
+
+from __future__ import annotations
+
+import torch
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from torch import nn
+
+
+class OptionScorer(nn.Module):
+    """features (B, C + O * F) -> (logits (B, 1 + O), value latent (B, hidden))."""
+
+    def __init__(self, context_dim: int, num_options: int, option_features: int, hidden: int = 128) -> None:
+        super().__init__()
+        self.context_dim, self.num_options, self.option_features = context_dim, num_options, option_features
+        self.context = nn.Sequential(nn.Linear(context_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+        self.option = nn.Sequential(nn.Linear(option_features + hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+        self.option_score = nn.Linear(hidden, 1)
+        self.reject_score = nn.Linear(hidden, 1)
+        self.critic = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.ReLU())
+        self.latent_dim_pi, self.latent_dim_vf = 1 + num_options, hidden
+
+    def _embed(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        context = self.context(features[:, : self.context_dim])
+        rows = features[:, self.context_dim :].reshape(features.shape[0], -1, self.option_features)
+        joined = torch.cat([rows, context.unsqueeze(1).expand(-1, rows.shape[1], -1)], dim=-1)
+        return context, self.option(joined)
+
+    def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
+        context, options = self._embed(features)
+        return torch.cat([self.reject_score(context), self.option_score(options).squeeze(-1)], dim=1)
+
+    def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
+        context, options = self._embed(features)
+        return self.critic(torch.cat([context, options.mean(1)], dim=1))
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        context, options = self._embed(features)
+        logits = torch.cat([self.reject_score(context), self.option_score(options).squeeze(-1)], dim=1)
+        return logits, self.critic(torch.cat([context, options.mean(1)], dim=1))
+
+
+class OptionPolicy(MaskableActorCriticPolicy):
+    """MaskablePPO policy whose logits come from :class:`OptionScorer` (``net_arch``: [hidden])."""
+
+    def _build_mlp_extractor(self) -> None:
+        extractor = self.features_extractor
+        hidden = self.net_arch[0] if isinstance(self.net_arch, list) and self.net_arch else 128
+        self.mlp_extractor = OptionScorer(extractor.context_dim, extractor.num_options, extractor.option_features, hidden)
+
+    def _build(self, lr_schedule) -> None:
+        super()._build(lr_schedule)
+        self.action_net = nn.Identity()  # the scorer's output already is the logits
+        for head in (self.mlp_extractor.option_score, self.mlp_extractor.reject_score):
+            nn.init.orthogonal_(head.weight, gain=0.01)
+            nn.init.zeros_(head.bias)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
