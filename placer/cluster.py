@@ -23,13 +23,13 @@ Devices are numbered 0..N-1 server by server; :meth:`Cluster.device_name` gives
 
 from __future__ import annotations
 
-import tomllib
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from placer.configfile import load_toml, validate
 from placer.data import data_dir
 from placer.errors import ClusterSpecError
 
@@ -140,19 +140,8 @@ def load_cluster(source: str | Path) -> Cluster:
         path = data_dir() / "clusters" / f"{source}.toml"
         if not path.exists():
             raise ClusterSpecError(f"unknown cluster preset {str(source)!r} (presets: {', '.join(preset_names())})")
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise ClusterSpecError(f"cannot read cluster spec {str(path)!r}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ClusterSpecError(f"{path}: invalid TOML: {exc}") from None
-    return Cluster(parse_cluster_spec(data, source=str(path)))
+    return Cluster(load_toml(path, ClusterSpec, what="cluster spec", error=ClusterSpecError))
 
 
 def parse_cluster_spec(data: dict, *, source: str = "<dict>") -> ClusterSpec:
-    try:
-        return ClusterSpec.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "spec"
-        raise ClusterSpecError(f"{source}: {where}: {err['msg']}") from None
+    return validate(ClusterSpec, data, source=source, error=ClusterSpecError)

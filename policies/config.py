@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from envs.config import EnvConfig
-from placer.errors import PlacerError
+from placer.configfile import load_toml
 
 
 class EnvSection(BaseModel):
@@ -71,15 +70,4 @@ class TrainConfig(BaseModel):
 
 
 def load_train_config(path: str | Path) -> TrainConfig:
-    path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise PlacerError(f"cannot read training config {str(path)!r}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PlacerError(f"{path}: invalid TOML: {exc}") from None
-    try:
-        return TrainConfig.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise PlacerError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    return load_toml(Path(path), TrainConfig, what="training config")

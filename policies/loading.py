@@ -50,10 +50,7 @@ class LearnedPolicy:
         table = option_table(job, view, env.max_degree, env.rules)
         mask = action_mask(table, env.max_degree, len(env.rules))
         obs = self._observation(job, view, table)
-        with torch.no_grad():
-            dist = self.policy.get_distribution({k: torch.as_tensor(v).unsqueeze(0).float() for k, v in obs.items()})
-            dist.apply_masking(mask[None])
-            action = int(dist.get_actions(deterministic=True)[0])
+        action = greedy_action(self.policy, obs, mask)
         if self.rule_override is not None and action > 0:
             rules = len(env.rules)
             degree_block = (action - 1) // rules
@@ -67,6 +64,19 @@ class LearnedPolicy:
             static = self._graphs[job.graph.key] = graph_arrays(job.graph, max(nodes, 1), max(edges, 1))
         dynamic = dynamic_arrays(job, view, table, self.env.max_degree, view.cluster.num_devices, static["num_forward_ops"])
         return {k: v for k, v in static.items() if k != "num_forward_ops"} | dynamic
+
+
+def greedy_action(policy, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+    """The most likely unmasked action for one observation: masked argmax of the logits.
+
+    The lean inference path: no gradients, no distribution objects, one forward pass.
+    """
+    with torch.inference_mode():
+        batch = {k: torch.from_numpy(np.ascontiguousarray(v)).unsqueeze(0).float() for k, v in obs.items()}
+        features = policy.extract_features(batch, policy.pi_features_extractor)
+        logits = policy.action_net(policy.mlp_extractor.forward_actor(features))[0]
+        logits[~torch.from_numpy(mask)] = -torch.inf
+        return int(torch.argmax(logits))
 
 
 def make_learned_policy(spec: str, context: PolicyContext) -> LearnedPolicy:

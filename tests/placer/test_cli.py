@@ -70,9 +70,9 @@ def test_bad_input_is_one_line_not_a_traceback(args, message, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_import_pipedream_round_trips(tmp_path):
+def test_import_pipedream_round_trips(tmp_path, pipedream_dir):
     out = tmp_path / "g.json"
-    result = run("import", "pipedream", "../shared/data/pipedream/alexnet.txt", "--out", str(out))
+    result = run("import", "pipedream", str(pipedream_dir / "alexnet.txt"), "--out", str(out))
     assert result.returncode == 0, result.stderr
     from placer import load_job_graph
 

@@ -9,8 +9,6 @@ from placer.graph import JobGraph, job_graph_from_dict, load_job_graph
 from placer.pipedream import load_pipedream, parse_pipedream
 from tests.placer.toys import chain, op, toy_graph
 
-PIPEDREAM = "../shared/data/pipedream"
-
 
 def test_round_trip_through_json(tmp_path):
     graph = chain()
@@ -89,10 +87,10 @@ def test_pipedream_errors_name_the_line():
         )
 
 
-def test_shipped_graphs_match_their_pipedream_source():
-    for path in sorted(__import__("pathlib").Path(PIPEDREAM).glob("*.txt")):
-        if path.stem == "LICENSE":
-            continue
+def test_shipped_graphs_match_their_pipedream_source(pipedream_dir):
+    profiles = sorted(p for p in pipedream_dir.glob("*.txt") if p.stem != "LICENSE")
+    assert len(profiles) == 14
+    for path in profiles:
         shipped = load_job_graph(f"data/graphs/{path.stem}.json")
         assert shipped.key == load_pipedream(path).key, path.stem
         assert shipped.num_ops == 2 * sum(1 for line in path.read_text().splitlines() if line.startswith("node"))

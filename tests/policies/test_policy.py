@@ -71,3 +71,20 @@ def test_policy_file_with_code_is_refused(tmp_path):
         load_policy_file(path)
     with pytest.raises(PolicyError, match="does not exist"):
         load_policy_file(tmp_path / "missing.pt")
+
+
+def test_lean_inference_picks_the_sb3_distribution_mode():
+    from policies.loading import greedy_action
+
+    env = envs.ClusterPlacementEnv(graphs=("alexnet", "gnmt"), episode_jobs=40, load=2.0)
+    policy = build_policy(env.config, 16, 2, [32])
+    policy.eval()
+    obs, _ = env.reset(seed=0)
+    for _ in range(30):
+        mask = env.action_masks()
+        action = greedy_action(policy, obs, mask)
+        dist = policy.get_distribution({k: torch.as_tensor(v).unsqueeze(0).float() for k, v in obs.items()})
+        dist.apply_masking(mask[None])
+        assert action == int(dist.get_actions(deterministic=True)[0])
+        assert mask[action]
+        obs, *_ = env.step(action)
