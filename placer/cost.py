@@ -103,12 +103,14 @@ class CostModel:
     """Memory, communication and completion time of jobs on one cluster, with caches.
 
     Results depend on a placement only through its :class:`PlacementShape`, so iteration
-    times are cached per (graph, shape) and exact.
+    times are cached per (graph, shape) and exact. ``cache=False`` reschedules every time
+    (the benchmark's baseline).
     """
 
-    def __init__(self, cluster: Cluster, *, param_state_factor: float = 4.0) -> None:
+    def __init__(self, cluster: Cluster, *, param_state_factor: float = 4.0, cache: bool = True) -> None:
         self.cluster = cluster
         self.param_state_factor = param_state_factor
+        self.cache = cache
         self._compiled: dict[str, CompiledGraph] = {}
         self._iteration_s: dict[tuple[str, PlacementShape], float] = {}
 
@@ -150,7 +152,9 @@ class CostModel:
         key = (graph.key, shape)
         cached = self._iteration_s.get(key)
         if cached is None:
-            cached = self._iteration_s[key] = self._schedule(self.compile(graph), shape)
+            cached = self._schedule(self.compile(graph), shape)
+            if self.cache:
+                self._iteration_s[key] = cached
         return cached
 
     def jct_s(self, graph: JobGraph, devices, iterations: int | None = None) -> float:

@@ -82,6 +82,7 @@ def greedy_action(policy, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
 def make_learned_policy(spec: str, context: PolicyContext) -> LearnedPolicy:
     """Entry point ``learned`` (and ``learned+RULE`` for the fixed-placement ablation)."""
     _, _, rule = spec.partition("+")
+    torch.set_num_threads(1)  # one observation at a time: extra threads only add overhead
     path = context.policy_file or default_policy_file()
     if not Path(path).exists():
         raise PolicyError(f"policy file {str(path)!r} does not exist (train one with 'placer train' or pass --policy-file)")

@@ -111,3 +111,10 @@ def test_cache_returns_identical_values():
     cost = CostModel(toy_cluster(2, 4))
     first = cost.iteration_s(chain(), cost.shape([0, 1, 4]))
     assert cost.iteration_s(chain(), cost.shape(np.array([4, 0, 1]))) == first
+
+
+def test_uncached_model_gives_the_same_answer_and_stores_nothing():
+    cached, uncached = CostModel(toy_cluster(2, 4)), CostModel(toy_cluster(2, 4), cache=False)
+    for devices in ([0, 1], [0, 4], [0, 1, 2, 5]):
+        assert uncached.jct_s(chain(), devices) == cached.jct_s(chain(), devices)
+    assert not uncached._iteration_s and len(cached._iteration_s) == 3
