@@ -11,7 +11,8 @@ PLACEMENT_RULES = ("first_fit", "best_fit", "spread")
 class EnvConfig:
     """Keyword arguments of :class:`envs.env.ClusterPlacementEnv`.
 
-    cluster: preset name or TOML path. graphs: shipped names or JSON paths.
+    clusters: preset names or TOML paths; each episode draws one uniformly (one policy for several
+    clusters). graphs: shipped names or JSON paths.
     beta_dists: one distribution, or a mix: each episode draws one of them uniformly.
     load: offered load; arrival: ``poisson`` or ``fixed``; episode_jobs: arrivals per episode.
     max_degree: largest partitioning degree; rules: the placement choices the policy picks from.
@@ -22,7 +23,7 @@ class EnvConfig:
     an error, never truncated.
     """
 
-    cluster: str = "pacml"
+    clusters: tuple[str, ...] = ("pacml",)
     graphs: tuple[str, ...] = ("alexnet", "vgg16", "resnet18", "squeezenet1_0", "gnmt")
     beta_dists: tuple[str, ...] = ("A", "B", "C", "D")
     load: float = 0.9

@@ -35,8 +35,10 @@ class ClusterPlacementEnv(gym.Env):
         self.config = config = replace(config or EnvConfig(), **kwargs)
         if config.reward not in REWARDS:
             raise PlacerError(f"unknown reward {config.reward!r} (choose from {', '.join(REWARDS)})")
-        self.cluster = load_cluster(config.cluster)
-        self.cost = CostModel(self.cluster)
+        if not config.clusters:
+            raise PlacerError("the environment needs at least one cluster")
+        self.costs = [CostModel(load_cluster(c)) for c in config.clusters]
+        self.cost = self.costs[0]
         self.graphs = [resolve_graph(g) for g in config.graphs]
         self.betas = [BetaDistribution(b) for b in config.beta_dists]
         self._static = {g.key: graph_arrays(g, config.max_nodes, config.max_edges) for g in self.graphs}
@@ -52,11 +54,13 @@ class ClusterPlacementEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         rng = self.np_random
+        self.cost = self.costs[int(rng.integers(len(self.costs)))] if len(self.costs) > 1 else self.costs[0]
         beta = self.betas[int(rng.integers(len(self.betas)))]
-        workload = Workload(self.graphs, beta, self.config.load, self.cluster.num_devices, self.config.episode_jobs, self.config.arrival)
+        devices = self.cost.cluster.num_devices
+        workload = Workload(self.graphs, beta, self.config.load, devices, self.config.episode_jobs, self.config.arrival)
         self.sim = Simulator(self.cost, list(workload.jobs(rng)))
         self.job = self.sim.next_job()
-        return self._observe(), {"beta_dist": beta.spec}
+        return self._observe(), {"beta_dist": beta.spec, "cluster": self.cost.cluster.name}
 
     def step(self, action):
         if self.sim is None or self.job is None:

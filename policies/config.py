@@ -12,7 +12,7 @@ from placer.configfile import load_toml
 
 class EnvSection(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    cluster: str = "pacml"
+    clusters: list[str] = ["pacml"]
     graphs: list[str]
     beta_dists: list[str] = ["A", "B", "C", "D"]
     load: float = Field(0.9, gt=0)

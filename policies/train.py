@@ -41,16 +41,16 @@ BASELINES = ("para_min", "lean")
 
 
 def validation_blocking(decide_factory, env: EnvConfig, episodes: int) -> float:
-    """Mean blocking rate over every beta distribution x ``episodes`` fixed validation seeds."""
-    cluster = load_cluster(env.cluster)
+    """Mean blocking rate over every cluster x beta distribution x ``episodes`` fixed validation seeds."""
     graphs = [resolve_graph(g) for g in env.graphs]
     rates = []
-    for i, beta in enumerate(env.beta_dists):
-        workload = Workload(graphs, BetaDistribution(beta), env.load, cluster.num_devices, env.episode_jobs, env.arrival)
-        for k in range(episodes):
-            decide = decide_factory(np.random.default_rng([10_000 + k, i, 1]))
-            run = simulate(CostModel(cluster), workload.jobs(np.random.default_rng([10_000 + k, i])), decide)
-            rates.append(run.metrics.blocking_rate)
+    for cluster in map(load_cluster, env.clusters):
+        for i, beta in enumerate(env.beta_dists):
+            workload = Workload(graphs, BetaDistribution(beta), env.load, cluster.num_devices, env.episode_jobs, env.arrival)
+            for k in range(episodes):
+                decide = decide_factory(np.random.default_rng([10_000 + k, i, 1]))
+                run = simulate(CostModel(cluster), workload.jobs(np.random.default_rng([10_000 + k, i])), decide)
+                rates.append(run.metrics.blocking_rate)
     return float(np.mean(rates))
 
 

@@ -48,7 +48,7 @@ def test_same_seed_same_rollout():
 
 @pytest.mark.parametrize("cluster", ["pacml", "dgx8x8", "mixed"])
 def test_mask_is_exactly_the_feasible_set(cluster):
-    env = envs.ClusterPlacementEnv(**SMALL, cluster=cluster, beta_dists=("B",), load=2.0)
+    env = envs.ClusterPlacementEnv(**SMALL, clusters=(cluster,), beta_dists=("B",), load=2.0)
     env.reset(seed=1)
     checked = 0
     for _ in range(40):
@@ -92,3 +92,12 @@ def test_bad_reward_is_refused():
 
     with pytest.raises(PlacerError, match="unknown reward"):
         envs.ClusterPlacementEnv(reward="money")
+
+
+def test_each_episode_draws_one_of_the_clusters():
+    env = envs.ClusterPlacementEnv(**SMALL, clusters=("pacml", "dgx8x8"))
+    seen = {env.reset(seed=seed)[1]["cluster"] for seed in range(12)}
+    assert seen == {"pacml", "dgx8x8"}
+    obs, info = env.reset(seed=0)
+    n = env.cost.cluster.num_devices
+    assert obs["device_mask"].sum() == n and env.observation_space.contains(obs)
