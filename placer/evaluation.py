@@ -117,9 +117,9 @@ def evaluate(config: EvaluationConfig, on_job: Callable[[], None] | None = None)
     return result
 
 
-def total_decisions(config: EvaluationConfig, trace_jobs: int | None = None) -> int:
-    per_run = trace_jobs if trace_jobs is not None else config.jobs
-    return per_run * len(config.beta_dists) * config.seeds * len(config.policies)
+def total_decisions(config: EvaluationConfig) -> int:
+    """Decisions an evaluation makes (without a trace, whose length is known only once read)."""
+    return config.jobs * len(config.beta_dists) * config.seeds * len(config.policies)
 
 
 def write_results(result: EvaluationResult, out: Path) -> list[Path]:

@@ -117,3 +117,25 @@ def test_same_seed_same_records():
 
 def test_utilization_of_a_step_function():
     assert mean_utilization([(0.0, 0), (1.0, 2), (3.0, 1)], 2, 4.0) == pytest.approx((2 * 2 + 1 * 1) / 8)
+
+
+def test_trace_replay_and_its_errors(tmp_path):
+    from placer.errors import WorkloadError
+    from placer.workload import read_trace
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,graph,beta,iterations\n1.0,toy,1.0,1\n2.0,toy,1.0,2\n5.0,toy,0.5,1\n")
+    specs = read_trace(trace, {"toy": chain()})
+    assert [(s.arrival_s, s.beta, s.iterations) for s in specs] == [(1.0, 1.0, 1), (2.0, 1.0, 2), (5.0, 0.5, 1)]
+    run = simulate(CostModel(toy_cluster(1, 2)), specs, make_heuristic("para_min").decide)
+    # job0: degree 1 meets 6 s (done at 7); job1: one device left, 12 s <= 12 s; job2: 3 s deadline, none free.
+    assert [(r.degree, r.reason) for r in run.records] == [(1, None), (1, None), (0, BlockReason.REJECTED)]
+    for body, message in [
+        ("arrival_s,graph,beta,iterations\n1,nope,0.5,1\n", "unknown graph 'nope'"),
+        ("arrival_s,graph,beta,iterations\n2,toy,0.5,1\n1,toy,0.5,1\n", "non-decreasing"),
+        ("arrival_s,graph\n1,toy\n", "need arrival_s, graph, beta, iterations"),
+        ("arrival_s,graph,beta,iterations\n", "trace has no jobs"),
+    ]:
+        trace.write_text(body)
+        with pytest.raises(WorkloadError, match=message):
+            read_trace(trace, {"toy": chain()})
