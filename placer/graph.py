@@ -39,12 +39,12 @@ class JobGraph:
 
     __slots__ = ("_graph", "_name", "_iterations", "_key")
 
-    def __init__(self, graph: nx.DiGraph, *, name: str, iterations: int = 1000) -> None:
+    def __init__(self, graph: nx.DiGraph, *, name: str, iterations: int = 1000, _owned: bool = False) -> None:
         if not isinstance(name, str) or not name:
             raise GraphValidationError("job graph name must be a non-empty string")
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise GraphValidationError(f"graph {name!r}: iterations must be an integer >= 1, got {iterations!r}")
-        frozen = nx.freeze(graph.copy())
+        frozen = nx.freeze(graph if _owned else graph.copy())  # _owned: built here, nobody else holds it
         _validate(frozen, name)
         self._graph = frozen
         self._name = name
@@ -174,7 +174,7 @@ def job_graph_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> J
     graph.add_edges_from((u, v, a) for (u, v), a in edges.items())
     name = data.get("name")
     iterations = data.get("iterations", 1000)
-    return JobGraph(graph, name=name if isinstance(name, str) else "", iterations=iterations)
+    return JobGraph(graph, name=name if isinstance(name, str) else "", iterations=iterations, _owned=True)
 
 
 def load_job_graph(path: str | Path) -> JobGraph:

@@ -55,7 +55,7 @@ def parse_pipedream(text: str, *, name: str, iterations: int = 1000, source: str
             )
         else:
             raise GraphValidationError(f"{source}:{lineno}: not a PipeDream node or edge line: {line[:80]!r}")
-    return JobGraph(training_graph(forward), name=name, iterations=iterations)
+    return JobGraph(training_graph(forward), name=name, iterations=iterations, _owned=True)
 
 
 def load_pipedream(path: str | Path, *, name: str | None = None, iterations: int = 1000) -> JobGraph:

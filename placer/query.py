@@ -36,6 +36,7 @@ class ClusterState(BaseModel):
 class PlacementDecision(BaseModel):
     accepted: bool
     job_id: str | None = None
+    graph_key: str | None = Field(default=None, description="content key of the job graph (the service accepts it in place of the graph)")
     degree: int = Field(description="partitioning degree; 0 when no placement is possible")
     devices: list[str] = Field(description="device of each shard, by name")
     predicted_iteration_s: float | None
@@ -82,7 +83,7 @@ def decide(
     job = Job(0, graph, 0.0, float(beta), iterations, seq)
     view = ClusterView(cost, 0.0, free, free_in, running)
     choice = policy.decide(job, view)
-    common = {"sequential_jct_s": seq, "deadline_s": job.deadline_s, "policy": getattr(policy, "name", "") or ""}
+    common = {"sequential_jct_s": seq, "deadline_s": job.deadline_s, "policy": getattr(policy, "name", "") or "", "graph_key": graph.key}
     if isinstance(choice, Place) and choice.devices:
         jct = cost.jct_s(graph, choice.devices, iterations) if cost.fits(graph, choice.devices) else None
         ok = jct is not None and jct <= job.deadline_s * (1 + 1e-9) and bool(free[list(choice.devices)].all())

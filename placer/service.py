@@ -3,7 +3,8 @@
     placer serve --cluster pacml --policy-file data/policies/pacml.pt --port 8000
 
 ``POST /v1/placements`` decides and, when accepted, reserves the devices under a lock (two
-requests never get the same device); ``DELETE /v1/jobs/{id}`` releases them; ``GET /v1/cluster``
+requests never get the same device); a request may name a graph sent before by its
+``graph_key`` (from any response) instead of sending it again; ``DELETE /v1/jobs/{id}`` releases them; ``GET /v1/cluster``
 shows occupancy; ``GET /v1/health``; OpenAPI docs at ``/docs``. The policy is loaded once at
 start from a server-side path: no request names a file. Bodies over ``max_body_bytes`` get 413.
 """
@@ -13,29 +14,40 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, HTTPException
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from placer.cluster import Cluster
 from placer.cost import CostModel
 from placer.errors import PlacerError
-from placer.graph import job_graph_from_dict
+from placer.graph import JobGraph, job_graph_from_dict
 from placer.policy import Policy
 from placer.query import PlacementDecision, decide
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+GRAPH_CACHE_SIZE = 256
 
 
 class PlacementRequest(BaseModel):
+    """A job to place: ``graph`` (the whole graph) or ``graph_key`` (one this server has seen)."""
+
     model_config = ConfigDict(extra="forbid")
-    graph: dict[str, Any] = Field(description="a job graph as JobGraph.to_json writes it")
+    graph: dict[str, Any] | None = Field(default=None, description="a job graph as JobGraph.to_json writes it")
+    graph_key: str | None = Field(default=None, description="the graph_key of an earlier response, instead of graph")
     beta: float = Field(gt=0, le=1, description="deadline = beta x sequential JCT")
     iterations: int | None = Field(default=None, ge=1, description="training iterations (default: the graph's)")
+
+    @model_validator(mode="after")
+    def _one_graph(self) -> PlacementRequest:
+        if (self.graph is None) == (self.graph_key is None):
+            raise ValueError("give exactly one of 'graph' and 'graph_key'")
+        return self
 
 
 class RunningJob(BaseModel):
@@ -69,13 +81,31 @@ class Occupancy:
         self.cost = CostModel(cluster)
         self.holder: list[str | None] = [None] * cluster.num_devices
         self.jobs: dict[str, RunningJob] = {}
+        self.graphs: OrderedDict[str, JobGraph] = OrderedDict()  # graph_key -> graph, least recently used first
         self.lock = threading.Lock()
 
-    def place(self, request: PlacementRequest) -> PlacementDecision:
+    def graph(self, request: PlacementRequest) -> JobGraph:
+        """The request's graph: parsed and validated, or looked up by key."""
+        if request.graph_key is not None:
+            with self.lock:
+                graph = self.graphs.get(request.graph_key)
+                if graph is None:
+                    raise HTTPException(status_code=404, detail=f"unknown graph_key {request.graph_key!r}: send the graph")
+                self.graphs.move_to_end(request.graph_key)
+            return graph
         try:
             graph = job_graph_from_dict(request.graph, source="graph")
         except PlacerError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
+        with self.lock:
+            self.graphs[graph.key] = graph
+            self.graphs.move_to_end(graph.key)
+            while len(self.graphs) > GRAPH_CACHE_SIZE:
+                self.graphs.popitem(last=False)
+        return graph
+
+    def place(self, request: PlacementRequest) -> PlacementDecision:
+        graph = self.graph(request)
         with self.lock:
             now = time.monotonic()
             free = np.array([h is None for h in self.holder])

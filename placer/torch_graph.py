@@ -65,7 +65,7 @@ def from_torch(
     forward = _forward_graph(exported, device)
     if forward.number_of_nodes() == 0:
         raise PlacerError(f"model {type(module).__name__} exported no ops")
-    return JobGraph(training_graph(forward), name=name or type(module).__name__.lower(), iterations=iterations)
+    return JobGraph(training_graph(forward), name=name or type(module).__name__.lower(), iterations=iterations, _owned=True)
 
 
 @contextmanager

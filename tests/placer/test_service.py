@@ -108,3 +108,15 @@ def test_oversized_body_is_refused(server):
 
 def test_unknown_route_and_job(server):
     assert server.delete("/v1/jobs/nope").status_code == 404
+
+
+def test_a_graph_sent_once_can_be_named_by_its_key(server):
+    _release_all(server)
+    first = server.post("/v1/placements", json={"graph": chain().to_dict(), "beta": 1.0}).json()
+    assert first["graph_key"] == chain().key
+    again = server.post("/v1/placements", json={"graph_key": first["graph_key"], "beta": 1.0}).json()
+    assert again["accepted"] and again["predicted_jct_s"] == first["predicted_jct_s"]
+    assert server.post("/v1/placements", json={"graph_key": "nope", "beta": 1.0}).status_code == 404
+    both = server.post("/v1/placements", json={"graph": chain().to_dict(), "graph_key": first["graph_key"], "beta": 1.0})
+    assert both.status_code == 422 and "exactly one of 'graph' and 'graph_key'" in both.text
+    _release_all(server)
