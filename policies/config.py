@@ -59,6 +59,10 @@ class TrainSection(BaseModel):
     eval_every: int = Field(20_000, ge=1)
     eval_episodes: int = Field(2, ge=1)
     torch_threads: int = Field(2, ge=1)
+    imitation_teacher: str = "lean"  # heuristic cloned before PPO starts
+    imitation_steps: int = Field(0, ge=0)  # decisions to record; 0 skips the warm start
+    imitation_epochs: int = Field(5, ge=1)
+    imitation_learning_rate: float = Field(1e-3, gt=0)
 
 
 class TrainConfig(BaseModel):

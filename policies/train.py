@@ -33,6 +33,7 @@ from placer.heuristics import make_heuristic
 from placer.rollout import simulate
 from placer.workload import BetaDistribution, Workload
 from policies.config import TrainConfig
+from policies.imitation import clone, collect
 from policies.loading import LearnedPolicy
 from policies.model import policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
@@ -85,6 +86,8 @@ class TrainingCallback(BaseCallback):
             self.baselines[name] = validation_blocking(
                 _heuristic_factory(name, self.env.max_degree), self.env, self.config.train.eval_episodes
             )
+        if self.num_timesteps == 0:
+            self.evaluate()  # the starting (possibly warm-started) policy is a candidate too
 
     def _on_step(self) -> bool:
         every = self.config.train
@@ -150,6 +153,25 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     )
 
 
+def warm_start(model: MaskablePPO, config: TrainConfig, out: Path) -> None:
+    """Behaviour-clone the configured heuristic into the fresh policy (see policies.imitation)."""
+    settings = config.train
+    if settings.imitation_steps == 0:
+        return
+    data = collect(config.env.env_config(), settings.imitation_teacher, settings.imitation_steps, settings.seed)
+    accuracy = clone(
+        model.policy,
+        data,
+        epochs=settings.imitation_epochs,
+        batch_size=config.ppo.batch_size,
+        learning_rate=settings.imitation_learning_rate,
+        seed=settings.seed,
+    )
+    (out / "imitation.json").write_text(
+        json.dumps({"teacher": settings.imitation_teacher, "samples": len(data), "accuracy": accuracy}) + "\n"
+    )
+
+
 def _without_budget(config: dict) -> dict:
     """The config minus the step budget, which a resume may raise."""
     return {**config, "train": {k: v for k, v in config["train"].items() if k != "timesteps"}}
@@ -167,8 +189,9 @@ def train(config: TrainConfig, out: Path, *, timesteps: int | None = None, resum
     checkpoint = out / "checkpoint.pt"
     if resume and checkpoint.exists():
         load_checkpoint(model, checkpoint)
-    elif not resume:
+    else:
         (out / "eval.jsonl").unlink(missing_ok=True)
+        warm_start(model, config, out)
     total = timesteps or config.train.timesteps
     callback = TrainingCallback(out, config)
     try:
