@@ -142,3 +142,13 @@ def test_cli_import_torch(tmp_path):
         bad = run(*args)
         assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)
         assert len(bad.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_shipped_transformer_graph_is_reproduced_by_the_zoo():
+    _transformers()
+    from placer import load_job_graph
+    from placer.zoo import bert_base
+
+    module, inputs = bert_base()
+    assert from_torch(module, inputs, name="bert_base").key == load_job_graph("data/graphs/bert_base.json").key
