@@ -4,7 +4,8 @@
 
 Writes into ``--out``: ``checkpoint.pt`` (policy + optimiser + step count, atomically every
 ``checkpoint_every`` steps and on interrupt), ``best.pt`` (the policy file with the lowest
-validation blocking rate), ``policy.pt`` (the final policy file: best if any), ``eval.jsonl``
+validation blocking rate so far), ``policy.pt`` (the final policy file, a copy of ``last.pt``),
+``imitation.json`` (the warm start's size and agreement with its teacher), ``eval.jsonl``
 (validation blocking rate of the policy and the heuristics per evaluation), ``config.json`` and
 TensorBoard logs in ``tb/``. ``--resume`` continues from ``checkpoint.pt``: only the partial
 rollout in flight at the interrupt is lost.
@@ -208,8 +209,7 @@ def train(config: TrainConfig, out: Path, *, timesteps: int | None = None, resum
     save_checkpoint(model, checkpoint)
     env_config = config.env.env_config()
     save_policy_file(out / "last.pt", model.policy, env_config, config.policy.model_dump())
-    if callback.evaluate() > callback.best or not (out / "best.pt").exists():
-        save_policy_file(out / "best.pt", model.policy, env_config, config.policy.model_dump())
+    callback.evaluate()  # logs the final policy; best.pt changes only if it beats every earlier one
     final = out / "policy.pt"
-    shutil.copyfile(out / "best.pt", final)
+    shutil.copyfile(out / "last.pt", final)
     return final

@@ -80,8 +80,10 @@ def test_import_pipedream_round_trips(tmp_path, pipedream_dir):
 
 
 def test_core_imports_neither_torch_nor_gymnasium():
-    code = ("import sys, placer, placer.cli, placer.evaluation, placer.query, placer.service\n"
-            "heavy = {m.split('.')[0] for m in sys.modules} & {'torch', 'gymnasium', 'stable_baselines3', 'envs', 'policies'}\n"
-            "assert not heavy, heavy\n")
+    code = (
+        "import sys, placer, placer.cli, placer.evaluation, placer.query, placer.service\n"
+        "heavy = {m.split('.')[0] for m in sys.modules} & {'torch', 'gymnasium', 'stable_baselines3', 'envs', 'policies'}\n"
+        "assert not heavy, heavy\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -93,3 +93,18 @@ def test_missing_policy_file_is_one_line_error(tmp_path):
         text=True,
     )
     assert result.returncode == 2 and "does not exist" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_best_policy_is_never_replaced_by_a_worse_final_one(tmp_path, monkeypatch):
+    import policies.train as training
+
+    rates = iter([0.3, 0.3, 0.5, 0.2, 0.9])  # para_min, lean, step 0, step 128, then the worse final one
+    monkeypatch.setattr(training, "validation_blocking", lambda *args, **kwargs: next(rates, 0.9))
+    out = tmp_path / "run"
+    final = train(tiny_config(128), out, progress=False)
+    rows = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
+    best = min(rows, key=lambda r: r["learned"])
+    assert best["learned"] == 0.2 and rows[-1]["learned"] == 0.9
+    assert final.read_bytes() == (out / "last.pt").read_bytes()
+    assert (out / "best.pt").read_bytes() != final.read_bytes()
