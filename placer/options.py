@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from placer.placement import PLACEMENT_RULES
+from placer.placement import PLACEMENT_RULES, FreeDevices
 from placer.simulator import ClusterView
 from placer.types import Job
 
@@ -55,10 +55,11 @@ def options(
     rules: Sequence[str] = ("first_fit",),
 ) -> list[Option]:
     """One :class:`Option` per (degree, rule), degree-major, in the order given."""
-    cost, cluster, out = view.cost, view.cluster, []
+    cost, out = view.cost, []
+    free = FreeDevices(view.cluster, view.free)
     for degree in degrees:
         for rule in rules:
-            devices = PLACEMENT_RULES[rule](cluster, view.free, degree)
+            devices = PLACEMENT_RULES[rule](free, degree)
             jct = None
             if devices is not None and cost.fits(job.graph, devices):
                 jct = cost.jct_s(job.graph, devices, job.iterations)

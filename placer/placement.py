@@ -1,58 +1,88 @@
 """Placement rules: which ``degree`` free devices a job gets.
 
-Each rule maps (free mask, degree) to a tuple of device ids, or None if fewer than
-``degree`` devices are free. Rules are deterministic.
+Each rule maps the free devices and a degree to a sorted tuple of device ids, or None if
+fewer than ``degree`` devices are free. Rules are deterministic.
 
 - ``first_fit``: the lowest-numbered free devices (PAC-ML's rule).
 - ``best_fit``: the fewest servers: the tightest single server that holds the job, else
-  servers with the most free devices first; within a server, the lowest-numbered devices.
+  servers with the most free devices first (ties to the lower server); within a server, the
+  lowest-numbered devices.
 - ``spread``: round-robin over servers with free devices, one device per server per round.
+
+:class:`FreeDevices` groups the free devices by server once, so a decision that tries every
+degree and rule pays for the grouping once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 
 import numpy as np
 
 from placer.cluster import Cluster
 
-PlacementRule = Callable[[Cluster, np.ndarray, int], "tuple[int, ...] | None"]
+
+class FreeDevices:
+    """The free devices of a cluster at one moment, grouped by server on first use."""
+
+    def __init__(self, cluster: Cluster, free: np.ndarray) -> None:
+        self.cluster = cluster
+        self.ids: list[int] = np.flatnonzero(free).tolist()
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+    @cached_property
+    def by_server(self) -> list[list[int]]:
+        """Free device ids of each server that has any, ascending, servers in order."""
+        groups: dict[int, list[int]] = {}
+        server_of = self.cluster.server_of
+        for device in self.ids:
+            groups.setdefault(int(server_of[device]), []).append(device)
+        return [groups[s] for s in sorted(groups)]
+
+    @cached_property
+    def largest_first(self) -> list[int]:
+        """Free devices, servers with the most free devices first."""
+        return [d for group in sorted(self.by_server, key=lambda g: -len(g)) for d in group]
+
+    @cached_property
+    def round_robin(self) -> list[int]:
+        """Free devices one per server per round."""
+        groups = self.by_server
+        return [g[r] for r in range(max((len(g) for g in groups), default=0)) for g in groups if r < len(g)]
+
+
+def _first_fit(free: FreeDevices, degree: int) -> tuple[int, ...] | None:
+    return tuple(free.ids[:degree]) if free.count >= degree else None
+
+
+def _best_fit(free: FreeDevices, degree: int) -> tuple[int, ...] | None:
+    if free.count < degree:
+        return None
+    holders = [g for g in free.by_server if len(g) >= degree]
+    if holders:
+        return tuple(min(holders, key=len)[:degree])  # min keeps the first (lowest server) on ties
+    return tuple(sorted(free.largest_first[:degree]))
+
+
+def _spread(free: FreeDevices, degree: int) -> tuple[int, ...] | None:
+    return tuple(sorted(free.round_robin[:degree])) if free.count >= degree else None
+
+
+PlacementRule = Callable[[FreeDevices, int], "tuple[int, ...] | None"]
+PLACEMENT_RULES: dict[str, PlacementRule] = {"first_fit": _first_fit, "best_fit": _best_fit, "spread": _spread}
 
 
 def first_fit(cluster: Cluster, free: np.ndarray, degree: int) -> tuple[int, ...] | None:
-    devices = np.flatnonzero(free)[:degree]
-    return tuple(devices.tolist()) if len(devices) == degree else None
-
-
-def _free_by_server(cluster: Cluster, free: np.ndarray) -> list[np.ndarray]:
-    """Free device ids of each server, ascending."""
-    devices = np.flatnonzero(free)
-    return np.split(devices, np.searchsorted(cluster.server_of[devices], np.arange(1, cluster.num_servers)))
+    return _first_fit(FreeDevices(cluster, free), degree)
 
 
 def best_fit(cluster: Cluster, free: np.ndarray, degree: int) -> tuple[int, ...] | None:
-    if free.sum() < degree:
-        return None
-    per_server = _free_by_server(cluster, free)
-    counts = np.array([len(d) for d in per_server])
-    holders = np.flatnonzero(counts >= degree)
-    if len(holders):
-        tightest = holders[np.argmin(counts[holders])]  # argmin keeps the lowest index on ties
-        return tuple(per_server[tightest][:degree].tolist())
-    order = np.lexsort((np.arange(len(counts)), -counts))  # most free first, then lowest index
-    chosen = np.concatenate([per_server[s] for s in order])[:degree]
-    return tuple(np.sort(chosen).tolist())
+    return _best_fit(FreeDevices(cluster, free), degree)
 
 
 def spread(cluster: Cluster, free: np.ndarray, degree: int) -> tuple[int, ...] | None:
-    if free.sum() < degree:
-        return None
-    devices = np.flatnonzero(free)
-    servers = cluster.server_of[devices]
-    rank = np.arange(len(devices)) - np.searchsorted(servers, servers)  # position within its server
-    order = np.lexsort((servers, rank))  # round by round, servers in order
-    return tuple(np.sort(devices[order[:degree]]).tolist())
-
-
-PLACEMENT_RULES: dict[str, PlacementRule] = {"first_fit": first_fit, "best_fit": best_fit, "spread": spread}
+    return _spread(FreeDevices(cluster, free), degree)

@@ -71,3 +71,30 @@ def test_placement_rules_return_distinct_free_devices_and_best_fit_spans_fewest_
         counts = sorted(np.bincount(cluster.server_of[free], minlength=cluster.num_servers), reverse=True)
         fewest = next(k for k in range(1, len(counts) + 1) if sum(counts[:k]) >= degree)
         assert len(set(cluster.server_of[list(best_fit(cluster, free, degree))])) == fewest
+
+
+def _reference_rules(cluster, free, degree):
+    """Plain re-statements of the rules' docstrings, for comparison."""
+    per = [[d for d in devs if free[d]] for devs in cluster.devices_of_server]
+    if free.sum() < degree:
+        return None, None
+    holders = [s for s, p in enumerate(per) if len(p) >= degree]
+    if holders:
+        best = tuple(per[min(holders, key=lambda s: (len(per[s]), s))][:degree])
+    else:
+        chosen = []
+        for s in sorted(range(len(per)), key=lambda s: (-len(per[s]), s)):
+            chosen.extend(per[s][: degree - len(chosen)])
+        best = tuple(sorted(chosen[:degree]))
+    nonempty = [p for p in per if p]
+    rounds = [p[r] for r in range(max(len(p) for p in nonempty)) for p in nonempty if r < len(p)]
+    return best, tuple(sorted(rounds[:degree]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(preset=st.sampled_from(["pacml", "dgx8x8", "mixed"]), data=st.data())
+def test_best_fit_and_spread_match_their_plain_statement(preset, data):
+    cluster = load_cluster(preset)
+    free = np.array(data.draw(st.lists(st.booleans(), min_size=cluster.num_devices, max_size=cluster.num_devices)))
+    degree = data.draw(st.integers(1, 16))
+    assert (best_fit(cluster, free, degree), spread(cluster, free, degree)) == _reference_rules(cluster, free, degree)
