@@ -55,12 +55,18 @@ def test_placement_rules_on_a_hand_built_occupancy():
     assert first_fit(cluster, free, 10) is None and best_fit(cluster, free, 10) is None
 
 
+@st.composite
+def occupancies(draw):
+    """(cluster preset, free mask, degree)."""
+    cluster = load_cluster(draw(st.sampled_from(["pacml", "dgx8x8", "mixed"])))
+    free = np.array(draw(st.lists(st.booleans(), min_size=cluster.num_devices, max_size=cluster.num_devices)))
+    return cluster, free, draw(st.integers(1, 16))
+
+
 @settings(max_examples=200, deadline=None)
-@given(preset=st.sampled_from(["pacml", "dgx8x8", "mixed"]), data=st.data())
-def test_placement_rules_return_distinct_free_devices_and_best_fit_spans_fewest_servers(preset, data):
-    cluster = load_cluster(preset)
-    free = np.array(data.draw(st.lists(st.booleans(), min_size=cluster.num_devices, max_size=cluster.num_devices)))
-    degree = data.draw(st.integers(1, 16))
+@given(case=occupancies())
+def test_placement_rules_return_distinct_free_devices_and_best_fit_spans_fewest_servers(case):
+    cluster, free, degree = case
     for rule in (first_fit, best_fit, spread):
         devices = rule(cluster, free, degree)
         if free.sum() < degree:
@@ -92,9 +98,7 @@ def _reference_rules(cluster, free, degree):
 
 
 @settings(max_examples=300, deadline=None)
-@given(preset=st.sampled_from(["pacml", "dgx8x8", "mixed"]), data=st.data())
-def test_best_fit_and_spread_match_their_plain_statement(preset, data):
-    cluster = load_cluster(preset)
-    free = np.array(data.draw(st.lists(st.booleans(), min_size=cluster.num_devices, max_size=cluster.num_devices)))
-    degree = data.draw(st.integers(1, 16))
+@given(case=occupancies())
+def test_best_fit_and_spread_match_their_plain_statement(case):
+    cluster, free, degree = case
     assert (best_fit(cluster, free, degree), spread(cluster, free, degree)) == _reference_rules(cluster, free, degree)
