@@ -18,6 +18,8 @@ class EnvConfig:
     max_degree: largest partitioning degree; rules: the placement choices the policy picks from.
     reward: ``acceptance`` (+1/-1 per job, PAC-ML's) or ``work`` (+/- the job's sequential
     JCT over the mix's mean: throughput-aware).
+    strategy: the cost model's (``auto``: fastest data x tensor x pipeline split; ``sipml``: PAC-ML's
+    op splitting; see :mod:`placer.cost`).
     max_nodes / max_edges / max_devices: padding limits of the observation (forward ops and
     forward edges of the job graph; devices of the cluster). A graph or cluster over a limit is
     an error, never truncated.
@@ -32,6 +34,7 @@ class EnvConfig:
     max_degree: int = 16
     rules: tuple[str, ...] = PLACEMENT_RULES
     reward: str = "acceptance"
+    strategy: str = "auto"
     max_nodes: int = 512
     max_edges: int = 1024
     max_devices: int = 64

@@ -37,7 +37,8 @@ class ClusterPlacementEnv(gym.Env):
             raise PlacerError(f"unknown reward {config.reward!r} (choose from {', '.join(REWARDS)})")
         if not config.clusters:
             raise PlacerError("the environment needs at least one cluster")
-        self.costs = [CostModel(load_cluster(c)) for c in config.clusters]
+        clusters = (config.clusters,) if isinstance(config.clusters, str) else config.clusters
+        self.costs = [CostModel(load_cluster(c), strategy=config.strategy) for c in clusters]
         self.cost = self.costs[0]
         self.graphs = [resolve_graph(g) for g in config.graphs]
         self.betas = [BetaDistribution(b) for b in config.beta_dists]
@@ -45,7 +46,7 @@ class ClusterPlacementEnv(gym.Env):
         self.num_options = config.max_degree * len(config.rules)
         self.observation_space = observation_space(config.max_nodes, config.max_edges, self.num_options, config.max_devices)
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
-        self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))
+        self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
         self.sim: Simulator | None = None
         self.job: Job | None = None
         self._table: list = []
@@ -57,7 +58,16 @@ class ClusterPlacementEnv(gym.Env):
         self.cost = self.costs[int(rng.integers(len(self.costs)))] if len(self.costs) > 1 else self.costs[0]
         beta = self.betas[int(rng.integers(len(self.betas)))]
         devices = self.cost.cluster.num_devices
-        workload = Workload(self.graphs, beta, self.config.load, devices, self.config.episode_jobs, self.config.arrival)
+        workload = Workload(
+            self.graphs,
+            beta,
+            self.config.load,
+            devices,
+            self.config.episode_jobs,
+            self.config.arrival,
+            None,
+            self.cost.sequential_iteration_s,
+        )
         self.sim = Simulator(self.cost, list(workload.jobs(rng)))
         self.job = self.sim.next_job()
         return self._observe(), {"beta_dist": beta.spec, "cluster": self.cost.cluster.name}

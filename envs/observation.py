@@ -13,10 +13,11 @@ and features, all float32 unless said:
 - ``edges`` (E, 1): log10(1 + tensor bytes) / 10. ``edge_mask`` (E,).
 - ``job`` (6,): beta; log10(sequential JCT s) / 5; log10(memory at degree 1 / smallest device
   memory) / 2; forward ops / 1000; log10(sequential iteration s) / 2; iterations / 10,000.
-- ``options`` (O, 6) per (degree, rule), degree-major: feasible (0/1); min(JCT / deadline, 4) / 4;
+- ``options`` (O, 9) per (degree, rule), degree-major: feasible (0/1); min(JCT / deadline, 4) / 4;
   min(device-seconds / sequential JCT, 4) / 4; servers spanned / degree; degree / max_degree;
-  devices left free after placing / devices. An option without free devices reads
-  (0, 1, 1, 0, degree / max_degree, 0).
+  devices left free after placing / devices; the cost model's strategy as log2(dp) / 4,
+  log2(tp) / 4, log2(pp) / 4 (all 0 for ``sipml``). An option without free devices reads
+  (0, 1, 1, 0, degree / max_degree, 0, 0, 0, 0).
 - ``devices`` (M, 4): free (0/1); min(seconds until free / deadline, 4) / 4; memory / 80 GB;
   relative speed. ``device_mask`` (M,).
 - ``cluster`` (3,): fraction of devices free; fraction of servers wholly free; running jobs / devices.
@@ -35,7 +36,7 @@ from placer.options import Option
 from placer.simulator import ClusterView
 from placer.types import Job
 
-NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, DEVICE_FEATURES, CLUSTER_FEATURES = 8, 1, 6, 6, 4, 3
+NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, DEVICE_FEATURES, CLUSTER_FEATURES = 8, 1, 6, 9, 4, 3
 REFERENCE_MEMORY_BYTES = 80e9
 
 
@@ -141,8 +142,10 @@ def dynamic_arrays(
     options = np.zeros((len(table), OPTION_FEATURES), dtype=np.float32)
     for i, o in enumerate(table):
         if o.devices is None or o.jct_s is None:
-            options[i] = (0.0, 1.0, 1.0, 0.0, o.degree / max_degree, 0.0)
+            options[i] = (0.0, 1.0, 1.0, 0.0, o.degree / max_degree, 0.0, 0.0, 0.0, 0.0)
             continue
+        s = o.strategy
+        split = (0.0, 0.0, 0.0) if s is None or s.sipml else (math.log2(s.dp) / 4, math.log2(s.tp) / 4, math.log2(s.pp) / 4)
         servers = len(set(cluster.server_of[list(o.devices)].tolist()))
         options[i] = (
             float(o.feasible),
@@ -151,6 +154,7 @@ def dynamic_arrays(
             servers / o.degree,
             o.degree / max_degree,
             (view.num_free - o.degree) / cluster.num_devices,
+            *split,
         )
     devices = np.zeros((max_devices, DEVICE_FEATURES), dtype=np.float32)
     n = cluster.num_devices

@@ -6,12 +6,12 @@ discrete-event simulator, heuristic policies and offline evaluation.
 
 from placer.catalog import resolve_graph, shipped_graph_names
 from placer.cluster import Cluster, ClusterSpec, load_cluster
-from placer.cost import CostModel, PlacementShape
+from placer.cost import CostModel, PlacementShape, Prediction, Strategy
 from placer.errors import ClusterSpecError, GraphValidationError, PlacerError, PolicyError, WorkloadError
 from placer.graph import JobGraph, load_job_graph
 from placer.heuristics import make_heuristic
 from placer.pipedream import load_pipedream
-from placer.query import ClusterState, PlacementDecision, place
+from placer.query import ClusterState, PlacementDecision, PlacementPrediction, place, predict
 from placer.rollout import simulate
 from placer.simulator import ClusterView, Simulator
 from placer.types import BlockReason, Job, JobRecord, Outcome, Place, Reject
@@ -30,6 +30,10 @@ __all__ = [
     "ClusterState",
     "PlacementDecision",
     "place",
+    "predict",
+    "PlacementPrediction",
+    "Prediction",
+    "Strategy",
     "BlockReason",
     "Cluster",
     "ClusterSpec",

@@ -3,6 +3,7 @@
     placer evaluate --cluster pacml --graphs alexnet,vgg16,resnet18,squeezenet1_0,gnmt \\
         --beta-dist A,B,C,D --load 0.9 --jobs 1000 --seeds 3 \\
         --policies para_max,para_min,fixed:4,lean --out runs/eval
+    placer predict resnet50 --cluster dgx8x8 --degree 8 [--strategy auto] [--batch-size 2048]
     placer import pipedream ../shared/data/pipedream/vgg16.txt --out vgg16.json
     placer graphs
     placer clusters
@@ -68,6 +69,7 @@ def evaluate(
     iterations: Annotated[int | None, typer.Option(help="override every graph's iteration count")] = None,
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
     policy_file: Annotated[Path | None, typer.Option(help="trained policy for the 'learned' policy")] = None,
+    strategy: Annotated[str, typer.Option(help="cost model: auto (data x tensor x pipeline), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
     out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/eval"),
 ) -> None:
     """Compare policies on the same simulated job streams; write results, summary and plots."""
@@ -89,6 +91,7 @@ def evaluate(
         iterations=iterations,
         max_degree=max_degree,
         policy_file=str(policy_file) if policy_file else None,
+        strategy=strategy,
     )
     with progress_bar() as bar:
         task = bar.add_task("simulating", total=total_decisions(config) if not trace else None)
@@ -116,6 +119,31 @@ def summary_table(result) -> Table:
             style=style,
         )
     return table
+
+
+@app.command()
+def predict(
+    graph: Annotated[str, typer.Argument(help="job graph JSON file (or a shipped graph's name)")],
+    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
+    degree: Annotated[int | None, typer.Option(help="devices, placed on the fewest servers of the idle cluster")] = None,
+    devices: Annotated[str | None, typer.Option(help="comma-separated device names instead, e.g. s0-g0,s0-g1")] = None,
+    strategy: Annotated[str, typer.Option(help="auto (fastest dp x tp x pp that fits), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
+    batch_size: Annotated[int | None, typer.Option(help="global batch (rescales the graph linearly)")] = None,
+    precision: Annotated[str | None, typer.Option(help="training precision: fp32, tf32, bf16 or fp16")] = None,
+    iterations: Annotated[int | None, typer.Option(help="training iterations (default: the graph's)")] = None,
+) -> None:
+    """Print the cost model's prediction (iteration time, strategy, memory, communication) as JSON."""
+    from placer.query import predict as predict_placement
+
+    if (degree is None) == (devices is None):
+        raise PlacerError("give exactly one of --degree or --devices")
+    job = resolve_graph(graph)
+    if precision is not None:
+        job = job.with_precision(precision)
+    if batch_size is not None:
+        job = job.with_batch_size(batch_size)
+    target = degree if degree is not None else _split(devices or "")
+    typer.echo(predict_placement(job, cluster, target, strategy=strategy, iterations=iterations).model_dump_json(indent=2))
 
 
 @app.command()
@@ -270,13 +298,17 @@ def import_pipedream(
     out: Annotated[Path, typer.Option(help="job graph JSON to write")],
     name: Annotated[str | None, typer.Option(help="graph name (default: the file's stem)")] = None,
     iterations: Annotated[int, typer.Option(help="training iterations of one job")] = 1000,
+    batch_size: Annotated[int | None, typer.Option(help="samples per minibatch (default: read from the Input op's image tensor)")] = None,
 ) -> None:
     """Convert a PipeDream profile into a training job graph (forward + mirrored backward)."""
     from placer.pipedream import load_pipedream
 
-    graph = load_pipedream(file, name=name, iterations=iterations)
+    graph = load_pipedream(file, name=name, iterations=iterations, batch_size=batch_size)
     graph.to_json(out)
-    console.print(f"wrote {out}: {graph.num_ops} ops, {graph.num_edges} edges, {graph.sequential_iteration_s:.3f} s per iteration")
+    console.print(
+        f"wrote {out}: {graph.num_ops} ops, {graph.num_edges} edges, {graph.sequential_iteration_s:.3f} s per iteration, "
+        f"batch {graph.batch_size}, profiled on {graph.profiled_on}"
+    )
 
 
 @import_app.command("torch")

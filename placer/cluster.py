@@ -5,7 +5,8 @@ A spec names device types, groups of identical servers and two link classes::
     name = "pacml"
     [device_types.A100-80GB]
     memory_bytes = 80e9
-    speed = 1.0              # compute speed relative to the reference device
+    speed = 1.0              # compute speed relative to the reference device (the sipml model)
+    model = "A100-80GB"      # device model in placer.devices (default: the type's name if known)
     [[servers]]
     count = 32
     devices_per_server = 1
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from placer.configfile import load_toml, validate
 from placer.data import data_dir
+from placer.devices import DEVICE_MODELS
 from placer.errors import ClusterSpecError
 
 
@@ -38,6 +40,13 @@ class DeviceType(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     memory_bytes: float = Field(gt=0, description="device memory in bytes")
     speed: float = Field(gt=0, description="compute speed relative to the reference device (1.0)")
+    model: str | None = Field(None, description="device model name in placer.devices (peak FLOP/s, memory bandwidth)")
+
+    @model_validator(mode="after")
+    def _known_model(self) -> DeviceType:
+        if self.model is not None and self.model not in DEVICE_MODELS:
+            raise ValueError(f"unknown device model {self.model!r} (known: {', '.join(DEVICE_MODELS)})")
+        return self
 
 
 class ServerGroup(BaseModel):
@@ -51,6 +60,7 @@ class Link(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     bandwidth_Bps: float = Field(gt=0, description="bytes per second")
     latency_s: float = Field(ge=0, description="seconds per message")
+    nics_per_server: int = Field(1, ge=1, description="inter_server only: network interfaces per server, each at bandwidth_Bps")
 
 
 class Links(BaseModel):
@@ -82,7 +92,7 @@ class Cluster:
 
     def __init__(self, spec: ClusterSpec) -> None:
         self.spec = spec
-        servers, memory, speed, types = [], [], [], []
+        servers, memory, speed, types, models = [], [], [], [], []
         server = 0
         for group in spec.servers:
             dtype = spec.device_types[group.device_type]
@@ -92,11 +102,13 @@ class Cluster:
                     memory.append(dtype.memory_bytes)
                     speed.append(dtype.speed)
                     types.append(group.device_type)
+                    models.append(dtype.model or (group.device_type if group.device_type in DEVICE_MODELS else None))
                 server += 1
         self.server_of = np.asarray(servers, dtype=np.int64)
         self.memory_bytes = np.asarray(memory, dtype=np.float64)
         self.speed = np.asarray(speed, dtype=np.float64)
         self.device_type = tuple(types)
+        self.device_model = tuple(models)  # placer.devices model name per device, None if generic
         self.num_servers = server
         for array in (self.server_of, self.memory_bytes, self.speed):
             array.flags.writeable = False

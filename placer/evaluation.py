@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from placer.catalog import resolve_graphs
 from placer.cluster import load_cluster
-from placer.cost import CostModel
+from placer.cost import STRATEGIES, CostModel
 from placer.metrics import utilization_series
 from placer.options import DEFAULT_MAX_DEGREE
 from placer.policy import PolicyContext, make_policy
@@ -49,6 +49,14 @@ class EvaluationConfig(BaseModel):
     iterations: int | None = Field(default=None, ge=1)
     max_degree: int = Field(default=DEFAULT_MAX_DEGREE, ge=1)
     policy_file: str | None = None
+    strategy: str = "auto"
+
+    @field_validator("strategy")
+    @classmethod
+    def _valid_strategy(cls, value: str) -> str:
+        if value not in STRATEGIES:
+            raise ValueError(f"unknown strategy {value!r} (choose from {', '.join(STRATEGIES)})")
+        return value
 
     @field_validator("beta_dists")
     @classmethod
@@ -97,17 +105,27 @@ def evaluate(config: EvaluationConfig, on_job: Callable[[], None] | None = None)
     policies = [make_policy(spec, context) for spec in config.policies]
     trace = read_trace(config.trace, {g.name: g for g in graphs}) if config.trace else None
     result = EvaluationResult(config)
+    cost = CostModel(cluster, strategy=config.strategy)  # caches are exact, so runs may share it
     for i, beta in enumerate(config.beta_dists):
         workload = (
             None
             if trace is not None
-            else Workload(graphs, BetaDistribution(beta), config.load, cluster.num_devices, config.jobs, config.arrival, config.iterations)
+            else Workload(
+                graphs,
+                BetaDistribution(beta),
+                config.load,
+                cluster.num_devices,
+                config.jobs,
+                config.arrival,
+                config.iterations,
+                cost.sequential_iteration_s,
+            )
         )
         for seed in range(config.seeds):
             for spec, policy in zip(config.policies, policies, strict=True):
                 policy.reset(np.random.default_rng([seed, i, 1]))
                 jobs = trace if workload is None else workload.jobs(np.random.default_rng([seed, i]))
-                run = simulate(CostModel(cluster), jobs, policy.decide, on_job)
+                run = simulate(cost, jobs, policy.decide, on_job)
                 m = run.metrics
                 result.runs.append(
                     {"policy": spec, "seed": seed, "beta_dist": beta, "load": config.load, "cluster": cluster.name, **m.to_dict()}

@@ -12,7 +12,17 @@ A :class:`JobGraph` holds one training iteration of a DNN job:
   ``local`` (bool: the consumer reads the producer's shard on the same device, as a
   backward op reads its own forward op's stashed activations, so it never communicates).
 
-Job-level fields: ``name`` and ``iterations`` (training iterations of a job by default).
+Job-level fields: ``name``, ``iterations`` (training iterations of a job by default) and, all
+optional (schema version 2):
+
+- ``batch_size``: samples per iteration (global batch) the costs were measured at;
+- ``profiled_on``: ``{"device": <device model>, "precision": <fp32|tf32|bf16|fp16>}``, where
+  ``compute_s`` was measured; the cost model rescales op times to the placed device
+  (:mod:`placer.devices`). Absent: times are taken as on a speed-1.0 device;
+- ``precision``: the precision the job trains in (default: the profiled precision).
+
+Sizes (``param_bytes``) are fp32 bytes (4 per parameter); activation and tensor bytes are in the
+profiled precision.
 """
 
 from __future__ import annotations
@@ -29,7 +39,8 @@ import networkx as nx
 from placer.errors import GraphValidationError
 
 SCHEMA = "placer.job_graph"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 NODE_COST_FIELDS = ("compute_s", "param_bytes", "activation_bytes")
 PASSES = ("forward", "backward")
 
@@ -37,24 +48,42 @@ PASSES = ("forward", "backward")
 class JobGraph:
     """An immutable, validated job graph. Build with :meth:`from_networkx` or load JSON."""
 
-    __slots__ = ("_graph", "_name", "_iterations", "_key")
+    __slots__ = ("_graph", "_name", "_iterations", "_key", "_batch_size", "_profiled_on", "_precision")
 
-    def __init__(self, graph: nx.DiGraph, *, name: str, iterations: int = 1000, _owned: bool = False) -> None:
+    def __init__(
+        self,
+        graph: nx.DiGraph,
+        *,
+        name: str,
+        iterations: int = 1000,
+        batch_size: int | None = None,
+        profiled_on: tuple[str, str] | None = None,
+        precision: str | None = None,
+        _owned: bool = False,
+    ) -> None:
         if not isinstance(name, str) or not name:
             raise GraphValidationError("job graph name must be a non-empty string")
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise GraphValidationError(f"graph {name!r}: iterations must be an integer >= 1, got {iterations!r}")
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+            raise GraphValidationError(f"graph {name!r}: batch_size must be an integer >= 1, got {batch_size!r}")
+        self._profiled_on = _check_profiled_on(profiled_on, name)
+        self._precision = _check_precision(precision, name) if precision is not None else (self._profiled_on or (None, None))[1]
         frozen = nx.freeze(graph if _owned else graph.copy())  # _owned: built here, nobody else holds it
         _validate(frozen, name)
         self._graph = frozen
         self._name = name
         self._iterations = iterations
+        self._batch_size = batch_size
         self._key: str | None = None
 
     @classmethod
-    def from_networkx(cls, graph: nx.DiGraph, *, name: str, iterations: int = 1000) -> JobGraph:
-        """Validate and copy ``graph``; later changes to ``graph`` do not affect the result."""
-        return cls(graph, name=name, iterations=iterations)
+    def from_networkx(cls, graph: nx.DiGraph, *, name: str, iterations: int = 1000, **metadata: Any) -> JobGraph:
+        """Validate and copy ``graph``; later changes to ``graph`` do not affect the result.
+
+        ``metadata``: ``batch_size``, ``profiled_on`` ((device, precision)) and ``precision``.
+        """
+        return cls(graph, name=name, iterations=iterations, **metadata)
 
     @property
     def graph(self) -> nx.DiGraph:
@@ -68,6 +97,24 @@ class JobGraph:
     @property
     def iterations(self) -> int:
         return self._iterations
+
+    @property
+    def batch_size(self) -> int | None:
+        """Samples per iteration the costs were measured at (None: unknown)."""
+        return self._batch_size
+
+    @property
+    def profiled_on(self) -> tuple[str, str] | None:
+        """(device model, precision) the op times were measured on (None: a speed-1.0 device)."""
+        return self._profiled_on
+
+    @property
+    def precision(self) -> str | None:
+        """Precision the job trains in (None: as profiled, unknown)."""
+        return self._precision
+
+    def _metadata(self) -> dict[str, Any]:
+        return {"batch_size": self._batch_size, "profiled_on": self._profiled_on, "precision": self._precision}
 
     @property
     def num_ops(self) -> int:
@@ -107,6 +154,7 @@ class JobGraph:
             canonical = [
                 self._name,
                 self._iterations,
+                *([self._metadata()] if any(v is not None for v in self._metadata().values()) else []),
                 sorted(g.nodes(data=True), key=lambda item: item[0]),
                 sorted(g.edges(data=True), key=lambda item: item[:2]),
             ]
@@ -114,7 +162,32 @@ class JobGraph:
         return self._key
 
     def with_iterations(self, iterations: int) -> JobGraph:
-        return JobGraph(self._graph, name=self._name, iterations=iterations)
+        return JobGraph(self._graph, name=self._name, iterations=iterations, **self._metadata())
+
+    def with_precision(self, precision: str) -> JobGraph:
+        """The same job trained in ``precision`` (fp32, tf32, bf16 or fp16)."""
+        return JobGraph(self._graph, name=self._name, iterations=self._iterations, **(self._metadata() | {"precision": precision}))
+
+    def with_batch_size(self, batch_size: int) -> JobGraph:
+        """The same job at global batch ``batch_size``.
+
+        Linear approximation: per-op ``compute_s`` and ``flops``, ``activation_bytes`` and edge
+        ``tensor_bytes`` scale by ``batch_size / self.batch_size``; parameters do not change.
+        Kernel efficiency at small batches is not modelled.
+        """
+        if self._batch_size is None:
+            raise GraphValidationError(f"graph {self._name!r} records no batch_size, so it cannot be rescaled")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise GraphValidationError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        k = batch_size / self._batch_size
+        g = nx.DiGraph()
+        for node, a in self._graph.nodes(data=True):
+            scaled = {f: a[f] * k for f in ("compute_s", "activation_bytes", "flops") if a.get(f) is not None}
+            g.add_node(node, **(dict(a) | scaled))
+        for u, v, a in self._graph.edges(data=True):
+            g.add_edge(u, v, **(dict(a) | {"tensor_bytes": a["tensor_bytes"] * k}))
+        meta = self._metadata() | {"batch_size": batch_size}
+        return JobGraph(g, name=self._name, iterations=self._iterations, _owned=True, **meta)
 
     def to_dict(self) -> dict[str, Any]:
         data = nx.node_link_data(self._graph, edges="edges")
@@ -123,6 +196,9 @@ class JobGraph:
             "schema_version": SCHEMA_VERSION,
             "name": self._name,
             "iterations": self._iterations,
+            **({"batch_size": self._batch_size} if self._batch_size is not None else {}),
+            **({"profiled_on": {"device": self._profiled_on[0], "precision": self._profiled_on[1]}} if self._profiled_on else {}),
+            **({"precision": self._precision} if self._precision is not None else {}),
             "graph": {"nodes": data["nodes"], "edges": data["edges"]},
         }
 
@@ -141,8 +217,8 @@ def job_graph_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> J
     if data.get("schema") != SCHEMA:
         raise GraphValidationError(f"{source}: field 'schema' must be {SCHEMA!r}")
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise GraphValidationError(f"{source}: unsupported schema_version {version!r} (expected {SCHEMA_VERSION})")
+    if version not in READABLE_VERSIONS:
+        raise GraphValidationError(f"{source}: unsupported schema_version {version!r} (readable: {', '.join(map(str, READABLE_VERSIONS))})")
     body = data.get("graph")
     if not isinstance(body, Mapping) or not isinstance(body.get("nodes"), list) or not isinstance(body.get("edges"), list):
         raise GraphValidationError(f"{source}: field 'graph' must hold lists 'nodes' and 'edges'")
@@ -174,7 +250,23 @@ def job_graph_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> J
     graph.add_edges_from((u, v, a) for (u, v), a in edges.items())
     name = data.get("name")
     iterations = data.get("iterations", 1000)
-    return JobGraph(graph, name=name if isinstance(name, str) else "", iterations=iterations, _owned=True)
+    profiled = data.get("profiled_on")
+    if profiled is not None:
+        if not isinstance(profiled, Mapping) or set(profiled) != {"device", "precision"}:
+            raise GraphValidationError(f"{source}: field 'profiled_on' must be an object with exactly 'device' and 'precision'")
+        profiled = (profiled["device"], profiled["precision"])
+    try:
+        return JobGraph(
+            graph,
+            name=name if isinstance(name, str) else "",
+            iterations=iterations,
+            batch_size=data.get("batch_size"),
+            profiled_on=profiled,
+            precision=data.get("precision"),
+            _owned=True,
+        )
+    except GraphValidationError as exc:
+        raise GraphValidationError(f"{source}: {exc}") from None
 
 
 def load_job_graph(path: str | Path) -> JobGraph:
@@ -215,6 +307,27 @@ def _validate(graph: nx.DiGraph, name: str) -> None:
         cycle = nx.find_cycle(graph)
         path = " -> ".join(str(u) for u, _ in cycle) + f" -> {cycle[0][0]}"
         raise GraphValidationError(f"{where}: has a cycle: {path}")
+
+
+def _check_precision(precision: object, name: str) -> str:
+    from placer.devices import PRECISIONS
+
+    if precision not in PRECISIONS:
+        raise GraphValidationError(f"graph {name!r}: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    return precision
+
+
+def _check_profiled_on(profiled_on: object, name: str) -> tuple[str, str] | None:
+    from placer.devices import DEVICE_MODELS
+
+    if profiled_on is None:
+        return None
+    if not isinstance(profiled_on, tuple | list) or len(profiled_on) != 2:
+        raise GraphValidationError(f"graph {name!r}: profiled_on must be (device, precision), got {profiled_on!r}")
+    device, precision = profiled_on
+    if device not in DEVICE_MODELS:
+        raise GraphValidationError(f"graph {name!r}: profiled_on device {device!r} is unknown (known: {', '.join(DEVICE_MODELS)})")
+    return (device, _check_precision(precision, name))
 
 
 def _check_cost(value: object, where: str) -> None:

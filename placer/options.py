@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from placer.cost import Strategy
 from placer.placement import PLACEMENT_RULES, FreeDevices
 from placer.simulator import ClusterView
 from placer.types import Job
@@ -20,7 +21,8 @@ class Option:
     """Placing a job at ``degree`` with placement rule ``rule``.
 
     ``devices`` is None when fewer than ``degree`` devices are free; ``jct_s`` is None when
-    the job does not fit in memory there.
+    the job does not fit in memory there. ``strategy`` is how the cost model splits the job
+    on those devices (the fastest that fits; None without devices or strategy).
     """
 
     degree: int
@@ -28,6 +30,7 @@ class Option:
     devices: tuple[int, ...] | None
     jct_s: float | None
     deadline_s: float
+    strategy: Strategy | None = None
 
     @property
     def fits(self) -> bool:
@@ -60,8 +63,11 @@ def options(
     for degree in degrees:
         for rule in rules:
             devices = PLACEMENT_RULES[rule](free, degree)
-            jct = None
-            if devices is not None and cost.fits(job.graph, devices):
-                jct = cost.jct_s(job.graph, devices, job.iterations)
-            out.append(Option(degree, rule, devices, jct, job.deadline_s))
+            jct, strategy = None, None
+            if devices is not None:
+                prediction = cost.predict(job.graph, devices)
+                strategy = prediction.strategy
+                if prediction.fits:
+                    jct = prediction.iteration_s * job.iterations
+            out.append(Option(degree, rule, devices, jct, job.deadline_s, strategy))
     return out

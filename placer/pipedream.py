@@ -6,6 +6,11 @@ Each forward op ``nodeN`` becomes ``fw:nodeN`` and is mirrored by a backward op 
 
 PipeDream times are milliseconds per minibatch; they become seconds. Parameters are owned
 by the forward op (``param_bytes``); the backward op owns none, so nothing is counted twice.
+
+Provenance: PipeDream profiled on NVIDIA V100 GPUs in FP32 (its paper's clusters), so graphs
+record ``profiled_on = ("V100-16GB", "fp32")`` and train in ``tf32`` (PyTorch's default for
+convolutions on Ampere and newer; a V100 runs it as fp32). The batch size is read from the
+``Input`` op's fp32 image tensor (3 x 224 x 224 or 3 x 299 x 299 per sample) unless given.
 """
 
 from __future__ import annotations
@@ -26,7 +31,20 @@ _NODE = re.compile(
 _EDGE = re.compile(r"^\s+(?P<u>\S+) -- (?P<v>\S+)\s*$")
 
 
-def parse_pipedream(text: str, *, name: str, iterations: int = 1000, source: str = "<text>") -> JobGraph:
+PIPEDREAM_DEVICE = ("V100-16GB", "fp32")
+_IMAGE_BYTES = (3 * 224 * 224 * 4, 3 * 299 * 299 * 4)
+
+
+def parse_pipedream(
+    text: str,
+    *,
+    name: str,
+    iterations: int = 1000,
+    source: str = "<text>",
+    batch_size: int | None = None,
+    profiled_on: tuple[str, str] | None = PIPEDREAM_DEVICE,
+    precision: str | None = "tf32",
+) -> JobGraph:
     """Parse the text of a PipeDream ``graph.txt`` into a training :class:`JobGraph`."""
     forward = nx.DiGraph()
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -55,17 +73,36 @@ def parse_pipedream(text: str, *, name: str, iterations: int = 1000, source: str
             )
         else:
             raise GraphValidationError(f"{source}:{lineno}: not a PipeDream node or edge line: {line[:80]!r}")
-    return JobGraph(training_graph(forward), name=name, iterations=iterations, _owned=True)
+    batch_size = batch_size or _image_batch(forward)
+    return JobGraph(
+        training_graph(forward),
+        name=name,
+        iterations=iterations,
+        batch_size=batch_size,
+        profiled_on=profiled_on,
+        precision=precision,
+        _owned=True,
+    )
 
 
-def load_pipedream(path: str | Path, *, name: str | None = None, iterations: int = 1000) -> JobGraph:
+def _image_batch(forward: nx.DiGraph) -> int | None:
+    """Samples per minibatch from the ``Input`` op's fp32 image tensor, if it is one."""
+    for _, a in forward.nodes(data=True):
+        if a["name"].startswith("Input") and a["activation_bytes"] > 0:
+            for per_sample in _IMAGE_BYTES:
+                if a["activation_bytes"] % per_sample == 0:
+                    return int(a["activation_bytes"] // per_sample)
+    return None
+
+
+def load_pipedream(path: str | Path, *, name: str | None = None, iterations: int = 1000, batch_size: int | None = None) -> JobGraph:
     """Read a PipeDream ``graph.txt`` file; the graph is named after the file by default."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as exc:
         raise GraphValidationError(f"cannot read PipeDream file {str(path)!r}: {exc.strerror or exc}") from None
-    return parse_pipedream(text, name=name or path.stem, iterations=iterations, source=str(path))
+    return parse_pipedream(text, name=name or path.stem, iterations=iterations, source=str(path), batch_size=batch_size)
 
 
 def _number(text: str) -> float:

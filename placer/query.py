@@ -1,7 +1,9 @@
 """Placement queries: how far to partition a job, where to put it, when it will finish.
 
     decision = placer.place(graph, "pacml", beta=0.3)
-    decision.accepted, decision.degree, decision.devices, decision.predicted_jct_s
+    decision.accepted, decision.degree, decision.devices, decision.predicted_jct_s, decision.strategy
+    prediction = placer.predict(graph, "dgx8x8", 8)   # or a list of device names
+    prediction.iteration_s, prediction.strategy, prediction.memory_per_device_bytes, prediction.fits
 
 The wire format of ``placer place`` and ``POST /v1/placements`` is :class:`PlacementDecision`.
 """
@@ -14,11 +16,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.cluster import Cluster, load_cluster
-from placer.cost import CostModel
+from placer.cost import CostModel, Prediction
 from placer.errors import PlacerError
 from placer.graph import JobGraph
 from placer.options import DEFAULT_MAX_DEGREE, degrees_for, options
-from placer.placement import PLACEMENT_RULES
+from placer.placement import PLACEMENT_RULES, best_fit
 from placer.policy import Policy, PolicyContext, make_policy
 from placer.simulator import ClusterView
 from placer.types import Job, Place
@@ -46,6 +48,36 @@ class PlacementDecision(BaseModel):
     meets_deadline: bool
     reason: Reason | None = None
     policy: str
+    strategy: dict[str, int] | None = Field(
+        default=None, description='how the job is split, e.g. {"dp": 4, "tp": 2, "pp": 1} or {"sipml": 8}'
+    )
+    memory_per_device_bytes: float | None = None
+    comm_s: float | None = Field(default=None, description="seconds per iteration that communication adds")
+
+
+class PlacementPrediction(BaseModel):
+    """What the cost model predicts for a job on a set of devices (``placer predict``)."""
+
+    graph: str
+    cluster: str
+    devices: list[str]
+    degree: int
+    servers: int
+    strategy: dict[str, int] | None = Field(description="the fastest split that fits (or the fastest at all when none fits)")
+    iteration_s: float
+    jct_s: float
+    sequential_jct_s: float
+    speedup: float = Field(description="sequential JCT / JCT")
+    scaling_efficiency: float = Field(description="speedup / degree")
+    memory_per_device_bytes: float
+    memory_capacity_bytes: float
+    fits: bool
+    comm_s: float
+    data_loading_s: float
+    micro_batches: int
+    batch_size: int | None
+    precision: str | None
+    profiled_on: dict[str, str] | None
 
 
 def occupancy(cluster: Cluster, state: ClusterState | None) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +117,8 @@ def decide(
     choice = policy.decide(job, view)
     common = {"sequential_jct_s": seq, "deadline_s": job.deadline_s, "policy": getattr(policy, "name", "") or "", "graph_key": graph.key}
     if isinstance(choice, Place) and choice.devices:
-        jct = cost.jct_s(graph, choice.devices, iterations) if cost.fits(graph, choice.devices) else None
+        prediction = cost.predict(graph, choice.devices)
+        jct = prediction.iteration_s * iterations if prediction.fits else None
         ok = jct is not None and jct <= job.deadline_s * (1 + 1e-9) and bool(free[list(choice.devices)].all())
         if ok:
             return PlacementDecision(
@@ -95,6 +128,9 @@ def decide(
                 predicted_iteration_s=jct / iterations,
                 predicted_jct_s=jct,
                 meets_deadline=True,
+                strategy=prediction.strategy.as_dict(),
+                memory_per_device_bytes=prediction.memory_per_device_bytes,
+                comm_s=prediction.comm_s,
                 **common,
             )
     table = options(job, view, degrees=degrees_for(view, max_degree), rules=tuple(PLACEMENT_RULES))
@@ -127,13 +163,15 @@ def place(
     beta: float = 1.0,
     iterations: int | None = None,
     policy_file: str | None = None,
+    strategy: str = "auto",
 ) -> PlacementDecision:
     """Decide degree and devices for ``graph`` on ``cluster`` (a :class:`Cluster` or preset/file).
 
     ``state`` gives the busy devices; ``policy`` is a policy name (a heuristic, or ``learned``
     with ``policy_file``) or object. Returns the typed decision; on rejection ``reason`` says
     why: ``does_not_fit`` (no free devices or memory for any degree), ``deadline_unreachable``
-    (it fits, but never within beta x sequential JCT), ``policy_declined``.
+    (it fits, but never within beta x sequential JCT), ``policy_declined``. ``strategy``: the
+    cost model's (``auto``, ``dp``, ``tp``, ``pp`` or ``sipml``; see :mod:`placer.cost`).
     """
     cluster = load_cluster(cluster) if isinstance(cluster, str) else cluster
     if isinstance(state, dict):
@@ -143,4 +181,61 @@ def place(
 
         policy = make_policy(policy, PolicyContext(cluster, policy_file=Path(policy_file) if policy_file else None))
     free, free_in = occupancy(cluster, state)
-    return decide(graph, CostModel(cluster), free, free_in, policy, beta=beta, iterations=iterations)
+    return decide(graph, CostModel(cluster, strategy=strategy), free, free_in, policy, beta=beta, iterations=iterations)
+
+
+def predict(
+    graph: JobGraph,
+    cluster: Cluster | str,
+    devices_or_degree: int | list[str],
+    *,
+    strategy: str = "auto",
+    iterations: int | None = None,
+) -> PlacementPrediction:
+    """The cost model's prediction for ``graph`` on ``cluster``.
+
+    ``devices_or_degree``: device names (``s<server>-g<index>``), or a degree, placed packed
+    (best fit: the fewest servers) on the idle cluster. ``strategy``: ``auto`` (the fastest
+    data x tensor x pipeline factorisation that fits), ``dp``, ``tp``, ``pp`` or ``sipml``.
+    """
+    cluster = load_cluster(cluster) if isinstance(cluster, str) else cluster
+    cost = CostModel(cluster, strategy=strategy)
+    devices = _devices(cluster, devices_or_degree)
+    p: Prediction = cost.predict(graph, devices)
+    iterations = iterations or graph.iterations
+    seq = cost.sequential_jct_s(graph, iterations)
+    jct = p.iteration_s * iterations
+    return PlacementPrediction(
+        graph=graph.name,
+        cluster=cluster.name,
+        devices=[cluster.device_name(d) for d in devices],
+        degree=len(devices),
+        servers=len(set(cluster.server_of[list(devices)].tolist())),
+        strategy=p.strategy.as_dict() if p.strategy else None,
+        iteration_s=p.iteration_s,
+        jct_s=jct,
+        sequential_jct_s=seq,
+        speedup=seq / jct,
+        scaling_efficiency=seq / jct / len(devices),
+        memory_per_device_bytes=p.memory_per_device_bytes,
+        memory_capacity_bytes=p.memory_capacity_bytes,
+        fits=p.fits,
+        comm_s=p.comm_s,
+        data_loading_s=p.data_loading_s,
+        micro_batches=p.micro_batches,
+        batch_size=graph.batch_size,
+        precision=graph.precision,
+        profiled_on={"device": graph.profiled_on[0], "precision": graph.profiled_on[1]} if graph.profiled_on else None,
+    )
+
+
+def _devices(cluster: Cluster, devices_or_degree: int | list[str]) -> tuple[int, ...]:
+    if isinstance(devices_or_degree, int) and not isinstance(devices_or_degree, bool):
+        if not 1 <= devices_or_degree <= cluster.num_devices:
+            raise PlacerError(f"degree must be between 1 and {cluster.num_devices} on {cluster.name!r}, got {devices_or_degree}")
+        return best_fit(cluster, np.ones(cluster.num_devices, dtype=bool), devices_or_degree)
+    names = list(devices_or_degree)
+    unknown = [n for n in names if n not in cluster.device_index]
+    if not names or unknown or len(set(names)) != len(names):
+        raise PlacerError(f"devices must be distinct known device names (like {cluster.device_name(0)!r}); bad: {unknown or names}")
+    return tuple(sorted(cluster.device_index[n] for n in names))

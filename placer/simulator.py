@@ -116,7 +116,8 @@ class Simulator:
             self._running[job.job_id] = devices
             self._push(finish, _COMPLETION, job.job_id)
             self._mark_busy()
-            record = _record(job, Outcome.ACCEPTED, None, decision, jct, finish)
+            strategy = self.cost.predict(job.graph, devices).strategy
+            record = _record(job, Outcome.ACCEPTED, None, decision, jct, finish, strategy.label if strategy else None)
         self.records.append(record)
         return record
 
@@ -173,7 +174,7 @@ class Simulator:
         self._seq += 1
 
 
-def _record(job: Job, outcome, reason, decision: Decision, jct, finish) -> JobRecord:
+def _record(job: Job, outcome, reason, decision: Decision, jct, finish, strategy: str | None = None) -> JobRecord:
     devices = decision.devices if isinstance(decision, Place) else ()
     return JobRecord(
         job_id=job.job_id,
@@ -189,4 +190,5 @@ def _record(job: Job, outcome, reason, decision: Decision, jct, finish) -> JobRe
         devices=tuple(int(d) for d in devices),
         jct_s=jct,
         finish_s=finish,
+        strategy=strategy,
     )

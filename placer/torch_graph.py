@@ -14,6 +14,8 @@ nodes that pick one output of a multi-output op are folded into that op). Per op
 - ``compute_s``: roofline time on ``device_type`` (:mod:`placer.devices`) from FLOPs and bytes
   read + written; view ops (outputs alias an input) move nothing and take 0 s.
 
+The graph records ``profiled_on = (device_type, "bf16")`` (the roofline's precision), trains in
+bf16, and takes its ``batch_size`` from the first dimension of the first example tensor.
 Edges carry the producer's output bytes. The backward op of each forward op costs 2x its
 forward FLOPs and 2x its bytes (a gradient for the inputs and one for the weights, each
 about a forward), the usual rule; :mod:`placer.training` mirrors the graph.
@@ -65,7 +67,17 @@ def from_torch(
     forward = _forward_graph(exported, device)
     if forward.number_of_nodes() == 0:
         raise PlacerError(f"model {type(module).__name__} exported no ops")
-    return JobGraph(training_graph(forward), name=name or type(module).__name__.lower(), iterations=iterations, _owned=True)
+    first = tree_flatten((args, example_kwargs or {}))[0]
+    batch = next((int(t.shape[0]) for t in first if isinstance(t, torch.Tensor) and t.dim() > 0), None)
+    return JobGraph(
+        training_graph(forward),
+        name=name or type(module).__name__.lower(),
+        iterations=iterations,
+        batch_size=batch,
+        profiled_on=(device_type, "bf16"),
+        precision="bf16",
+        _owned=True,
+    )
 
 
 @contextmanager

@@ -73,6 +73,7 @@ class JobRecord:
     devices: tuple[int, ...]
     jct_s: float | None
     finish_s: float | None
+    strategy: str | None = None  # the cost model's split (e.g. "dp4-tp2-pp1"), accepted jobs only
 
     def to_dict(self) -> dict:
         return {

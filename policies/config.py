@@ -21,6 +21,7 @@ class EnvSection(BaseModel):
     max_degree: int = Field(16, ge=1)
     rules: list[str] = ["first_fit", "best_fit", "spread"]
     reward: str = "acceptance"
+    strategy: str = "auto"
     max_nodes: int = Field(512, ge=1)
     max_edges: int = Field(1024, ge=1)
     max_devices: int = Field(64, ge=1)

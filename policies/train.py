@@ -47,11 +47,21 @@ def validation_blocking(decide_factory, env: EnvConfig, episodes: int) -> float:
     graphs = [resolve_graph(g) for g in env.graphs]
     rates = []
     for cluster in map(load_cluster, env.clusters):
+        cost = CostModel(cluster, strategy=env.strategy)
         for i, beta in enumerate(env.beta_dists):
-            workload = Workload(graphs, BetaDistribution(beta), env.load, cluster.num_devices, env.episode_jobs, env.arrival)
+            workload = Workload(
+                graphs,
+                BetaDistribution(beta),
+                env.load,
+                cluster.num_devices,
+                env.episode_jobs,
+                env.arrival,
+                None,
+                cost.sequential_iteration_s,
+            )
             for k in range(episodes):
                 decide = decide_factory(np.random.default_rng([10_000 + k, i, 1]))
-                run = simulate(CostModel(cluster), workload.jobs(np.random.default_rng([10_000 + k, i])), decide)
+                run = simulate(cost, workload.jobs(np.random.default_rng([10_000 + k, i])), decide)
                 rates.append(run.metrics.blocking_rate)
     return float(np.mean(rates))
 

@@ -92,7 +92,8 @@ def test_shipped_graphs_match_their_pipedream_source(pipedream_dir):
     assert len(profiles) == 14
     for path in profiles:
         shipped = load_job_graph(f"data/graphs/{path.stem}.json")
-        assert shipped.key == load_pipedream(path).key, path.stem
+        batch = 32 if path.stem.startswith("gnmt") else None  # GNMT's batch is not an image tensor (data/graphs/README.md)
+        assert shipped.key == load_pipedream(path, batch_size=batch).key, path.stem
         assert shipped.num_ops == 2 * sum(1 for line in path.read_text().splitlines() if line.startswith("node"))
 
 

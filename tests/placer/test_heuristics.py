@@ -12,7 +12,7 @@ from tests.placer.toys import chain, toy_cluster
 
 def _first_job(beta, cluster=None, busy=()):
     cluster = cluster or toy_cluster(2, 2, inter=(1e9, 0.0))
-    sim = Simulator(CostModel(cluster), [JobSpec(0.0, chain(), beta, 1)])
+    sim = Simulator(CostModel(cluster, strategy="sipml"), [JobSpec(0.0, chain(), beta, 1)])
     sim.free[list(busy)] = False
     return sim.next_job(), sim.view()
 

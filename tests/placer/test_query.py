@@ -12,7 +12,7 @@ from tests.placer.toys import chain, toy_cluster
 
 def test_accepts_with_the_hand_worked_jct():
     # chain on 2x2 (intra 8e9 B/s): degree 2 on one server takes 3.5 s; para_min for beta 0.6 (3.6 s).
-    decision = place(chain(), toy_cluster(2, 2, inter=(1e9, 0.0)), policy=make_heuristic("para_min"), beta=0.6)
+    decision = place(chain(), toy_cluster(2, 2, inter=(1e9, 0.0)), policy=make_heuristic("para_min"), beta=0.6, strategy="sipml")
     assert decision.accepted and decision.degree == 2
     assert decision.devices == ["s0-g0", "s0-g1"]
     assert decision.predicted_jct_s == pytest.approx(3.5) and decision.deadline_s == pytest.approx(3.6)
@@ -21,16 +21,16 @@ def test_accepts_with_the_hand_worked_jct():
 
 def test_rejection_reasons():
     cluster = toy_cluster(2, 2, inter=(1e9, 0.0))
-    unreachable = place(chain(), cluster, beta=0.5)  # 3.5 s is the best; 3 s asked
+    unreachable = place(chain(), cluster, beta=0.5, strategy="sipml")  # 3.5 s is the best; 3 s asked
     assert (unreachable.accepted, unreachable.reason, unreachable.predicted_jct_s) == (False, "deadline_unreachable", 3.5)
-    full = place(chain(), cluster, {"busy": {"s0-g0": 5, "s0-g1": 5, "s1-g0": None, "s1-g1": 1}})
+    full = place(chain(), cluster, {"busy": {"s0-g0": 5, "s0-g1": 5, "s1-g0": None, "s1-g1": 1}}, strategy="sipml")
     assert (full.reason, full.predicted_jct_s) == ("does_not_fit", None)
     # fixed:4 spans both servers (too slow) although degree 2 on one server meets 3.6 s.
-    declined = place(chain(), cluster, policy=make_heuristic("fixed:4"), beta=0.6)
+    declined = place(chain(), cluster, policy=make_heuristic("fixed:4"), beta=0.6, strategy="sipml")
     assert (declined.reason, declined.predicted_jct_s) == ("policy_declined", 3.5)
     # para_max takes the three free devices: 2/3 + 8e9 (2/3) / 1e9 + 8e9 (2/3) / 8e9 + 4/3 = 8 s > 5.94 s,
     # while (s1-g0, s1-g1) would take 3.5 s.
-    para_max = place(chain(), cluster, ClusterState(busy={"s0-g0": 1.0}), policy=make_heuristic("para_max"), beta=0.99)
+    para_max = place(chain(), cluster, ClusterState(busy={"s0-g0": 1.0}), policy=make_heuristic("para_max"), beta=0.99, strategy="sipml")
     assert para_max.reason == "policy_declined"
 
 

@@ -50,7 +50,8 @@ def test_reserve_and_release(server):
     body = {"graph": chain().to_dict(), "beta": 1.0}
     first = server.post("/v1/placements", json=body).json()
     assert first["accepted"] and first["job_id"] and first["devices"] == ["s0-g0", "s0-g1"]
-    assert first["predicted_jct_s"] == pytest.approx(3.5)
+    # data parallel over 2 devices: (2 + 4) s / 2; the chain has no parameters, so no gradient all-reduce
+    assert first["predicted_jct_s"] == pytest.approx(3.0) and first["strategy"] == {"dp": 2, "tp": 1, "pp": 1}
     second = server.post("/v1/placements", json=body).json()
     assert second["devices"] == ["s0-g2", "s0-g3"]
     occupancy = server.get("/v1/cluster").json()

@@ -20,7 +20,7 @@ def _specs(*arrivals_and_betas):
 def test_hand_worked_run():
     # Two devices on one server; chain: sequential 6 s, degree 2 takes 3.5 s.
     # t=1 job0 (beta 1) on both devices -> done at 4.5; t=2 job1 finds no device; t=5 job2 runs.
-    cost = CostModel(toy_cluster(1, 2))
+    cost = CostModel(toy_cluster(1, 2), strategy="sipml")
     run = simulate(cost, _specs((1.0, 1.0), (2.0, 1.0), (5.0, 1.0)), make_heuristic("para_max").decide)
     r0, r1, r2 = run.records
     assert (r0.outcome, r0.devices, r0.jct_s, r0.finish_s) == (Outcome.ACCEPTED, (0, 1), 3.5, 4.5)
@@ -39,13 +39,13 @@ def test_memory_reason():
     from tests.placer.toys import op, toy_graph
 
     big = toy_graph({"a": op(1.0, param_bytes=1e9)}, {})  # 4e9 bytes of state
-    sim = Simulator(CostModel(toy_cluster(1, 2, memory=3e9)), [JobSpec(0.0, big, 1.0, 1)])
+    sim = Simulator(CostModel(toy_cluster(1, 2, memory=3e9), strategy="sipml"), [JobSpec(0.0, big, 1.0, 1)])
     sim.next_job()
     assert sim.decide(Place((0,))).reason is BlockReason.OUT_OF_MEMORY
 
 
 def test_deadline_and_capacity_reasons():
-    cost = CostModel(toy_cluster(1, 2))
+    cost = CostModel(toy_cluster(1, 2), strategy="sipml")
     sim = Simulator(cost, _specs((0.0, 0.5), (0.0, 0.5), (0.0, 1.0)))
     sim.next_job()
     assert sim.decide(Place((0,))).reason is BlockReason.DEADLINE  # 6 s > 0.5 x 6 s
@@ -57,7 +57,7 @@ def test_deadline_and_capacity_reasons():
 
 
 def test_deadline_is_checked_against_beta_times_sequential():
-    cost = CostModel(toy_cluster(1, 2))
+    cost = CostModel(toy_cluster(1, 2), strategy="sipml")
     sim = Simulator(cost, _specs((0.0, 3.4 / 6)))
     job = sim.next_job()
     assert sim.check(job, Place((0, 1))) == (BlockReason.DEADLINE, 3.5)
@@ -66,7 +66,7 @@ def test_deadline_is_checked_against_beta_times_sequential():
 
 
 def test_decide_requires_a_pending_job_and_step_requires_a_decision():
-    sim = Simulator(CostModel(toy_cluster(1, 2)), _specs((1.0, 1.0)))
+    sim = Simulator(CostModel(toy_cluster(1, 2), strategy="sipml"), _specs((1.0, 1.0)))
     with pytest.raises(RuntimeError, match="no job is waiting"):
         sim.decide(Reject())
     sim.next_job()
@@ -75,7 +75,7 @@ def test_decide_requires_a_pending_job_and_step_requires_a_decision():
 
 
 def test_completions_free_devices_before_simultaneous_arrivals():
-    cost = CostModel(toy_cluster(1, 2))
+    cost = CostModel(toy_cluster(1, 2), strategy="sipml")
     sim = Simulator(cost, _specs((0.0, 1.0), (3.5, 1.0)))
     sim.next_job()
     sim.decide(Place((0, 1)))  # finishes at exactly 3.5
@@ -87,7 +87,7 @@ def test_completions_free_devices_before_simultaneous_arrivals():
 @given(seed=st.integers(0, 10_000), choices=st.lists(st.integers(0, 7), min_size=30, max_size=30))
 def test_no_device_is_ever_double_booked(seed, choices):
     cluster = toy_cluster(2, 4)
-    cost = CostModel(cluster)
+    cost = CostModel(cluster, strategy="sipml")
     workload = Workload([chain()], BetaDistribution("A"), 2.0, cluster.num_devices, 30)
     sim = Simulator(cost, workload.jobs(np.random.default_rng(seed)))
     busy: dict[int, float] = {}
@@ -109,7 +109,7 @@ def test_same_seed_same_records():
         workload = Workload([chain()], BetaDistribution("B"), 0.9, cluster.num_devices, 200)
         policy = make_heuristic("random")
         policy.reset(np.random.default_rng([seed, 1]))
-        return simulate(CostModel(cluster), workload.jobs(np.random.default_rng(seed)), policy.decide).records
+        return simulate(CostModel(cluster, strategy="sipml"), workload.jobs(np.random.default_rng(seed)), policy.decide).records
 
     assert run(3) == run(3)
     assert run(3) != run(4)
@@ -127,7 +127,7 @@ def test_trace_replay_and_its_errors(tmp_path):
     trace.write_text("arrival_s,graph,beta,iterations\n1.0,toy,1.0,1\n2.0,toy,1.0,2\n5.0,toy,0.5,1\n")
     specs = read_trace(trace, {"toy": chain()})
     assert [(s.arrival_s, s.beta, s.iterations) for s in specs] == [(1.0, 1.0, 1), (2.0, 1.0, 2), (5.0, 0.5, 1)]
-    run = simulate(CostModel(toy_cluster(1, 2)), specs, make_heuristic("para_min").decide)
+    run = simulate(CostModel(toy_cluster(1, 2), strategy="sipml"), specs, make_heuristic("para_min").decide)
     # job0: degree 1 meets 6 s (done at 7); job1: one device left, 12 s <= 12 s; job2: 3 s deadline, none free.
     assert [(r.degree, r.reason) for r in run.records] == [(1, None), (1, None), (0, BlockReason.REJECTED)]
     for body, message in [

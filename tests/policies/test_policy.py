@@ -33,7 +33,7 @@ def test_extractor_shapes_on_variable_size_graphs():
     extractor = PlacementExtractor(env.observation_space, hidden=16, rounds=2)
     features = extractor(_batch(observations))
     assert features.shape == (8, extractor.features_dim)
-    assert extractor.features_dim == extractor.context_dim + 48 * 6 and extractor.context_dim == 2 * 16 + 32 + 64 + 3
+    assert extractor.features_dim == extractor.context_dim + 48 * 9 and extractor.context_dim == 2 * 16 + 32 + 64 + 3
     one_by_one = torch.cat([extractor(_batch([o])) for o in observations])
     torch.testing.assert_close(features, one_by_one, rtol=1e-5, atol=1e-5)
 

@@ -1,0 +1,326 @@
+"""The cost model: how long an iteration of a job takes on a placement, and whether it fits.
+
+For a placement of ``d`` devices, strategy ``auto`` tries every factorisation
+``dp x tp x pp = d`` (:mod:`placer.cost.data_parallel`, :mod:`placer.cost.tensor_parallel`,
+:mod:`placer.cost.pipeline`) whose tensor-parallel groups sit inside servers, and picks the
+fastest that fits in memory (ties to fewer tensor, then pipeline, ranks); ``dp``, ``tp`` and
+``pp`` force the pure strategy; ``sipml`` is PAC-ML's op splitting (:mod:`placer.cost.sipml`).
+
+Ranks are laid out tensor-parallel innermost, then data-parallel, then pipeline outermost
+(Megatron's order), over the placement's servers from the fullest down. One iteration of a
+hybrid job, with ``m`` micro-batches per replica (1 without pipelining, else ``4 pp`` capped
+at the replica's samples, or the model's ``micro_batches``)::
+
+    T = max(T_pp + max_j exposed_dp_j, data_s / dp)
+
+where ``T_pp`` is the 1F1B time of the stages' per-micro-batch forward and backward times
+(compute ``/ dp``, split ops ``/ tp``, tensor-parallel all-reduces, stage-to-stage sends),
+``exposed_dp_j`` the gradient all-reduce of stage ``j``'s data-parallel group that the last
+micro-batch's backward does not hide, and ``data_s`` the host data loading. Memory per device
+is the heaviest stage's optimizer state (``param_state_factor`` x fp32 parameter bytes, ``/ tp``
+where split) plus its stashed activations. ``comm_s`` of a prediction is ``T`` minus the same
+formula with every transfer free.
+
+Results depend on a placement only through its :class:`PlacementShape`, so they are cached
+exactly per (graph, shape, strategy).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from placer.cluster import Cluster
+from placer.cost import sipml
+from placer.cost.collectives import Fabric, allreduce_s, p2p_s
+from placer.cost.data_parallel import exposed_sync_s
+from placer.cost.pipeline import balanced_stages, one_f_one_b_s, stashed_fraction
+from placer.cost.profile import GraphProfile
+from placer.cost.tensor_parallel import per_device
+from placer.errors import PlacerError
+from placer.graph import JobGraph
+
+STRATEGIES = ("auto", "dp", "tp", "pp", "sipml")
+
+
+class PlacementShape(NamedTuple):
+    """What an iteration's time depends on in a placement (its cache key).
+
+    ``counts``: devices per spanned server, largest first; ``device``: the device model of the
+    slowest placed device (None: generic); ``memory_bytes``: the smallest placed device's memory.
+    """
+
+    degree: int
+    servers: int
+    min_per_server: int
+    max_per_server: int
+    speed: float
+    counts: tuple[int, ...] = ()
+    device: str | None = None
+    memory_bytes: float = math.inf
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How a job is split: ``dp x tp x pp`` ranks, or PAC-ML's op splitting ``sipml`` ways."""
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    sipml: bool = False
+
+    @property
+    def degree(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    def as_dict(self) -> dict[str, int]:
+        return {"sipml": self.dp} if self.sipml else {"dp": self.dp, "tp": self.tp, "pp": self.pp}
+
+    @property
+    def label(self) -> str:
+        return f"sipml{self.dp}" if self.sipml else f"dp{self.dp}-tp{self.tp}-pp{self.pp}"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One iteration of a job on a placement (seconds, bytes)."""
+
+    iteration_s: float
+    strategy: Strategy | None  # None: no strategy applies (e.g. tp across servers)
+    memory_per_device_bytes: float
+    memory_capacity_bytes: float
+    comm_s: float
+    data_loading_s: float
+    micro_batches: int = 1
+
+    @property
+    def fits(self) -> bool:
+        return self.strategy is not None and self.memory_per_device_bytes <= self.memory_capacity_bytes
+
+    def to_dict(self) -> dict:
+        return {
+            "iteration_s": self.iteration_s,
+            "strategy": self.strategy.as_dict() if self.strategy else None,
+            "memory_per_device_bytes": self.memory_per_device_bytes,
+            "memory_capacity_bytes": self.memory_capacity_bytes,
+            "fits": self.fits,
+            "comm_s": self.comm_s,
+            "data_loading_s": self.data_loading_s,
+            "micro_batches": self.micro_batches,
+        }
+
+
+_NONE = Strategy(0, 0, 0)
+
+
+class CostModel:
+    """Iteration time, memory and the chosen strategy of jobs on one cluster, with caches.
+
+    ``strategy``: one of :data:`STRATEGIES` (``auto`` by default). ``param_state_factor``:
+    optimizer state bytes per fp32 parameter byte (4: weights, gradients, two Adam moments =
+    16 bytes per parameter). ``micro_batches`` and ``recompute``: pipeline settings
+    (:mod:`placer.cost.pipeline`). ``cache=False`` recomputes every time (benchmarks).
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        strategy: str = "auto",
+        param_state_factor: float = 4.0,
+        micro_batches: int | None = None,
+        recompute: bool = False,
+        cache: bool = True,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise PlacerError(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})")
+        self.cluster = cluster
+        self.strategy = strategy
+        self.param_state_factor = param_state_factor
+        self.micro_batches = micro_batches
+        self.recompute = recompute
+        self.cache = cache
+        self.fabric = Fabric.of(cluster)
+        self._compiled: dict[str, sipml.CompiledGraph] = {}
+        self._profiles: dict[tuple, GraphProfile] = {}
+        self._predictions: dict[tuple, Prediction] = {}
+        self._sequential: dict[str, float] = {}
+
+    # -- placements -------------------------------------------------------------------
+    def shape(self, devices: tuple[int, ...] | list[int] | np.ndarray) -> PlacementShape:
+        devices = np.asarray(devices, dtype=np.int64)
+        counts = np.bincount(self.cluster.server_of[devices])
+        counts = counts[counts > 0]
+        speeds = self.cluster.speed[devices]
+        slowest = int(devices[int(np.argmin(speeds))])
+        return PlacementShape(
+            degree=len(devices),
+            servers=len(counts),
+            min_per_server=int(counts.min()),
+            max_per_server=int(counts.max()),
+            speed=float(speeds.min()),
+            counts=tuple(sorted(counts.tolist(), reverse=True)),
+            device=self.cluster.device_model[slowest],
+            memory_bytes=float(self.cluster.memory_bytes[devices].min()),
+        )
+
+    # -- predictions ------------------------------------------------------------------
+    def predict(self, graph: JobGraph, placement, strategy: str | None = None) -> Prediction:
+        """Prediction for ``graph`` on ``placement`` (device ids or a :class:`PlacementShape`)."""
+        shape = placement if isinstance(placement, PlacementShape) else self.shape(placement)
+        mode = strategy or self.strategy
+        if mode not in STRATEGIES:
+            raise PlacerError(f"unknown strategy {mode!r} (choose from {', '.join(STRATEGIES)})")
+        key = (graph.key, shape, mode)
+        cached = self._predictions.get(key)
+        if cached is None:
+            cached = self._predict_sipml(graph, shape) if mode == "sipml" else self._predict_parallel(graph, shape, mode)
+            if self.cache:
+                self._predictions[key] = cached
+        return cached
+
+    def iteration_s(self, graph: JobGraph, shape: PlacementShape) -> float:
+        """Seconds per training iteration of ``graph`` placed with ``shape``."""
+        return self.predict(graph, shape).iteration_s
+
+    def jct_s(self, graph: JobGraph, devices, iterations: int | None = None) -> float:
+        """Job completion time in seconds of ``graph`` on ``devices``."""
+        return self.predict(graph, devices).iteration_s * (iterations or graph.iterations)
+
+    def fits(self, graph: JobGraph, devices) -> bool:
+        return self.predict(graph, devices).fits
+
+    def sequential_jct_s(self, graph: JobGraph, iterations: int | None = None) -> float:
+        """JCT on one device of the cluster's fastest type for ``graph`` (memory not checked)."""
+        return self.sequential_iteration_s(graph) * (iterations or graph.iterations)
+
+    def sequential_iteration_s(self, graph: JobGraph) -> float:
+        if self.strategy == "sipml":
+            return self.compile(graph).sequential_iteration_s
+        seq = self._sequential.get(graph.key)
+        if seq is None:
+            seq = min(self.predict(graph, self._single(model, speed), "dp").iteration_s for model, speed in self._device_kinds())
+            self._sequential[graph.key] = seq
+        return seq
+
+    def memory_per_device(self, graph: JobGraph, degree: int) -> float:
+        """Bytes per device if the job's single-device footprint split evenly ``degree`` ways (a lower bound)."""
+        return self.compile(graph).state_bytes / degree
+
+    def min_degree_to_fit(self, graph: JobGraph, memory_bytes: float) -> int:
+        """Smallest degree whose even share fits in ``memory_bytes`` (a lower bound)."""
+        return max(1, int(np.ceil(self.compile(graph).state_bytes / memory_bytes - 1e-12)))
+
+    def compile(self, graph: JobGraph) -> sipml.CompiledGraph:
+        compiled = self._compiled.get(graph.key)
+        if compiled is None:
+            compiled = self._compiled[graph.key] = sipml.CompiledGraph.build(graph, self.param_state_factor)
+        return compiled
+
+    def profile(self, graph: JobGraph, device: str | None, speed: float) -> GraphProfile:
+        key = (graph.key, device, speed)
+        profile = self._profiles.get(key)
+        if profile is None:
+            profile = self._profiles[key] = GraphProfile.build(graph, device, speed)
+        return profile
+
+    # -- internals --------------------------------------------------------------------
+    def _device_kinds(self) -> list[tuple[str | None, float]]:
+        return sorted(set(zip(self.cluster.device_model, self.cluster.speed.tolist(), strict=True)), key=str)
+
+    def _single(self, model: str | None, speed: float) -> PlacementShape:
+        return PlacementShape(1, 1, 1, 1, speed, (1,), model, math.inf)
+
+    def _predict_sipml(self, graph: JobGraph, shape: PlacementShape) -> Prediction:
+        compiled = self.compile(graph)
+        t = sipml.iteration_s(compiled, shape, self.cluster.spec.links)
+        compute = compiled.sequential_iteration_s / (shape.degree * shape.speed)
+        memory = compiled.state_bytes / shape.degree
+        return Prediction(t, Strategy(dp=shape.degree, sipml=True), memory, shape.memory_bytes, max(0.0, t - compute), 0.0)
+
+    def _predict_parallel(self, graph: JobGraph, shape: PlacementShape, mode: str) -> Prediction:
+        profile = self.profile(graph, shape.device, shape.speed)
+        server_of = np.repeat(np.arange(len(shape.counts)), shape.counts)
+        candidates = [
+            self._hybrid(profile, shape, server_of, dp, tp, pp)
+            for dp, tp, pp in _factorisations(shape.degree, mode)
+            if _tp_inside_servers(server_of, tp) and pp <= profile.num_ops and (profile.batch_size is None or dp <= profile.batch_size)
+        ]
+        fitting = [c for c in candidates if c.fits]
+        pool = fitting or candidates
+        if not pool:
+            return Prediction(math.inf, None, math.inf, shape.memory_bytes, 0.0, profile.data_s)
+        return min(pool, key=lambda c: (c.iteration_s, c.strategy.tp, c.strategy.pp))
+
+    def _hybrid(self, profile: GraphProfile, shape: PlacementShape, server_of: np.ndarray, dp: int, tp: int, pp: int) -> Prediction:
+        fabric, sharding = self.fabric, profile.sharding
+        m = 1
+        if pp > 1:
+            m = self.micro_batches or 4 * pp
+            if profile.batch_size is not None:
+                m = max(1, min(m, profile.batch_size // dp))
+        fw = per_device(profile.fw_s, sharding, tp) / dp
+        bw = per_device(profile.bw_s, sharding, tp) / dp
+        params = per_device(profile.param_bytes, sharding, tp)
+        acts = per_device(profile.act_bytes, sharding, tp) / dp
+        starts = balanced_stages(fw + bw, pp) if pp > 1 else [0, profile.num_ops]
+        ar_fixed = allreduce_s(0.0, (tp,), fabric)
+        ar_per_byte = allreduce_s(1.0, (tp,), fabric) - ar_fixed
+        f, b, f0, b0, memory, grads = (np.zeros(pp) for _ in range(6))
+        for j in range(pp):
+            s, e = starts[j], starts[j + 1]
+            F, B = fw[s:e].sum() / m, bw[s:e].sum() / m
+            ar = profile.sharding.allreduce_bytes[s:e]
+            tp_comm = (np.count_nonzero(ar) * ar_fixed + ar.sum() / (dp * m) * ar_per_byte) if tp > 1 else 0.0
+            recompute = F if self.recompute and pp > 1 else 0.0
+            f0[j], b0[j] = F, B + recompute
+            f[j], b[j] = F + tp_comm, B + recompute + tp_comm
+            if self.recompute and pp > 1:
+                stash = acts[s:e].sum() / m + (profile.cut_bytes[s - 1] / dp if s > 0 else 0.0)
+            else:
+                stash = acts[s:e].sum() * stashed_fraction(j, pp, m)
+            memory[j] = self.param_state_factor * params[s:e].sum() + stash
+            grads[j] = params[s:e].sum() * profile.grad_bytes_per_param_byte
+        for j in range(pp - 1):
+            same = all(server_of[tp * (k + dp * j)] == server_of[tp * (k + dp * (j + 1))] for k in range(dp))
+            send = p2p_s(profile.cut_bytes[starts[j + 1] - 1] / (dp * m), same, fabric)
+            f[j] += send
+            b[j + 1] += send
+        t_pipe, t_free = one_f_one_b_s(f, b, m), one_f_one_b_s(f0, b0, m)
+        if dp > 1:
+            exposed = []
+            for j in range(pp):
+                group = np.bincount(server_of[[tp * (k + dp * j) for k in range(dp)]])
+                counts = tuple(int(c) for c in group[group > 0])
+                exposed.append(exposed_sync_s(b[j], grads[j], lambda size, c=counts: allreduce_s(size, c, fabric, concurrent=tp)))
+            t_pipe += max(exposed)
+        data = profile.data_s / dp
+        t, t_free = max(t_pipe, data), max(t_free, data)
+        return Prediction(t, Strategy(dp, tp, pp), float(memory.max()), shape.memory_bytes, t - t_free, data, m)
+
+
+def _factorisations(degree: int, mode: str) -> list[tuple[int, int, int]]:
+    if mode == "dp":
+        return [(degree, 1, 1)]
+    if mode == "tp":
+        return [(1, degree, 1)]
+    if mode == "pp":
+        return [(1, 1, degree)]
+    out = []
+    for tp in range(1, degree + 1):
+        if degree % tp:
+            continue
+        for pp in range(1, degree // tp + 1):
+            if (degree // tp) % pp == 0:
+                out.append((degree // (tp * pp), tp, pp))
+    return out
+
+
+def _tp_inside_servers(server_of: np.ndarray, tp: int) -> bool:
+    """Every group of ``tp`` consecutive ranks lies on one server."""
+    if tp == 1:
+        return True
+    return bool(np.all(server_of[0::tp] == server_of[tp - 1 :: tp]))
