@@ -9,8 +9,11 @@ rule (``first_fit`` by default; see :mod:`placer.placement`):
 - ``fixed:K``: always degree ``K``; declines when that is infeasible.
 - ``random``: a uniformly random degree among those with enough free devices.
 - ``lean``: over every degree and every placement rule, the feasible choice with the least
-  device-time (degree x JCT), ties to the shorter JCT. ``lean:cap=K`` adds admission control:
-  jobs that would need more than ``K`` devices are declined, keeping room for cheaper jobs.
+  device-time (degree x JCT); device-times within ``LEAN_TIE`` (0.1 %) of the least count as
+  equal, and among those the fewest devices win, then the shorter JCT (with linear scaling,
+  which data parallelism often gives, every degree ties and the thrifty choice keeps devices
+  free). ``lean:cap=K`` adds admission control: jobs that would need more than ``K`` devices are
+  declined, keeping room for cheaper jobs.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from placer.options import DEFAULT_MAX_DEGREE, Option, degrees_for, options
 from placer.placement import PLACEMENT_RULES
 from placer.simulator import ClusterView
 from placer.types import Decision, Job, Place, Reject
+
+LEAN_TIE = 1e-3
 
 
 @dataclass
@@ -80,7 +85,9 @@ class Lean(Heuristic):
         feasible = [o for o in table if o.feasible]
         if not feasible:
             return Reject()
-        best = min(feasible, key=lambda o: (o.device_seconds, o.jct_s, o.degree))
+        least = min(o.device_seconds for o in feasible)
+        thrifty = [o for o in feasible if o.device_seconds <= least * (1 + LEAN_TIE)]
+        best = min(thrifty, key=lambda o: (o.degree, o.jct_s, o.device_seconds))
         return Place(best.devices)
 
 

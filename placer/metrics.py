@@ -28,6 +28,8 @@ class RunMetrics:
     mean_jct_s: float | None
     p95_jct_s: float | None
     mean_degree: float | None
+    mean_servers: float | None  # servers spanned per accepted job
+    strategy_mix: dict[str, float]  # fraction of accepted jobs per kind of split (see strategy_kind)
     utilization: float  # mean fraction of busy devices over the window
 
     def to_dict(self) -> dict:
@@ -53,8 +55,21 @@ def compute_metrics(records: Sequence[JobRecord], busy_timeline: Sequence[tuple[
         mean_jct_s=float(jcts.mean()) if len(jcts) else None,
         p95_jct_s=float(np.percentile(jcts, 95)) if len(jcts) else None,
         mean_degree=float(np.mean([r.degree for r in accepted])) if accepted else None,
+        mean_servers=float(np.mean([r.servers for r in accepted])) if accepted else None,
+        strategy_mix={k: n / len(accepted) for k, n in sorted(Counter(strategy_kind(r.strategy) for r in accepted).items())},
         utilization=mean_utilization(busy_timeline, num_devices, window),
     )
+
+
+def strategy_kind(label: str | None) -> str:
+    """``single`` (one device), ``dp``, ``tp``, ``pp``, ``hybrid`` (two or more > 1) or ``sipml``, from a strategy label."""
+    if not label:
+        return "unknown"
+    if label.startswith("sipml"):
+        return "single" if label == "sipml1" else "sipml"
+    sizes = {part[:2]: int(part[2:]) for part in label.split("-")}
+    split = [k for k, v in sizes.items() if v > 1]
+    return "single" if not split else split[0] if len(split) == 1 else "hybrid"
 
 
 def mean_utilization(busy_timeline: Sequence[tuple[float, int]], num_devices: int, until: float) -> float:

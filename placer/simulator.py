@@ -117,7 +117,8 @@ class Simulator:
             self._push(finish, _COMPLETION, job.job_id)
             self._mark_busy()
             strategy = self.cost.predict(job.graph, devices).strategy
-            record = _record(job, Outcome.ACCEPTED, None, decision, jct, finish, strategy.label if strategy else None)
+            servers = len(set(self.cost.cluster.server_of[list(devices)].tolist()))
+            record = _record(job, Outcome.ACCEPTED, None, decision, jct, finish, strategy.label if strategy else None, servers)
         self.records.append(record)
         return record
 
@@ -174,7 +175,7 @@ class Simulator:
         self._seq += 1
 
 
-def _record(job: Job, outcome, reason, decision: Decision, jct, finish, strategy: str | None = None) -> JobRecord:
+def _record(job: Job, outcome, reason, decision: Decision, jct, finish, strategy: str | None = None, servers: int = 0) -> JobRecord:
     devices = decision.devices if isinstance(decision, Place) else ()
     return JobRecord(
         job_id=job.job_id,
@@ -191,4 +192,5 @@ def _record(job: Job, outcome, reason, decision: Decision, jct, finish, strategy
         jct_s=jct,
         finish_s=finish,
         strategy=strategy,
+        servers=servers,
     )

@@ -74,6 +74,7 @@ class JobRecord:
     jct_s: float | None
     finish_s: float | None
     strategy: str | None = None  # the cost model's split (e.g. "dp4-tp2-pp1"), accepted jobs only
+    servers: int = 0  # servers the placement spans (0 when blocked)
 
     def to_dict(self) -> dict:
         return {

@@ -39,7 +39,7 @@ from policies.loading import LearnedPolicy
 from policies.model import policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
 
-BASELINES = ("para_min", "lean")
+BASELINES = ("para_min", "para_min+best_fit", "lean")
 
 
 def validation_blocking(decide_factory, env: EnvConfig, episodes: int) -> float:

@@ -37,7 +37,7 @@ from placer.cluster import Cluster
 from placer.cost import sipml
 from placer.cost.collectives import Fabric, allreduce_s, p2p_s
 from placer.cost.data_parallel import exposed_sync_s
-from placer.cost.pipeline import balanced_stages, one_f_one_b_s, stashed_fraction
+from placer.cost.pipeline import balanced_stages, one_f_one_b_s
 from placer.cost.profile import GraphProfile
 from placer.cost.tensor_parallel import per_device
 from placer.errors import PlacerError
@@ -144,27 +144,34 @@ class CostModel:
         self.recompute = recompute
         self.cache = cache
         self.fabric = Fabric.of(cluster)
+        self._server_of = cluster.server_of.tolist()  # plain lists: placements are small, numpy calls are not free
+        self._speed = cluster.speed.tolist()
+        self._memory = cluster.memory_bytes.tolist()
         self._compiled: dict[str, sipml.CompiledGraph] = {}
         self._profiles: dict[tuple, GraphProfile] = {}
         self._predictions: dict[tuple, Prediction] = {}
         self._sequential: dict[str, float] = {}
+        self._stage_cache: dict[tuple, _Stages] = {}
 
     # -- placements -------------------------------------------------------------------
     def shape(self, devices: tuple[int, ...] | list[int] | np.ndarray) -> PlacementShape:
-        devices = np.asarray(devices, dtype=np.int64)
-        counts = np.bincount(self.cluster.server_of[devices])
-        counts = counts[counts > 0]
-        speeds = self.cluster.speed[devices]
-        slowest = int(devices[int(np.argmin(speeds))])
+        devices = devices.tolist() if isinstance(devices, np.ndarray) else devices
+        server_of, speed, memory = self._server_of, self._speed, self._memory
+        per_server: dict[int, int] = {}
+        for d in devices:
+            s = server_of[d]
+            per_server[s] = per_server.get(s, 0) + 1
+        counts = sorted(per_server.values(), reverse=True)
+        slowest = min(devices, key=speed.__getitem__)
         return PlacementShape(
             degree=len(devices),
             servers=len(counts),
-            min_per_server=int(counts.min()),
-            max_per_server=int(counts.max()),
-            speed=float(speeds.min()),
-            counts=tuple(sorted(counts.tolist(), reverse=True)),
+            min_per_server=counts[-1],
+            max_per_server=counts[0],
+            speed=speed[slowest],
+            counts=tuple(counts),
             device=self.cluster.device_model[slowest],
-            memory_bytes=float(self.cluster.memory_bytes[devices].min()),
+            memory_bytes=min(memory[d] for d in devices),
         )
 
     # -- predictions ------------------------------------------------------------------
@@ -256,50 +263,89 @@ class CostModel:
         return min(pool, key=lambda c: (c.iteration_s, c.strategy.tp, c.strategy.pp))
 
     def _hybrid(self, profile: GraphProfile, shape: PlacementShape, server_of: np.ndarray, dp: int, tp: int, pp: int) -> Prediction:
-        fabric, sharding = self.fabric, profile.sharding
+        fabric = self.fabric
         m = 1
         if pp > 1:
             m = self.micro_batches or 4 * pp
             if profile.batch_size is not None:
                 m = max(1, min(m, profile.batch_size // dp))
-        fw = per_device(profile.fw_s, sharding, tp) / dp
-        bw = per_device(profile.bw_s, sharding, tp) / dp
-        params = per_device(profile.param_bytes, sharding, tp)
-        acts = per_device(profile.act_bytes, sharding, tp) / dp
-        starts = balanced_stages(fw + bw, pp) if pp > 1 else [0, profile.num_ops]
-        ar_fixed = allreduce_s(0.0, (tp,), fabric)
-        ar_per_byte = allreduce_s(1.0, (tp,), fabric) - ar_fixed
-        f, b, f0, b0, memory, grads = (np.zeros(pp) for _ in range(6))
-        for j in range(pp):
-            s, e = starts[j], starts[j + 1]
-            F, B = fw[s:e].sum() / m, bw[s:e].sum() / m
-            ar = profile.sharding.allreduce_bytes[s:e]
-            tp_comm = (np.count_nonzero(ar) * ar_fixed + ar.sum() / (dp * m) * ar_per_byte) if tp > 1 else 0.0
-            recompute = F if self.recompute and pp > 1 else 0.0
-            f0[j], b0[j] = F, B + recompute
-            f[j], b[j] = F + tp_comm, B + recompute + tp_comm
-            if self.recompute and pp > 1:
-                stash = acts[s:e].sum() / m + (profile.cut_bytes[s - 1] / dp if s > 0 else 0.0)
-            else:
-                stash = acts[s:e].sum() * stashed_fraction(j, pp, m)
-            memory[j] = self.param_state_factor * params[s:e].sum() + stash
-            grads[j] = params[s:e].sum() * profile.grad_bytes_per_param_byte
+        st = self._stages(profile, tp, pp)
+        F, B = st.forward_s / (dp * m), st.backward_s / (dp * m)
+        recompute = F if self.recompute and pp > 1 else 0.0
+        tp_comm = 0.0
+        if tp > 1:
+            ar_fixed = allreduce_s(0.0, (tp,), fabric)
+            ar_per_byte = allreduce_s(1.0, (tp,), fabric) - ar_fixed
+            tp_comm = st.allreduces * ar_fixed + st.allreduce_bytes / (dp * m) * ar_per_byte
+        f0, b0 = F, B + recompute
+        f, b = F + tp_comm, B + recompute + tp_comm
         for j in range(pp - 1):
             same = all(server_of[tp * (k + dp * j)] == server_of[tp * (k + dp * (j + 1))] for k in range(dp))
-            send = p2p_s(profile.cut_bytes[starts[j + 1] - 1] / (dp * m), same, fabric)
+            send = p2p_s(st.cut_out_bytes[j] / (dp * m), same, fabric)
             f[j] += send
             b[j + 1] += send
+        if self.recompute and pp > 1:
+            stash = st.activation_bytes / (dp * m) + st.cut_in_bytes / dp
+        else:
+            stash = st.activation_bytes / dp * np.minimum(m, pp - np.arange(pp)) / m
+        memory = self.param_state_factor * st.param_bytes + stash
         t_pipe, t_free = one_f_one_b_s(f, b, m), one_f_one_b_s(f0, b0, m)
         if dp > 1:
+            grads = st.param_bytes * profile.grad_bytes_per_param_byte
             exposed = []
             for j in range(pp):
-                group = np.bincount(server_of[[tp * (k + dp * j) for k in range(dp)]])
+                group = np.bincount(server_of[tp * (np.arange(dp) + dp * j)])
                 counts = tuple(int(c) for c in group[group > 0])
                 exposed.append(exposed_sync_s(b[j], grads[j], lambda size, c=counts: allreduce_s(size, c, fabric, concurrent=tp)))
             t_pipe += max(exposed)
         data = profile.data_s / dp
         t, t_free = max(t_pipe, data), max(t_free, data)
         return Prediction(t, Strategy(dp, tp, pp), float(memory.max()), shape.memory_bytes, t - t_free, data, m)
+
+    def _stages(self, profile: GraphProfile, tp: int, pp: int) -> _Stages:
+        """Per-stage sums of one replica's whole batch (``dp`` only scales them), cached per (profile, tp, pp)."""
+        key = (id(profile), tp, pp)
+        stages = self._stage_cache.get(key)
+        if stages is None:
+            stages = self._stage_cache[key] = _Stages.build(profile, tp, pp)
+        return stages
+
+
+@dataclass(frozen=True, eq=False)
+class _Stages:
+    """Each of ``pp`` balanced stages under ``tp``-way tensor parallelism, for one replica at the whole batch."""
+
+    forward_s: np.ndarray
+    backward_s: np.ndarray
+    param_bytes: np.ndarray
+    activation_bytes: np.ndarray
+    allreduces: np.ndarray  # tensor-parallel all-reduces per pass
+    allreduce_bytes: np.ndarray
+    cut_out_bytes: np.ndarray  # (pp - 1,) bytes sent from stage j to j + 1
+    cut_in_bytes: np.ndarray  # (pp,) bytes a stage receives (0 for the first)
+
+    @classmethod
+    def build(cls, profile: GraphProfile, tp: int, pp: int) -> _Stages:
+        sharding = profile.sharding
+        fw, bw = per_device(profile.fw_s, sharding, tp), per_device(profile.bw_s, sharding, tp)
+        starts = balanced_stages(fw + bw, pp) if pp > 1 else [0, profile.num_ops]
+        bounds = np.asarray(starts[:-1])
+
+        def per_stage(values: np.ndarray) -> np.ndarray:
+            return np.add.reduceat(values, bounds) if len(values) else np.zeros(pp)
+
+        ar = sharding.allreduce_bytes
+        cut_out = profile.cut_bytes[np.asarray(starts[1:-1], dtype=np.int64) - 1] if pp > 1 else np.zeros(0)
+        return cls(
+            forward_s=per_stage(fw),
+            backward_s=per_stage(bw),
+            param_bytes=per_stage(per_device(profile.param_bytes, sharding, tp)),
+            activation_bytes=per_stage(per_device(profile.act_bytes, sharding, tp)),
+            allreduces=per_stage((ar > 0).astype(float)),
+            allreduce_bytes=per_stage(ar),
+            cut_out_bytes=cut_out,
+            cut_in_bytes=np.concatenate([[0.0], cut_out]),
+        )
 
 
 def _factorisations(degree: int, mode: str) -> list[tuple[int, int, int]]:

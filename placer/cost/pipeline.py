@@ -53,7 +53,3 @@ def one_f_one_b_s(forward_s: np.ndarray, backward_s: np.ndarray, micro_batches: 
     per_stage = forward_s + backward_s
     return float((micro_batches - 1) * per_stage.max() + per_stage.sum())
 
-
-def stashed_fraction(stage: int, stages: int, micro_batches: int) -> float:
-    """Fraction of a stage's whole-batch activations held at once under 1F1B."""
-    return min(micro_batches, stages - stage) / micro_batches

@@ -81,3 +81,13 @@ def test_beta_distributions_stay_in_range(spec):
 def test_skew_orders_the_beta_distributions():
     means = {s: BetaDistribution(s).sample(np.random.default_rng(0), 20000).mean() for s in "BCD"}
     assert means["B"] < means["C"] < means["D"]
+
+
+def test_lean_breaks_device_time_ties_towards_fewer_devices():
+    # the chain has no parameters, so data parallelism scales exactly: every degree costs 6 device-seconds.
+    # beta 1 (deadline 6 s): one device; beta 0.5 (3 s): two devices (3 s), not four (1.5 s).
+    cluster = toy_cluster(1, 4)
+    for beta, degree in ((1.0, 1), (0.5, 2)):
+        sim = Simulator(CostModel(cluster), [JobSpec(0.0, chain(), beta, 1)])
+        job = sim.next_job()
+        assert make_heuristic("lean").decide(job, sim.view()) == Place(tuple(range(degree)))

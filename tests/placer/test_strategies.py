@@ -201,3 +201,15 @@ def test_predict_cli(capsys):
     assert out["strategy"] == {"dp": 1, "tp": 4, "pp": 1} and out["degree"] == 4 and out["precision"] == "bf16"
     bad = CliRunner().invoke(app, ["predict", "gpt2_small", "--degree", "4", "--devices", "s0-g0"])
     assert isinstance(bad.exception, PlacerError) and "exactly one of" in str(bad.exception)  # main() prints it, exit 2
+
+
+@pytest.mark.parametrize("cluster", ["pacml", "dgx8x8", "dgxh100", "mixed"])
+def test_predict_answers_for_every_shipped_graph(cluster):
+    from placer.catalog import shipped_graph_names
+
+    for name in shipped_graph_names():
+        graph = placer.resolve_graph(name)
+        for degree in (1, 8):
+            p = placer.predict(graph, cluster, degree)
+            assert p.strategy is not None and np.isfinite(p.iteration_s) and p.iteration_s > 0, (name, degree)
+            assert p.speedup > 0 and p.memory_per_device_bytes > 0
