@@ -30,11 +30,31 @@ from placer.cluster import load_cluster, preset_names
 from placer.data import data_dir
 from placer.errors import PlacerError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Partition and place DNN training jobs on a GPU cluster.")
+app = typer.Typer(add_completion=False, help="Partition and place DNN training jobs on a GPU cluster.")
 import_app = typer.Typer(no_args_is_help=True, help="Convert job graphs from other formats.")
 app.add_typer(import_app, name="import")
 console = Console()
 err_console = Console(stderr=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"placer {version('placer')}")
+        except PackageNotFoundError:
+            typer.echo("placer (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
+    """Partition and place DNN training jobs on a GPU cluster."""
 
 
 def _split(value: str) -> list[str]:
@@ -420,12 +440,12 @@ def main() -> None:
         sys.exit(130)
     except (typer.Exit, SystemExit) as exc:
         sys.exit(getattr(exc, "exit_code", getattr(exc, "code", 0)))
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+    except Exception as exc:  # click's usage errors (typer ships its own click, so match the protocol, not the class)
+        if type(exc).__name__ == "Abort":
             sys.exit(1)
-        raise
+        if not (hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)):
+            raise
+        message = " ".join(exc.format_message().split()) or "see 'placer --help'"
+        command = getattr(getattr(exc, "ctx", None), "command_path", "placer")
+        err_console.print(f"[red]error:[/red] {message} (see '{command} --help')", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)

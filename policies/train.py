@@ -16,6 +16,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -91,8 +94,7 @@ class TrainingCallback(BaseCallback):
         self.last_checkpoint = self.last_eval = self.num_timesteps
         best_file = self.out / "eval.jsonl"
         if best_file.exists():
-            rows = [json.loads(line) for line in best_file.read_text().splitlines() if line.strip()]
-            self.best = min((r["learned"] for r in rows), default=float("inf"))
+            self.best = min((r["learned"] for r in _read_rows(best_file)), default=float("inf"))
         for name in BASELINES:
             self.baselines[name] = validation_blocking(
                 _heuristic_factory(name, self.env.max_degree), self.env, self.config.train.eval_episodes
@@ -183,43 +185,118 @@ def warm_start(model: MaskablePPO, config: TrainConfig, out: Path) -> None:
     )
 
 
+def _read_rows(path: Path) -> list[dict]:
+    """The complete JSON rows of a log; a line cut short by a crash is skipped."""
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("learned"), int | float):
+            rows.append(row)
+    return rows
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise PlacerError(f"--out {str(out)!r} is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (resume or force):
+        raise PlacerError(f"--out {str(out)!r} is not empty: pass --resume to continue that run or --force to start over in it")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PlacerError(f"cannot create --out {str(out)!r}: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM interrupts training like Ctrl-C, so a checkpoint is saved before the process ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _without_budget(config: dict) -> dict:
     """The config minus the step budget, which a resume may raise."""
     return {**config, "train": {k: v for k, v in config["train"].items() if k != "timesteps"}}
 
 
-def train(config: TrainConfig, out: Path, *, timesteps: int | None = None, resume: bool = False, progress: bool = True) -> Path:
-    """Train (or resume) and return the path of the final policy file."""
-    out.mkdir(parents=True, exist_ok=True)
+def train(
+    config: TrainConfig,
+    out: Path,
+    *,
+    timesteps: int | None = None,
+    resume: bool = False,
+    force: bool = False,
+    progress: bool = True,
+    report=None,
+) -> Path:
+    """Train (or resume) and return the path of the final policy file.
+
+    A non-empty ``out`` is refused unless ``resume`` (continue from its checkpoint) or ``force``
+    (start over in it). SIGTERM and Ctrl-C save a checkpoint before stopping. ``report(message)``
+    hears each phase as it starts (warm start, baseline validation, PPO, final validation).
+    """
+    report = report or (lambda message: None)
+    if timesteps is not None and timesteps <= 0:
+        raise PlacerError(f"--timesteps must be a positive number of environment steps, got {timesteps}")
+    _prepare_out(out, resume=resume, force=force)
     torch.set_num_threads(config.train.torch_threads)
     saved = out / "config.json"
-    if resume and saved.exists() and _without_budget(json.loads(saved.read_text())) != _without_budget(config.model_dump()):
-        raise PlacerError(f"{out} was trained with another config; resume with the same --config")
-    saved.write_text(json.dumps(config.model_dump(), indent=1) + "\n")
+    if resume and saved.exists():
+        try:
+            previous = json.loads(saved.read_text())
+        except json.JSONDecodeError:
+            raise PlacerError(f"{saved} is not valid JSON; it cannot be resumed") from None
+        if _without_budget(previous) != _without_budget(config.model_dump()):
+            raise PlacerError(f"{out} was trained with another config; resume with the same --config")
+    _write_atomically(saved, json.dumps(config.model_dump(), indent=1) + "\n")
     model = build_model(config, out)
     checkpoint = out / "checkpoint.pt"
     if resume and checkpoint.exists():
         load_checkpoint(model, checkpoint)
     else:
         (out / "eval.jsonl").unlink(missing_ok=True)
+        if config.train.imitation_steps:
+            report(f"warm start: recording {config.train.imitation_steps:,} decisions of {config.train.imitation_teacher} and cloning them")
         warm_start(model, config, out)
+    report(f"validating {', '.join(BASELINES)} and the starting policy, then PPO (progress bar)")
     total = timesteps or config.train.timesteps
     callback = TrainingCallback(out, config)
     try:
-        model.learn(
-            total_timesteps=max(total - model.num_timesteps, 0),
-            callback=callback,
-            progress_bar=progress,
-            reset_num_timesteps=False,
-            tb_log_name="ppo",
-        )
+        with _sigterm_as_interrupt():
+            model.learn(
+                total_timesteps=max(total - model.num_timesteps, 0),
+                callback=callback,
+                progress_bar=progress,
+                reset_num_timesteps=False,
+                tb_log_name="ppo",
+            )
     except KeyboardInterrupt:
         save_checkpoint(model, checkpoint)
         raise
     save_checkpoint(model, checkpoint)
     env_config = config.env.env_config()
     save_policy_file(out / "last.pt", model.policy, env_config, config.policy.model_dump())
+    report("validating the final policy")
     callback.evaluate()  # logs the final policy; best.pt changes only if it beats every earlier one
     final = out / "policy.pt"
-    shutil.copyfile(out / "last.pt", final)
+    shutil.copyfile(out / "last.pt", final.with_suffix(".pt.tmp"))
+    os.replace(final.with_suffix(".pt.tmp"), final)
     return final

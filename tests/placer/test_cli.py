@@ -87,3 +87,26 @@ def test_core_imports_neither_torch_nor_gymnasium():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "Missing command"),
+        (["--bogus"], "No such option: --bogus"),
+        (["nosuch"], "No such command 'nosuch'"),
+        (["predict"], "Missing argument 'graph'"),
+        (["predict", "resnet50", "--degree"], "requires an argument"),
+        (["evaluate", "--jobs", "abc"], "Invalid value for '--jobs'"),
+    ],
+)
+def test_usage_mistakes_are_one_line_and_exit_2(args, message):
+    result = run(*args)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_version():
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.startswith("placer ")

@@ -99,7 +99,7 @@ def test_missing_policy_file_is_one_line_error(tmp_path):
 def test_best_policy_is_never_replaced_by_a_worse_final_one(tmp_path, monkeypatch):
     import policies.train as training
 
-    rates = iter([0.3, 0.3, 0.5, 0.2, 0.9])  # para_min, lean, step 0, step 128, then the worse final one
+    rates = iter([0.3, 0.3, 0.3, 0.5, 0.2, 0.9])  # 3 baselines, step 0, step 128, then the worse final one
     monkeypatch.setattr(training, "validation_blocking", lambda *args, **kwargs: next(rates, 0.9))
     out = tmp_path / "run"
     final = train(tiny_config(128), out, progress=False)
@@ -108,3 +108,39 @@ def test_best_policy_is_never_replaced_by_a_worse_final_one(tmp_path, monkeypatc
     assert best["learned"] == 0.2 and rows[-1]["learned"] == 0.9
     assert final.read_bytes() == (out / "last.pt").read_bytes()
     assert (out / "best.pt").read_bytes() != final.read_bytes()
+
+
+def test_training_refuses_a_non_empty_out_a_file_and_a_bad_budget(tmp_path):
+    from placer.errors import PlacerError
+
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "policy.pt").write_text("earlier run")
+    with pytest.raises(PlacerError, match="not empty: pass --resume"):
+        train(tiny_config(), used, progress=False)
+    assert (used / "policy.pt").read_text() == "earlier run"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(PlacerError, match="is a file"):
+        train(tiny_config(), tmp_path / "file", progress=False)
+    with pytest.raises(PlacerError, match="--timesteps must be a positive"):
+        train(tiny_config(), tmp_path / "new", timesteps=0, progress=False)
+
+
+def test_a_truncated_eval_log_keeps_its_complete_rows(tmp_path):
+    from policies.train import _read_rows
+
+    log = tmp_path / "eval.jsonl"
+    log.write_text('{"timesteps": 0, "learned": 0.2}\n{"timesteps": 10240, "learned": 0.1}\n{"timesteps": 204')
+    assert [r["learned"] for r in _read_rows(log)] == [0.2, 0.1]
+
+
+def test_sigterm_interrupts_training_like_ctrl_c():
+    import os
+    import signal
+
+    from policies.train import _sigterm_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), _sigterm_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is before
