@@ -11,7 +11,7 @@ PLACEMENT_RULES = ("first_fit", "best_fit", "spread")
 class EnvConfig:
     """Keyword arguments of :class:`envs.env.ClusterPlacementEnv`.
 
-    clusters: preset names or TOML paths; each episode draws one uniformly (one policy for several
+    clusters: preset names or TOML paths (or one name); each episode draws one uniformly (one policy for several
     clusters). graphs: shipped names or JSON paths.
     beta_dists: one distribution, or a mix: each episode draws one of them uniformly.
     load: offered load; arrival: ``poisson`` or ``fixed``; episode_jobs: arrivals per episode.

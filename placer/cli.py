@@ -86,13 +86,15 @@ def evaluate(
     policies: Annotated[str, typer.Option(help="comma-separated policy names")] = "para_max,para_min,fixed:4,fixed:8,random,lean",
     arrival: Annotated[str, typer.Option(help="poisson or fixed")] = "poisson",
     trace: Annotated[Path | None, typer.Option(help="CSV trace (arrival_s,graph,beta,iterations) to replay")] = None,
-    iterations: Annotated[int | None, typer.Option(help="override every graph's iteration count")] = None,
+    iterations: Annotated[int | None, typer.Option(min=1, help="override every graph's iteration count")] = None,
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
     policy_file: Annotated[Path | None, typer.Option(help="trained policy for the 'learned' policy")] = None,
     strategy: Annotated[str, typer.Option(help="cost model: auto (data x tensor x pipeline), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
     out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/eval"),
 ) -> None:
     """Compare policies on the same simulated job streams; write results, summary and plots."""
+    if out.exists() and not out.is_dir():
+        raise PlacerError(f"--out {str(out)!r} is a file, not a folder")
     from placer.evaluation import EvaluationConfig, total_decisions, write_results
     from placer.evaluation import evaluate as run_evaluation
     from placer.plots import plot_all
@@ -150,7 +152,7 @@ def predict(
     strategy: Annotated[str, typer.Option(help="auto (fastest dp x tp x pp that fits), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
     batch_size: Annotated[int | None, typer.Option(help="global batch (rescales the graph linearly)")] = None,
     precision: Annotated[str | None, typer.Option(help="training precision: fp32, tf32, bf16 or fp16")] = None,
-    iterations: Annotated[int | None, typer.Option(help="training iterations (default: the graph's)")] = None,
+    iterations: Annotated[int | None, typer.Option(min=1, help="training iterations (default: the graph's)")] = None,
 ) -> None:
     """Print the cost model's prediction (iteration time, strategy, memory, communication) as JSON."""
     from placer.query import predict as predict_placement
@@ -173,7 +175,7 @@ def place(
     policy_file: Annotated[Path | None, typer.Option(help="trained policy file: decide with the learned policy")] = None,
     heuristic: Annotated[str | None, typer.Option(help="decide with this heuristic instead (default: lean)")] = None,
     beta: Annotated[float, typer.Option(help="deadline = beta x sequential JCT, beta in (0, 1]")] = 1.0,
-    iterations: Annotated[int | None, typer.Option(help="training iterations (default: the graph's)")] = None,
+    iterations: Annotated[int | None, typer.Option(min=1, help="training iterations (default: the graph's)")] = None,
     state: Annotated[Path | None, typer.Option(help='occupancy JSON: {"busy": {"s0-g0": seconds_until_free, ...}}')] = None,
 ) -> None:
     """Print the partitioning degree, devices and predicted JCT for one job, as JSON."""
@@ -356,11 +358,14 @@ def import_torch(
     sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise PlacerError(f"cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # the user's module: any error at import is theirs to see, in one line
+        raise PlacerError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from None
     if not callable(getattr(module, attr, None)):
         raise PlacerError(f"module {module_name!r} has no callable {attr!r}")
-    built = getattr(module, attr)()
+    try:
+        built = getattr(module, attr)()
+    except Exception as exc:  # the user's factory failed: say where, not a traceback of ours
+        raise PlacerError(f"{factory}() raised {type(exc).__name__}: {exc}") from None
     model, inputs = built if isinstance(built, tuple) else (built, None)
     if input_shape:
         try:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from placer.catalog import resolve_graphs
 from placer.cluster import load_cluster
 from placer.cost import STRATEGIES, CostModel
+from placer.errors import PlacerError
 from placer.metrics import utilization_series
 from placer.options import DEFAULT_MAX_DEGREE
 from placer.policy import PolicyContext, make_policy
@@ -142,7 +143,10 @@ def total_decisions(config: EvaluationConfig) -> int:
 
 def write_results(result: EvaluationResult, out: Path) -> list[Path]:
     """Write ``results.json``, ``summary.csv`` and ``timelines.json`` into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PlacerError(f"cannot write results to {str(out)!r}: {exc.strerror or exc}") from None
     record = {"config": result.config.model_dump(), "versions": versions(), "created": datetime.now(UTC).isoformat(timespec="seconds")}
     paths = [out / "results.json", out / "summary.csv", out / "timelines.json"]
     _atomic_write(paths[0], json.dumps({"record": record, "runs": result.runs}, indent=1))

@@ -109,6 +109,7 @@ def decide(
     """Ask ``policy`` about one job on a cluster with the given occupancy (nothing is reserved)."""
     if not (isinstance(beta, int | float) and 0 < beta <= 1):
         raise PlacerError(f"beta must be in (0, 1], got {beta!r}")
+    _check_iterations(iterations)
     iterations = iterations or graph.iterations
     cluster = cost.cluster
     seq = cost.sequential_jct_s(graph, iterations)
@@ -198,6 +199,7 @@ def predict(
     (best fit: the fewest servers) on the idle cluster. ``strategy``: ``auto`` (the fastest
     data x tensor x pipeline factorisation that fits), ``dp``, ``tp``, ``pp`` or ``sipml``.
     """
+    _check_iterations(iterations)
     cluster = load_cluster(cluster) if isinstance(cluster, str) else cluster
     cost = CostModel(cluster, strategy=strategy)
     devices = _devices(cluster, devices_or_degree)
@@ -227,6 +229,11 @@ def predict(
         precision=graph.precision,
         profiled_on={"device": graph.profiled_on[0], "precision": graph.profiled_on[1]} if graph.profiled_on else None,
     )
+
+
+def _check_iterations(iterations: int | None) -> None:
+    if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1):
+        raise PlacerError(f"iterations must be an integer >= 1, got {iterations!r}")
 
 
 def _devices(cluster: Cluster, devices_or_degree: int | list[str]) -> tuple[int, ...]:

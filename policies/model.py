@@ -67,9 +67,12 @@ def load_policy_file(path: str | Path) -> tuple[OptionPolicy, EnvConfig]:
         raise PolicyError(f"{path}: not a placer policy file ({type(exc).__name__})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT or payload.get("version") != VERSION:
         raise PolicyError(f"{path}: not a placer policy file (format {FORMAT} v{VERSION})")
-    env = EnvConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in payload["env"].items()})
-    arch = payload["policy"]
-    policy = build_policy(env, arch["hidden"], arch["rounds"], arch["net_arch"])
+    try:
+        env = EnvConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in payload["env"].items()})
+        arch = payload["policy"]
+        policy = build_policy(env, arch["hidden"], arch["rounds"], arch["net_arch"])
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise PolicyError(f"{path}: malformed policy file: missing or bad field {exc}") from None
     try:
         policy.load_state_dict(payload["state_dict"])
     except RuntimeError as exc:

@@ -101,3 +101,11 @@ def test_each_episode_draws_one_of_the_clusters():
     obs, info = env.reset(seed=0)
     n = env.cost.cluster.num_devices
     assert obs["device_mask"].sum() == n and env.observation_space.contains(obs)
+
+
+def test_the_readme_snippet_makes_an_env_with_one_cluster_name():
+    import gymnasium
+
+    env = gymnasium.make("placer/ClusterPlacement-v0", clusters="dgx8x8", beta_dists=("A", "D"))
+    _, info = env.reset(seed=0)
+    assert info["cluster"] == "dgx8x8"

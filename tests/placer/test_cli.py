@@ -110,3 +110,17 @@ def test_usage_mistakes_are_one_line_and_exit_2(args, message):
 def test_version():
     result = run("--version")
     assert result.returncode == 0 and result.stdout.startswith("placer ")
+
+
+def test_more_mistakes_are_one_line(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "facmod.py").write_text("def bad():\n    raise RuntimeError('boom')\n")
+    cases = [
+        (("evaluate", "--jobs", "5", "--seeds", "1", "--policies", "para_min", "--out", str(tmp_path / "afile")), "is a file", None),
+        (("place", "alexnet", "--iterations", "0"), "greater than or equal to 1", None),
+        (("import", "torch", "facmod:bad", "--out", str(tmp_path / "x.json")), "facmod:bad() raised RuntimeError: boom", tmp_path),
+    ]
+    for args, message, cwd in cases:
+        result = run(*args, cwd=cwd)
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1

@@ -88,3 +88,13 @@ def test_lean_inference_picks_the_sb3_distribution_mode():
         assert action == int(dist.get_actions(deterministic=True)[0])
         assert mask[action]
         obs, *_ = env.step(action)
+
+
+def test_a_policy_file_missing_its_env_is_a_clear_error(tmp_path):
+    from placer.errors import PolicyError
+    from policies.model import FORMAT, VERSION, load_policy_file
+
+    path = tmp_path / "noenv.pt"
+    torch.save({"format": FORMAT, "version": VERSION, "policy": {}, "state_dict": {}}, path)
+    with pytest.raises(PolicyError, match="malformed policy file: missing or bad field 'env'"):
+        load_policy_file(path)
