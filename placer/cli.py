@@ -183,6 +183,7 @@ def place(
 
     from placer.query import ClusterState
     from placer.query import place as decide_placement
+    from placer.query import predict as predict_placement
 
     if policy_file and heuristic:
         raise PlacerError("give --policy-file or --heuristic, not both")
@@ -212,27 +213,31 @@ def demo(
     out: Annotated[Path, typer.Option(help="where the demo evaluation is written")] = Path("runs/demo"),
     jobs: Annotated[int, typer.Option(help="arrivals per run")] = 300,
 ) -> None:
-    """Load the shipped policy, place one job, and compare it with the heuristics on a short run."""
+    """Load the shipped policy, place one job, predict a split, and compare with the heuristics on a short run."""
     from placer.evaluation import EvaluationConfig, total_decisions, write_results
     from placer.evaluation import evaluate as run_evaluation
     from placer.plots import plot_all
     from placer.policy import plugin_names
     from placer.query import place as decide_placement
+    from placer.query import predict as predict_placement
 
     shipped = data_dir() / "policies" / "pacml.pt"
     learned = "learned" in plugin_names() and shipped.exists()
     if not learned:
         console.print("[yellow]learned policy unavailable (install '.[all]' and keep data/policies/pacml.pt); heuristics only[/]")
     graph = resolve_graph("resnet101")
-    console.rule("1. place one job: resnet101 (held out of training), deadline 0.25 x sequential, empty pacml cluster")
+    console.rule("1. place one job: resnet101 (held out of training), deadline 0.25 x sequential, 8 DGX A100 (dgx8x8)")
     decision = decide_placement(
-        graph, "pacml", None, "learned" if learned else "lean", beta=0.25, policy_file=str(shipped) if learned else None
+        graph, "dgx8x8", None, "learned" if learned else "lean", beta=0.25, policy_file=str(shipped) if learned else None
     )
     console.print_json(decision.model_dump_json())
-    console.rule("2. evaluate against the heuristics: pacml, load 0.9, PAC-ML's five graphs, 2 seeds")
-    policies = (["learned"] if learned else []) + ["para_max", "para_min", "fixed:4", "lean"]
+    console.rule("2. predict: gpt2_medium, batch 4, on 16 GPUs (two servers): the fastest data x tensor x pipeline split")
+    prediction = predict_placement(resolve_graph("gpt2_medium"), "dgx8x8", 16)
+    console.print_json(prediction.model_dump_json(exclude={"devices"}))
+    console.rule("3. evaluate against the heuristics: dgx8x8, load 0.9, PAC-ML's five graphs, 2 seeds")
+    policies = (["learned"] if learned else []) + ["para_max", "para_min", "para_min+best_fit", "lean"]
     config = EvaluationConfig(
-        cluster="pacml",
+        cluster="dgx8x8",
         graphs=list(PACML_GRAPHS),
         beta_dists=["A", "B", "C", "D"],
         load=0.9,
