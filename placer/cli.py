@@ -183,7 +183,6 @@ def place(
 
     from placer.query import ClusterState
     from placer.query import place as decide_placement
-    from placer.query import predict as predict_placement
 
     if policy_file and heuristic:
         raise PlacerError("give --policy-file or --heuristic, not both")

@@ -37,7 +37,7 @@ from placer.cluster import Cluster
 from placer.cost import sipml
 from placer.cost.collectives import Fabric, allreduce_s, p2p_s
 from placer.cost.data_parallel import exposed_sync_s
-from placer.cost.pipeline import balanced_stages, one_f_one_b_s
+from placer.cost.pipeline import balanced_stages
 from placer.cost.profile import GraphProfile
 from placer.cost.tensor_parallel import per_device
 from placer.errors import PlacerError
@@ -250,7 +250,7 @@ class CostModel:
 
     def _predict_parallel(self, graph: JobGraph, shape: PlacementShape, mode: str) -> Prediction:
         profile = self.profile(graph, shape.device, shape.speed)
-        server_of = np.repeat(np.arange(len(shape.counts)), shape.counts)
+        server_of = [s for s, count in enumerate(shape.counts) for _ in range(count)]
         candidates = [
             self._hybrid(profile, shape, server_of, dp, tp, pp)
             for dp, tp, pp in _factorisations(shape.degree, mode)
@@ -262,7 +262,8 @@ class CostModel:
             return Prediction(math.inf, None, math.inf, shape.memory_bytes, 0.0, profile.data_s)
         return min(pool, key=lambda c: (c.iteration_s, c.strategy.tp, c.strategy.pp))
 
-    def _hybrid(self, profile: GraphProfile, shape: PlacementShape, server_of: np.ndarray, dp: int, tp: int, pp: int) -> Prediction:
+    def _hybrid(self, profile: GraphProfile, shape: PlacementShape, server_of: list[int], dp: int, tp: int, pp: int) -> Prediction:
+        """One factorisation's prediction (module docstring). Plain floats: stage lists are short."""
         fabric = self.fabric
         m = 1
         if pp > 1:
@@ -270,37 +271,46 @@ class CostModel:
             if profile.batch_size is not None:
                 m = max(1, min(m, profile.batch_size // dp))
         st = self._stages(profile, tp, pp)
-        F, B = st.forward_s / (dp * m), st.backward_s / (dp * m)
-        recompute = F if self.recompute and pp > 1 else 0.0
-        tp_comm = 0.0
+        scale = 1.0 / (dp * m)
+        recompute = self.recompute and pp > 1
         if tp > 1:
             ar_fixed = allreduce_s(0.0, (tp,), fabric)
             ar_per_byte = allreduce_s(1.0, (tp,), fabric) - ar_fixed
-            tp_comm = st.allreduces * ar_fixed + st.allreduce_bytes / (dp * m) * ar_per_byte
-        f0, b0 = F, B + recompute
-        f, b = F + tp_comm, B + recompute + tp_comm
+            tp_comm = [n * ar_fixed + size * scale * ar_per_byte for n, size in zip(st.allreduces, st.allreduce_bytes, strict=True)]
+        else:
+            tp_comm = [0.0] * pp
+        F = [x * scale for x in st.forward_s]
+        B = [x * scale + (fwd if recompute else 0.0) for x, fwd in zip(st.backward_s, F, strict=True)]
+        f = [x + c for x, c in zip(F, tp_comm, strict=True)]
+        b = [x + c for x, c in zip(B, tp_comm, strict=True)]
         for j in range(pp - 1):
             same = all(server_of[tp * (k + dp * j)] == server_of[tp * (k + dp * (j + 1))] for k in range(dp))
-            send = p2p_s(st.cut_out_bytes[j] / (dp * m), same, fabric)
+            send = p2p_s(st.cut_out_bytes[j] * scale, same, fabric)
             f[j] += send
             b[j + 1] += send
-        if self.recompute and pp > 1:
-            stash = st.activation_bytes / (dp * m) + st.cut_in_bytes / dp
-        else:
-            stash = st.activation_bytes / dp * np.minimum(m, pp - np.arange(pp)) / m
-        memory = self.param_state_factor * st.param_bytes + stash
-        t_pipe, t_free = one_f_one_b_s(f, b, m), one_f_one_b_s(f0, b0, m)
+        memory = 0.0
+        for j in range(pp):
+            if recompute:
+                stash = st.activation_bytes[j] * scale + st.cut_in_bytes[j] / dp
+            else:
+                stash = st.activation_bytes[j] / dp * min(m, pp - j) / m
+            memory = max(memory, self.param_state_factor * st.param_bytes[j] + stash)
+        t_pipe, t_free = _one_f_one_b(f, b, m), _one_f_one_b(F, B, m)
         if dp > 1:
-            grads = st.param_bytes * profile.grad_bytes_per_param_byte
-            exposed = []
+            exposed = 0.0
             for j in range(pp):
-                group = np.bincount(server_of[tp * (np.arange(dp) + dp * j)])
-                counts = tuple(int(c) for c in group[group > 0])
-                exposed.append(exposed_sync_s(b[j], grads[j], lambda size, c=counts: allreduce_s(size, c, fabric, concurrent=tp)))
-            t_pipe += max(exposed)
+                per_server: dict[int, int] = {}
+                for k in range(dp):
+                    server = server_of[tp * (k + dp * j)]
+                    per_server[server] = per_server.get(server, 0) + 1
+                counts = tuple(per_server.values())
+                grads = st.param_bytes[j] * profile.grad_bytes_per_param_byte
+                sync = exposed_sync_s(b[j], grads, lambda size, c=counts: allreduce_s(size, c, fabric, concurrent=tp))
+                exposed = max(exposed, sync)
+            t_pipe += exposed
         data = profile.data_s / dp
         t, t_free = max(t_pipe, data), max(t_free, data)
-        return Prediction(t, Strategy(dp, tp, pp), float(memory.max()), shape.memory_bytes, t - t_free, data, m)
+        return Prediction(t, Strategy(dp, tp, pp), memory, shape.memory_bytes, t - t_free, data, m)
 
     def _stages(self, profile: GraphProfile, tp: int, pp: int) -> _Stages:
         """Per-stage sums of one replica's whole batch (``dp`` only scales them), cached per (profile, tp, pp)."""
@@ -315,14 +325,14 @@ class CostModel:
 class _Stages:
     """Each of ``pp`` balanced stages under ``tp``-way tensor parallelism, for one replica at the whole batch."""
 
-    forward_s: np.ndarray
-    backward_s: np.ndarray
-    param_bytes: np.ndarray
-    activation_bytes: np.ndarray
-    allreduces: np.ndarray  # tensor-parallel all-reduces per pass
-    allreduce_bytes: np.ndarray
-    cut_out_bytes: np.ndarray  # (pp - 1,) bytes sent from stage j to j + 1
-    cut_in_bytes: np.ndarray  # (pp,) bytes a stage receives (0 for the first)
+    forward_s: list[float]
+    backward_s: list[float]
+    param_bytes: list[float]
+    activation_bytes: list[float]
+    allreduces: list[float]  # tensor-parallel all-reduces per pass
+    allreduce_bytes: list[float]
+    cut_out_bytes: list[float]  # (pp - 1) bytes sent from stage j to j + 1
+    cut_in_bytes: list[float]  # (pp) bytes a stage receives (0 for the first)
 
     @classmethod
     def build(cls, profile: GraphProfile, tp: int, pp: int) -> _Stages:
@@ -331,8 +341,8 @@ class _Stages:
         starts = balanced_stages(fw + bw, pp) if pp > 1 else [0, profile.num_ops]
         bounds = np.asarray(starts[:-1])
 
-        def per_stage(values: np.ndarray) -> np.ndarray:
-            return np.add.reduceat(values, bounds) if len(values) else np.zeros(pp)
+        def per_stage(values: np.ndarray) -> list[float]:
+            return (np.add.reduceat(values, bounds) if len(values) else np.zeros(pp)).tolist()
 
         ar = sharding.allreduce_bytes
         cut_out = profile.cut_bytes[np.asarray(starts[1:-1], dtype=np.int64) - 1] if pp > 1 else np.zeros(0)
@@ -343,8 +353,8 @@ class _Stages:
             activation_bytes=per_stage(per_device(profile.act_bytes, sharding, tp)),
             allreduces=per_stage((ar > 0).astype(float)),
             allreduce_bytes=per_stage(ar),
-            cut_out_bytes=cut_out,
-            cut_in_bytes=np.concatenate([[0.0], cut_out]),
+            cut_out_bytes=cut_out.tolist(),
+            cut_in_bytes=[0.0, *cut_out.tolist()],
         )
 
 
@@ -365,8 +375,12 @@ def _factorisations(degree: int, mode: str) -> list[tuple[int, int, int]]:
     return out
 
 
-def _tp_inside_servers(server_of: np.ndarray, tp: int) -> bool:
+def _tp_inside_servers(server_of: list[int], tp: int) -> bool:
     """Every group of ``tp`` consecutive ranks lies on one server."""
-    if tp == 1:
-        return True
-    return bool(np.all(server_of[0::tp] == server_of[tp - 1 :: tp]))
+    return tp == 1 or all(server_of[g] == server_of[g + tp - 1] for g in range(0, len(server_of), tp))
+
+
+def _one_f_one_b(forward_s: list[float], backward_s: list[float], micro_batches: int) -> float:
+    """:func:`placer.cost.pipeline.one_f_one_b_s` on plain lists."""
+    per_stage = [f + b for f, b in zip(forward_s, backward_s, strict=True)]
+    return (micro_batches - 1) * max(per_stage) + sum(per_stage)
