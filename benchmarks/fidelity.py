@@ -16,7 +16,8 @@ def main() -> None:
     print("|---|---:|---|---:|---:|")
     for row in fidelity_rows():
         mark = " (calibration)" if row["calibrated"] else ""
-        print(f"| {row['what']}{mark} | {row['published']:g} | {row['source']} | {row['predicted']:.3g} | {row['error']:+.1%} |")
+        predicted = f"{row['predicted']:.0f}" if row["predicted"] >= 100 else f"{row['predicted']:.3g}"
+        print(f"| {row['what']}{mark} | {row['published']:g} | {row['source']} | {predicted} | {row['error']:+.1%} |")
 
 
 if __name__ == "__main__":
