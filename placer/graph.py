@@ -42,6 +42,12 @@ SCHEMA = "placer.job_graph"
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 NODE_COST_FIELDS = ("compute_s", "param_bytes", "activation_bytes")
+# Upper bounds that keep every sum finite and flag nonsense: a year per op-iteration, an exabyte, 1e24 FLOP.
+LIMITS = {"compute_s": 3.2e7, "param_bytes": 1e18, "activation_bytes": 1e18, "tensor_bytes": 1e18, "flops": 1e24}
+NODE_FIELDS = {"name", "pass", *NODE_COST_FIELDS, "flops"}
+EDGE_FIELDS = {"tensor_bytes", "local"}
+TOP_LEVEL_FIELDS = {"schema", "schema_version", "name", "iterations", "batch_size", "profiled_on", "precision", "graph"}
+MAX_ITERATIONS = 10**12
 PASSES = ("forward", "backward")
 
 
@@ -63,10 +69,13 @@ class JobGraph:
     ) -> None:
         if not isinstance(name, str) or not name:
             raise GraphValidationError("job graph name must be a non-empty string")
-        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-            raise GraphValidationError(f"graph {name!r}: iterations must be an integer >= 1, got {iterations!r}")
-        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
-            raise GraphValidationError(f"graph {name!r}: batch_size must be an integer >= 1, got {batch_size!r}")
+        _check_text(name, "job graph name")
+        if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
+            limit = f"{MAX_ITERATIONS:g}"
+            raise GraphValidationError(f"graph {name!r}: iterations must be an integer >= 1 and <= {limit}, got {_short(iterations)}")
+        bad_batch = isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10**9
+        if batch_size is not None and bad_batch:
+            raise GraphValidationError(f"graph {name!r}: batch_size must be an integer in [1, 1e9], got {_short(batch_size)}")
         self._profiled_on = _check_profiled_on(profiled_on, name)
         self._precision = _check_precision(precision, name) if precision is not None else (self._profiled_on or (None, None))[1]
         frozen = nx.freeze(graph if _owned else graph.copy())  # _owned: built here, nobody else holds it
@@ -216,16 +225,19 @@ def job_graph_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> J
         raise GraphValidationError(f"{source}: expected a JSON object, got {type(data).__name__}")
     if data.get("schema") != SCHEMA:
         raise GraphValidationError(f"{source}: field 'schema' must be {SCHEMA!r}")
+    _no_unknown(data, TOP_LEVEL_FIELDS, source)
     version = data.get("schema_version")
     if version not in READABLE_VERSIONS:
         raise GraphValidationError(f"{source}: unsupported schema_version {version!r} (readable: {', '.join(map(str, READABLE_VERSIONS))})")
     body = data.get("graph")
     if not isinstance(body, Mapping) or not isinstance(body.get("nodes"), list) or not isinstance(body.get("edges"), list):
         raise GraphValidationError(f"{source}: field 'graph' must hold lists 'nodes' and 'edges'")
+    _no_unknown(body, {"nodes", "edges", "directed", "multigraph", "graph"}, f"{source}: field 'graph'")
     nodes: dict[str, dict] = {}
     for i, node in enumerate(body["nodes"]):
         if not isinstance(node, dict) or "id" not in node:
             raise GraphValidationError(f"{source}: node #{i} has no 'id'")
+        _no_unknown(node, NODE_FIELDS | {"id"}, f"{source}: node #{i}")
         attrs = dict(node)
         node_id = attrs.pop("id")
         if not isinstance(node_id, str) or not node_id:
@@ -237,6 +249,7 @@ def job_graph_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> J
     for i, edge in enumerate(body["edges"]):
         if not isinstance(edge, dict) or "source" not in edge or "target" not in edge:
             raise GraphValidationError(f"{source}: edge #{i} needs 'source' and 'target'")
+        _no_unknown(edge, EDGE_FIELDS | {"source", "target"}, f"{source}: edge #{i}")
         attrs = dict(edge)
         u, v = attrs.pop("source"), attrs.pop("target")
         for end in (u, v):
@@ -296,17 +309,29 @@ def _validate(graph: nx.DiGraph, name: str) -> None:
         for field in (*NODE_COST_FIELDS, "flops"):
             if field == "flops" and attrs.get("flops") is None:
                 continue
-            _check_cost(attrs.get(field), f"{where}: node {node!r} field {field!r}")
+            _check_cost(attrs.get(field), f"{where}: node {node!r} field {field!r}", LIMITS[field])
+        _check_text(node, f"{where}: a node id")
+        if not isinstance(attrs.get("name", ""), str):
+            raise GraphValidationError(f"{where}: node {node!r} field 'name' must be a string")
+        _check_text(attrs.get("name"), f"{where}: node {node!r} field 'name'")
     for u, v, attrs in graph.edges(data=True):
         if u == v:
             raise GraphValidationError(f"{where}: self-loop on node {u!r}")
-        _check_cost(attrs.get("tensor_bytes"), f"{where}: edge {u!r} -> {v!r} field 'tensor_bytes'")
+        _check_cost(attrs.get("tensor_bytes"), f"{where}: edge {u!r} -> {v!r} field 'tensor_bytes'", LIMITS["tensor_bytes"])
         if not isinstance(attrs.get("local", False), bool):
             raise GraphValidationError(f"{where}: edge {u!r} -> {v!r} field 'local' must be a boolean")
+    if not any(attrs["compute_s"] > 0 for _, attrs in graph.nodes(data=True)):
+        raise GraphValidationError(f"{where}: every op takes 0 s; at least one must take time")
     if not nx.is_directed_acyclic_graph(graph):
         cycle = nx.find_cycle(graph)
         path = " -> ".join(str(u) for u, _ in cycle) + f" -> {cycle[0][0]}"
         raise GraphValidationError(f"{where}: has a cycle: {path}")
+
+
+def _no_unknown(fields: Mapping, known: set[str], where: str) -> None:
+    unknown = sorted(str(k) for k in fields if k not in known)
+    if unknown:
+        raise GraphValidationError(f"{where}: unknown field {_short(unknown[0])} (known: {', '.join(sorted(known))})")
 
 
 def _check_precision(precision: object, name: str) -> str:
@@ -330,12 +355,30 @@ def _check_profiled_on(profiled_on: object, name: str) -> tuple[str, str] | None
     return (device, _check_precision(precision, name))
 
 
-def _check_cost(value: object, where: str) -> None:
+def _check_cost(value: object, where: str, limit: float) -> None:
     if value is None:
         raise GraphValidationError(f"{where} is missing")
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise GraphValidationError(f"{where} must be a number, got {value!r}")
+        raise GraphValidationError(f"{where} must be a number, got {_short(value)}")
+    if isinstance(value, int) and abs(value) > limit:  # before float(): huge ints overflow it
+        raise GraphValidationError(f"{where} must be at most {limit:g}, got an integer of {len(str(abs(value)))} digits")
     if not math.isfinite(value):
         raise GraphValidationError(f"{where} must be finite, got {value!r}")
     if value < 0:
         raise GraphValidationError(f"{where} must be >= 0, got {value!r}")
+    if value > limit:
+        raise GraphValidationError(f"{where} must be at most {limit:g}, got {value!r}")
+
+
+def _check_text(value: object, where: str) -> None:
+    """Names end up in JSON responses and logs: they must be UTF-8 encodable (no lone surrogates)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise GraphValidationError(f"{where} is not valid Unicode text (a lone surrogate?)") from None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

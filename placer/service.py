@@ -18,7 +18,8 @@ from collections import OrderedDict
 from typing import Any
 
 import numpy as np
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -26,22 +27,26 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from placer.cluster import Cluster
 from placer.cost import CostModel
 from placer.errors import PlacerError
-from placer.graph import JobGraph, job_graph_from_dict
+from placer.graph import MAX_ITERATIONS, JobGraph, job_graph_from_dict
 from placer.policy import Policy
 from placer.query import PlacementDecision, decide
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+DEFAULT_MAX_GRAPH_OPS = 100_000
 GRAPH_CACHE_SIZE = 256
 
 
 class PlacementRequest(BaseModel):
-    """A job to place: ``graph`` (the whole graph) or ``graph_key`` (one this server has seen)."""
+    """A job to place: ``graph`` (the whole graph) or ``graph_key`` (one this server has seen).
 
-    model_config = ConfigDict(extra="forbid")
+    Types are strict: ``"beta": "0.5"`` or ``true`` is refused, not coerced.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
     graph: dict[str, Any] | None = Field(default=None, description="a job graph as JobGraph.to_json writes it")
-    graph_key: str | None = Field(default=None, description="the graph_key of an earlier response, instead of graph")
-    beta: float = Field(gt=0, le=1, description="deadline = beta x sequential JCT")
-    iterations: int | None = Field(default=None, ge=1, description="training iterations (default: the graph's)")
+    graph_key: str | None = Field(default=None, max_length=64, description="the graph_key of an earlier response, instead of graph")
+    beta: float = Field(gt=0, le=1, allow_inf_nan=False, description="deadline = beta x sequential JCT")
+    iterations: int | None = Field(default=None, ge=1, le=MAX_ITERATIONS, description="training iterations (default: the graph's)")
 
     @model_validator(mode="after")
     def _one_graph(self) -> PlacementRequest:
@@ -76,8 +81,9 @@ class ClusterOccupancy(BaseModel):
 class Occupancy:
     """Which job holds each device. All methods are thread-safe."""
 
-    def __init__(self, cluster: Cluster, policy: Policy) -> None:
+    def __init__(self, cluster: Cluster, policy: Policy, *, max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS) -> None:
         self.cluster, self.policy = cluster, policy
+        self.max_graph_ops = max_graph_ops
         self.cost = CostModel(cluster)
         self.holder: list[str | None] = [None] * cluster.num_devices
         self.jobs: dict[str, RunningJob] = {}
@@ -93,16 +99,25 @@ class Occupancy:
                     raise HTTPException(status_code=404, detail=f"unknown graph_key {request.graph_key!r}: send the graph")
                 self.graphs.move_to_end(request.graph_key)
             return graph
+        nodes = (request.graph.get("graph") or {}).get("nodes") if isinstance(request.graph.get("graph"), dict) else None
+        if isinstance(nodes, list) and len(nodes) > 2 * self.max_graph_ops:  # training graphs hold 2 ops per forward op
+            raise HTTPException(status_code=413, detail=f"graph has {len(nodes)} ops; this server accepts at most {2 * self.max_graph_ops}")
         try:
             graph = job_graph_from_dict(request.graph, source="graph")
         except PlacerError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
+        self._warm(graph)
         with self.lock:
             self.graphs[graph.key] = graph
             self.graphs.move_to_end(graph.key)
             while len(self.graphs) > GRAPH_CACHE_SIZE:
                 self.graphs.popitem(last=False)
         return graph
+
+    def _warm(self, graph: JobGraph) -> None:
+        """Per-graph cost-model work (profiles, sequential time) outside the lock: a big graph delays no one else."""
+        self.cost.sequential_jct_s(graph)
+        self.cost.compile(graph)
 
     def place(self, request: PlacementRequest) -> PlacementDecision:
         graph = self.graph(request)
@@ -152,7 +167,11 @@ class Occupancy:
 
 
 class BodyLimit:
-    """ASGI middleware: 413 for bodies over ``limit`` bytes, declared or streamed."""
+    """ASGI middleware: 413 for bodies over ``limit`` bytes, declared or streamed (chunked).
+
+    The body is read whole before the app sees it, so an oversized stream is refused with 413
+    however it is sent, and the app never parses a partial body.
+    """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app, self.limit = app, limit
@@ -163,34 +182,62 @@ class BodyLimit:
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             return await self._reject(send)
-        seen = 0
-
-        async def limited() -> dict:
-            nonlocal seen
+        chunks, seen = [], 0
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
+            if message["type"] != "http.request":
+                return await self.app(scope, _replay([message], receive), send)
+            chunk = message.get("body", b"")
+            seen += len(chunk)
             if seen > self.limit:
-                raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._reject(send)
+                return await self._reject(send)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay([body], receive), send)
 
     async def _reject(self, send: Send) -> None:
         response = JSONResponse({"detail": f"request body over {self.limit} bytes"}, status_code=413)
         await response({"type": "http"}, None, send)
 
 
-class _TooLarge(Exception):
-    pass
+def _replay(messages: list[dict], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replayed() -> dict:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed
 
 
-def create_app(cluster: Cluster, policy: Policy, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
-    state = Occupancy(cluster, policy)
+def _validation_errors(errors) -> list[dict]:
+    """Pydantic errors without the offending input: it may be NaN, huge or not encodable, and echoing it helps no one."""
+    out = []
+    for e in errors:
+        loc = [part if isinstance(part, int) else str(part).encode("utf-8", "replace").decode("utf-8") for part in e.get("loc", ())]
+        out.append({"loc": loc, "msg": str(e.get("msg", "invalid")).encode("utf-8", "replace").decode("utf-8"), "type": e.get("type", "")})
+    return out
+
+
+def create_app(
+    cluster: Cluster,
+    policy: Policy,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS,
+) -> FastAPI:
+    state = Occupancy(cluster, policy, max_graph_ops=max_graph_ops)
     app = FastAPI(title="placer", version="1", description="Partitioning and placement of DNN training jobs.")
     app.state.occupancy = state
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": _validation_errors(exc.errors())}, status_code=422)
+
+    @app.exception_handler(PlacerError)
+    async def placer_error(request: Request, exc: PlacerError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc).encode("utf-8", "replace").decode("utf-8")}, status_code=422)
 
     @app.post("/v1/placements", response_model=PlacementDecision)
     def create_placement(request: PlacementRequest) -> PlacementDecision:
