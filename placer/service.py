@@ -15,6 +15,8 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,7 @@ from placer.errors import PlacerError
 from placer.graph import MAX_ITERATIONS, JobGraph, job_graph_from_dict
 from placer.policy import Policy
 from placer.query import PlacementDecision, decide
+from placer.reservations import Reservation, ReservationStore
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 DEFAULT_MAX_GRAPH_OPS = 100_000
@@ -59,7 +62,8 @@ class RunningJob(BaseModel):
     job_id: str
     graph: str
     devices: list[str]
-    reserved_at_s: float
+    reserved_at_s: float = Field(description="when the devices were reserved, Unix time in seconds (wall clock)")
+    reserved_at: str = Field(description="the same as an ISO 8601 UTC timestamp")
     predicted_jct_s: float
 
 
@@ -81,12 +85,19 @@ class ClusterOccupancy(BaseModel):
 class Occupancy:
     """Which job holds each device. All methods are thread-safe."""
 
-    def __init__(self, cluster: Cluster, policy: Policy, *, max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS) -> None:
+    def __init__(
+        self, cluster: Cluster, policy: Policy, *, max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS, state: str | Path | None = None
+    ) -> None:
         self.cluster, self.policy = cluster, policy
         self.max_graph_ops = max_graph_ops
         self.cost = CostModel(cluster)
         self.holder: list[str | None] = [None] * cluster.num_devices
         self.jobs: dict[str, RunningJob] = {}
+        self.store = ReservationStore(state, cluster=cluster.name, devices=[cluster.device_name(d) for d in range(cluster.num_devices)])
+        for r in self.store.load():  # reservations that survived a restart
+            self.jobs[r.job_id] = _running(r)
+            for name in r.devices:
+                self.holder[cluster.device_index[name]] = r.job_id
         self.graphs: OrderedDict[str, JobGraph] = OrderedDict()  # graph_key -> graph, least recently used first
         self.lock = threading.Lock()
 
@@ -122,7 +133,7 @@ class Occupancy:
     def place(self, request: PlacementRequest) -> PlacementDecision:
         graph = self.graph(request)
         with self.lock:
-            now = time.monotonic()
+            now = time.time()
             free = np.array([h is None for h in self.holder])
             free_in = np.zeros(len(free))
             for job in self.jobs.values():
@@ -133,19 +144,21 @@ class Occupancy:
             )
             if decision.accepted:
                 job_id = uuid.uuid4().hex
+                reservation = Reservation(job_id, graph.name, tuple(decision.devices), now, decision.predicted_jct_s)
+                self.store.add(reservation)  # committed before anyone hears of it
                 for name in decision.devices:
                     self.holder[self.cluster.device_index[name]] = job_id
-                self.jobs[job_id] = RunningJob(
-                    job_id=job_id, graph=graph.name, devices=decision.devices, reserved_at_s=now, predicted_jct_s=decision.predicted_jct_s
-                )
+                self.jobs[job_id] = _running(reservation)
                 decision.job_id = job_id
         return decision
 
     def release(self, job_id: str) -> RunningJob:
         with self.lock:
-            job = self.jobs.pop(job_id, None)
+            job = self.jobs.get(job_id)
             if job is None:
-                raise HTTPException(status_code=404, detail=f"no running job {job_id!r}")
+                raise HTTPException(status_code=404, detail=f"no running job {job_id!r}"[:200])
+            self.store.remove(job_id)
+            del self.jobs[job_id]
             for name in job.devices:
                 self.holder[self.cluster.device_index[name]] = None
         return job
@@ -202,6 +215,18 @@ class BodyLimit:
         await response({"type": "http"}, None, send)
 
 
+def _running(r: Reservation) -> RunningJob:
+    stamp = datetime.fromtimestamp(r.reserved_at_s, UTC).isoformat(timespec="milliseconds")
+    return RunningJob(
+        job_id=r.job_id,
+        graph=r.graph,
+        devices=list(r.devices),
+        reserved_at_s=r.reserved_at_s,
+        reserved_at=stamp,
+        predicted_jct_s=r.predicted_jct_s,
+    )
+
+
 def _replay(messages: list[dict], receive: Receive) -> Receive:
     pending = list(messages)
 
@@ -226,8 +251,11 @@ def create_app(
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS,
+    state_path: str | Path | None = None,
 ) -> FastAPI:
-    state = Occupancy(cluster, policy, max_graph_ops=max_graph_ops)
+    """The service app. ``state_path``: the SQLite file of reservations (None: memory only)."""
+    state = Occupancy(cluster, policy, max_graph_ops=max_graph_ops, state=state_path)
+    instance = {"instance_id": uuid.uuid4().hex, "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
     app = FastAPI(title="placer", version="1", description="Partitioning and placement of DNN training jobs.")
     app.state.occupancy = state
 
@@ -255,7 +283,7 @@ def create_app(
 
     @app.get("/v1/health")
     def health() -> dict:
-        return {"status": "ok", "cluster": cluster.name, "policy": getattr(policy, "name", ""), "jobs": len(state.jobs)}
+        return {"status": "ok", "cluster": cluster.name, "policy": getattr(policy, "name", ""), "jobs": len(state.jobs), **instance}
 
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     return app
