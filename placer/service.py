@@ -86,11 +86,17 @@ class Occupancy:
     """Which job holds each device. All methods are thread-safe."""
 
     def __init__(
-        self, cluster: Cluster, policy: Policy, *, max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS, state: str | Path | None = None
+        self,
+        cluster: Cluster,
+        policy: Policy,
+        *,
+        max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS,
+        state: str | Path | None = None,
+        max_cached_graphs: int = 512,
     ) -> None:
         self.cluster, self.policy = cluster, policy
         self.max_graph_ops = max_graph_ops
-        self.cost = CostModel(cluster)
+        self.cost = CostModel(cluster, max_graphs=max_cached_graphs)
         self.holder: list[str | None] = [None] * cluster.num_devices
         self.jobs: dict[str, RunningJob] = {}
         self.store = ReservationStore(state, cluster=cluster.name, devices=[cluster.device_name(d) for d in range(cluster.num_devices)])
@@ -252,9 +258,11 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS,
     state_path: str | Path | None = None,
+    max_cached_graphs: int = 512,
 ) -> FastAPI:
-    """The service app. ``state_path``: the SQLite file of reservations (None: memory only)."""
-    state = Occupancy(cluster, policy, max_graph_ops=max_graph_ops, state=state_path)
+    """The service app. ``state_path``: the SQLite file of reservations (None: memory only);
+    ``max_cached_graphs``: graphs whose cost-model work is kept (LRU)."""
+    state = Occupancy(cluster, policy, max_graph_ops=max_graph_ops, state=state_path, max_cached_graphs=max_cached_graphs)
     instance = {"instance_id": uuid.uuid4().hex, "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
     app = FastAPI(title="placer", version="1", description="Partitioning and placement of DNN training jobs.")
     app.state.occupancy = state

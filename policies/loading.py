@@ -11,10 +11,13 @@ from envs.action import action_mask, decision, option_table
 from envs.observation import dynamic_arrays, forward_size, graph_arrays
 from placer.data import data_dir
 from placer.errors import PolicyError
+from placer.lru import LRUCache
 from placer.policy import PolicyContext
 from placer.simulator import ClusterView
 from placer.types import Decision, Job
 from policies.model import load_policy_file
+
+GRAPH_CACHE_SIZE = 512
 
 
 def default_policy_file() -> Path:
@@ -35,7 +38,7 @@ class LearnedPolicy:
         self.rule_override = rule_override
         if rule_override is not None and rule_override not in self.env.rules:
             raise PolicyError(f"placement rule {rule_override!r} is not one of the policy's {self.env.rules}")
-        self._graphs: dict[str, dict] = {}
+        self._graphs: LRUCache[str, dict] = LRUCache(GRAPH_CACHE_SIZE)  # graph arrays, bounded for long-running services
 
     @classmethod
     def from_file(cls, path: Path, name: str = "learned", rule_override: str | None = None) -> LearnedPolicy:
@@ -61,7 +64,8 @@ class LearnedPolicy:
         static = self._graphs.get(job.graph.key)
         if static is None:
             nodes, edges = forward_size(job.graph)
-            static = self._graphs[job.graph.key] = graph_arrays(job.graph, max(nodes, 1), max(edges, 1))
+            static = graph_arrays(job.graph, max(nodes, 1), max(edges, 1))
+            self._graphs[job.graph.key] = static
         dynamic = dynamic_arrays(job, view, table, self.env.max_degree, view.cluster.num_devices, static["num_forward_ops"])
         return {k: v for k, v in static.items() if k != "num_forward_ops"} | dynamic
 

@@ -42,6 +42,7 @@ from placer.cost.profile import GraphProfile
 from placer.cost.tensor_parallel import per_device
 from placer.errors import PlacerError
 from placer.graph import JobGraph
+from placer.lru import LRUCache
 
 STRATEGIES = ("auto", "dp", "tp", "pp", "sipml")
 
@@ -123,6 +124,8 @@ class CostModel:
     optimizer state bytes per fp32 parameter byte (4: weights, gradients, two Adam moments =
     16 bytes per parameter). ``micro_batches`` and ``recompute``: pipeline settings
     (:mod:`placer.cost.pipeline`). ``cache=False`` recomputes every time (benchmarks).
+    Caches are LRU-bounded: ``max_graphs`` graphs' profiles and ``max_predictions`` predictions,
+    so a long-running service's memory stays flat however many distinct graphs it sees.
     """
 
     def __init__(
@@ -134,6 +137,8 @@ class CostModel:
         micro_batches: int | None = None,
         recompute: bool = False,
         cache: bool = True,
+        max_graphs: int = 512,
+        max_predictions: int = 200_000,
     ) -> None:
         if strategy not in STRATEGIES:
             raise PlacerError(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})")
@@ -147,11 +152,11 @@ class CostModel:
         self._server_of = cluster.server_of.tolist()  # plain lists: placements are small, numpy calls are not free
         self._speed = cluster.speed.tolist()
         self._memory = cluster.memory_bytes.tolist()
-        self._compiled: dict[str, sipml.CompiledGraph] = {}
-        self._profiles: dict[tuple, GraphProfile] = {}
-        self._predictions: dict[tuple, Prediction] = {}
-        self._sequential: dict[str, float] = {}
-        self._stage_cache: dict[tuple, _Stages] = {}
+        self._compiled: LRUCache[str, sipml.CompiledGraph] = LRUCache(max_graphs)
+        self._profiles: LRUCache[tuple, GraphProfile] = LRUCache(4 * max_graphs)  # a few device types per graph
+        self._predictions: LRUCache[tuple, Prediction] = LRUCache(max_predictions)
+        self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
+        self._stage_cache: LRUCache[tuple, _Stages] = LRUCache(16 * max_graphs)
 
     # -- placements -------------------------------------------------------------------
     def shape(self, devices: tuple[int, ...] | list[int] | np.ndarray) -> PlacementShape:
@@ -224,14 +229,16 @@ class CostModel:
     def compile(self, graph: JobGraph) -> sipml.CompiledGraph:
         compiled = self._compiled.get(graph.key)
         if compiled is None:
-            compiled = self._compiled[graph.key] = sipml.CompiledGraph.build(graph, self.param_state_factor)
+            compiled = sipml.CompiledGraph.build(graph, self.param_state_factor)
+            self._compiled[graph.key] = compiled
         return compiled
 
     def profile(self, graph: JobGraph, device: str | None, speed: float) -> GraphProfile:
         key = (graph.key, device, speed)
         profile = self._profiles.get(key)
         if profile is None:
-            profile = self._profiles[key] = GraphProfile.build(graph, device, speed)
+            profile = GraphProfile.build(graph, device, speed, key)
+            self._profiles[key] = profile
         return profile
 
     # -- internals --------------------------------------------------------------------
@@ -314,10 +321,11 @@ class CostModel:
 
     def _stages(self, profile: GraphProfile, tp: int, pp: int) -> _Stages:
         """Per-stage sums of one replica's whole batch (``dp`` only scales them), cached per (profile, tp, pp)."""
-        key = (id(profile), tp, pp)
+        key = (profile.key, tp, pp)
         stages = self._stage_cache.get(key)
         if stages is None:
-            stages = self._stage_cache[key] = _Stages.build(profile, tp, pp)
+            stages = _Stages.build(profile, tp, pp)
+            self._stage_cache[key] = stages
         return stages
 
 

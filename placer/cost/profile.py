@@ -63,6 +63,7 @@ class GraphProfile:
     sharding: Sharding
     batch_size: int | None
     precision: str
+    key: tuple = ()  # (graph key, device, speed): what it was built from
 
     @property
     def num_ops(self) -> int:
@@ -74,7 +75,7 @@ class GraphProfile:
         return BYTES_PER_ELEMENT[self.precision] / 4
 
     @classmethod
-    def build(cls, graph: JobGraph, device: str | None, speed: float) -> GraphProfile:
+    def build(cls, graph: JobGraph, device: str | None, speed: float, key: tuple = ()) -> GraphProfile:
         g = graph.graph
         forward = nx.lexicographical_topological_sort(g.subgraph(v for v, d in g.nodes(data=True) if d["pass"] == "forward"))
         order = list(forward)
@@ -121,6 +122,7 @@ class GraphProfile:
             sharding=sharding,
             batch_size=graph.batch_size,
             precision=precision,
+            key=key or (graph.key, device, speed),
         )
 
 

@@ -14,11 +14,14 @@ from placer.heuristics import make_heuristic
 from placer.service import create_app
 from tests.placer.toys import chain, toy_cluster
 
+SOAK_STATE: dict = {}
+
 
 @pytest.fixture(scope="module")
 def server():
     cluster = toy_cluster(2, 4, inter=(1e9, 0.0))
-    app = create_app(cluster, make_heuristic("fixed:2+best_fit"), max_body_bytes=200_000)
+    app = create_app(cluster, make_heuristic("fixed:2+best_fit"), max_body_bytes=200_000, max_cached_graphs=64)
+    SOAK_STATE["app"] = app
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error")
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
@@ -121,3 +124,18 @@ def test_a_graph_sent_once_can_be_named_by_its_key(server):
     both = server.post("/v1/placements", json={"graph": chain().to_dict(), "graph_key": first["graph_key"], "beta": 1.0})
     assert both.status_code == 422 and "exactly one of 'graph' and 'graph_key'" in both.text
     _release_all(server)
+
+
+def test_memory_stays_bounded_over_many_distinct_graphs(server):
+    """A soak: more distinct graphs than any cache holds; every per-graph cache stays at its bound."""
+    from placer.service import GRAPH_CACHE_SIZE
+
+    _release_all(server)
+    for i in range(GRAPH_CACHE_SIZE + 60):
+        graph = chain().to_dict() | {"name": f"soak{i}"}
+        response = server.post("/v1/placements", json={"graph": graph, "beta": 1.0}).json()
+        if response.get("job_id"):
+            server.delete(f"/v1/jobs/{response['job_id']}")
+    occupancy = SOAK_STATE["app"].state.occupancy
+    assert len(occupancy.graphs) == GRAPH_CACHE_SIZE
+    assert len(occupancy.cost._compiled) == len(occupancy.cost._sequential) == 64  # the bound, reached and held
