@@ -102,3 +102,26 @@ def test_forward_flops_is_none_without_flops_and_summed_with():
     graph = toy_graph({"a": {**op(1.0), "flops": 10.0}, "b": {**op(1.0), "flops": 5.0}}, {("a", "b"): 0.0})
     assert graph.forward_flops == 15.0
     assert json.loads(json.dumps(graph.to_dict()))["graph"]["nodes"][0]["flops"] == 10.0
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d["graph"]["nodes"][0].update(compute_s=10**309), "must be at most"),
+        (lambda d: d["graph"]["nodes"][0].update(param_bytes=1e306), "must be at most"),
+        (lambda d: d.update(name="a\ud800b"), "not valid Unicode"),
+        (lambda d: d["graph"]["nodes"][0].update(name="\udfff"), "not valid Unicode"),
+        (lambda d: [n.update(compute_s=0.0) for n in d["graph"]["nodes"]], "every op takes 0 s"),
+        (lambda d: d["graph"]["nodes"][0].update(colour="red"), "unknown field 'colour'"),
+        (lambda d: d["graph"]["edges"][0].update(weight=1), "unknown field 'weight'"),
+        (lambda d: d.update(extra={"nested": True}), "unknown field 'extra'"),
+        (lambda d: d.update(iterations=10**400), "iterations must be an integer"),
+    ],
+)
+def test_hostile_graphs_are_refused_with_a_message(mutate, message, tmp_path):
+    data = chain().to_dict()
+    mutate(data)
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(data))  # ensure_ascii: lone surrogates travel as \\ud800 escapes, as from a client
+    with pytest.raises(GraphValidationError, match=message):
+        load_job_graph(path)

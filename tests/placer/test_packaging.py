@@ -1,0 +1,50 @@
+"""A non-editable install (the wheel) ships the data: presets, graphs and the policy are found."""
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_data_and_runs_outside_the_checkout(tmp_path):
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = next((tmp_path / "dist").glob("placer-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "placer/shipped/clusters/dgx8x8.toml" in names and "placer/shipped/policies/pacml.pt" in names
+    assert "placer/shipped/graphs/resnet50.json" in names
+    target = tmp_path / "site"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)], capture_output=True, text=True
+    )
+    assert install.returncode == 0, install.stderr[-2000:]
+    env = {k: v for k, v in os.environ.items() if k != "PLACER_DATA_DIR"} | {"PYTHONPATH": str(target)}
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import placer, sys; print(placer.__file__); sys.argv = ['placer', 'predict', 'resnet50', "
+            "'--cluster', 'dgx8x8', '--degree', '8']; from placer.cli import main; main()",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    first, _, rest = run.stdout.partition("\n")
+    assert first.startswith(str(target))  # the wheel's code, not the checkout's
+    assert json.loads(rest)["strategy"] == {"dp": 8, "tp": 1, "pp": 1}
