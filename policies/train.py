@@ -19,12 +19,14 @@ import shutil
 import signal
 import threading
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from envs.config import EnvConfig
@@ -152,7 +154,8 @@ def load_checkpoint(model: MaskablePPO, path: Path) -> None:
 
 def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     env_config, ppo, arch = config.env.env_config(), config.ppo, config.policy
-    vec_env = DummyVecEnv([lambda: ClusterPlacementEnv(env_config) for _ in range(ppo.n_envs)])
+    # Monitor records episode returns and lengths, so rollout/ep_rew_mean reaches TensorBoard.
+    vec_env = DummyVecEnv([lambda: Monitor(ClusterPlacementEnv(env_config)) for _ in range(ppo.n_envs)])
     vec_env.seed(config.train.seed)
     return MaskablePPO(
         OptionPolicy,
@@ -286,7 +289,7 @@ def train(
                 callback=callback,
                 progress_bar=progress,
                 reset_num_timesteps=False,
-                tb_log_name="ppo",
+                tb_log_name=f"ppo-{datetime.now(UTC):%Y%m%d-%H%M%S-%f}",  # each run (and each resume) its own TB folder
             )
     except KeyboardInterrupt:
         save_checkpoint(model, checkpoint)

@@ -36,9 +36,16 @@ def test_tiny_training_run_writes_a_usable_policy_and_resumes(tmp_path):
     workload = Workload([resolve_graph("alexnet")], BetaDistribution("A"), 0.9, cluster.num_devices, 30)
     run = simulate(CostModel(cluster), workload.jobs(np.random.default_rng(0)), policy.decide)
     assert run.metrics.jobs == 30
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (run_dir,) = (out / "tb").iterdir()
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    assert "rollout/ep_rew_mean" in events.Tags()["scalars"]  # the Monitor wrapper feeds it
     train(tiny_config(512), out, resume=True, progress=False)
     rows = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
     assert rows[-1]["timesteps"] >= 512 and rows[0]["timesteps"] < 512
+    assert len(list((out / "tb").iterdir())) == 2  # the resumed run logs to its own folder
 
 
 @pytest.mark.slow
