@@ -284,6 +284,7 @@ def serve(
 @app.command()
 def report(
     results: Annotated[Path, typer.Argument(help="an evaluation folder (with results.json) or the file")],
+    plots: Annotated[bool, typer.Option(help="also redraw the PNG plots beside results.json")] = False,
 ) -> None:
     """Print an evaluation's summary as a markdown table (blocking rate and throughput, mean ± 95% CI)."""
     import json
@@ -296,6 +297,15 @@ def report(
         result = EvaluationResult(EvaluationConfig.model_validate(data["record"]["config"]), data["runs"])
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise PlacerError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
+    if plots:
+        from placer.plots import plot_all
+
+        timelines = path.parent / "timelines.json"
+        try:
+            result.timelines = json.loads(timelines.read_text()) if timelines.exists() else []
+        except json.JSONDecodeError:
+            raise PlacerError(f"{timelines}: not valid JSON") from None
+        err_console.print("wrote " + ", ".join(str(p) for p in plot_all(result, path.parent)))
     rows = result.summary()
     typer.echo(
         f"{result.config.cluster}, load {result.config.load}, {result.config.jobs} jobs x {result.config.seeds} seeds, "

@@ -12,7 +12,8 @@ import numpy as np  # noqa: E402
 
 from placer.evaluation import EvaluationResult  # noqa: E402
 
-LABELS = {"blocking_rate": "blocking rate", "throughput_jobs_per_hour": "completed jobs per hour"}
+LABELS = {"blocking_rate": "blocking rate (fraction of jobs)", "throughput_jobs_per_hour": "completed jobs per hour"}
+LINESTYLES = ("-", "--", ":", "-.")
 
 
 def plot_metric(result: EvaluationResult, metric: str, path: Path) -> Path:
@@ -34,37 +35,67 @@ def plot_metric(result: EvaluationResult, metric: str, path: Path) -> Path:
         )
     ax.set_xticks(x, [f"beta {b}" for b in betas])
     ax.set_ylabel(LABELS.get(metric, metric))
-    ax.set_title(f"{LABELS.get(metric, metric)} ({result.config.cluster}, load {result.config.load})")
-    ax.legend(fontsize=7, ncols=2, loc="best")
+    seeds = result.config.seeds
+    ax.set_title(
+        f"{LABELS.get(metric, metric)}: {result.config.cluster}, load {result.config.load}, {result.config.strategy} cost model\n"
+        f"mean over {seeds} seed{'s' if seeds > 1 else ''}; error bars: 95% interval over seeds",
+        fontsize=9,
+    )
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="policy", title_fontsize=7)
     ax.grid(axis="y", alpha=0.3)
+    ax.set_ylim(bottom=0)  # the metrics are non-negative; a wide interval may reach below 0
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
+def coinciding(lines: list[dict]) -> list[tuple[str, dict]]:
+    """Timelines merged where identical: (policies joined by " = ", one of the lines), in first-seen order."""
+    groups: dict[tuple, list[dict]] = {}
+    for line in lines:
+        groups.setdefault((tuple(line["time_s"]), tuple(line["busy"])), []).append(line)
+    return [(" = ".join(line["policy"] for line in same), same[0]) for same in groups.values()]
+
+
+def _devices(result: EvaluationResult) -> int:
+    from placer.cluster import load_cluster
+
+    return load_cluster(result.config.cluster).num_devices
+
+
 def plot_utilization(result: EvaluationResult, path: Path) -> Path:
-    """Busy-device fraction over time for seed 0, one panel per beta distribution."""
+    """Busy-device fraction over time for seed 0, one panel per beta distribution.
+
+    Policies whose lines coincide (identical decisions) are drawn once and named together; the
+    others differ in colour and line style, so no line hides another unannounced.
+    """
     betas = result.config.beta_dists
-    fig, axes = plt.subplots(len(betas), 1, figsize=(8, 2.2 * len(betas) + 0.6), sharex=False, squeeze=False)
+    fig, axes = plt.subplots(len(betas), 1, figsize=(9, 2.2 * len(betas) + 1.0), sharex=False, squeeze=False)
     for ax, beta in zip(axes[:, 0], betas, strict=True):
-        for line in result.timelines:
-            if line["beta_dist"] == beta and line["seed"] == 0:
-                ax.plot(np.asarray(line["time_s"]) / 3600, line["busy"], lw=0.9, label=line["policy"])
-        ax.set_ylabel(f"busy (beta {beta})")
+        lines = [line for line in result.timelines if line["beta_dist"] == beta and line["seed"] == 0]
+        for k, (label, line) in enumerate(coinciding(lines)):
+            ax.plot(np.asarray(line["time_s"]) / 3600, line["busy"], lw=1.0, ls=LINESTYLES[k % len(LINESTYLES)], label=label)
+        ax.set_ylabel(f"busy devices\n(fraction), beta {beta}", fontsize=8)
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("time (hours)")
-    axes[0, 0].legend(fontsize=7, ncols=3, loc="lower right")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axes[-1, 0].set_xlabel("simulated time (hours)")
+    fig.suptitle(
+        f"devices busy over time: {result.config.cluster}, load {result.config.load}, seed 0 of {result.config.seeds} "
+        f"({result.config.cluster} has {_devices(result)} devices)",
+        fontsize=9,
+    )
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
 def plot_all(result: EvaluationResult, out: Path) -> list[Path]:
-    return [
+    """Bar plots of blocking and throughput, and the utilisation plot when timelines are present."""
+    paths = [
         plot_metric(result, "blocking_rate", out / "blocking_rate.png"),
         plot_metric(result, "throughput_jobs_per_hour", out / "throughput.png"),
-        plot_utilization(result, out / "utilization.png"),
     ]
+    return paths + ([plot_utilization(result, out / "utilization.png")] if result.timelines else [])

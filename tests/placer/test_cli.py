@@ -124,3 +124,38 @@ def test_more_mistakes_are_one_line(tmp_path):
         result = run(*args, cwd=cwd)
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
         assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_identical_timelines_are_drawn_once_and_named_together():
+    from placer.plots import coinciding
+
+    a = {"policy": "lean", "time_s": [0, 1], "busy": [0.5, 0.2]}
+    b = {"policy": "para_min", "time_s": [0, 1], "busy": [0.5, 0.2]}
+    c = {"policy": "para_max", "time_s": [0, 1], "busy": [1.0, 0.0]}
+    assert [label for label, _ in coinciding([a, c, b])] == ["lean = para_min", "para_max"]
+
+
+def test_report_redraws_the_plots(tmp_path):
+    out = tmp_path / "eval"
+    assert (
+        run(
+            "evaluate",
+            "--graphs",
+            "alexnet",
+            "--beta-dist",
+            "A",
+            "--jobs",
+            "20",
+            "--seeds",
+            "2",
+            "--policies",
+            "para_min,lean",
+            "--out",
+            str(out),
+        ).returncode
+        == 0
+    )
+    for png in out.glob("*.png"):
+        png.unlink()
+    result = run("report", str(out), "--plots")
+    assert result.returncode == 0 and {p.name for p in out.glob("*.png")} == {"blocking_rate.png", "throughput.png", "utilization.png"}
