@@ -35,7 +35,7 @@ from placer.query import PlacementDecision, decide
 from placer.reservations import Reservation, ReservationStore
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
-DEFAULT_MAX_GRAPH_OPS = 100_000
+DEFAULT_MAX_GRAPH_OPS = 200_000  # ops (forward + backward) per graph
 GRAPH_CACHE_SIZE = 256
 
 
@@ -117,8 +117,8 @@ class Occupancy:
                 self.graphs.move_to_end(request.graph_key)
             return graph
         nodes = (request.graph.get("graph") or {}).get("nodes") if isinstance(request.graph.get("graph"), dict) else None
-        if isinstance(nodes, list) and len(nodes) > 2 * self.max_graph_ops:  # training graphs hold 2 ops per forward op
-            raise HTTPException(status_code=413, detail=f"graph has {len(nodes)} ops; this server accepts at most {2 * self.max_graph_ops}")
+        if isinstance(nodes, list) and len(nodes) > self.max_graph_ops:
+            raise HTTPException(status_code=413, detail=f"graph has {len(nodes)} ops; this server accepts at most {self.max_graph_ops}")
         try:
             graph = job_graph_from_dict(request.graph, source="graph")
         except PlacerError as exc:

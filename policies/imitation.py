@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch.nn import functional as F
+from tqdm.auto import tqdm
 
 from envs.action import REJECT
 from envs.config import EnvConfig
@@ -50,13 +51,14 @@ def teacher_action(decision, table) -> int:
     return REJECT
 
 
-def collect(config: EnvConfig, teacher: str, steps: int, seed: int) -> Demonstrations:
+def collect(config: EnvConfig, teacher: str, steps: int, seed: int, *, progress: bool = False) -> Demonstrations:
+    """Record ``steps`` decisions of the heuristic ``teacher`` (a progress bar when ``progress``)."""
     env = ClusterPlacementEnv(config)
     policy = make_heuristic(teacher, max_degree=config.max_degree)
     policy.reset(np.random.default_rng(seed))
     obs, _ = env.reset(seed=seed)
     graph_of, dynamic, masks, actions, graphs = [], {}, [], [], {}
-    for _ in range(steps):
+    for _ in tqdm(range(steps), desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False):
         key = env.job.graph.key
         graphs.setdefault(key, {k: obs[k] for k in GRAPH_KEYS})
         mask = env.action_masks()

@@ -169,12 +169,12 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     )
 
 
-def warm_start(model: MaskablePPO, config: TrainConfig, out: Path) -> None:
+def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool = False) -> None:
     """Behaviour-clone the configured heuristic into the fresh policy (see policies.imitation)."""
     settings = config.train
     if settings.imitation_steps == 0:
         return
-    data = collect(config.env.env_config(), settings.imitation_teacher, settings.imitation_steps, settings.seed)
+    data = collect(config.env.env_config(), settings.imitation_teacher, settings.imitation_steps, settings.seed, progress=progress)
     accuracy = clone(
         model.policy,
         data,
@@ -278,7 +278,7 @@ def train(
         (out / "eval.jsonl").unlink(missing_ok=True)
         if config.train.imitation_steps:
             report(f"warm start: recording {config.train.imitation_steps:,} decisions of {config.train.imitation_teacher} and cloning them")
-        warm_start(model, config, out)
+        warm_start(model, config, out, progress)
     report(f"validating {', '.join(BASELINES)} and the starting policy, then PPO (progress bar)")
     total = timesteps or config.train.timesteps
     callback = TrainingCallback(out, config)

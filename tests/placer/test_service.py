@@ -139,3 +139,12 @@ def test_memory_stays_bounded_over_many_distinct_graphs(server):
     occupancy = SOAK_STATE["app"].state.occupancy
     assert len(occupancy.graphs) == GRAPH_CACHE_SIZE
     assert len(occupancy.cost._compiled) == len(occupancy.cost._sequential) == 64  # the bound, reached and held
+
+
+def test_a_graph_over_the_size_cap_gets_413_naming_the_limit():
+    from fastapi.testclient import TestClient
+
+    app = create_app(toy_cluster(1, 2), make_heuristic("lean"), max_graph_ops=1)
+    with TestClient(app) as client:
+        response = client.post("/v1/placements", json={"graph": chain().to_dict(), "beta": 1.0})  # 2 ops > 1
+    assert response.status_code == 413 and "accepts at most 1" in response.json()["detail"]

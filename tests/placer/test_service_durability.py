@@ -52,7 +52,7 @@ def _start(tmp_path, port: int) -> subprocess.Popen:
             "--state",
             str(tmp_path / "state.sqlite3"),
         ],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -113,7 +113,8 @@ def test_no_acknowledged_reservation_is_lost_or_double_booked_after_kill_9(tmp_p
     finally:
         second.terminate()
         second.wait(10)
-    assert "restored" in second.stderr.read()
+    assert "restored" in second.stderr.read()  # the startup line
+    assert '"POST /v1/placements HTTP/1.1" 200' in second.stdout.read()  # uvicorn's access log
 
 
 def test_a_state_file_from_another_cluster_is_refused(tmp_path):

@@ -27,7 +27,9 @@ def tiny_config(timesteps=256):
 @pytest.mark.slow
 def test_tiny_training_run_writes_a_usable_policy_and_resumes(tmp_path):
     out = tmp_path / "run"
-    final = train(tiny_config(256), out, progress=False)
+    phases = []
+    final = train(tiny_config(256), out, progress=False, report=phases.append)
+    assert [p.split(":")[0].split(" ")[0] for p in phases] == ["validating", "validating"]  # no warm start in the tiny config
     assert final.exists() and (out / "checkpoint.pt").exists() and (out / "tb").is_dir()
     rows = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
     assert rows and {"timesteps", "learned", "para_min", "lean"} <= set(rows[0])
