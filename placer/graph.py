@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -212,8 +213,16 @@ class JobGraph:
         }
 
     def to_json(self, path: str | Path) -> None:
-        """Write the graph as versioned node-link JSON (read back by :func:`load_job_graph`)."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        """Write the graph as versioned node-link JSON (read back by :func:`load_job_graph`), atomically."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+            os.replace(tmp, path)
+        except OSError as exc:
+            if tmp.parent.is_dir():
+                tmp.unlink(missing_ok=True)
+            raise GraphValidationError(f"cannot write job graph to {str(path)!r}: {exc.strerror or exc}") from None
 
     def __repr__(self) -> str:
         return f"JobGraph(name={self._name!r}, ops={self.num_ops}, edges={self.num_edges}, iterations={self._iterations})"

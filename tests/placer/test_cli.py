@@ -115,9 +115,14 @@ def test_version():
 def test_more_mistakes_are_one_line(tmp_path):
     (tmp_path / "afile").write_text("x")
     (tmp_path / "facmod.py").write_text("def bad():\n    raise RuntimeError('boom')\n")
+    (tmp_path / "p.txt").write_text(
+        "node1 -- Linear -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=1\n"
+    )
     cases = [
         (("evaluate", "--jobs", "5", "--seeds", "1", "--policies", "para_min", "--out", str(tmp_path / "afile")), "is a file", None),
         (("place", "alexnet", "--iterations", "0"), "greater than or equal to 1", None),
+        (("import", "pipedream", str(tmp_path / "p.txt"), "--out", str(tmp_path / "missing" / "x.json")), "cannot write job graph", None),
+        (("import", "torch", "facmod:nope", "--out", str(tmp_path / "x.json")), "no callable 'nope'", tmp_path),
         (("import", "torch", "facmod:bad", "--out", str(tmp_path / "x.json")), "facmod:bad() raised RuntimeError: boom", tmp_path),
     ]
     for args, message, cwd in cases:

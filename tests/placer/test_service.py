@@ -55,6 +55,8 @@ def test_reserve_and_release(server):
     assert first["accepted"] and first["job_id"] and first["devices"] == ["s0-g0", "s0-g1"]
     # data parallel over 2 devices: (2 + 4) s / 2; the chain has no parameters, so no gradient all-reduce
     assert first["predicted_jct_s"] == pytest.approx(3.0) and first["strategy"] == {"dp": 2, "tp": 1, "pp": 1}
+    (job,) = server.get("/v1/cluster").json()["jobs"]
+    assert abs(job["reserved_at_s"] - time.time()) < 60 and job["reserved_at"].startswith(time.strftime("%Y-", time.gmtime()))
     second = server.post("/v1/placements", json=body).json()
     assert second["devices"] == ["s0-g2", "s0-g3"]
     occupancy = server.get("/v1/cluster").json()
@@ -148,3 +150,34 @@ def test_a_graph_over_the_size_cap_gets_413_naming_the_limit():
     with TestClient(app) as client:
         response = client.post("/v1/placements", json={"graph": chain().to_dict(), "beta": 1.0})  # 2 ops > 1
     assert response.status_code == 413 and "accepts at most 1" in response.json()["detail"]
+
+
+def test_a_slow_big_graph_does_not_hold_up_a_small_placement(server):
+    """The per-graph work of one request runs outside the lock: another request completes meanwhile."""
+    occupancy = SOAK_STATE["app"].state.occupancy
+    entered, gate = threading.Event(), threading.Event()
+    original = occupancy._warm
+
+    def slow(graph):
+        if graph.name == "big":
+            entered.set()
+            assert gate.wait(20)
+        original(graph)
+
+    _release_all(server)
+    occupancy._warm = slow
+    try:
+        big = chain().to_dict() | {"name": "big"}
+        done = {}
+        thread = threading.Thread(target=lambda: done.update(r=server.post("/v1/placements", json={"graph": big, "beta": 1.0})))
+        thread.start()
+        assert entered.wait(20)
+        small = server.post("/v1/placements", json={"graph": chain().to_dict() | {"name": "small"}, "beta": 1.0})
+        assert small.status_code == 200 and small.json()["accepted"] and thread.is_alive()  # served while "big" is stuck
+        gate.set()
+        thread.join(20)
+        assert done["r"].status_code == 200
+    finally:
+        occupancy._warm = original
+        gate.set()
+        _release_all(server)
