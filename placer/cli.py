@@ -310,10 +310,14 @@ def report(
             raise PlacerError(f"{timelines}: not valid JSON") from None
         err_console.print("wrote " + ", ".join(str(p) for p in plot_all(result, path.parent)))
     rows = result.summary()
-    typer.echo(
-        f"{result.config.cluster}, load {result.config.load}, {result.config.jobs} jobs x {result.config.seeds} seeds, "
-        f"graphs: {', '.join(result.config.graphs) or result.config.graphs_dir}\n"
-    )
+    if result.config.trace:
+        jobs = result.runs[0]["jobs"] if result.runs else 0
+        typer.echo(f"{result.config.cluster}, trace {result.config.trace} ({jobs} jobs), {result.config.strategy} cost model\n")
+    else:
+        typer.echo(
+            f"{result.config.cluster}, load {result.config.load}, {result.config.jobs} jobs x {result.config.seeds} seeds, "
+            f"{result.config.strategy} cost model, graphs: {', '.join(result.config.graphs) or result.config.graphs_dir}\n"
+        )
     typer.echo(
         "| policy | "
         + " | ".join(f"beta {b} blocking" for b in result.config.beta_dists)
@@ -354,6 +358,40 @@ def import_pipedream(
         f"wrote {out}: {graph.num_ops} ops, {graph.num_edges} edges, {graph.sequential_iteration_s:.3f} s per iteration, "
         f"batch {graph.batch_size}, profiled on {graph.profiled_on}"
     )
+
+
+@import_app.command("trace")
+def import_trace(
+    kind: Annotated[str, typer.Argument(help="gavel or philly")],
+    file: Annotated[Path, typer.Argument(help="the trace file (see data/traces/)")],
+    out: Annotated[Path, typer.Option(help="CSV to write (arrival_s,graph,beta,iterations), for evaluate --trace")],
+    beta_dist: Annotated[str, typer.Option(help="gavel: deadlines drawn from this beta distribution")] = "C",
+    seed: Annotated[int, typer.Option(help="gavel: seed of the beta draws")] = 0,
+    cluster: Annotated[str, typer.Option(help="philly: cluster whose sequential times set the iterations")] = "dgx8x8",
+    graphs: Annotated[str, typer.Option(help="philly: graphs to bucket jobs into by GPU time")] = ",".join(PACML_GRAPHS),
+    vc: Annotated[str | None, typer.Option(help="philly: only this virtual cluster")] = None,
+    start: Annotated[str | None, typer.Option(help="philly: first timestamp, e.g. 2017-10-09")] = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="philly: at most this many jobs")] = None,
+) -> None:
+    """Convert a public GPU-cluster trace into a replayable job trace (rules in placer/traces.py)."""
+    import numpy as np
+
+    from placer.cost import CostModel
+    from placer.traces import convert_gavel, convert_philly, write_trace
+    from placer.workload import BetaDistribution
+
+    if kind == "gavel":
+        rows = convert_gavel(file, BetaDistribution(beta_dist), np.random.default_rng(seed))
+    elif kind == "philly":
+        cost = CostModel(load_cluster(cluster))
+        rows = convert_philly(
+            file, [resolve_graph(g) for g in _split(graphs)], cost.sequential_iteration_s, vc=vc, start=start, jobs=jobs
+        )
+    else:
+        raise PlacerError(f"unknown trace kind {kind!r}: use gavel or philly")
+    write_trace(rows, out)
+    span = rows[-1].arrival_s - rows[0].arrival_s
+    console.print(f"wrote {out}: {len(rows)} jobs over {span / 3600:.1f} h, {len({r.graph for r in rows})} distinct graphs")
 
 
 @import_app.command("torch")

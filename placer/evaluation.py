@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from placer.catalog import resolve_graphs
+from placer.catalog import resolve_graph, resolve_graphs
 from placer.cluster import load_cluster
 from placer.cost import STRATEGIES, CostModel
 from placer.errors import PlacerError
-from placer.metrics import utilization_series
+from placer.metrics import blocking_series, utilization_series
 from placer.options import DEFAULT_MAX_DEGREE
 from placer.policy import PolicyContext, make_policy
 from placer.rollout import simulate
@@ -104,7 +104,7 @@ def evaluate(config: EvaluationConfig, on_job: Callable[[], None] | None = None)
     graphs = resolve_graphs(config.graphs or None, config.graphs_dir)
     context = PolicyContext(cluster, config.max_degree, Path(config.policy_file) if config.policy_file else None)
     policies = [make_policy(spec, context) for spec in config.policies]
-    trace = read_trace(config.trace, {g.name: g for g in graphs}) if config.trace else None
+    trace = read_trace(config.trace, {g.name: g for g in graphs}, resolve_graph) if config.trace else None
     result = EvaluationResult(config)
     cost = CostModel(cluster, strategy=config.strategy)  # caches are exact, so runs may share it
     for i, beta in enumerate(config.beta_dists):
@@ -132,7 +132,18 @@ def evaluate(config: EvaluationConfig, on_job: Callable[[], None] | None = None)
                     {"policy": spec, "seed": seed, "beta_dist": beta, "load": config.load, "cluster": cluster.name, **m.to_dict()}
                 )
                 times, busy = utilization_series(run.busy_timeline, cluster.num_devices, m.window_s)
-                result.timelines.append({"policy": spec, "seed": seed, "beta_dist": beta, "time_s": times, "busy": busy})
+                blocked_at, blocked = blocking_series(run.records, m.window_s)
+                result.timelines.append(
+                    {
+                        "policy": spec,
+                        "seed": seed,
+                        "beta_dist": beta,
+                        "time_s": times,
+                        "busy": busy,
+                        "blocking_time_s": blocked_at,
+                        "blocking": blocked,
+                    }
+                )
     return result
 
 

@@ -91,3 +91,20 @@ def utilization_series(
     grid = np.linspace(0, until, points)
     idx = np.searchsorted(times, grid, side="right") - 1
     return grid.tolist(), (busy[np.clip(idx, 0, None)] / num_devices).tolist()
+
+
+def blocking_series(records: Sequence[JobRecord], until: float, bins: int = 40) -> tuple[list[float], list[float | None]]:
+    """Fraction of arrivals blocked in each of ``bins`` equal spans of ``[0, until]`` (None for an empty span).
+
+    Returns the spans' midpoints (seconds) and the fractions.
+    """
+    if until <= 0 or not records:
+        return [], []
+    edges = np.linspace(0, until, bins + 1)
+    arrivals = np.array([r.arrival_s for r in records])
+    blocked = np.array([r.outcome is not Outcome.ACCEPTED for r in records], dtype=float)
+    index = np.clip(np.searchsorted(edges, arrivals, side="right") - 1, 0, bins - 1)
+    counts = np.bincount(index, minlength=bins)
+    sums = np.bincount(index, weights=blocked, minlength=bins)
+    fractions = [float(b / c) if c else None for b, c in zip(sums, counts, strict=True)]
+    return ((edges[:-1] + edges[1:]) / 2).tolist(), fractions

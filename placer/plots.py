@@ -50,6 +50,32 @@ def plot_metric(result: EvaluationResult, metric: str, path: Path) -> Path:
     return path
 
 
+def plot_blocking_over_time(result: EvaluationResult, path: Path) -> Path:
+    """Blocked fraction of the arrivals in each time span, seed 0, one panel per beta distribution (or the trace)."""
+    betas = result.config.beta_dists
+    fig, axes = plt.subplots(len(betas), 1, figsize=(9, 2.2 * len(betas) + 1.0), squeeze=False)
+    for ax, beta in zip(axes[:, 0], betas, strict=True):
+        lines = [
+            {"policy": t["policy"], "time_s": t["blocking_time_s"], "busy": t["blocking"]}
+            for t in result.timelines
+            if t["beta_dist"] == beta and t["seed"] == 0 and "blocking" in t
+        ]
+        for k, (label, line) in enumerate(coinciding(lines)):
+            y = np.array([np.nan if v is None else v for v in line["busy"]], dtype=float)
+            ax.plot(np.asarray(line["time_s"]) / 3600, y, lw=1.0, marker=".", ls=LINESTYLES[k % len(LINESTYLES)], label=label)
+        ax.set_ylabel(f"blocked fraction\n{'trace' if beta == 'trace' else 'beta ' + beta}", fontsize=8)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axes[-1, 0].set_xlabel("simulated time (hours); each point: arrivals in one of 40 equal spans")
+    source = f"trace {Path(result.config.trace).name}" if result.config.trace else f"load {result.config.load}"
+    fig.suptitle(f"blocking over time: {result.config.cluster}, {source}, seed 0", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
 def coinciding(lines: list[dict]) -> list[tuple[str, dict]]:
     """Timelines merged where identical: (policies joined by " = ", one of the lines), in first-seen order."""
     groups: dict[tuple, list[dict]] = {}
@@ -98,4 +124,8 @@ def plot_all(result: EvaluationResult, out: Path) -> list[Path]:
         plot_metric(result, "blocking_rate", out / "blocking_rate.png"),
         plot_metric(result, "throughput_jobs_per_hour", out / "throughput.png"),
     ]
-    return paths + ([plot_utilization(result, out / "utilization.png")] if result.timelines else [])
+    if result.timelines:
+        paths.append(plot_utilization(result, out / "utilization.png"))
+    if any("blocking" in t for t in result.timelines):
+        paths.append(plot_blocking_over_time(result, out / "blocking_over_time.png"))
+    return paths

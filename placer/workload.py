@@ -116,8 +116,15 @@ class Workload:
             yield JobSpec(now, graph, beta, self._iterations(graph))
 
 
-def read_trace(path: str | Path, graphs: dict[str, JobGraph]) -> list[JobSpec]:
-    """Read a CSV trace with columns ``arrival_s,graph,beta,iterations`` (sorted by time)."""
+def read_trace(
+    path: str | Path, graphs: dict[str, JobGraph], resolve: Callable[[str], JobGraph] | None = None
+) -> list[JobSpec]:
+    """Read a CSV trace with columns ``arrival_s,graph,beta,iterations`` (sorted by time).
+
+    ``graph`` names one of ``graphs`` (else ``resolve(name)``, if given), optionally ``NAME@BATCH``:
+    that graph rescaled to the batch size (:meth:`JobGraph.with_batch_size`).
+    """
+    known = dict(graphs)
     path = Path(path)
     try:
         rows = list(csv.DictReader(path.read_text().splitlines()))
@@ -130,14 +137,34 @@ def read_trace(path: str | Path, graphs: dict[str, JobGraph]) -> list[JobSpec]:
             name = row["graph"]
         except (KeyError, TypeError, ValueError):
             raise WorkloadError(f"{path}:{line}: need arrival_s, graph, beta, iterations") from None
-        if name not in graphs:
-            raise WorkloadError(f"{path}:{line}: unknown graph {name!r}")
+        if name not in known:
+            known[name] = _trace_graph(name, known, resolve, f"{path}:{line}")
         if not (math.isfinite(arrival) and arrival >= last):
             raise WorkloadError(f"{path}:{line}: arrival_s must be finite and non-decreasing")
         if not (0 < beta <= 1) or iters < 1:
             raise WorkloadError(f"{path}:{line}: need 0 < beta <= 1 and iterations >= 1")
-        specs.append(JobSpec(arrival, graphs[name], beta, iters))
+        specs.append(JobSpec(arrival, known[name], beta, iters))
         last = arrival
     if not specs:
         raise WorkloadError(f"{path}: trace has no jobs")
     return specs
+
+
+def _trace_graph(name: str, known: dict[str, JobGraph], resolve, where: str) -> JobGraph:
+    base, _, batch = name.partition("@")
+    graph = known.get(base)
+    if graph is None and resolve is not None:
+        try:
+            graph = resolve(base)
+        except Exception as exc:  # resolve raises the catalog's own error: keep its message
+            raise WorkloadError(f"{where}: unknown graph {base!r}: {exc}") from None
+    if graph is None:
+        raise WorkloadError(f"{where}: unknown graph {base!r}")
+    if not batch:
+        return graph
+    if not batch.isdigit() or int(batch) < 1:
+        raise WorkloadError(f"{where}: bad batch size in {name!r} (use NAME@BATCH, BATCH >= 1)")
+    try:
+        return graph.with_batch_size(int(batch))
+    except Exception as exc:
+        raise WorkloadError(f"{where}: {exc}") from None

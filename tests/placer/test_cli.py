@@ -163,4 +163,9 @@ def test_report_redraws_the_plots(tmp_path):
     for png in out.glob("*.png"):
         png.unlink()
     result = run("report", str(out), "--plots")
-    assert result.returncode == 0 and {p.name for p in out.glob("*.png")} == {"blocking_rate.png", "throughput.png", "utilization.png"}
+    assert result.returncode == 0 and {p.name for p in out.glob("*.png")} == {
+        "blocking_rate.png",
+        "throughput.png",
+        "utilization.png",
+        "blocking_over_time.png",
+    }

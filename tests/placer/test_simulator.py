@@ -139,3 +139,16 @@ def test_trace_replay_and_its_errors(tmp_path):
         trace.write_text(body)
         with pytest.raises(WorkloadError, match=message):
             read_trace(trace, {"toy": chain()})
+
+
+def test_blocking_series_by_hand():
+    from placer.metrics import blocking_series
+    from placer.types import BlockReason, JobRecord, Outcome
+
+    def record(t, accepted):
+        outcome, reason = (Outcome.ACCEPTED, None) if accepted else (Outcome.BLOCKED, BlockReason.DEADLINE)
+        return JobRecord(0, "g", t, 1.0, 1, 1.0, 1.0, outcome, reason, 1, (), None, None)
+
+    # spans [0,1) [1,2) [2,3) [3,4]: one accepted; one blocked of two; none; one blocked
+    records = [record(0.5, True), record(1.5, False), record(1.7, True), record(3.9, False)]
+    assert blocking_series(records, 4.0, bins=4) == ([0.5, 1.5, 2.5, 3.5], [0.0, 0.5, None, 1.0])
