@@ -24,7 +24,7 @@ def test_the_wheel_ships_data_and_runs_outside_the_checkout(tmp_path):
     wheel = next((tmp_path / "dist").glob("placer-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "placer/shipped/clusters/dgx8x8.toml" in names and "placer/shipped/policies/pacml.pt" in names
-    assert "placer/shipped/graphs/resnet50.json" in names
+    assert "placer/shipped/graphs/resnet50.json" in names and "placer/shipped/traces/philly_pollux.csv" in names
     target = tmp_path / "site"
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)], capture_output=True, text=True
