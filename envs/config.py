@@ -20,9 +20,13 @@ class EnvConfig:
     JCT over the mix's mean: throughput-aware).
     strategy: the cost model's (``auto``: fastest data x tensor x pipeline split; ``sipml``: PAC-ML's
     op splitting; see :mod:`placer.cost`).
-    max_nodes / max_edges / max_devices: padding limits of the observation (forward ops and
-    forward edges of the job graph; devices of the cluster). A graph or cluster over a limit is
-    an error, never truncated.
+    queue: the waiting queue (:mod:`placer.queueing`: ``none`` for the loss system, ``edf-bf`` ...);
+    one step is then one offer of a waiting job, and action 0 holds it. size: job length spread
+    (:class:`placer.workload.SizeDistribution`: ``const`` or ``loguniform:LO:HI``). Both take one
+    spec or several (each episode draws one).
+    max_nodes / max_edges: padding limits of the graph part (forward ops and forward edges); a
+    graph over a limit is an error, never truncated. max_groups: rows of the cluster part (any
+    cluster fits: servers are grouped beyond it).
     """
 
     clusters: tuple[str, ...] = ("pacml",)
@@ -35,6 +39,8 @@ class EnvConfig:
     rules: tuple[str, ...] = PLACEMENT_RULES
     reward: str = "acceptance"
     strategy: str = "auto"
+    queue: str | tuple[str, ...] = "none"
+    size: str | tuple[str, ...] = "const"
     max_nodes: int = 512
     max_edges: int = 1024
-    max_devices: int = 64
+    max_groups: int = 64

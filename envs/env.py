@@ -16,17 +16,22 @@ from placer.catalog import resolve_graph
 from placer.cluster import load_cluster
 from placer.cost import CostModel
 from placer.errors import PlacerError
+from placer.queueing import QueueConfig
 from placer.simulator import Simulator
-from placer.types import Job
-from placer.workload import BetaDistribution, Workload
+from placer.types import Job, Reject
+from placer.workload import BetaDistribution, SizeDistribution, Workload
 
 
 class ClusterPlacementEnv(gym.Env):
     """Pick a partitioning degree and a placement for each arriving job.
 
     Keyword arguments are the fields of :class:`envs.config.EnvConfig`. Spaces: see
-    :mod:`envs.observation` and :mod:`envs.action`. ``info`` of a step holds the decided job's
-    ``record`` (:class:`placer.types.JobRecord`). Seed only through ``reset(seed=...)``.
+    :mod:`envs.observation` and :mod:`envs.action`. With a queue one step is one offer of a waiting
+    job (action 0 holds it). Offers with nothing feasible are rejected (held) without a step: every
+    step is a real choice. The reward sums over every job settled since the last step (started,
+    or blocked: rejected, expired, queue full). ``info`` of a step holds the offered job's
+    ``record`` (:class:`placer.types.JobRecord`, None when held) and ``settled`` (the records
+    behind the reward). Seed only through ``reset(seed=...)``.
     """
 
     metadata = {"render_modes": []}
@@ -37,14 +42,16 @@ class ClusterPlacementEnv(gym.Env):
             raise PlacerError(f"unknown reward {config.reward!r} (choose from {', '.join(REWARDS)})")
         if not config.clusters:
             raise PlacerError("the environment needs at least one cluster")
-        clusters = (config.clusters,) if isinstance(config.clusters, str) else config.clusters
+        clusters = _names(config.clusters)
         self.costs = [CostModel(load_cluster(c), strategy=config.strategy) for c in clusters]
         self.cost = self.costs[0]
         self.graphs = [resolve_graph(g) for g in config.graphs]
         self.betas = [BetaDistribution(b) for b in config.beta_dists]
+        self.queues = [QueueConfig.parse(q) for q in _names(config.queue)]
+        self.sizes = [SizeDistribution(z) for z in _names(config.size)]
         self._static = {g.key: graph_arrays(g, config.max_nodes, config.max_edges) for g in self.graphs}
         self.num_options = config.max_degree * len(config.rules)
-        self.observation_space = observation_space(config.max_nodes, config.max_edges, self.num_options, config.max_devices)
+        self.observation_space = observation_space(config.max_nodes, config.max_edges, self.num_options, config.max_groups)
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
         self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
         self.sim: Simulator | None = None
@@ -57,6 +64,8 @@ class ClusterPlacementEnv(gym.Env):
         rng = self.np_random
         self.cost = self.costs[int(rng.integers(len(self.costs)))] if len(self.costs) > 1 else self.costs[0]
         beta = self.betas[int(rng.integers(len(self.betas)))]
+        queue = self.queues[int(rng.integers(len(self.queues)))] if len(self.queues) > 1 else self.queues[0]
+        size = self.sizes[int(rng.integers(len(self.sizes)))] if len(self.sizes) > 1 else self.sizes[0]
         devices = self.cost.cluster.num_devices
         workload = Workload(
             self.graphs,
@@ -67,31 +76,52 @@ class ClusterPlacementEnv(gym.Env):
             self.config.arrival,
             None,
             self.cost.sequential_iteration_s,
+            size,
         )
-        self.sim = Simulator(self.cost, list(workload.jobs(rng)))
-        self.job = self.sim.next_job()
-        return self._observe(), {"beta_dist": beta.spec, "cluster": self.cost.cluster.name}
+        self.sim = Simulator(self.cost, list(workload.jobs(rng)), queue=queue)
+        self._settled = 0
+        self.job = self._next_choice()
+        if self.job is None:
+            raise PlacerError("no job of the episode had a feasible choice (raise the load or loosen the deadlines)")
+        return self._observe(), {"beta_dist": beta.spec, "cluster": self.cost.cluster.name, "queue": queue.spec, "size": size.spec}
 
     def step(self, action):
         if self.sim is None or self.job is None:
             raise RuntimeError("call reset() before step()")
         record = self.sim.decide(act.decision(int(action), self._table))
-        r = reward(self.config.reward, record, self._mean_seq)
-        self.job = self.sim.next_job()
+        self.job = self._next_choice()
         terminated = self.job is None
+        if terminated:
+            self.sim.run()
+        settled = self.sim.records[self._settled :]  # every job decided for good since the last step
+        self._settled = len(self.sim.records)
+        r = sum(reward(self.config.reward, done, self._mean_seq) for done in settled)
         obs = self._observe() if not terminated else {k: v.copy() for k, v in self._last_obs.items()}
-        return obs, r, terminated, False, {"record": record}
+        return obs, float(r), terminated, False, {"record": record, "settled": settled}
 
     def action_masks(self) -> np.ndarray:
         """(num_actions,) bool: reject and exactly the feasible (degree, rule) choices."""
         return act.action_mask(self._table, self.config.max_degree, len(self.config.rules))
 
     # -- internals --------------------------------------------------------------------
+    def _next_choice(self) -> Job | None:
+        """The next offered job with a feasible option; offers with none are rejected or held without a step."""
+        while (job := self.sim.next_job()) is not None:
+            self._table = act.option_table(job, self.sim.view(), self.config.max_degree, self.config.rules)
+            if any(option.feasible for option in self._table):
+                return job
+            self.sim.decide(Reject())
+        return None
+
     def _observe(self) -> dict[str, np.ndarray]:
         job, view = self.job, self.sim.view()
-        self._table = act.option_table(job, view, self.config.max_degree, self.config.rules)
         static = self._static.get(job.graph.key) or graph_arrays(job.graph, self.config.max_nodes, self.config.max_edges)
-        dynamic = dynamic_arrays(job, view, self._table, self.config.max_degree, self.config.max_devices, static["num_forward_ops"])
+        dynamic = dynamic_arrays(job, view, self._table, self.config.max_degree, self.config.max_groups, static["num_forward_ops"])
         obs = {k: v.copy() for k, v in static.items() if k != "num_forward_ops"} | dynamic
         self._last_obs = obs
         return obs
+
+
+def _names(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    """One name or several (each episode draws one)."""
+    return (value,) if isinstance(value, str) else tuple(value)

@@ -2,7 +2,7 @@
 
 The graph part holds the job's forward ops only; each forward op carries its mirrored
 backward op's costs as features (the backward graph is the forward graph reversed). Keys,
-shapes (``N`` = max_nodes, ``E`` = max_edges, ``O`` = max_degree x rules, ``M`` = max_devices)
+shapes (``N`` = max_nodes, ``E`` = max_edges, ``O`` = max_degree x rules, ``G`` = max_groups)
 and features, all float32 unless said:
 
 - ``nodes`` (N, 8): forward and backward compute as fractions of the job's total;
@@ -11,16 +11,23 @@ and features, all float32 unless said:
 - ``node_mask`` (N,): 1 for real ops, 0 for padding.
 - ``edge_index`` (2, E) int64: forward edges (source, target) as node positions; padding is 0.
 - ``edges`` (E, 1): log10(1 + tensor bytes) / 10. ``edge_mask`` (E,).
-- ``job`` (6,): beta; log10(sequential JCT s) / 5; log10(memory at degree 1 / smallest device
-  memory) / 2; forward ops / 1000; log10(sequential iteration s) / 2; iterations / 10,000.
+- ``job`` (12,): beta; log10(sequential JCT s) / 5; log10(memory at degree 1 / smallest device
+  memory) / 2; forward ops / 1000; log10(sequential iteration s) / 2; iterations / 10,000;
+  then the queue: queueing on (0/1); time waited / deadline; slack (latest start - now) /
+  deadline; jobs waiting / capacity; log10(sequential JCT / the waiting jobs' mean) / 2; the
+  fraction of waiting jobs whose latest start comes earlier (all 0 in the loss system but the first).
 - ``options`` (O, 9) per (degree, rule), degree-major: feasible (0/1); min(JCT / deadline, 4) / 4;
   min(device-seconds / sequential JCT, 4) / 4; servers spanned / degree; degree / max_degree;
   devices left free after placing / devices; the cost model's strategy as log2(dp) / 4,
   log2(tp) / 4, log2(pp) / 4 (all 0 for ``sipml``). An option without free devices reads
   (0, 1, 1, 0, degree / max_degree, 0, 0, 0, 0).
-- ``devices`` (M, 4): free (0/1); min(seconds until free / deadline, 4) / 4; memory / 80 GB;
-  relative speed. ``device_mask`` (M,).
-- ``cluster`` (3,): fraction of devices free; fraction of servers wholly free; running jobs / devices.
+- ``groups`` (G, 6): the cluster as at most ``G`` groups of whole servers (one server per group
+  when the cluster has at most ``G`` servers, else consecutive servers split into ``G`` groups),
+  so any cluster size fits: fraction of devices free; devices / the largest group's; over busy
+  devices the mean and the least of min(seconds until free / time left to the job, 4) / 4;
+  mean memory / 80 GB; mean relative speed. ``group_mask`` (G,).
+- ``cluster`` (5,): fraction of devices free; fraction of servers wholly free; running jobs /
+  devices; log2(devices) / 13; fraction of devices free by half the job's time left.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from placer.options import Option
 from placer.simulator import ClusterView
 from placer.types import Job
 
-NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, DEVICE_FEATURES, CLUSTER_FEATURES = 8, 1, 6, 9, 4, 3
+NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, GROUP_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 9, 6, 5
 REFERENCE_MEMORY_BYTES = 80e9
 
 
@@ -44,7 +51,7 @@ class GraphTooLargeError(PlacerError):
     """A job graph or cluster exceeds the observation's padding limits."""
 
 
-def observation_space(max_nodes: int, max_edges: int, num_options: int, max_devices: int) -> spaces.Dict:
+def observation_space(max_nodes: int, max_edges: int, num_options: int, max_groups: int) -> spaces.Dict:
     def box(*shape, low=0.0, high=1.0):
         return spaces.Box(low=low, high=high, shape=shape, dtype=np.float32)
 
@@ -57,8 +64,8 @@ def observation_space(max_nodes: int, max_edges: int, num_options: int, max_devi
             "edge_mask": box(max_edges),
             "job": box(JOB_FEATURES, low=-4.0, high=4.0),
             "options": box(num_options, OPTION_FEATURES),
-            "devices": box(max_devices, DEVICE_FEATURES, high=4.0),
-            "device_mask": box(max_devices),
+            "groups": box(max_groups, GROUP_FEATURES, high=4.0),
+            "group_mask": box(max_groups),
             "cluster": box(CLUSTER_FEATURES),
         }
     )
@@ -120,13 +127,12 @@ def graph_arrays(graph: JobGraph, max_nodes: int, max_edges: int) -> dict[str, n
 
 
 def dynamic_arrays(
-    job: Job, view: ClusterView, table: list[Option], max_degree: int, max_devices: int, num_forward_ops: int
+    job: Job, view: ClusterView, table: list[Option], max_degree: int, max_groups: int, num_forward_ops: int
 ) -> dict[str, np.ndarray]:
-    """The per-decision part: job, options, devices and cluster features."""
+    """The per-decision part: job, options, server groups and cluster features."""
     cluster, cost = view.cluster, view.cost
-    if cluster.num_devices > max_devices:
-        raise GraphTooLargeError(f"cluster {cluster.name!r} has {cluster.num_devices} devices; the observation holds at most {max_devices}")
     seq = job.sequential_jct_s
+    left = max(job.remaining_s(view.now), 1e-9)
     memory_ratio = cost.memory_per_device(job.graph, 1) / cluster.memory_bytes.min()
     job_feats = np.array(
         [
@@ -136,6 +142,7 @@ def dynamic_arrays(
             num_forward_ops / 1000,
             math.log10(max(job.graph.sequential_iteration_s, 1e-6)) / 2,
             job.iterations / 1e4,
+            *_queue_features(job, view),
         ],
         dtype=np.float32,
     )
@@ -149,22 +156,68 @@ def dynamic_arrays(
         servers = len(set(cluster.server_of[list(o.devices)].tolist()))
         options[i] = (
             float(o.feasible),
-            min(o.jct_s / job.deadline_s, 4) / 4,
+            min(o.jct_s / left, 4) / 4,
             min(o.device_seconds / seq, 4) / 4,
             servers / o.degree,
             o.degree / max_degree,
             (view.num_free - o.degree) / cluster.num_devices,
             *split,
         )
-    devices = np.zeros((max_devices, DEVICE_FEATURES), dtype=np.float32)
+    groups, group_mask = group_arrays(view, left, max_groups)
     n = cluster.num_devices
-    devices[:n, 0] = view.free
-    devices[:n, 1] = np.minimum((view.free_at - view.now) / job.deadline_s, 4) / 4
-    devices[:n, 2] = cluster.memory_bytes / REFERENCE_MEMORY_BYTES
-    devices[:n, 3] = cluster.speed
-    np.clip(devices, 0.0, 4.0, out=devices)
-    device_mask = np.zeros(max_devices, dtype=np.float32)
-    device_mask[:n] = 1
-    whole = sum(all(view.free[d] for d in devs) for devs in cluster.devices_of_server)
-    cluster_feats = np.array([view.num_free / n, whole / cluster.num_servers, min(view.running / n, 1.0)], dtype=np.float32)
-    return {"job": np.clip(job_feats, -4, 4), "options": options, "devices": devices, "device_mask": device_mask, "cluster": cluster_feats}
+    per_server = np.bincount(cluster.server_of, minlength=cluster.num_servers)
+    whole = int((np.bincount(cluster.server_of, weights=view.free, minlength=cluster.num_servers) == per_server).sum())
+    soon = float(((view.free_at - view.now) <= left / 2).mean())
+    cluster_feats = np.array(
+        [view.num_free / n, whole / cluster.num_servers, min(view.running / n, 1.0), math.log2(n) / 13, soon], dtype=np.float32
+    )
+    return {"job": np.clip(job_feats, -4, 4), "options": options, "groups": groups, "group_mask": group_mask, "cluster": cluster_feats}
+
+
+def _queue_features(job: Job, view: ClusterView) -> tuple[float, ...]:
+    deadline = max(job.deadline_s, 1e-9)
+    if not view.queue.enabled:
+        return (0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+    waiting = view.waiting or (job,)
+    mean_seq = sum(j.sequential_jct_s for j in waiting) / len(waiting)
+    earlier = sum(j.latest_start_s < job.latest_start_s for j in waiting)
+    return (
+        1.0,
+        (view.now - job.arrival_s) / deadline,
+        min(max((job.latest_start_s - view.now) / deadline, 0.0), 1.0),
+        len(waiting) / view.queue.capacity,
+        math.log10(max(job.sequential_jct_s, 1e-9) / max(mean_seq, 1e-9)) / 2,
+        earlier / len(waiting),
+    )
+
+
+def server_groups(num_servers: int, max_groups: int) -> np.ndarray:
+    """(num_servers,) group index of each server: itself, or one of ``max_groups`` consecutive chunks."""
+    if num_servers <= max_groups:
+        return np.arange(num_servers)
+    return np.arange(num_servers) * max_groups // num_servers
+
+
+def group_arrays(view: ClusterView, time_left_s: float, max_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """(max_groups, GROUP_FEATURES) server-group features and their (max_groups,) mask; vectorised over devices."""
+    cluster = view.cluster
+    group = server_groups(cluster.num_servers, max_groups)[cluster.server_of]
+    count = np.bincount(group, minlength=max_groups).astype(np.float64)
+    used = count > 0
+    busy = ~view.free
+    until = np.minimum((view.free_at - view.now) / time_left_s, 4) / 4
+    busy_count = np.bincount(group, weights=busy, minlength=max_groups)
+    mean_until = np.bincount(group, weights=np.where(busy, until, 0.0), minlength=max_groups) / np.maximum(busy_count, 1)
+    least = np.full(max_groups, np.inf)
+    np.minimum.at(least, group[busy], until[busy])
+    least[~np.isfinite(least)] = 0.0
+    out = np.zeros((max_groups, GROUP_FEATURES), dtype=np.float32)
+    safe = np.maximum(count, 1)
+    out[:, 0] = np.bincount(group, weights=view.free, minlength=max_groups) / safe
+    out[:, 1] = count / count.max()
+    out[:, 2] = mean_until
+    out[:, 3] = least
+    out[:, 4] = np.bincount(group, weights=cluster.memory_bytes, minlength=max_groups) / safe / REFERENCE_MEMORY_BYTES
+    out[:, 5] = np.bincount(group, weights=cluster.speed, minlength=max_groups) / safe
+    np.clip(out, 0.0, 4.0, out=out)
+    return out, used.astype(np.float32)

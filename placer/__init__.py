@@ -12,10 +12,11 @@ from placer.graph import JobGraph, load_job_graph
 from placer.heuristics import make_heuristic
 from placer.pipedream import load_pipedream
 from placer.query import ClusterState, PlacementDecision, PlacementPrediction, place, predict
+from placer.queueing import QueueConfig
 from placer.rollout import simulate
 from placer.simulator import ClusterView, Simulator
 from placer.types import BlockReason, Job, JobRecord, Outcome, Place, Reject
-from placer.workload import BetaDistribution, JobSpec, Workload
+from placer.workload import BetaDistribution, JobSpec, SizeDistribution, Workload
 
 
 def from_torch(module, example_inputs, **kwargs) -> JobGraph:
@@ -50,8 +51,10 @@ __all__ = [
     "PlacementShape",
     "PlacerError",
     "PolicyError",
+    "QueueConfig",
     "Reject",
     "Simulator",
+    "SizeDistribution",
     "Workload",
     "WorkloadError",
     "from_torch",

@@ -90,9 +90,18 @@ def evaluate(
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
     policy_file: Annotated[Path | None, typer.Option(help="trained policy for the 'learned' policy")] = None,
     strategy: Annotated[str, typer.Option(help="cost model: auto (data x tensor x pipeline), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
+    queue: Annotated[str, typer.Option(help="waiting queue: none (loss system), fifo, edf, sjf, optionally -bf and :CAPACITY")] = "none",
+    size: Annotated[str, typer.Option(help="job length spread: const, or loguniform:LO:HI (iterations x a factor)")] = "const",
+    workers: Annotated[int, typer.Option(min=1, help="local processes to spread the runs over (same results)")] = 1,
+    ray: Annotated[str | None, typer.Option(help="spread the runs over a Ray cluster: its address, or 'local'")] = None,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/eval"),
 ) -> None:
-    """Compare policies on the same simulated job streams; write results, summary and plots."""
+    """Compare policies on the same simulated job streams; write results, summary and plots.
+
+    Policies: para_max, para_min, fixed:K, random, lean (lean:admit=Q for size admission), lookahead
+    (lookahead:k=K:h=H), learned; +RULE picks a placement rule, @DISCIPLINE a queue order (lean@edf).
+    --workers N or --ray ADDRESS run the (distribution, seed, policy) runs in parallel, with the same results.
+    """
     if out.exists() and not out.is_dir():
         raise PlacerError(f"--out {str(out)!r} is a file, not a folder")
     from placer.evaluation import EvaluationConfig, total_decisions, write_results
@@ -114,17 +123,29 @@ def evaluate(
         max_degree=max_degree,
         policy_file=str(policy_file) if policy_file else None,
         strategy=strategy,
+        queue=queue,
+        size=size,
     )
+    parallel = workers > 1 or ray is not None
     with progress_bar() as bar:
         task = bar.add_task("simulating", total=total_decisions(config) if not trace else None)
-        result = run_evaluation(config, on_job=lambda: bar.advance(task))
+        result = run_evaluation(
+            config,
+            on_job=None if parallel else lambda: bar.advance(task),
+            on_task=(lambda jobs: bar.advance(task, jobs)) if parallel else None,
+            workers=workers,
+            ray_address=ray,
+        )
     paths = write_results(result, out) + plot_all(result, out)
     console.print(summary_table(result))
     console.print("wrote " + ", ".join(str(p) for p in paths))
 
 
 def summary_table(result) -> Table:
-    table = Table(title=f"{result.config.cluster}, load {result.config.load}, {result.config.seeds} seeds (mean ± 95% CI)")
+    c = result.config
+    setting = f"{c.cluster}, load {c.load}" + (f", queue {c.queue}" if c.queue != "none" else "")
+    setting += f", size {c.size}" if c.size != "const" else ""
+    table = Table(title=f"{setting}, {c.seeds} seeds (mean ± 95% CI)")
     for column in ("beta", "policy", "blocking rate", "jobs/hour", "mean JCT (s)", "utilisation"):
         table.add_column(column, justify="left" if column in ("beta", "policy") else "right")
     rows = result.summary()
@@ -233,8 +254,8 @@ def demo(
     console.rule("2. predict: gpt2_medium, batch 4, on 16 GPUs (two servers): the fastest data x tensor x pipeline split")
     prediction = predict_placement(resolve_graph("gpt2_medium"), "dgx8x8", 16)
     console.print_json(prediction.model_dump_json(exclude={"devices"}))
-    console.rule("3. evaluate against the heuristics: dgx8x8, load 0.9, PAC-ML's five graphs, 2 seeds")
-    policies = (["learned"] if learned else []) + ["para_max", "para_min", "para_min+best_fit", "lean"]
+    console.rule("3. evaluate against the heuristics: dgx8x8, an EDF queue, job lengths spread 100-fold, PAC-ML's graphs, 2 seeds")
+    policies = (["learned"] if learned else []) + ["para_min+best_fit", "lean", "lean@edf", "lean:admit=0.9"]
     config = EvaluationConfig(
         cluster="dgx8x8",
         graphs=list(PACML_GRAPHS),
@@ -244,6 +265,8 @@ def demo(
         seeds=2,
         policies=policies,
         policy_file=str(shipped) if learned else None,
+        queue="edf-bf",
+        size="loguniform:0.1:10",
     )
     with progress_bar() as bar:
         task = bar.add_task("simulating", total=total_decisions(config))
@@ -275,9 +298,7 @@ def serve(
     context = PolicyContext(topology, policy_file=policy_file)
     policy = make_policy("learned" if policy_file else heuristic, context)
     state_path = None if memory_only else (state or Path(".placer") / f"{topology.name}.sqlite3")
-    app_ = create_app(
-        topology, policy, max_body_bytes=int(max_body_mb * 1024 * 1024), max_graph_ops=max_graph_ops, state_path=state_path
-    )
+    app_ = create_app(topology, policy, max_body_bytes=int(max_body_mb * 1024 * 1024), max_graph_ops=max_graph_ops, state_path=state_path)
     restored = len(app_.state.occupancy.jobs)
     where = f"reservations in {state_path} ({restored} restored)" if state_path else "reservations in memory only"
     err_console.print(f"placer serve: cluster {topology.name}, policy {policy.name or 'learned'}, {where}, on http://{host}:{port}")
@@ -288,6 +309,7 @@ def serve(
 def report(
     results: Annotated[Path, typer.Argument(help="an evaluation folder (with results.json) or the file")],
     plots: Annotated[bool, typer.Option(help="also redraw the PNG plots beside results.json")] = False,
+    against: Annotated[str | None, typer.Option(help="also print each policy's blocking rate minus this policy's, paired by seed")] = None,
 ) -> None:
     """Print an evaluation's summary as a markdown table (blocking rate and throughput, mean ± 95% CI)."""
     import json
@@ -315,7 +337,8 @@ def report(
         typer.echo(f"{result.config.cluster}, trace {result.config.trace} ({jobs} jobs), {result.config.strategy} cost model\n")
     else:
         typer.echo(
-            f"{result.config.cluster}, load {result.config.load}, {result.config.jobs} jobs x {result.config.seeds} seeds, "
+            f"{result.config.cluster}, load {result.config.load}, queue {result.config.queue}, size {result.config.size}, "
+            f"{result.config.jobs} jobs x {result.config.seeds} seeds, "
             f"{result.config.strategy} cost model, graphs: {', '.join(result.config.graphs) or result.config.graphs_dir}\n"
         )
     typer.echo(
@@ -339,6 +362,27 @@ def report(
             for b in result.config.beta_dists
         ]
         typer.echo(f"| {policy} | " + " | ".join(blocking + throughput) + " |")
+    if against is not None:
+        _paired_table(result, rows, against)
+
+
+def _paired_table(result, rows, against: str) -> None:
+    if against not in result.config.policies:
+        raise PlacerError(f"--against {against!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
+    betas = result.config.beta_dists
+    typer.echo(f"\nBlocking rate minus {against}'s on the same job streams (mean ± 95% CI over seeds; relative change):\n")
+    typer.echo("| policy | " + " | ".join(f"beta {b}" for b in betas) + " |")
+    typer.echo("|---|" + "---:|" * len(betas))
+    base = {r["beta_dist"]: r["blocking_rate"] for r in rows if r["policy"] == against}
+    for policy in result.config.policies:
+        if policy == against:
+            continue
+        cells = []
+        for b in betas:
+            mean, half = result.paired(policy, against, b)
+            relative = f" ({mean / base[b]:+.0%})" if base[b] > 0 else ""
+            cells.append(f"{mean:+.3f} ± {half:.3f}{relative}")
+        typer.echo(f"| {policy} | " + " | ".join(cells) + " |")
 
 
 @import_app.command("pipedream")
@@ -384,9 +428,7 @@ def import_trace(
         rows = convert_gavel(file, BetaDistribution(beta_dist), np.random.default_rng(seed))
     elif kind == "philly":
         cost = CostModel(load_cluster(cluster))
-        rows = convert_philly(
-            file, [resolve_graph(g) for g in _split(graphs)], cost.sequential_iteration_s, vc=vc, start=start, jobs=jobs
-        )
+        rows = convert_philly(file, [resolve_graph(g) for g in _split(graphs)], cost.sequential_iteration_s, vc=vc, start=start, jobs=jobs)
     else:
         raise PlacerError(f"unknown trace kind {kind!r}: use gavel or philly")
     write_trace(rows, out)

@@ -25,10 +25,11 @@ from placer.cost import STRATEGIES, CostModel
 from placer.errors import PlacerError
 from placer.metrics import blocking_series, utilization_series
 from placer.options import DEFAULT_MAX_DEGREE
-from placer.policy import PolicyContext, make_policy
+from placer.policy import PolicyContext, make_policy, queue_for
+from placer.queueing import QueueConfig
 from placer.rollout import simulate
 from placer.stats import mean_ci95
-from placer.workload import BetaDistribution, Workload, read_trace
+from placer.workload import BetaDistribution, SizeDistribution, Workload, read_trace
 
 SUMMARY_METRICS = ("blocking_rate", "throughput_jobs_per_hour", "work_throughput", "mean_jct_s", "utilization")
 
@@ -51,6 +52,20 @@ class EvaluationConfig(BaseModel):
     max_degree: int = Field(default=DEFAULT_MAX_DEGREE, ge=1)
     policy_file: str | None = None
     strategy: str = "auto"
+    queue: str = "none"
+    size: str = "const"
+
+    @field_validator("queue")
+    @classmethod
+    def _valid_queue(cls, value: str) -> str:
+        QueueConfig.parse(value)
+        return value
+
+    @field_validator("size")
+    @classmethod
+    def _valid_size(cls, value: str) -> str:
+        SizeDistribution(value)
+        return value
 
     @field_validator("strategy")
     @classmethod
@@ -87,6 +102,12 @@ class EvaluationResult:
                 rows.append(row)
         return rows
 
+    def paired(self, policy: str, reference: str, beta: str, metric: str = "blocking_rate") -> tuple[float, float]:
+        """Mean and 95% half-width over seeds of ``policy`` minus ``reference`` on the same job streams."""
+        by_seed = {(r["policy"], r["seed"]): r[metric] for r in self.runs if r["beta_dist"] == beta}
+        seeds = sorted({seed for name, seed in by_seed if name == policy} & {seed for name, seed in by_seed if name == reference})
+        return mean_ci95([by_seed[policy, s] - by_seed[reference, s] for s in seeds])
+
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
@@ -98,57 +119,111 @@ def versions() -> dict[str, str]:
     return out
 
 
-def evaluate(config: EvaluationConfig, on_job: Callable[[], None] | None = None) -> EvaluationResult:
-    """Run every (beta distribution, seed, policy); ``on_job`` ticks once per decision."""
-    cluster = load_cluster(config.cluster)
-    graphs = resolve_graphs(config.graphs or None, config.graphs_dir)
-    context = PolicyContext(cluster, config.max_degree, Path(config.policy_file) if config.policy_file else None)
-    policies = [make_policy(spec, context) for spec in config.policies]
-    trace = read_trace(config.trace, {g.name: g for g in graphs}, resolve_graph) if config.trace else None
-    result = EvaluationResult(config)
-    cost = CostModel(cluster, strategy=config.strategy)  # caches are exact, so runs may share it
-    for i, beta in enumerate(config.beta_dists):
-        workload = (
-            None
-            if trace is not None
-            else Workload(
-                graphs,
-                BetaDistribution(beta),
-                config.load,
-                cluster.num_devices,
-                config.jobs,
-                config.arrival,
-                config.iterations,
-                cost.sequential_iteration_s,
-            )
+@dataclass(frozen=True)
+class Task:
+    """One run of an evaluation: the ``beta_index``-th distribution, ``seed``, the ``policy_index``-th policy."""
+
+    beta_index: int
+    seed: int
+    policy_index: int
+
+
+def tasks(config: EvaluationConfig) -> list[Task]:
+    """Every run of ``config``, in the order results are reported."""
+    return [Task(i, seed, k) for i in range(len(config.beta_dists)) for seed in range(config.seeds) for k in range(len(config.policies))]
+
+
+class Runner:
+    """Builds an evaluation's cluster, graphs, policies and cost model once and runs its tasks.
+
+    Each task's randomness comes only from its seed and distribution index, so a task gives the
+    same result whichever runner runs it, in whatever order: in this process, a process pool or
+    a Ray cluster (:mod:`placer.distributed`).
+    """
+
+    def __init__(self, config: EvaluationConfig) -> None:
+        self.config = config
+        self.cluster = load_cluster(config.cluster)
+        self.graphs = resolve_graphs(config.graphs or None, config.graphs_dir)
+        context = PolicyContext(self.cluster, config.max_degree, Path(config.policy_file) if config.policy_file else None)
+        self.policies = [make_policy(spec, context) for spec in config.policies]
+        self.trace = read_trace(config.trace, {g.name: g for g in self.graphs}, resolve_graph) if config.trace else None
+        self.cost = CostModel(self.cluster, strategy=config.strategy)  # caches are exact, so runs may share it
+        self.queue = QueueConfig.parse(config.queue)
+
+    def workload(self, beta: str) -> Workload:
+        config = self.config
+        return Workload(
+            self.graphs,
+            BetaDistribution(beta),
+            config.load,
+            self.cluster.num_devices,
+            config.jobs,
+            config.arrival,
+            config.iterations,
+            self.cost.sequential_iteration_s,
+            SizeDistribution(config.size),
         )
-        for seed in range(config.seeds):
-            for spec, policy in zip(config.policies, policies, strict=True):
-                policy.reset(np.random.default_rng([seed, i, 1]))
-                jobs = trace if workload is None else workload.jobs(np.random.default_rng([seed, i]))
-                run = simulate(cost, jobs, policy.decide, on_job)
-                m = run.metrics
-                result.runs.append(
-                    {"policy": spec, "seed": seed, "beta_dist": beta, "load": config.load, "cluster": cluster.name, **m.to_dict()}
-                )
-                times, busy = utilization_series(run.busy_timeline, cluster.num_devices, m.window_s)
-                blocked_at, blocked = blocking_series(run.records, m.window_s)
-                result.timelines.append(
-                    {
-                        "policy": spec,
-                        "seed": seed,
-                        "beta_dist": beta,
-                        "time_s": times,
-                        "busy": busy,
-                        "blocking_time_s": blocked_at,
-                        "blocking": blocked,
-                    }
-                )
+
+    def run(self, task: Task, on_job: Callable[[], None] | None = None) -> tuple[dict, dict]:
+        """The task's run summary and its timelines."""
+        config, i, seed = self.config, task.beta_index, task.seed
+        beta, spec, policy = config.beta_dists[i], config.policies[task.policy_index], self.policies[task.policy_index]
+        policy.reset(np.random.default_rng([seed, i, 1]))
+        jobs = self.trace if self.trace is not None else self.workload(beta).jobs(np.random.default_rng([seed, i]))
+        run = simulate(self.cost, jobs, policy.decide, on_job, queue_for(policy, self.queue))
+        m = run.metrics
+        summary = {"policy": spec, "seed": seed, "beta_dist": beta, "load": config.load, "cluster": self.cluster.name, **m.to_dict()}
+        times, busy = utilization_series(run.busy_timeline, self.cluster.num_devices, m.window_s)
+        blocked_at, blocked = blocking_series(run.records, m.window_s)
+        timeline = {
+            "policy": spec,
+            "seed": seed,
+            "beta_dist": beta,
+            "time_s": times,
+            "busy": busy,
+            "blocking_time_s": blocked_at,
+            "blocking": blocked,
+        }
+        return summary, timeline
+
+
+def evaluate(
+    config: EvaluationConfig,
+    on_job: Callable[[], None] | None = None,
+    *,
+    workers: int = 1,
+    ray_address: str | None = None,
+    on_task: Callable[[int], None] | None = None,
+) -> EvaluationResult:
+    """Run every (beta distribution, seed, policy).
+
+    ``workers`` > 1 spreads the runs over that many local processes, ``ray_address`` over a Ray
+    cluster (``"local"`` starts one here); the results are the same as a serial run's, in the
+    same order. ``on_job`` ticks once per job settled (serial runs only); ``on_task(jobs)`` once
+    per finished run, with its number of jobs.
+    """
+    todo = tasks(config)
+    if ray_address is not None or workers > 1:
+        from placer.distributed import run_tasks
+
+        outputs = run_tasks(config, todo, workers=workers, ray_address=ray_address, on_task=on_task)
+    else:
+        runner = Runner(config)
+        outputs = []
+        for task in todo:
+            outputs.append(runner.run(task, on_job))
+            if on_task is not None:
+                on_task(outputs[-1][0]["jobs"])
+    result = EvaluationResult(config)
+    for summary, timeline in outputs:
+        result.runs.append(summary)
+        result.timelines.append(timeline)
     return result
 
 
 def total_decisions(config: EvaluationConfig) -> int:
-    """Decisions an evaluation makes (without a trace, whose length is known only once read)."""
+    """Jobs an evaluation decides (without a trace, whose length is known only once read)."""
     return config.jobs * len(config.beta_dists) * config.seeds * len(config.policies)
 
 

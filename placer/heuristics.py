@@ -18,6 +18,7 @@ rule (``first_fit`` by default; see :mod:`placer.placement`):
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,8 +79,18 @@ class RandomDegree(Heuristic):
 @dataclass
 class Lean(Heuristic):
     cap: int | None = None
+    admit: float | None = None  # size admission: the quantile above which a job is "large"
+    admit_free: float = 0.5  # large jobs start only with this fraction of devices free and nobody else waiting
+    _sizes: list[float] = field(default_factory=list, repr=False)
+    _seen: set[int] = field(default_factory=set, repr=False)
+
+    def reset(self, rng: np.random.Generator) -> None:
+        super().reset(rng)
+        self._sizes, self._seen = [], set()
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
+        if self.admit is not None and self._large(job, view):
+            return Reject()
         degrees = degrees_for(view, min(self.max_degree, self.cap or self.max_degree))
         table = options(job, view, degrees=degrees, rules=tuple(PLACEMENT_RULES))
         feasible = [o for o in table if o.feasible]
@@ -89,6 +100,16 @@ class Lean(Heuristic):
         thrifty = [o for o in feasible if o.device_seconds <= least * (1 + LEAN_TIE)]
         best = min(thrifty, key=lambda o: (o.degree, o.jct_s, o.device_seconds))
         return Place(best.devices)
+
+    def _large(self, job: Job, view: ClusterView) -> bool:
+        """True when ``job`` should wait (or be declined) under the size admission rule."""
+        if job.job_id not in self._seen:
+            self._seen.add(job.job_id)
+            bisect.insort(self._sizes, job.sequential_jct_s)
+        threshold = self._sizes[min(len(self._sizes) - 1, int(self.admit * len(self._sizes)))]
+        if job.sequential_jct_s <= threshold:
+            return False
+        return len(view.waiting) > 1 or view.num_free < self.admit_free * view.cluster.num_devices
 
 
 def make_heuristic(spec: str, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuristic:
@@ -107,9 +128,45 @@ def make_heuristic(spec: str, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuris
         return RandomDegree(**common)
     if kind == "fixed" and arg.isdigit() and 1 <= int(arg) <= max_degree:
         return Fixed(**common, degree=int(arg))
-    if kind == "lean" and (not arg or (arg.startswith("cap=") and arg[4:].isdigit() and int(arg[4:]) >= 1)):
-        return Lean(**common, cap=int(arg[4:]) if arg else None)
+    if kind == "lean" and (lean := _lean_options(arg)) is not None:
+        return Lean(**common, **lean)
+    if kind == "lookahead" and (planner := _lookahead_options(arg)) is not None:
+        from placer.lookahead import Lookahead  # the planner builds on this module
+
+        return Lookahead(**common, **planner)
     raise PolicyError(
-        f"unknown policy {spec!r}: use para_max, para_min, fixed:K (1 <= K <= {max_degree}), random, lean or lean:cap=K, "
-        "optionally +first_fit, +best_fit or +spread"
+        f"unknown policy {spec!r}: use para_max, para_min, fixed:K (1 <= K <= {max_degree}), random, lean, "
+        "lean:cap=K:admit=Q:free=F or lookahead:k=K:h=H:m=M, optionally +first_fit, +best_fit or +spread"
     )
+
+
+def _key_values(arg: str, kinds: dict[str, type]) -> dict | None:
+    """``a=1:b=0.5`` -> {"a": 1, "b": 0.5} for the keys in ``kinds``; None if malformed."""
+    out: dict = {}
+    for part in filter(None, arg.split(":")):
+        key, eq, value = part.partition("=")
+        if not eq or key not in kinds or key in out:
+            return None
+        try:
+            out[key] = kinds[key](value)
+        except ValueError:
+            return None
+    return out
+
+
+def _lean_options(arg: str) -> dict | None:
+    values = _key_values(arg, {"cap": int, "admit": float, "free": float})
+    if values is None or values.get("cap", 1) < 1 or not 0 < values.get("admit", 0.5) <= 1 or not 0 <= values.get("free", 0.5) <= 1:
+        return None
+    return {"cap": values.get("cap"), "admit": values.get("admit"), "admit_free": values.get("free", 0.5)}
+
+
+def _lookahead_options(arg: str) -> dict | None:
+    """``k``, ``h``, ``m`` (the planner's) and ``admit``, ``free`` (its lean's)."""
+    planner = {k: v for k, v in (p.partition("=")[::2] for p in filter(None, arg.split(":"))) if k in ("k", "h", "m")}
+    lean = _lean_options(":".join(p for p in arg.split(":") if p.partition("=")[0] not in ("k", "h", "m")))
+    values = _key_values(":".join(f"{k}={v}" for k, v in planner.items()), {"k": int, "h": int, "m": float})
+    if lean is None or values is None or values.get("k", 1) < 1 or values.get("h", 1) < 1 or values.get("m", 0) < 0:
+        return None
+    renamed = {"k": "futures", "h": "horizon", "m": "margin"}
+    return {renamed[k]: v for k, v in values.items()} | lean

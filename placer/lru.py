@@ -10,6 +10,9 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
+_MISSING = object()
+
+
 class LRUCache(Generic[K, V]):
     """At most ``maxsize`` entries; reading or writing one makes it the most recent, the least recent goes first."""
 
@@ -22,10 +25,11 @@ class LRUCache(Generic[K, V]):
 
     def get(self, key: K, default: V | None = None) -> V | None:
         with self._lock:
-            if key not in self._data:
+            value = self._data.get(key, _MISSING)
+            if value is _MISSING:
                 return default
             self._data.move_to_end(key)
-            return self._data[key]
+            return value
 
     def __setitem__(self, key: K, value: V) -> None:
         with self._lock:

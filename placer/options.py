@@ -57,9 +57,13 @@ def options(
     degrees: Sequence[int],
     rules: Sequence[str] = ("first_fit",),
 ) -> list[Option]:
-    """One :class:`Option` per (degree, rule), degree-major, in the order given."""
+    """One :class:`Option` per (degree, rule), degree-major, in the order given.
+
+    An option's ``deadline_s`` is the time the job has left at ``view.now`` (its deadline less the time it waited).
+    """
     cost, out = view.cost, []
     free = FreeDevices(view.cluster, view.free)
+    deadline = job.remaining_s(view.now)
     for degree in degrees:
         for rule in rules:
             devices = PLACEMENT_RULES[rule](free, degree)
@@ -69,5 +73,5 @@ def options(
                 strategy = prediction.strategy
                 if prediction.fits:
                     jct = prediction.iteration_s * job.iterations
-            out.append(Option(degree, rule, devices, jct, job.deadline_s, strategy))
+            out.append(Option(degree, rule, devices, jct, deadline, strategy))
     return out

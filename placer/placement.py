@@ -28,20 +28,24 @@ class FreeDevices:
 
     def __init__(self, cluster: Cluster, free: np.ndarray) -> None:
         self.cluster = cluster
-        self.ids: list[int] = np.flatnonzero(free).tolist()
+        self._free = np.flatnonzero(free)
+        self.count = len(self._free)
 
-    @property
-    def count(self) -> int:
-        return len(self.ids)
+    @cached_property
+    def ids(self) -> list[int]:
+        return self._free.tolist()
+
+    def first(self, degree: int) -> tuple[int, ...]:
+        """The ``degree`` lowest-numbered free devices."""
+        return tuple(self._free[:degree].tolist())
 
     @cached_property
     def by_server(self) -> list[list[int]]:
-        """Free device ids of each server that has any, ascending, servers in order."""
-        groups: dict[int, list[int]] = {}
-        server_of = self.cluster.server_of
-        for device in self.ids:
-            groups.setdefault(int(server_of[device]), []).append(device)
-        return [groups[s] for s in sorted(groups)]
+        """Free device ids of each server that has any, ascending, servers in order (vectorised:
+        device ids ascend with their server)."""
+        servers = self.cluster.server_of[self._free]
+        cuts = np.flatnonzero(np.diff(servers)) + 1
+        return [group.tolist() for group in np.split(self._free, cuts)] if self.count else []
 
     @cached_property
     def largest_first(self) -> list[int]:
@@ -56,7 +60,7 @@ class FreeDevices:
 
 
 def _first_fit(free: FreeDevices, degree: int) -> tuple[int, ...] | None:
-    return tuple(free.ids[:degree]) if free.count >= degree else None
+    return free.first(degree) if free.count >= degree else None
 
 
 def _best_fit(free: FreeDevices, degree: int) -> tuple[int, ...] | None:

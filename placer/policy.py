@@ -15,9 +15,10 @@ from typing import Protocol
 import numpy as np
 
 from placer.cluster import Cluster
-from placer.errors import PolicyError
+from placer.errors import PolicyError, WorkloadError
 from placer.heuristics import make_heuristic
 from placer.options import DEFAULT_MAX_DEGREE
+from placer.queueing import QueueConfig
 from placer.simulator import ClusterView
 from placer.types import Decision, Job
 
@@ -44,7 +45,31 @@ def plugin_names() -> list[str]:
 
 
 def make_policy(spec: str, context: PolicyContext) -> Policy:
-    """A policy from its name: a heuristic (see :mod:`placer.heuristics`) or a plug-in."""
+    """A policy from its name: a heuristic (see :mod:`placer.heuristics`) or a plug-in, optionally ``@DISCIPLINE``."""
+    spec, at, discipline = spec.partition("@")
+    if at:
+        try:
+            QueueConfig.parse(discipline)
+        except WorkloadError:
+            message = f"bad queue discipline {discipline!r} in {spec + at + discipline!r}: use fifo, edf or sjf, optionally -bf"
+            raise PolicyError(message) from None
+    policy = _make(spec, context)
+    if at:
+        policy.discipline = discipline
+        policy.name = f"{spec}@{discipline}"
+    return policy
+
+
+def queue_for(policy: Policy, queue: QueueConfig) -> QueueConfig:
+    """The queue a run of ``policy`` uses: ``queue`` with the policy's own discipline, if it names one."""
+    discipline = getattr(policy, "discipline", None)
+    if not discipline or not queue.enabled:
+        return queue
+    own = QueueConfig.parse(discipline)
+    return QueueConfig(queue.capacity, own.discipline, own.backfill)
+
+
+def _make(spec: str, context: PolicyContext) -> Policy:
     base = spec.partition("+")[0].partition(":")[0]
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == base:

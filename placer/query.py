@@ -10,6 +10,8 @@ The wire format of ``placer place`` and ``POST /v1/placements`` is :class:`Place
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -19,6 +21,7 @@ from placer.cluster import Cluster, load_cluster
 from placer.cost import CostModel, Prediction
 from placer.errors import PlacerError
 from placer.graph import JobGraph
+from placer.lru import LRUCache
 from placer.options import DEFAULT_MAX_DEGREE, degrees_for, options
 from placer.placement import PLACEMENT_RULES, best_fit
 from placer.policy import Policy, PolicyContext, make_policy
@@ -174,15 +177,44 @@ def place(
     (it fits, but never within beta x sequential JCT), ``policy_declined``. ``strategy``: the
     cost model's (``auto``, ``dp``, ``tp``, ``pp`` or ``sipml``; see :mod:`placer.cost`).
     """
-    cluster = load_cluster(cluster) if isinstance(cluster, str) else cluster
     if isinstance(state, dict):
         state = ClusterState.model_validate(state)
+    if isinstance(cluster, str):
+        cost = _cost_model(cluster, _mtime(cluster), strategy)
+    else:
+        cost = CostModel(cluster, strategy=strategy)
     if isinstance(policy, str):
-        from pathlib import Path
+        policy = _policy(policy, cost.cluster, policy_file, _mtime(policy_file))
+    free, free_in = occupancy(cost.cluster, state)
+    return decide(graph, cost, free, free_in, policy, beta=beta, iterations=iterations)
 
-        policy = make_policy(policy, PolicyContext(cluster, policy_file=Path(policy_file) if policy_file else None))
-    free, free_in = occupancy(cluster, state)
-    return decide(graph, CostModel(cluster, strategy=strategy), free, free_in, policy, beta=beta, iterations=iterations)
+
+# ``place`` with names keeps what it loaded (a cluster's cost model with its caches, a policy) and
+# reloads only when the file behind a name changes.
+_LOADED: LRUCache[tuple, object] = LRUCache(32)
+
+
+def _mtime(source: str | None) -> float | None:
+    try:
+        return os.stat(source).st_mtime if source else None
+    except OSError:
+        return None  # a preset name, or a file that does not exist (loading it reports that)
+
+
+def _cost_model(cluster: str, mtime: float | None, strategy: str) -> CostModel:
+    key = ("cost", cluster, mtime, strategy)
+    cost = _LOADED.get(key)
+    if cost is None:
+        cost = _LOADED[key] = CostModel(load_cluster(cluster), strategy=strategy)
+    return cost
+
+
+def _policy(spec: str, cluster: Cluster, policy_file: str | None, mtime: float | None) -> Policy:
+    key = ("policy", spec, id(cluster), policy_file, mtime)
+    policy = _LOADED.get(key)
+    if policy is None:
+        policy = _LOADED[key] = make_policy(spec, PolicyContext(cluster, policy_file=Path(policy_file) if policy_file else None))
+    return policy
 
 
 def predict(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from placer.cost import CostModel
 from placer.metrics import RunMetrics, compute_metrics
+from placer.queueing import QueueConfig
 from placer.simulator import ClusterView, Simulator
 from placer.types import Decision, Job, JobRecord
 from placer.workload import JobSpec
@@ -21,13 +22,22 @@ class RunResult:
     metrics: RunMetrics
 
 
-def simulate(cost: CostModel, jobs: Iterable[JobSpec], decide: DecideFn, on_job: Callable[[], None] | None = None) -> RunResult:
-    """Offer every job to ``decide``; ``on_job`` is called after each decision (progress)."""
-    sim = Simulator(cost, jobs)
+def simulate(
+    cost: CostModel,
+    jobs: Iterable[JobSpec],
+    decide: DecideFn,
+    on_job: Callable[[], None] | None = None,
+    queue: QueueConfig | None = None,
+) -> RunResult:
+    """Offer every job to ``decide`` (with ``queue``, at every decision point); ``on_job`` is called once per job decided for good."""
+    sim = Simulator(cost, jobs, queue=queue)
+    finished = 0
     while (job := sim.next_job()) is not None:
         sim.decide(decide(job, sim.view()))
         if on_job is not None:
-            on_job()
+            for _ in range(len(sim.records) - finished):
+                on_job()
+            finished = len(sim.records)
     sim.run()
     metrics = compute_metrics(sim.records, sim.busy_timeline, cost.cluster.num_devices)
     return RunResult(sim.records, sim.busy_timeline, metrics)

@@ -18,11 +18,21 @@ class Job:
     beta: float  # deadline = beta x sequential JCT, in (0, 1]
     iterations: int
     sequential_jct_s: float
+    fastest_jct_s: float = 0.0  # the shortest JCT any placement gives on an idle cluster (0: not computed)
 
     @property
     def deadline_s(self) -> float:
-        """Maximum acceptable JCT in seconds (relative to the arrival)."""
+        """Maximum acceptable completion time in seconds after the arrival (waiting included)."""
         return self.beta * self.sequential_jct_s
+
+    def remaining_s(self, now: float) -> float:
+        """Seconds left at ``now`` for the job to run: its deadline minus the time it has waited."""
+        return self.deadline_s - (now - self.arrival_s)
+
+    @property
+    def latest_start_s(self) -> float:
+        """The last moment the job can start and still meet its deadline (absolute seconds)."""
+        return self.arrival_s + self.deadline_s - self.fastest_jct_s
 
 
 @dataclass(frozen=True)
@@ -53,7 +63,9 @@ class BlockReason(StrEnum):
     REJECTED = "rejected"  # the policy declined
     NO_CAPACITY = "no_capacity"  # devices busy, unknown, repeated, or too few
     OUT_OF_MEMORY = "out_of_memory"  # a shard does not fit on its device
-    DEADLINE = "deadline"  # predicted JCT exceeds beta x sequential JCT
+    DEADLINE = "deadline"  # predicted JCT exceeds beta x sequential JCT (less the time waited)
+    QUEUE_FULL = "queue_full"  # no waiting place left
+    EXPIRED = "expired"  # waited until its deadline could no longer be met
 
 
 @dataclass(frozen=True)
@@ -75,6 +87,7 @@ class JobRecord:
     finish_s: float | None
     strategy: str | None = None  # the cost model's split (e.g. "dp4-tp2-pp1"), accepted jobs only
     servers: int = 0  # servers the placement spans (0 when blocked)
+    wait_s: float = 0.0  # seconds between arrival and start (or leaving the queue)
 
     def to_dict(self) -> dict:
         return {

@@ -58,6 +58,44 @@ def _skew_normal(rng: np.random.Generator, skew: float, size: int) -> np.ndarray
 
 
 @dataclass(frozen=True)
+class SizeDistribution:
+    """How much a job's training length varies: ``const`` (the graph's own iterations) or
+    ``loguniform:LO:HI`` (its iterations times a factor log-uniform in [LO, HI], e.g. ``0.1:10``
+    for the 100-fold spread of real traces)."""
+
+    spec: str = "const"
+
+    def __post_init__(self) -> None:
+        self._bounds()  # validates the spec
+
+    def _bounds(self) -> tuple[float, float] | None:
+        kind, *args = self.spec.split(":")
+        if kind == "const" and not args:
+            return None
+        try:
+            lo, hi = (float(a) for a in args)
+        except ValueError:
+            lo = hi = -1.0
+        if kind != "loguniform" or not (0 < lo <= hi and math.isfinite(hi)):
+            raise WorkloadError(f"bad size distribution {self.spec!r}: use const or loguniform:LO:HI with 0 < LO <= HI")
+        return lo, hi
+
+    @property
+    def mean(self) -> float:
+        bounds = self._bounds()
+        if bounds is None or bounds[0] == bounds[1]:
+            return bounds[0] if bounds else 1.0
+        lo, hi = bounds
+        return (hi - lo) / math.log(hi / lo)
+
+    def sample(self, rng: np.random.Generator) -> float:
+        bounds = self._bounds()
+        if bounds is None:
+            return 1.0
+        return float(math.exp(rng.uniform(math.log(bounds[0]), math.log(bounds[1]))))
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """One arrival before it meets the cluster: time, graph, beta, iterations."""
 
@@ -74,8 +112,9 @@ class Workload:
     ``arrival`` is ``"poisson"`` (exponential gaps) or ``"fixed"`` (PAC-ML's constant gap).
     The rate makes the offered load ``load`` = rate x mean sequential JCT / ``num_devices``:
     at load 1 the cluster receives exactly the work it could do with no partitioning overhead.
-    ``iterations`` overrides every graph's own iteration count. ``sequential_iteration_s`` gives a
-    graph's sequential seconds per iteration (the cost model's; default: the sum of its op times).
+    ``iterations`` overrides every graph's own iteration count; ``size`` then scales it per job.
+    ``sequential_iteration_s`` gives a graph's sequential seconds per iteration (the cost model's;
+    default: the sum of its op times).
     """
 
     graphs: Sequence[JobGraph]
@@ -86,6 +125,7 @@ class Workload:
     arrival: str = "poisson"
     iterations: int | None = None
     sequential_iteration_s: Callable[[JobGraph], float] | None = None
+    size: SizeDistribution = SizeDistribution()
 
     def __post_init__(self) -> None:
         if not self.graphs:
@@ -103,7 +143,7 @@ class Workload:
     @property
     def mean_gap_s(self) -> float:
         seq = self.sequential_iteration_s or (lambda g: g.sequential_iteration_s)
-        mean_seq = np.mean([seq(g) * self._iterations(g) for g in self.graphs])
+        mean_seq = np.mean([seq(g) * self._iterations(g) for g in self.graphs]) * self.size.mean
         return float(mean_seq / (self.load * self.num_devices))
 
     def jobs(self, rng: np.random.Generator) -> Iterator[JobSpec]:
@@ -113,12 +153,13 @@ class Workload:
             now += rng.exponential(gap) if self.arrival == "poisson" else gap
             graph = self.graphs[int(rng.integers(len(self.graphs)))]
             beta = float(self.beta.sample(rng, 1)[0])
-            yield JobSpec(now, graph, beta, self._iterations(graph))
+            iterations = self._iterations(graph)
+            if self.size.spec != "const":
+                iterations = max(1, round(iterations * self.size.sample(rng)))
+            yield JobSpec(now, graph, beta, iterations)
 
 
-def read_trace(
-    path: str | Path, graphs: dict[str, JobGraph], resolve: Callable[[str], JobGraph] | None = None
-) -> list[JobSpec]:
+def read_trace(path: str | Path, graphs: dict[str, JobGraph], resolve: Callable[[str], JobGraph] | None = None) -> list[JobSpec]:
     """Read a CSV trace with columns ``arrival_s,graph,beta,iterations`` (sorted by time).
 
     ``graph`` names one of ``graphs`` (else ``resolve(name)``, if given), optionally ``NAME@BATCH``:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,9 +23,11 @@ class EnvSection(BaseModel):
     rules: list[str] = ["first_fit", "best_fit", "spread"]
     reward: str = "acceptance"
     strategy: str = "auto"
+    queue: str | list[str] = "none"
+    size: str | list[str] = "const"
     max_nodes: int = Field(512, ge=1)
     max_edges: int = Field(1024, ge=1)
-    max_devices: int = Field(64, ge=1)
+    max_groups: int = Field(64, ge=1)
 
     def env_config(self) -> EnvConfig:
         data = self.model_dump()
@@ -34,6 +37,7 @@ class EnvSection(BaseModel):
 class PPOSection(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     n_envs: int = Field(4, ge=1)
+    vec_env: Literal["dummy", "subproc"] = "dummy"  # subproc: one process per env (same seeds, same rollouts)
     n_steps: int = Field(256, ge=8)
     batch_size: int = Field(256, ge=8)
     n_epochs: int = Field(4, ge=1)
@@ -60,10 +64,12 @@ class TrainSection(BaseModel):
     eval_every: int = Field(20_000, ge=1)
     eval_episodes: int = Field(2, ge=1)
     torch_threads: int = Field(2, ge=1)
+    baselines: list[str] = ["para_min", "para_min+best_fit", "lean"]  # heuristics validated beside the policy
     imitation_teacher: str = "lean"  # heuristic cloned before PPO starts
     imitation_steps: int = Field(0, ge=0)  # decisions to record; 0 skips the warm start
     imitation_epochs: int = Field(5, ge=1)
     imitation_learning_rate: float = Field(1e-3, gt=0)
+    imitation_workers: int = Field(1, ge=1)  # processes recording the teacher (a slow teacher such as lookahead)
 
 
 class TrainConfig(BaseModel):

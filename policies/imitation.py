@@ -8,6 +8,8 @@ instead of from noise; the graph part of each observation is stored once per gra
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,29 +53,63 @@ def teacher_action(decision, table) -> int:
     return REJECT
 
 
-def collect(config: EnvConfig, teacher: str, steps: int, seed: int, *, progress: bool = False) -> Demonstrations:
-    """Record ``steps`` decisions of the heuristic ``teacher`` (a progress bar when ``progress``)."""
+def collect(config: EnvConfig, teacher: str, steps: int, seed: int, *, progress: bool = False, workers: int = 1) -> Demonstrations:
+    """Record ``steps`` decisions of the heuristic ``teacher`` that had a choice (a progress bar when ``progress``).
+
+    Offers where only reject (or hold) is open are played but not recorded: there is nothing to learn from them.
+    ``workers`` > 1 records in that many processes, worker ``w`` seeded ``1009 seed + w + 1`` (a slow
+    teacher such as ``lookahead`` then takes 1 / workers of the time).
+    """
+    if workers > 1:
+        return _collect_in_processes(config, teacher, steps, seed, workers)
     env = ClusterPlacementEnv(config)
-    policy = make_heuristic(teacher, max_degree=config.max_degree)
+    policy = make_heuristic(teacher.partition("@")[0], max_degree=config.max_degree)  # offered in the env's queue order
     policy.reset(np.random.default_rng(seed))
     obs, _ = env.reset(seed=seed)
     graph_of, dynamic, masks, actions, graphs = [], {}, [], [], {}
-    for _ in tqdm(range(steps), desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False):
+    bar = tqdm(total=steps, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
+    while len(actions) < steps:
         key = env.job.graph.key
-        graphs.setdefault(key, {k: obs[k] for k in GRAPH_KEYS})
         mask = env.action_masks()
         action = teacher_action(policy.decide(env.job, env.sim.view()), env._table)
+        obs_now = obs
+        obs, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            obs, _ = env.reset()
+            policy.reset(np.random.default_rng([seed, len(actions)]))  # a new episode: job ids start again
+        if mask.sum() == 1:
+            continue  # nothing to choose (only reject or hold is open): no lesson in it
+        bar.update()
+        graphs.setdefault(key, {k: obs_now[k] for k in GRAPH_KEYS})
         graph_of.append(key)
-        for k, v in obs.items():
+        for k, v in obs_now.items():
             if k not in GRAPH_KEYS:
                 dynamic.setdefault(k, []).append(v)
         masks.append(mask)
         actions.append(action)
-        obs, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            obs, _ = env.reset()
+    bar.close()
     return Demonstrations(
         graph_of, graphs, {k: np.stack(v) for k, v in dynamic.items()}, np.stack(masks), np.asarray(actions, dtype=np.int64)
+    )
+
+
+def _collect_one(args: tuple) -> Demonstrations:
+    config, teacher, steps, seed = args
+    torch.set_num_threads(1)
+    return collect(config, teacher, steps, seed)
+
+
+def _collect_in_processes(config: EnvConfig, teacher: str, steps: int, seed: int, workers: int) -> Demonstrations:
+    shares = [steps // workers + (w < steps % workers) for w in range(workers)]
+    jobs = [(config, teacher, share, 1009 * seed + w + 1) for w, share in enumerate(shares) if share]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        parts = list(pool.map(_collect_one, jobs))
+    return Demonstrations(
+        [key for part in parts for key in part.graph_of],
+        {key: arrays for part in parts for key, arrays in part.graphs.items()},
+        {k: np.concatenate([part.dynamic[k] for part in parts]) for k in parts[0].dynamic},
+        np.concatenate([part.masks for part in parts]),
+        np.concatenate([part.actions for part in parts]),
     )
 
 

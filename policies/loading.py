@@ -38,7 +38,7 @@ class LearnedPolicy:
         self.rule_override = rule_override
         if rule_override is not None and rule_override not in self.env.rules:
             raise PolicyError(f"placement rule {rule_override!r} is not one of the policy's {self.env.rules}")
-        self._graphs: LRUCache[str, dict] = LRUCache(GRAPH_CACHE_SIZE)  # graph arrays, bounded for long-running services
+        self._graphs: LRUCache[str, torch.Tensor] = LRUCache(GRAPH_CACHE_SIZE)  # graph encodings, bounded for long-running services
 
     @classmethod
     def from_file(cls, path: Path, name: str = "learned", rule_override: str | None = None) -> LearnedPolicy:
@@ -52,32 +52,40 @@ class LearnedPolicy:
         env = self.env
         table = option_table(job, view, env.max_degree, env.rules)
         mask = action_mask(table, env.max_degree, len(env.rules))
-        obs = self._observation(job, view, table)
-        action = greedy_action(self.policy, obs, mask)
+        if mask.sum() == 1:
+            return decision(0, table)  # only reject (or hold) is open: no need to ask the network
+        graph, num_forward_ops = self._graph(job)
+        obs = dynamic_arrays(job, view, table, env.max_degree, env.max_groups, num_forward_ops)
+        action = greedy_action(self.policy, obs, mask, graph)
         if self.rule_override is not None and action > 0:
             rules = len(env.rules)
             degree_block = (action - 1) // rules
             action = 1 + degree_block * rules + env.rules.index(self.rule_override)
         return decision(action, table)
 
-    def _observation(self, job: Job, view: ClusterView, table) -> dict[str, np.ndarray]:
-        static = self._graphs.get(job.graph.key)
-        if static is None:
+    def _graph(self, job: Job) -> tuple[torch.Tensor, int]:
+        """The GNN's encoding of the job's graph (1, 2 * hidden), computed once per graph key."""
+        cached = self._graphs.get(job.graph.key)
+        if cached is None:
             nodes, edges = forward_size(job.graph)
-            static = graph_arrays(job.graph, max(nodes, 1), max(edges, 1))
-            self._graphs[job.graph.key] = static
-        dynamic = dynamic_arrays(job, view, table, self.env.max_degree, view.cluster.num_devices, static["num_forward_ops"])
-        return {k: v for k, v in static.items() if k != "num_forward_ops"} | dynamic
+            arrays = graph_arrays(job.graph, max(nodes, 1), max(edges, 1))
+            batch = {k: torch.from_numpy(v).unsqueeze(0).float() for k, v in arrays.items() if k != "num_forward_ops"}
+            with torch.inference_mode():
+                encoding = self.policy.pi_features_extractor.encode_graphs(batch)
+            cached = self._graphs[job.graph.key] = (encoding, arrays["num_forward_ops"])
+        return cached
 
 
-def greedy_action(policy, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+def greedy_action(policy, obs: dict[str, np.ndarray], mask: np.ndarray, graph: torch.Tensor | None = None) -> int:
     """The most likely unmasked action for one observation: masked argmax of the logits.
 
-    The lean inference path: no gradients, no distribution objects, one forward pass.
+    The lean inference path: no gradients, no distribution objects, one forward pass. ``graph``:
+    the job graph's encoding, when known (then ``obs`` needs no graph arrays).
     """
     with torch.inference_mode():
         batch = {k: torch.from_numpy(np.ascontiguousarray(v)).unsqueeze(0).float() for k, v in obs.items()}
-        features = policy.extract_features(batch, policy.pi_features_extractor)
+        extractor = policy.pi_features_extractor
+        features = extractor(batch) if graph is None else extractor.forward_with_graph(graph, batch)
         logits = policy.action_net(policy.mlp_extractor.forward_actor(features))[0]
         logits[~torch.from_numpy(mask)] = -torch.inf
         return int(torch.argmax(logits))

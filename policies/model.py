@@ -2,7 +2,7 @@
 
 A policy file is a ``torch.save`` of a dict of plain data and tensors::
 
-    {"format": "placer.policy", "version": 1, "env": {...EnvConfig fields...},
+    {"format": "placer.policy", "version": 2, "env": {...EnvConfig fields...},
      "policy": {"hidden", "rounds", "net_arch"}, "state_dict": {...}}
 
 and is read with ``torch.load(weights_only=True)``, which refuses anything but tensors and
@@ -24,7 +24,7 @@ from placer.errors import PolicyError
 from policies.extractor import PlacementExtractor
 from policies.scorer import OptionPolicy
 
-FORMAT, VERSION = "placer.policy", 1
+FORMAT, VERSION = "placer.policy", 2
 
 
 def policy_kwargs(hidden: int, rounds: int, net_arch: list[int]) -> dict:
@@ -38,7 +38,7 @@ def policy_kwargs(hidden: int, rounds: int, net_arch: list[int]) -> dict:
 def build_policy(env: EnvConfig, hidden: int, rounds: int, net_arch: list[int]) -> OptionPolicy:
     """A fresh policy whose weights fit any policy file made with the same settings."""
     num_options = env.max_degree * len(env.rules)
-    obs_space = observation_space(env.max_nodes, env.max_edges, num_options, env.max_devices)
+    obs_space = observation_space(env.max_nodes, env.max_edges, num_options, env.max_groups)
     action_space = gym.spaces.Discrete(1 + num_options)
     return OptionPolicy(obs_space, action_space, lambda _: 0.0, **policy_kwargs(hidden, rounds, net_arch))
 

@@ -13,6 +13,7 @@ rollout in flight at the interrupt is lost.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ import signal
 import threading
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +29,7 @@ import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
@@ -36,22 +38,25 @@ from placer.cluster import load_cluster
 from placer.cost import CostModel
 from placer.errors import PlacerError
 from placer.heuristics import make_heuristic
+from placer.queueing import QueueConfig
 from placer.rollout import simulate
-from placer.workload import BetaDistribution, Workload
+from placer.workload import BetaDistribution, SizeDistribution, Workload
 from policies.config import TrainConfig
 from policies.imitation import clone, collect
 from policies.loading import LearnedPolicy
 from policies.model import policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
 
-BASELINES = ("para_min", "para_min+best_fit", "lean")
 
+def validation_blocking(decide_factory, env: EnvConfig, episodes: int, discipline: str | None = None) -> float:
+    """Mean blocking rate over every cluster x queue x size x beta distribution x ``episodes`` fixed validation seeds.
 
-def validation_blocking(decide_factory, env: EnvConfig, episodes: int) -> float:
-    """Mean blocking rate over every cluster x beta distribution x ``episodes`` fixed validation seeds."""
+    ``discipline`` (e.g. ``edf``) replaces the env's queue discipline (a baseline's own ``@DISCIPLINE``).
+    """
     graphs = [resolve_graph(g) for g in env.graphs]
     rates = []
-    for cluster in map(load_cluster, env.clusters):
+    clusters = map(load_cluster, _names(env.clusters))
+    for cluster, queue, size in itertools.product(clusters, _queues(env.queue, discipline), _names(env.size)):
         cost = CostModel(cluster, strategy=env.strategy)
         for i, beta in enumerate(env.beta_dists):
             workload = Workload(
@@ -63,17 +68,32 @@ def validation_blocking(decide_factory, env: EnvConfig, episodes: int) -> float:
                 env.arrival,
                 None,
                 cost.sequential_iteration_s,
+                SizeDistribution(size),
             )
             for k in range(episodes):
                 decide = decide_factory(np.random.default_rng([10_000 + k, i, 1]))
-                run = simulate(cost, workload.jobs(np.random.default_rng([10_000 + k, i])), decide)
+                run = simulate(cost, workload.jobs(np.random.default_rng([10_000 + k, i])), decide, queue=queue)
                 rates.append(run.metrics.blocking_rate)
     return float(np.mean(rates))
 
 
+def _names(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _queues(specs: str | tuple[str, ...], discipline: str | None) -> list[QueueConfig]:
+    out = []
+    for queue in map(QueueConfig.parse, _names(specs)):
+        if discipline and queue.enabled:
+            own = QueueConfig.parse(discipline)
+            queue = QueueConfig(queue.capacity, own.discipline, own.backfill)
+        out.append(queue)
+    return out
+
+
 def _heuristic_factory(name: str, max_degree: int):
     def factory(rng):
-        policy = make_heuristic(name, max_degree=max_degree)
+        policy = make_heuristic(name.partition("@")[0], max_degree=max_degree)
         policy.reset(rng)
         return policy.decide
 
@@ -97,12 +117,18 @@ class TrainingCallback(BaseCallback):
         best_file = self.out / "eval.jsonl"
         if best_file.exists():
             self.best = min((r["learned"] for r in _read_rows(best_file)), default=float("inf"))
-        for name in BASELINES:
+        for name in self.config.train.baselines:
             self.baselines[name] = validation_blocking(
-                _heuristic_factory(name, self.env.max_degree), self.env, self.config.train.eval_episodes
+                _heuristic_factory(name, self.env.max_degree), self.env, self.config.train.eval_episodes, name.partition("@")[2] or None
             )
         if self.num_timesteps == 0:
             self.evaluate()  # the starting (possibly warm-started) policy is a candidate too
+
+    def _on_rollout_start(self) -> None:
+        self.model.policy.features_extractor.rollout_cache = {}  # weights are fixed until the next update
+
+    def _on_rollout_end(self) -> None:
+        self.model.policy.features_extractor.rollout_cache = None
 
     def _on_step(self) -> bool:
         every = self.config.train
@@ -152,10 +178,17 @@ def load_checkpoint(model: MaskablePPO, path: Path) -> None:
     model.num_timesteps = int(payload["num_timesteps"])
 
 
+def _monitored_env(env_config: EnvConfig, own_process: bool) -> Monitor:
+    if own_process:
+        torch.set_num_threads(1)  # an env process steps the simulator; torch there would only contend
+    return Monitor(ClusterPlacementEnv(env_config))
+
+
 def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     env_config, ppo, arch = config.env.env_config(), config.ppo, config.policy
     # Monitor records episode returns and lengths, so rollout/ep_rew_mean reaches TensorBoard.
-    vec_env = DummyVecEnv([lambda: Monitor(ClusterPlacementEnv(env_config)) for _ in range(ppo.n_envs)])
+    factories = [partial(_monitored_env, env_config, ppo.vec_env == "subproc") for _ in range(ppo.n_envs)]
+    vec_env = SubprocVecEnv(factories, start_method="spawn") if ppo.vec_env == "subproc" else DummyVecEnv(factories)
     vec_env.seed(config.train.seed)
     return MaskablePPO(
         OptionPolicy,
@@ -165,7 +198,7 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
         verbose=0,
         device="cpu",
         policy_kwargs=policy_kwargs(arch.hidden, arch.rounds, arch.net_arch),
-        **ppo.model_dump(exclude={"n_envs"}),
+        **ppo.model_dump(exclude={"n_envs", "vec_env"}),
     )
 
 
@@ -174,7 +207,14 @@ def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: boo
     settings = config.train
     if settings.imitation_steps == 0:
         return
-    data = collect(config.env.env_config(), settings.imitation_teacher, settings.imitation_steps, settings.seed, progress=progress)
+    data = collect(
+        config.env.env_config(),
+        settings.imitation_teacher,
+        settings.imitation_steps,
+        settings.seed,
+        progress=progress and settings.imitation_workers == 1,
+        workers=settings.imitation_workers,
+    )
     accuracy = clone(
         model.policy,
         data,
@@ -279,7 +319,7 @@ def train(
         if config.train.imitation_steps:
             report(f"warm start: recording {config.train.imitation_steps:,} decisions of {config.train.imitation_teacher} and cloning them")
         warm_start(model, config, out, progress)
-    report(f"validating {', '.join(BASELINES)} and the starting policy, then PPO (progress bar)")
+    report(f"validating {', '.join(config.train.baselines)} and the starting policy, then PPO (progress bar)")
     total = timesteps or config.train.timesteps
     callback = TrainingCallback(out, config)
     try:

@@ -45,6 +45,7 @@ from placer.graph import JobGraph
 from placer.lru import LRUCache
 
 STRATEGIES = ("auto", "dp", "tp", "pp", "sipml")
+MAX_SHAPES = 200_000
 
 
 class PlacementShape(NamedTuple):
@@ -157,10 +158,20 @@ class CostModel:
         self._predictions: LRUCache[tuple, Prediction] = LRUCache(max_predictions)
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
         self._stage_cache: LRUCache[tuple, _Stages] = LRUCache(16 * max_graphs)
+        self._shapes: dict[tuple[int, ...], PlacementShape] = {}  # device tuple -> shape; cleared when full
 
     # -- placements -------------------------------------------------------------------
     def shape(self, devices: tuple[int, ...] | list[int] | np.ndarray) -> PlacementShape:
-        devices = devices.tolist() if isinstance(devices, np.ndarray) else devices
+        """The placement's :class:`PlacementShape` (memoised per device tuple: placements recur)."""
+        key = tuple(devices.tolist()) if isinstance(devices, np.ndarray) else tuple(devices)
+        shape = self._shapes.get(key)
+        if shape is None:
+            if len(self._shapes) >= MAX_SHAPES:
+                self._shapes.clear()
+            shape = self._shapes[key] = self._shape(key)
+        return shape
+
+    def _shape(self, devices: tuple[int, ...]) -> PlacementShape:
         server_of, speed, memory = self._server_of, self._speed, self._memory
         per_server: dict[int, int] = {}
         for d in devices:

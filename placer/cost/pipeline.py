@@ -52,4 +52,3 @@ def one_f_one_b_s(forward_s: np.ndarray, backward_s: np.ndarray, micro_batches: 
     """Seconds of a 1F1B pipeline, per-micro-batch stage times ``forward_s``/``backward_s`` (p,)."""
     per_stage = forward_s + backward_s
     return float((micro_batches - 1) * per_stage.max() + per_stage.sum())
-

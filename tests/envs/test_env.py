@@ -99,8 +99,8 @@ def test_each_episode_draws_one_of_the_clusters():
     seen = {env.reset(seed=seed)[1]["cluster"] for seed in range(12)}
     assert seen == {"pacml", "dgx8x8"}
     obs, info = env.reset(seed=0)
-    n = env.cost.cluster.num_devices
-    assert obs["device_mask"].sum() == n and env.observation_space.contains(obs)
+    servers = env.cost.cluster.num_servers  # one group per server: 32 on pacml, 8 on dgx8x8
+    assert obs["group_mask"].sum() == servers and env.observation_space.contains(obs)
 
 
 def test_the_readme_snippet_makes_an_env_with_one_cluster_name():
@@ -109,3 +109,46 @@ def test_the_readme_snippet_makes_an_env_with_one_cluster_name():
     env = gymnasium.make("placer/ClusterPlacement-v0", clusters="dgx8x8", beta_dists=("A", "D"))
     _, info = env.reset(seed=0)
     assert info["cluster"] == "dgx8x8"
+
+
+QUEUED = {**SMALL, "queue": "edf-bf:8", "size": "loguniform:0.1:10", "clusters": "dgx8x8"}
+
+
+def test_queue_env_passes_the_checkers():
+    check_env(envs.ClusterPlacementEnv(**QUEUED), skip_render_check=True)
+    sb3_check_env(envs.ClusterPlacementEnv(**QUEUED))
+
+
+def test_queue_env_rewards_every_job_once_and_holding_is_not_blocking():
+    env = envs.ClusterPlacementEnv(**QUEUED)
+    obs, info = env.reset(seed=4)
+    assert info["queue"] == "edf-bf:8" and obs["job"][6] == 1.0  # the queue flag
+    total, settled, held, done, offers = 0.0, [], 0, False, 0
+    while not done:
+        mask = env.action_masks()
+        offers += 1
+        action = REJECT if offers % 3 == 0 else int(np.flatnonzero(mask)[-1])  # hold every third offer, else the largest choice
+        obs, r, done, _, info = env.step(action)
+        held += info["record"] is None
+        total += r
+        settled += info["settled"]
+    assert held > 0  # held jobs stay in the queue: no record yet
+    assert sorted(r.job_id for r in settled) == list(range(SMALL["episode_jobs"]))
+    accepted = sum(r.outcome is Outcome.ACCEPTED for r in settled)
+    assert total == accepted - (len(settled) - accepted)
+    reasons = {r.reason for r in settled if r.outcome is Outcome.BLOCKED}
+    assert reasons <= {BlockReason.EXPIRED, BlockReason.QUEUE_FULL, BlockReason.DEADLINE}
+
+
+def test_each_episode_draws_a_queue_and_a_size():
+    env = envs.ClusterPlacementEnv(**{**SMALL, "queue": ("none", "edf-bf"), "size": ("const", "loguniform:0.1:10")})
+    seen = {tuple(env.reset(seed=seed)[1][k] for k in ("queue", "size")) for seed in range(16)}
+    assert seen == {(q, z) for q in ("none", "edf-bf:32") for z in ("const", "loguniform:0.1:10")}
+
+
+def test_server_groups_summarise_any_cluster_size():
+    from envs.observation import server_groups
+
+    assert server_groups(8, 64).tolist() == list(range(8))
+    groups = server_groups(1024, 64)  # 8,192 devices on 1,024 servers: 16 servers per group
+    assert groups.max() == 63 and np.bincount(groups).tolist() == [16] * 64 and (np.diff(groups) >= 0).all()

@@ -41,6 +41,24 @@ def test_evaluate_writes_results_summary_and_plots(tmp_path):
     assert "para_min" in result.stdout
 
 
+def test_queue_evaluation_in_processes_and_the_paired_report(tmp_path):
+    out = tmp_path / "q"
+    args = ["--graphs", "alexnet,resnet18", "--beta-dist", "B", "--jobs", "40", "--seeds", "2", "--queue", "edf-bf:8"]
+    args += ["--size", "loguniform:0.1:10", "--policies", "lean,lean@edf,lean:admit=0.9", "--cluster", "dgx8x8"]
+    result = run("evaluate", *args, "--workers", "2", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    serial = run("evaluate", *args, "--out", str(tmp_path / "s"))
+    assert serial.returncode == 0, serial.stderr
+    assert json.loads((out / "results.json").read_text())["runs"] == json.loads((tmp_path / "s/results.json").read_text())["runs"]
+    report = run("report", str(out), "--against", "lean")
+    assert report.returncode == 0, report.stderr
+    assert "queue edf-bf:8, size loguniform:0.1:10" in report.stdout and "Blocking rate minus lean's" in report.stdout
+    rows = [line for line in report.stdout.splitlines() if line.startswith("| lean@edf |")]
+    assert len(rows) == 2  # once in the summary, once paired
+    bad = run("report", str(out), "--against", "magic")
+    assert bad.returncode == 2 and "is not one of the evaluated policies" in bad.stderr
+
+
 def test_evaluate_is_deterministic(tmp_path):
     args = ["evaluate", "--graphs", "vgg16", "--beta-dist", "C", "--jobs", "50", "--seeds", "1", "--policies", "random,lean"]
     a = run(*args, "--out", str(tmp_path / "a"))
@@ -59,6 +77,10 @@ def test_evaluate_is_deterministic(tmp_path):
         (["evaluate", "--beta-dist", "Z"], "bad beta distribution 'Z'"),
         (["evaluate", "--policies", "magic"], "unknown policy 'magic'"),
         (["evaluate", "--load", "-1"], "load: Input should be greater than 0"),
+        (["evaluate", "--queue", "lifo"], "bad queue 'lifo'"),
+        (["evaluate", "--size", "loguniform:5:1"], "bad size distribution 'loguniform:5:1'"),
+        (["evaluate", "--policies", "lean@lifo"], "bad queue discipline 'lifo'"),
+        (["evaluate", "--policies", "lookahead:k=0"], "unknown policy 'lookahead:k=0'"),
         (["import", "pipedream", "missing.txt", "--out", "x.json"], "cannot read PipeDream file"),
     ],
 )

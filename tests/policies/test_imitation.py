@@ -34,3 +34,12 @@ def test_cloning_learns_the_teacher():
     policy = build_policy(CONFIG, 16, 1, [32])
     accuracy = clone(policy, data, epochs=15, batch_size=64, learning_rate=3e-3, seed=0)
     assert accuracy > 0.9
+
+
+def test_recording_in_processes_adds_up_the_workers_shares():
+    from policies.imitation import collect
+
+    data = collect(CONFIG, "lean", 90, seed=3, workers=2)
+    one = collect(CONFIG, "lean", 45, seed=1009 * 3 + 1)
+    assert len(data) == 90 and (data.actions[:45] == one.actions).all()  # worker 0's share, seeded as documented
+    assert set(data.graph_of) <= set(data.graphs)

@@ -1,10 +1,12 @@
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 import envs
+from envs.action import decision
 from envs.config import EnvConfig
 from placer.errors import PolicyError
 from policies.extractor import PlacementExtractor
@@ -33,9 +35,24 @@ def test_extractor_shapes_on_variable_size_graphs():
     extractor = PlacementExtractor(env.observation_space, hidden=16, rounds=2)
     features = extractor(_batch(observations))
     assert features.shape == (8, extractor.features_dim)
-    assert extractor.features_dim == extractor.context_dim + 48 * 9 and extractor.context_dim == 2 * 16 + 32 + 64 + 3
+    assert extractor.features_dim == extractor.context_dim + 48 * 9 and extractor.context_dim == 2 * 16 + 32 + 64 + 5
     one_by_one = torch.cat([extractor(_batch([o])) for o in observations])
     torch.testing.assert_close(features, one_by_one, rtol=1e-5, atol=1e-5)
+
+
+def test_deduplicated_and_cached_graph_encodings_equal_the_plain_ones():
+    env, observations = _observations(("alexnet", "densenet121", "gnmt"), n=12)
+    extractor = PlacementExtractor(env.observation_space, hidden=16, rounds=2)
+    batch = _batch(observations)
+    extractor.dedupe_graphs = False
+    plain = extractor(batch)
+    extractor.dedupe_graphs = True
+    torch.testing.assert_close(extractor(batch), plain)
+    extractor.rollout_cache = {}
+    with torch.no_grad():
+        torch.testing.assert_close(extractor(batch), plain)
+        assert len(extractor.rollout_cache) == len({int(o["node_mask"].sum()) for o in observations})  # one per graph
+        torch.testing.assert_close(extractor(_batch(observations[::-1])), plain.flip(0))  # served from the cache
 
 
 def test_graph_encoding_ignores_padding():
@@ -98,3 +115,48 @@ def test_a_policy_file_missing_its_env_is_a_clear_error(tmp_path):
     torch.save({"format": FORMAT, "version": VERSION, "policy": {}, "state_dict": {}}, path)
     with pytest.raises(PolicyError, match="malformed policy file: missing or bad field 'env'"):
         load_policy_file(path)
+
+
+def test_cached_graph_encodings_give_the_same_decisions_as_full_observations():
+    from policies.loading import LearnedPolicy, greedy_action
+
+    env = envs.ClusterPlacementEnv(graphs=("alexnet", "gnmt", "resnet18"), episode_jobs=40, load=2.0, queue="edf-bf")
+    policy = build_policy(env.config, 16, 2, [32])
+    policy.eval()
+    learned = LearnedPolicy(policy, env.config)
+    obs, _ = env.reset(seed=1)
+    done, checked = False, 0
+    while not done:
+        mask = env.action_masks()
+        expected = greedy_action(policy, obs, mask)  # the whole observation, graph included
+        chosen = learned.decide(env.job, env.sim.view())
+        assert chosen == decision(expected, env._table)
+        checked += mask.sum() > 1
+        obs, _, done, _, _ = env.step(expected)
+    assert checked > 10 and len(learned._graphs) == 3  # one encoding per distinct graph
+
+
+def test_env_and_policy_at_8192_devices_and_a_5000_op_graph(tmp_path):
+    from tests.placer.toys import op, toy_graph
+
+    cluster = (Path(__file__).parents[2] / "data" / "clusters" / "dgx8x8.toml").read_text()
+    (tmp_path / "big.toml").write_text(cluster.replace('name = "dgx8x8"', 'name = "dgx1024x8"').replace("count = 8", "count = 1024"))
+    nodes = {f"n{i}": op(1e-4 * (1 + i % 7), param_bytes=4e5, activation_bytes=1e6) for i in range(5000)}
+    edges = {(f"n{i}", f"n{i + 1}"): 1e6 for i in range(4999)} | {(f"n{i}", f"n{i + 9}"): 1e5 for i in range(0, 4990, 10)}
+    toy_graph(nodes, edges, name="deep5000", iterations=1000).to_json(tmp_path / "deep.json")
+    env = envs.ClusterPlacementEnv(
+        clusters=(str(tmp_path / "big.toml"),), graphs=(str(tmp_path / "deep.json"),), episode_jobs=4, max_nodes=5000, max_edges=6000
+    )
+    obs, _ = env.reset(seed=0)
+    assert env.cost.cluster.num_devices == 8192 and obs["node_mask"].sum() == 5000 and obs["edge_mask"].sum() == 4999 + 499
+    assert obs["groups"].shape == (64, 6) and obs["group_mask"].sum() == 64  # 1,024 servers in 64 groups of 16
+    policy = build_policy(env.config, 16, 2, [32])
+    policy.eval()
+    steps = 0
+    done = False
+    while not done:
+        with torch.no_grad():
+            action, _ = policy.predict(obs, deterministic=True, action_masks=env.action_masks())
+        obs, _, done, _, _ = env.step(int(action))
+        steps += 1
+    assert steps >= 1 and env.observation_space.contains(obs)

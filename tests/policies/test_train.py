@@ -153,3 +153,17 @@ def test_sigterm_interrupts_training_like_ctrl_c():
     with pytest.raises(KeyboardInterrupt), _sigterm_as_interrupt():
         os.kill(os.getpid(), signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.slow
+def test_env_processes_train_the_same_policy_as_one_process(tmp_path):
+    import torch
+
+    weights = []
+    for vec_env in ("dummy", "subproc"):
+        base = tiny_config(128)
+        config = base.model_copy(update={"ppo": base.ppo.model_copy(update={"vec_env": vec_env})})
+        final = train(config, tmp_path / vec_env, progress=False)
+        weights.append(torch.load(final, weights_only=True)["state_dict"])
+    for key in weights[0]:
+        torch.testing.assert_close(weights[0][key], weights[1][key], msg=key)

@@ -1,0 +1,71 @@
+"""PPO training speed with and without encoding each distinct graph of a minibatch once.
+
+    python benchmarks/bench_training.py [--steps 2048] [--threads 1]
+
+Builds the shipped policy's model (``data/configs/pacml.toml``: 4 envs, minibatches of 256,
+PAC-ML's and three more graphs), collects ``--steps`` environment steps with and without the
+rollout cache of graph encodings (the weights are fixed during a rollout), then times PPO's
+update on that rollout buffer with the graph deduplication off and on (the GNN is most of an
+update, and a minibatch of 256 holds only a few distinct graphs), and prints the end-to-end
+timesteps/s (collection + update) both ways. Target (issue 11): >= 2x timesteps/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from placer.data import data_dir
+from policies.config import load_train_config
+from policies.train import build_model
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=2048)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    config = load_train_config(data_dir() / "configs" / "pacml.toml")
+    n_steps = max(args.steps // config.ppo.n_envs, 8)
+    config = config.model_copy(update={"ppo": config.ppo.model_copy(update={"n_steps": n_steps})})
+    with tempfile.TemporaryDirectory() as tmp:
+        model = build_model(config, Path(tmp))
+        _, callback = model._setup_learn(n_steps * config.ppo.n_envs, callback=None)
+        callback.init_callback(model)
+        extractor = model.policy.features_extractor
+        collect = {}
+        for cached in (False, True):
+            extractor.rollout_cache = {} if cached else None
+            start = time.perf_counter()
+            model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=n_steps)
+            collect[cached] = time.perf_counter() - start
+        extractor.rollout_cache = None
+        timings = {}
+        state = {k: v.clone() for k, v in model.policy.state_dict().items()}
+        optimizer = model.policy.optimizer.state_dict()
+        for dedupe in (False, True):
+            model.policy.load_state_dict(state)
+            model.policy.optimizer.load_state_dict(optimizer)
+            model.policy.features_extractor.dedupe_graphs = dedupe
+            start = time.perf_counter()
+            model.train()
+            timings[dedupe] = time.perf_counter() - start
+    steps = n_steps * config.ppo.n_envs
+    for cached, label in ((False, "every step's graph encoded"), (True, "graph encodings cached    ")):
+        print(f"rollout, {label}: {collect[cached]:6.1f} s ({steps / collect[cached]:4.0f} steps/s)")
+    for dedupe, label in ((False, "every sample's graph encoded"), (True, "each distinct graph once  ")):
+        print(f"update,  {label}: {timings[dedupe]:6.1f} s")
+    before, after = collect[False] + timings[False], collect[True] + timings[True]
+    print(
+        f"end to end: {steps / before:.0f} -> {steps / after:.0f} timesteps/s, {before / after:.2f}x "
+        f"(target >= 2x {'met' if before / after >= 2 else 'MISSED'})"
+    )
+
+
+if __name__ == "__main__":
+    main()
