@@ -146,23 +146,26 @@ def dynamic_arrays(
         ],
         dtype=np.float32,
     )
-    options = np.zeros((len(table), OPTION_FEATURES), dtype=np.float32)
-    for i, o in enumerate(table):
+    num_free, server_of, n = view.num_free, cluster.server_of, cluster.num_devices
+    rows = []
+    for o in table:
         if o.devices is None or o.jct_s is None:
-            options[i] = (0.0, 1.0, 1.0, 0.0, o.degree / max_degree, 0.0, 0.0, 0.0, 0.0)
+            rows.append((0.0, 1.0, 1.0, 0.0, o.degree / max_degree, 0.0, 0.0, 0.0, 0.0))
             continue
         s = o.strategy
         split = (0.0, 0.0, 0.0) if s is None or s.sipml else (math.log2(s.dp) / 4, math.log2(s.tp) / 4, math.log2(s.pp) / 4)
-        servers = len(set(cluster.server_of[list(o.devices)].tolist()))
-        options[i] = (
-            float(o.feasible),
-            min(o.jct_s / left, 4) / 4,
-            min(o.device_seconds / seq, 4) / 4,
-            servers / o.degree,
-            o.degree / max_degree,
-            (view.num_free - o.degree) / cluster.num_devices,
-            *split,
+        rows.append(
+            (
+                float(o.feasible),
+                min(o.jct_s / left, 4) / 4,
+                min(o.degree * o.jct_s / seq, 4) / 4,
+                len({server_of[d] for d in o.devices}) / o.degree,
+                o.degree / max_degree,
+                (num_free - o.degree) / n,
+                *split,
+            )
         )
+    options = np.array(rows, dtype=np.float32).reshape(len(table), OPTION_FEATURES)
     groups, group_mask = group_arrays(view, left, max_groups)
     n = cluster.num_devices
     per_server = np.bincount(cluster.server_of, minlength=cluster.num_servers)

@@ -55,7 +55,7 @@ PASSES = ("forward", "backward")
 class JobGraph:
     """An immutable, validated job graph. Build with :meth:`from_networkx` or load JSON."""
 
-    __slots__ = ("_graph", "_name", "_iterations", "_key", "_batch_size", "_profiled_on", "_precision")
+    __slots__ = ("_graph", "_name", "_iterations", "_key", "_batch_size", "_profiled_on", "_precision", "_sequential_s")
 
     def __init__(
         self,
@@ -82,6 +82,7 @@ class JobGraph:
         frozen = nx.freeze(graph if _owned else graph.copy())  # _owned: built here, nobody else holds it
         _validate(frozen, name)
         self._graph = frozen
+        self._sequential_s: float | None = None
         self._name = name
         self._iterations = iterations
         self._batch_size = batch_size
@@ -137,7 +138,9 @@ class JobGraph:
     @property
     def sequential_iteration_s(self) -> float:
         """Seconds of one iteration with every op run in turn on the reference device."""
-        return math.fsum(d["compute_s"] for _, d in self._graph.nodes(data=True))
+        if self._sequential_s is None:  # the graph is frozen: sum once
+            self._sequential_s = math.fsum(d["compute_s"] for _, d in self._graph.nodes(data=True))
+        return self._sequential_s
 
     @property
     def forward_flops(self) -> float | None:

@@ -92,7 +92,7 @@ class Lean(Heuristic):
         if self.admit is not None and self._large(job, view):
             return Reject()
         degrees = degrees_for(view, min(self.max_degree, self.cap or self.max_degree))
-        table = options(job, view, degrees=degrees, rules=tuple(PLACEMENT_RULES))
+        table = options(job, view, degrees=degrees, rules=tuple(PLACEMENT_RULES), distinct=True)
         feasible = [o for o in table if o.feasible]
         if not feasible:
             return Reject()

@@ -56,22 +56,28 @@ def options(
     *,
     degrees: Sequence[int],
     rules: Sequence[str] = ("first_fit",),
+    distinct: bool = False,
 ) -> list[Option]:
     """One :class:`Option` per (degree, rule), degree-major, in the order given.
 
     An option's ``deadline_s`` is the time the job has left at ``view.now`` (its deadline less the time it waited).
+    ``distinct``: leave out a rule's option when an earlier rule gave the same devices at that degree.
     """
     cost, out = view.cost, []
     free = FreeDevices(view.cluster, view.free)
     deadline = job.remaining_s(view.now)
     for degree in degrees:
+        seen: dict[tuple[int, ...], tuple] = {}  # rules often agree (always, on single-device servers)
         for rule in rules:
             devices = PLACEMENT_RULES[rule](free, degree)
             jct, strategy = None, None
             if devices is not None:
-                prediction = cost.predict(job.graph, devices)
-                strategy = prediction.strategy
-                if prediction.fits:
-                    jct = prediction.iteration_s * job.iterations
+                known = seen.get(devices)
+                if known is not None and distinct:
+                    continue
+                if known is None:
+                    prediction = cost.predict(job.graph, devices)
+                    known = seen[devices] = (prediction.iteration_s * job.iterations if prediction.fits else None, prediction.strategy)
+                jct, strategy = known
             out.append(Option(degree, rule, devices, jct, deadline, strategy))
     return out

@@ -15,6 +15,8 @@ degree and rule pays for the grouping once.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Callable
 from functools import cached_property
 
@@ -22,14 +24,27 @@ import numpy as np
 
 from placer.cluster import Cluster
 
+PREFIX = 16  # orders are built this far at once: the degrees a decision tries
+SMALL = 64  # up to this many servers with free devices, plain Python beats numpy's call overhead
+
 
 class FreeDevices:
-    """The free devices of a cluster at one moment, grouped by server on first use."""
+    """The free devices of a cluster at one moment, grouped by server once (numpy, any cluster size).
+
+    Device ids ascend with their server, so a server's free devices are one run of ``ids``:
+    ``servers[k]`` has ``counts[k]`` free devices starting at ``ids[starts[k]]``.
+    """
 
     def __init__(self, cluster: Cluster, free: np.ndarray) -> None:
         self.cluster = cluster
         self._free = np.flatnonzero(free)
         self.count = len(self._free)
+        server = cluster.server_of[self._free]
+        cuts = np.flatnonzero(np.diff(server)) + 1
+        self.starts = np.concatenate(([0], cuts)) if self.count else np.zeros(0, dtype=np.int64)
+        self.counts = np.diff(np.append(self.starts, self.count))
+        self._largest: list[int] = []  # prefixes of the two orders, grown on demand
+        self._rounds: list[int] = []
 
     @cached_property
     def ids(self) -> list[int]:
@@ -39,24 +54,66 @@ class FreeDevices:
         """The ``degree`` lowest-numbered free devices."""
         return tuple(self._free[:degree].tolist())
 
+    def group(self, k: int, take: int | None = None) -> list[int]:
+        """The first ``take`` (all) free devices of the ``k``-th server that has any."""
+        start, count = self._starts[k], self._counts[k]
+        return self._free[start : start + (count if take is None else min(take, count))].tolist()
+
     @cached_property
+    def _starts(self) -> list[int]:
+        return self.starts.tolist()
+
+    @cached_property
+    def _counts(self) -> list[int]:
+        return self.counts.tolist()
+
+    @property
     def by_server(self) -> list[list[int]]:
-        """Free device ids of each server that has any, ascending, servers in order (vectorised:
-        device ids ascend with their server)."""
-        servers = self.cluster.server_of[self._free]
-        cuts = np.flatnonzero(np.diff(servers)) + 1
-        return [group.tolist() for group in np.split(self._free, cuts)] if self.count else []
+        """Free device ids of each server that has any, ascending, servers in order."""
+        return [self.group(k) for k in range(len(self._counts))]
 
     @cached_property
-    def largest_first(self) -> list[int]:
-        """Free devices, servers with the most free devices first."""
-        return [d for group in sorted(self.by_server, key=lambda g: -len(g)) for d in group]
+    def _by_count(self) -> tuple[list[int], list[int]]:
+        """Server indices sorted by free devices, then index, and those counts (numpy beyond a few servers)."""
+        if len(self._counts) <= SMALL:
+            pairs = sorted(zip(self._counts, range(len(self._counts)), strict=True))
+            return [k for _, k in pairs], [c for c, _ in pairs]
+        order = np.lexsort((np.arange(len(self.counts)), self.counts))
+        return order.tolist(), self.counts[order].tolist()
+
+    def tightest_holder(self, degree: int) -> int | None:
+        """The server (its index among those with free devices) with the fewest free devices >= ``degree``; ties to the lower."""
+        order, counts = self._by_count
+        i = bisect.bisect_left(counts, degree)
+        return order[i] if i < len(order) else None
 
     @cached_property
-    def round_robin(self) -> list[int]:
-        """Free devices one per server per round."""
-        groups = self.by_server
-        return [g[r] for r in range(max((len(g) for g in groups), default=0)) for g in groups if r < len(g)]
+    def _by_size(self) -> list[int]:
+        """Server indices, most free devices first, then index."""
+        if len(self._counts) <= SMALL:
+            return [k for _, k in sorted(zip((-c for c in self._counts), range(len(self._counts)), strict=True))]
+        return np.lexsort((np.arange(len(self.counts)), -self.counts)).tolist()
+
+    def largest_first(self, degree: int) -> list[int]:
+        """The first ``degree`` free devices taking servers with the most free devices first."""
+        if len(self._largest) < degree:
+            want, self._largest = max(degree, PREFIX), []
+            for k in self._by_size:
+                self._largest += self.group(k, want - len(self._largest))
+                if len(self._largest) >= want:
+                    break
+        return self._largest[:degree]
+
+    def round_robin(self, degree: int) -> list[int]:
+        """The first ``degree`` free devices taking one per server per round, servers in order."""
+        if len(self._rounds) < degree:
+            want = min(max(degree, PREFIX), self.count)
+            self._rounds, depth = self._free[self.starts[:want]].tolist(), 1  # the first round: each server's first
+            while len(self._rounds) < want:
+                servers = itertools.islice((k for k, c in enumerate(self._counts) if c > depth), want - len(self._rounds))
+                self._rounds += [int(self._free[self._starts[k] + depth]) for k in servers]
+                depth += 1
+        return self._rounds[:degree]
 
 
 def _first_fit(free: FreeDevices, degree: int) -> tuple[int, ...] | None:
@@ -66,14 +123,14 @@ def _first_fit(free: FreeDevices, degree: int) -> tuple[int, ...] | None:
 def _best_fit(free: FreeDevices, degree: int) -> tuple[int, ...] | None:
     if free.count < degree:
         return None
-    holders = [g for g in free.by_server if len(g) >= degree]
-    if holders:
-        return tuple(min(holders, key=len)[:degree])  # min keeps the first (lowest server) on ties
-    return tuple(sorted(free.largest_first[:degree]))
+    k = free.tightest_holder(degree)
+    if k is not None:
+        return tuple(free.group(k, degree))
+    return tuple(sorted(free.largest_first(degree)))
 
 
 def _spread(free: FreeDevices, degree: int) -> tuple[int, ...] | None:
-    return tuple(sorted(free.round_robin[:degree])) if free.count >= degree else None
+    return tuple(sorted(free.round_robin(degree))) if free.count >= degree else None
 
 
 PlacementRule = Callable[[FreeDevices, int], "tuple[int, ...] | None"]
