@@ -122,6 +122,11 @@ class Cluster:
         return len(self.server_of)
 
     @cached_property
+    def server_list(self) -> list[int]:
+        """``server_of`` as a plain list (fast indexing from Python)."""
+        return self.server_of.tolist()
+
+    @cached_property
     def devices_of_server(self) -> tuple[tuple[int, ...], ...]:
         return tuple(tuple(np.flatnonzero(self.server_of == s).tolist()) for s in range(self.num_servers))
 

@@ -6,7 +6,7 @@ Heuristics, the RL environment's action mask and the query API all read this one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from placer.cost import Strategy
 from placer.placement import PLACEMENT_RULES, FreeDevices
@@ -16,8 +16,7 @@ from placer.types import Job
 DEFAULT_MAX_DEGREE = 16
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     """Placing a job at ``degree`` with placement rule ``rule``.
 
     ``devices`` is None when fewer than ``degree`` devices are free; ``jct_s`` is None when

@@ -26,6 +26,7 @@ from placer.cluster import Cluster
 
 PREFIX = 16  # orders are built this far at once: the degrees a decision tries
 SMALL = 64  # up to this many servers with free devices, plain Python beats numpy's call overhead
+SMALL_DEVICES = 256
 
 
 class FreeDevices:
@@ -39,10 +40,6 @@ class FreeDevices:
         self.cluster = cluster
         self._free = np.flatnonzero(free)
         self.count = len(self._free)
-        server = cluster.server_of[self._free]
-        cuts = np.flatnonzero(np.diff(server)) + 1
-        self.starts = np.concatenate(([0], cuts)) if self.count else np.zeros(0, dtype=np.int64)
-        self.counts = np.diff(np.append(self.starts, self.count))
         self._largest: list[int] = []  # prefixes of the two orders, grown on demand
         self._rounds: list[int] = []
 
@@ -52,20 +49,45 @@ class FreeDevices:
 
     def first(self, degree: int) -> tuple[int, ...]:
         """The ``degree`` lowest-numbered free devices."""
-        return tuple(self._free[:degree].tolist())
+        return tuple(self.ids[:degree])
+
+    @cached_property
+    def _runs(self) -> tuple[np.ndarray, np.ndarray, list[int], list[int]]:
+        """(starts, counts) of each server's run of free devices, as arrays and as lists."""
+        if self.count <= SMALL_DEVICES:  # a plain loop beats numpy's per-call overhead here
+            server_of, starts, counts, last = self.cluster.server_list, [], [], -1
+            for i, device in enumerate(self.ids):
+                if server_of[device] != last:
+                    last = server_of[device]
+                    starts.append(i)
+                    counts.append(0)
+                counts[-1] += 1
+            return np.array(starts, dtype=np.int64), np.array(counts, dtype=np.int64), starts, counts
+        server = self.cluster.server_of[self._free]
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(server)) + 1))
+        counts = np.diff(np.append(starts, self.count))
+        return starts, counts, starts.tolist(), counts.tolist()
+
+    @property
+    def starts(self) -> np.ndarray:
+        return self._runs[0]
+
+    @property
+    def counts(self) -> np.ndarray:
+        return self._runs[1]
+
+    @property
+    def _starts(self) -> list[int]:
+        return self._runs[2]
+
+    @property
+    def _counts(self) -> list[int]:
+        return self._runs[3]
 
     def group(self, k: int, take: int | None = None) -> list[int]:
         """The first ``take`` (all) free devices of the ``k``-th server that has any."""
         start, count = self._starts[k], self._counts[k]
-        return self._free[start : start + (count if take is None else min(take, count))].tolist()
-
-    @cached_property
-    def _starts(self) -> list[int]:
-        return self.starts.tolist()
-
-    @cached_property
-    def _counts(self) -> list[int]:
-        return self.counts.tolist()
+        return self.ids[start : start + (count if take is None else min(take, count))]
 
     @property
     def by_server(self) -> list[list[int]]:
@@ -108,10 +130,10 @@ class FreeDevices:
         """The first ``degree`` free devices taking one per server per round, servers in order."""
         if len(self._rounds) < degree:
             want = min(max(degree, PREFIX), self.count)
-            self._rounds, depth = self._free[self.starts[:want]].tolist(), 1  # the first round: each server's first
+            self._rounds, depth = [self.ids[i] for i in self._starts[:want]], 1  # the first round: each server's first
             while len(self._rounds) < want:
                 servers = itertools.islice((k for k, c in enumerate(self._counts) if c > depth), want - len(self._rounds))
-                self._rounds += [int(self._free[self._starts[k] + depth]) for k in servers]
+                self._rounds += [self.ids[self._starts[k] + depth] for k in servers]
                 depth += 1
         return self._rounds[:degree]
 
