@@ -13,7 +13,10 @@ and the ratios the speed targets are stated in:
   as a service caller passes them): < 3 ms at the median.
 
 Each decision sees one of 40 pre-drawn occupancies (half the devices busy, free times
-exponential) and one of six graphs, so caches warm as they would in a long run.
+exponential) and one of six graphs, so caches warm as they would in a long run. Occupancies
+recur, so the placement table memoised per free-device mask (``CostModel.placements``) is hit
+after the first 40 decisions, as it is for every offer after the first at one decision point of
+a queue; on a cluster whose occupancy never repeats each decision pays for its table once.
 """
 
 from __future__ import annotations

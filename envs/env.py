@@ -10,7 +10,7 @@ import numpy as np
 
 from envs import action as act
 from envs.config import EnvConfig
-from envs.observation import dynamic_arrays, graph_arrays, observation_space
+from envs.observation import SizeHistory, dynamic_arrays, graph_arrays, observation_space
 from envs.reward import REWARDS, reward
 from placer.catalog import resolve_graph
 from placer.cluster import load_cluster
@@ -57,6 +57,7 @@ class ClusterPlacementEnv(gym.Env):
         self.sim: Simulator | None = None
         self.job: Job | None = None
         self._table: list = []
+        self._history = SizeHistory()
 
     # -- gymnasium API ----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -79,6 +80,7 @@ class ClusterPlacementEnv(gym.Env):
             size,
         )
         self.sim = Simulator(self.cost, list(workload.jobs(rng)), queue=queue)
+        self._history = SizeHistory()
         self._settled = 0
         self.job = self._next_choice()
         if self.job is None:
@@ -107,6 +109,7 @@ class ClusterPlacementEnv(gym.Env):
     def _next_choice(self) -> Job | None:
         """The next offered job with a feasible option; offers with none are rejected or held without a step."""
         while (job := self.sim.next_job()) is not None:
+            self._history.observe(job)
             self._table = act.option_table(job, self.sim.view(), self.config.max_degree, self.config.rules)
             if any(option.feasible for option in self._table):
                 return job
@@ -116,7 +119,9 @@ class ClusterPlacementEnv(gym.Env):
     def _observe(self) -> dict[str, np.ndarray]:
         job, view = self.job, self.sim.view()
         static = self._static.get(job.graph.key) or graph_arrays(job.graph, self.config.max_nodes, self.config.max_edges)
-        dynamic = dynamic_arrays(job, view, self._table, self.config.max_degree, self.config.max_groups, static["num_forward_ops"])
+        dynamic = dynamic_arrays(
+            job, view, self._table, self.config.max_degree, self.config.max_groups, static["num_forward_ops"], self._history
+        )
         obs = {k: v.copy() for k, v in static.items() if k != "num_forward_ops"} | dynamic
         self._last_obs = obs
         return obs

@@ -11,16 +11,19 @@ and features, all float32 unless said:
 - ``node_mask`` (N,): 1 for real ops, 0 for padding.
 - ``edge_index`` (2, E) int64: forward edges (source, target) as node positions; padding is 0.
 - ``edges`` (E, 1): log10(1 + tensor bytes) / 10. ``edge_mask`` (E,).
-- ``job`` (12,): beta; log10(sequential JCT s) / 5; log10(memory at degree 1 / smallest device
-  memory) / 2; forward ops / 1000; log10(sequential iteration s) / 2; iterations / 10,000;
-  then the queue: queueing on (0/1); time waited / deadline; slack (latest start - now) /
+- ``job`` (12,): beta; log10(sequential JCT / the median sequential JCT of the jobs seen so far) / 2;
+  log10(memory at degree 1 / smallest device memory) / 2; log10(1 + forward ops) / 4;
+  log10(sequential iteration s) / 2; the fraction of jobs seen so far with a shorter sequential
+  JCT (sizes are relative to the workload, so a trace of 10^6-step jobs reads like a synthetic
+  one; see :class:`SizeHistory`); then the queue: queueing on (0/1); time waited / deadline; slack (latest start - now) /
   deadline; jobs waiting / capacity; log10(sequential JCT / the waiting jobs' mean) / 2; the
   fraction of waiting jobs whose latest start comes earlier (all 0 in the loss system but the first).
-- ``options`` (O, 9) per (degree, rule), degree-major: feasible (0/1); min(JCT / deadline, 4) / 4;
+- ``options`` (O, 13) per (degree, rule), degree-major: feasible (0/1); min(JCT / deadline, 4) / 4;
   min(device-seconds / sequential JCT, 4) / 4; servers spanned / degree; degree / max_degree;
   devices left free after placing / devices; the cost model's strategy as log2(dp) / 4,
-  log2(tp) / 4, log2(pp) / 4 (all 0 for ``sipml``). An option without free devices reads
-  (0, 1, 1, 0, degree / max_degree, 0, 0, 0, 0).
+  log2(tp) / 4, log2(pp) / 4 (all 0 for ``sipml``); the rule one-hot (first_fit, best_fit,
+  spread); wholly free servers left after placing / servers (what packing keeps for big jobs).
+  An option without free devices reads (0, 1, 1, 0, degree / max_degree, 0, 0, 0, 0, rule, 0).
 - ``groups`` (G, 6): the cluster as at most ``G`` groups of whole servers (one server per group
   when the cluster has at most ``G`` servers, else consecutive servers split into ``G`` groups),
   so any cluster size fits: fraction of devices free; devices / the largest group's; over busy
@@ -32,6 +35,7 @@ and features, all float32 unless said:
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -43,8 +47,21 @@ from placer.options import Option
 from placer.simulator import ClusterView
 from placer.types import Job
 
-NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, GROUP_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 9, 6, 5
+NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, GROUP_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 13, 6, 5
+RULE_INDEX = {"first_fit": 0, "best_fit": 1, "spread": 2}  # the option's placement rule, one-hot
 REFERENCE_MEMORY_BYTES = 80e9
+
+
+class _Split(dict):
+    """(dp, tp, pp) -> (log2(dp) / 4, log2(tp) / 4, log2(pp) / 4), filled on first use."""
+
+    def __missing__(self, key: tuple[int, int, int]) -> tuple[float, float, float]:
+        value = self[key] = tuple(math.log2(k) / 4 for k in key)
+        return value
+
+
+_SPLIT = _Split()
+_RULE_ONE_HOT = {rule: tuple(float(i == k) for k in range(len(RULE_INDEX))) for rule, i in RULE_INDEX.items()}
 
 
 class GraphTooLargeError(PlacerError):
@@ -126,50 +143,86 @@ def graph_arrays(graph: JobGraph, max_nodes: int, max_edges: int) -> dict[str, n
     }
 
 
+class SizeHistory:
+    """The sequential JCTs of the jobs seen so far in one run (each job counted once, however often offered).
+
+    Online: it holds only jobs that have arrived, so features built on it use no future knowledge.
+    """
+
+    def __init__(self) -> None:
+        self._sizes: list[float] = []
+        self._seen: set[int] = set()
+
+    def observe(self, job: Job) -> None:
+        if job.job_id not in self._seen:
+            self._seen.add(job.job_id)
+            bisect.insort(self._sizes, job.sequential_jct_s)
+
+    def relative(self, seconds: float) -> tuple[float, float]:
+        """(seconds / median seen, fraction seen that are shorter); (1, 0.5) before any job."""
+        if not self._sizes:
+            return 1.0, 0.5
+        median = self._sizes[len(self._sizes) // 2]
+        return seconds / max(median, 1e-9), bisect.bisect_left(self._sizes, seconds) / len(self._sizes)
+
+
 def dynamic_arrays(
-    job: Job, view: ClusterView, table: list[Option], max_degree: int, max_groups: int, num_forward_ops: int
+    job: Job,
+    view: ClusterView,
+    table: list[Option],
+    max_degree: int,
+    max_groups: int,
+    num_forward_ops: int,
+    history: SizeHistory,
 ) -> dict[str, np.ndarray]:
-    """The per-decision part: job, options, server groups and cluster features."""
+    """The per-decision part: job, options, server groups and cluster features; records ``job`` in ``history``."""
     cluster, cost = view.cluster, view.cost
     seq = job.sequential_jct_s
     left = max(job.remaining_s(view.now), 1e-9)
     memory_ratio = cost.memory_per_device(job.graph, 1) / cluster.memory_bytes.min()
+    history.observe(job)
+    ratio, rank = history.relative(seq)
     job_feats = np.array(
         [
             job.beta,
-            math.log10(max(seq, 1e-6)) / 5,
+            math.log10(max(ratio, 1e-8)) / 2,
             math.log10(max(memory_ratio, 1e-4)) / 2,
-            num_forward_ops / 1000,
+            math.log10(1 + num_forward_ops) / 4,
             math.log10(max(job.graph.sequential_iteration_s, 1e-6)) / 2,
-            job.iterations / 1e4,
+            rank,
             *_queue_features(job, view),
         ],
         dtype=np.float32,
     )
-    num_free, server_of, n = view.num_free, cluster.server_of, cluster.num_devices
+    num_free, n, servers = view.num_free, cluster.num_devices, cluster.num_servers
+    server_list = cluster.server_list
+    per_server = np.bincount(cluster.server_of, minlength=servers)
+    whole_servers = np.bincount(cluster.server_of, weights=view.free, minlength=servers) == per_server
+    whole, is_whole = int(whole_servers.sum()), whole_servers.tolist()
     rows = []
     for o in table:
+        rule = _RULE_ONE_HOT[o.rule]
         if o.devices is None or o.jct_s is None:
-            rows.append((0.0, 1.0, 1.0, 0.0, o.degree / max_degree, 0.0, 0.0, 0.0, 0.0))
+            rows.append((0.0, 1.0, 1.0, 0.0, o.degree / max_degree, 0.0, 0.0, 0.0, 0.0, *rule, 0.0))
             continue
         s = o.strategy
-        split = (0.0, 0.0, 0.0) if s is None or s.sipml else (math.log2(s.dp) / 4, math.log2(s.tp) / 4, math.log2(s.pp) / 4)
+        split = (0.0, 0.0, 0.0) if s is None or s.sipml else _SPLIT[s.dp, s.tp, s.pp]
+        broken = len({server for server in map(server_list.__getitem__, o.devices) if is_whole[server]})
         rows.append(
             (
                 float(o.feasible),
                 min(o.jct_s / left, 4) / 4,
                 min(o.degree * o.jct_s / seq, 4) / 4,
-                len({server_of[d] for d in o.devices}) / o.degree,
+                o.servers / o.degree,
                 o.degree / max_degree,
                 (num_free - o.degree) / n,
                 *split,
+                *rule,
+                (whole - broken) / servers,
             )
         )
     options = np.array(rows, dtype=np.float32).reshape(len(table), OPTION_FEATURES)
     groups, group_mask = group_arrays(view, left, max_groups)
-    n = cluster.num_devices
-    per_server = np.bincount(cluster.server_of, minlength=cluster.num_servers)
-    whole = int((np.bincount(cluster.server_of, weights=view.free, minlength=cluster.num_servers) == per_server).sum())
     soon = float(((view.free_at - view.now) <= left / 2).mean())
     cluster_feats = np.array(
         [view.num_free / n, whole / cluster.num_servers, min(view.running / n, 1.0), math.log2(n) / 13, soon], dtype=np.float32

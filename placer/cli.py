@@ -3,6 +3,7 @@
     placer evaluate --cluster pacml --graphs alexnet,vgg16,resnet18,squeezenet1_0,gnmt \\
         --beta-dist A,B,C,D --load 0.9 --jobs 1000 --seeds 3 \\
         --policies para_max,para_min,fixed:4,lean --out runs/eval
+    placer bound --cluster pacml --beta-dist A,B,C,D --seeds 5 --time-limit 60
     placer predict resnet50 --cluster dgx8x8 --degree 8 [--strategy auto] [--batch-size 2048]
     placer import pipedream ../shared/data/pipedream/vgg16.txt --out vgg16.json
     placer graphs
@@ -165,6 +166,59 @@ def summary_table(result) -> Table:
 
 
 @app.command()
+def bound(
+    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
+    graphs: Annotated[str, typer.Option(help="comma-separated graph names or JSON paths")] = ",".join(PACML_GRAPHS),
+    beta_dist: Annotated[str, typer.Option(help="comma-separated: A, B, C, D, uniform:LO:HI, const:B")] = "A,B,C,D",
+    load: Annotated[float, typer.Option(help="offered load (arrived work / cluster capacity)")] = 0.9,
+    jobs: Annotated[int, typer.Option(help="arrivals per run")] = 1000,
+    seeds: Annotated[int, typer.Option(help="runs per beta distribution")] = 3,
+    max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
+    strategy: Annotated[str, typer.Option(help="cost model: auto, dp, tp, pp, or sipml")] = "auto",
+    size: Annotated[str, typer.Option(help="job length spread: const, or loguniform:LO:HI")] = "const",
+    time_limit: Annotated[float, typer.Option(min=1, help="seconds of solver time per run")] = 60.0,
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/bound"),
+) -> None:
+    """The clairvoyant bound of the loss system on the job streams 'evaluate' draws with the same options.
+
+    Per run: the blocking rate of the best schedule found in hindsight and the solver's lower bound
+    (see placer/clairvoyant.py). Writes bound.json; pair with 'placer evaluate' output by seed.
+    """
+    import dataclasses
+    import json
+
+    import numpy as np
+
+    from placer.clairvoyant import ClairvoyantResult, clairvoyant, summarize
+    from placer.evaluation import EvaluationConfig, Runner
+
+    config = EvaluationConfig(
+        cluster=cluster, graphs=_split(graphs), beta_dists=_split(beta_dist), load=load, jobs=jobs, seeds=seeds,
+        policies=["lean"], max_degree=max_degree, strategy=strategy, size=size,
+    )  # fmt: skip
+    runner, runs = Runner(config), []
+    with progress_bar() as bar:
+        task = bar.add_task("solving", total=len(config.beta_dists) * seeds)
+        for i, beta in enumerate(config.beta_dists):
+            for seed in range(seeds):
+                stream = runner.workload(beta).jobs(np.random.default_rng([seed, i]))
+                result = clairvoyant(runner.cost, stream, max_degree=max_degree, time_limit_s=time_limit)
+                runs.append({"beta_dist": beta, "seed": seed, **dataclasses.asdict(result)})
+                bar.advance(task)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bound.json").write_text(json.dumps({"config": config.model_dump(), "runs": runs}, indent=1) + "\n")
+    table = Table(title=f"clairvoyant bound: {cluster}, load {load}, {seeds} seeds x {jobs} jobs, {time_limit:g} s each")
+    for column in ("beta", "best schedule blocking", "lower bound", "solved to optimality"):
+        table.add_column(column, justify="left" if column == "beta" else "right")
+    for beta in config.beta_dists:
+        mine = [ClairvoyantResult(**{k: v for k, v in r.items() if k not in ("beta_dist", "seed")}) for r in runs if r["beta_dist"] == beta]
+        s = summarize(mine)
+        table.add_row(beta, f"{s['blocking_rate']:.3f}", f"{s['lower_bound']:.3f}", f"{s['optimal']:.0%}")
+    console.print(table)
+    console.print(f"wrote {out / 'bound.json'}")
+
+
+@app.command()
 def predict(
     graph: Annotated[str, typer.Argument(help="job graph JSON file (or a shipped graph's name)")],
     cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
@@ -307,29 +361,33 @@ def serve(
 
 @app.command()
 def report(
-    results: Annotated[Path, typer.Argument(help="an evaluation folder (with results.json) or the file")],
+    results: Annotated[list[Path], typer.Argument(help="evaluation folders (with results.json) or the files; several: the same streams")],
     plots: Annotated[bool, typer.Option(help="also redraw the PNG plots beside results.json")] = False,
     against: Annotated[str | None, typer.Option(help="also print each policy's blocking rate minus this policy's, paired by seed")] = None,
 ) -> None:
-    """Print an evaluation's summary as a markdown table (blocking rate and throughput, mean ± 95% CI)."""
+    """Print an evaluation's summary as a markdown table (blocking rate and throughput, mean ± 95% CI).
+
+    Several evaluations of the same job streams (equal settings but for the policies, e.g. a new
+    policy against baselines evaluated before) are reported as one; --plots writes beside the first.
+    """
     import json
 
-    from placer.evaluation import EvaluationConfig, EvaluationResult
+    from placer.evaluation import EvaluationConfig, EvaluationResult, merge_results
 
-    path = results / "results.json" if results.is_dir() else results
-    try:
-        data = json.loads(path.read_text())
-        result = EvaluationResult(EvaluationConfig.model_validate(data["record"]["config"]), data["runs"])
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise PlacerError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
+    loaded = []
+    for folder in results:
+        path = folder / "results.json" if folder.is_dir() else folder
+        try:
+            data = json.loads(path.read_text())
+            loaded.append(EvaluationResult(EvaluationConfig.model_validate(data["record"]["config"]), data["runs"]))
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
+            raise PlacerError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
+        loaded[-1].timelines = _timelines(path.parent / "timelines.json") if plots else []
+    result = merge_results(loaded)
+    path = results[0] / "results.json" if results[0].is_dir() else results[0]
     if plots:
         from placer.plots import plot_all
 
-        timelines = path.parent / "timelines.json"
-        try:
-            result.timelines = json.loads(timelines.read_text()) if timelines.exists() else []
-        except json.JSONDecodeError:
-            raise PlacerError(f"{timelines}: not valid JSON") from None
         err_console.print("wrote " + ", ".join(str(p) for p in plot_all(result, path.parent)))
     rows = result.summary()
     if result.config.trace:
@@ -364,6 +422,15 @@ def report(
         typer.echo(f"| {policy} | " + " | ".join(blocking + throughput) + " |")
     if against is not None:
         _paired_table(result, rows, against)
+
+
+def _timelines(path: Path) -> list[dict]:
+    import json
+
+    try:
+        return json.loads(path.read_text()) if path.exists() else []
+    except json.JSONDecodeError:
+        raise PlacerError(f"{path}: not valid JSON") from None
 
 
 def _paired_table(result, rows, against: str) -> None:

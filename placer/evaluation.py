@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -107,6 +107,30 @@ class EvaluationResult:
         by_seed = {(r["policy"], r["seed"]): r[metric] for r in self.runs if r["beta_dist"] == beta}
         seeds = sorted({seed for name, seed in by_seed if name == policy} & {seed for name, seed in by_seed if name == reference})
         return mean_ci95([by_seed[policy, s] - by_seed[reference, s] for s in seeds])
+
+
+STREAM_FIELDS_IGNORED = {"policies", "policy_file"}  # fields that do not change the job streams
+
+
+def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
+    """One result from evaluations of the same job streams (settings equal but for the policies).
+
+    Lets a new policy be compared, paired by seed, with baselines evaluated earlier. A policy
+    evaluated in several of them is taken from the first.
+    """
+    first = results[0].config
+    keep = first.model_dump(exclude=STREAM_FIELDS_IGNORED)
+    policies, runs, timelines = [], [], []
+    for result in results:
+        other = result.config.model_dump(exclude=STREAM_FIELDS_IGNORED)
+        differing = sorted(k for k in keep if keep[k] != other[k])
+        if differing:
+            raise PlacerError(f"these evaluations drew different job streams (they differ in {', '.join(differing)}): nothing to pair")
+        new = [p for p in result.config.policies if p not in policies]
+        policies += new
+        runs += [r for r in result.runs if r["policy"] in new]
+        timelines += [t for t in result.timelines if t["policy"] in new]
+    return EvaluationResult(first.model_copy(update={"policies": policies}), runs, timelines)
 
 
 def versions() -> dict[str, str]:

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from placer.cost import Strategy
-from placer.placement import PLACEMENT_RULES, FreeDevices
 from placer.simulator import ClusterView
 from placer.types import Job
 
@@ -30,6 +29,7 @@ class Option(NamedTuple):
     jct_s: float | None
     deadline_s: float
     strategy: Strategy | None = None
+    servers: int = 0  # servers the devices span
 
     @property
     def fits(self) -> bool:
@@ -62,21 +62,15 @@ def options(
     An option's ``deadline_s`` is the time the job has left at ``view.now`` (its deadline less the time it waited).
     ``distinct``: leave out a rule's option when an earlier rule gave the same devices at that degree.
     """
-    cost, out = view.cost, []
-    free = FreeDevices(view.cluster, view.free)
+    cost, graph, iterations, out = view.cost, job.graph, job.iterations, []
     deadline = job.remaining_s(view.now)
-    for degree in degrees:
-        seen: dict[tuple[int, ...], tuple] = {}  # rules often agree (always, on single-device servers)
-        for rule in rules:
-            devices = PLACEMENT_RULES[rule](free, degree)
-            jct, strategy = None, None
-            if devices is not None:
-                known = seen.get(devices)
-                if known is not None and distinct:
-                    continue
-                if known is None:
-                    prediction = cost.predict(job.graph, devices)
-                    known = seen[devices] = (prediction.iteration_s * job.iterations if prediction.fits else None, prediction.strategy)
-                jct, strategy = known
-            out.append(Option(degree, rule, devices, jct, deadline, strategy))
+    for degree, rule, devices, shape, repeat in cost.placements(view.free, degrees, rules):
+        if repeat and distinct:
+            continue
+        if devices is None:
+            out.append(Option(degree, rule, None, None, deadline, None))
+            continue
+        prediction = cost.predict(graph, shape)  # the same shape twice is one cached lookup
+        jct = prediction.iteration_s * iterations if prediction.fits else None
+        out.append(Option(degree, rule, devices, jct, deadline, prediction.strategy, shape.servers))
     return out

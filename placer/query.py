@@ -10,6 +10,7 @@ The wire format of ``placer place`` and ``POST /v1/placements`` is :class:`Place
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Literal
@@ -29,6 +30,8 @@ from placer.simulator import ClusterView
 from placer.types import Job, Place
 
 Reason = Literal["does_not_fit", "deadline_unreachable", "policy_declined"]
+
+_QUERY_IDS = itertools.count()  # policies that learn the workload online (size quantiles) see each query as one job
 
 
 class ClusterState(BaseModel):
@@ -116,7 +119,7 @@ def decide(
     iterations = iterations or graph.iterations
     cluster = cost.cluster
     seq = cost.sequential_jct_s(graph, iterations)
-    job = Job(0, graph, 0.0, float(beta), iterations, seq)
+    job = Job(next(_QUERY_IDS), graph, 0.0, float(beta), iterations, seq)  # a new job each query (online size statistics)
     view = ClusterView(cost, 0.0, free, free_in, running)
     choice = policy.decide(job, view)
     common = {"sequential_jct_s": seq, "deadline_s": job.deadline_s, "policy": getattr(policy, "name", "") or "", "graph_key": graph.key}

@@ -5,8 +5,9 @@
 
 Rules (neither trace carries placer's graphs or deadlines, so each says how it stands in):
 
-- **Gavel** (MSR-derived): each job's model maps to a shipped graph (:data:`GAVEL_STAND_INS`; these
-  are stand-ins of similar kind, not the trace's exact networks), rescaled to the job's batch size
+- **Gavel** (MSR-derived): each job's model maps to a shipped graph (:data:`GAVEL_GRAPHS`: the
+  networks Gavel's job types run, imported from PyTorch by :mod:`placer.gavel_models`; ResNet-50 is
+  PipeDream's ImageNet profile), rescaled to the job's batch size
   (``graph@batch``); iterations = the trace's total steps; arrival = its arrival time. The trace
   has no deadlines: beta is drawn per job from ``beta_dist`` with the given seed.
 - **Philly** (Pollux's processed trace): jobs of one virtual cluster (``vc``, optional) from the
@@ -32,14 +33,14 @@ from placer.errors import WorkloadError
 from placer.graph import JobGraph
 from placer.workload import BetaDistribution
 
-GAVEL_STAND_INS = {
-    "ResNet-18": "resnet18",
-    "ResNet-50": "resnet50",
-    "Transformer": "bert_base",  # a Transformer-base translation model: nearest shipped transformer
-    "LM": "gnmt",  # an LSTM language model: the shipped LSTM graph
-    "Recommendation": "alexnet",  # an autoencoder of large linear layers: AlexNet's fully connected tail is nearest
-    "CycleGAN": "resnet50",  # a ResNet-block generator
-    "A3C": "squeezenet1_0",  # a small convolutional policy network
+GAVEL_GRAPHS = {
+    "ResNet-18": "gavel_resnet18",  # CIFAR-10
+    "ResNet-50": "resnet50",  # ImageNet (PipeDream's profile)
+    "Transformer": "gavel_transformer",  # Multi30k translation
+    "LM": "gavel_lm",  # WikiText-2 LSTM
+    "Recommendation": "gavel_recommendation",  # MovieLens-20M autoencoder
+    "CycleGAN": "gavel_cyclegan",
+    "A3C": "gavel_a3c",  # Atari Pong
 }
 _GAVEL_TYPE = re.compile(r"^(?P<model>[^()]+?)\s*(\(batch size (?P<batch>\d+)\))?$")
 BETA_FLOOR = 0.05
@@ -62,13 +63,13 @@ def convert_gavel(path: str | Path, beta_dist: BetaDistribution, rng: np.random.
         if len(fields) != 7:
             raise WorkloadError(f"{path}:{line_no}: expected 7 tab-separated fields, got {len(fields)}")
         m = _GAVEL_TYPE.match(fields[0].strip())
-        if not m or m["model"] not in GAVEL_STAND_INS:
-            raise WorkloadError(f"{path}:{line_no}: unknown job type {fields[0]!r} (known models: {', '.join(GAVEL_STAND_INS)})")
+        if not m or m["model"] not in GAVEL_GRAPHS:
+            raise WorkloadError(f"{path}:{line_no}: unknown job type {fields[0]!r} (known models: {', '.join(GAVEL_GRAPHS)})")
         try:
             steps, arrival = int(fields[4]), float(fields[5])
         except ValueError:
             raise WorkloadError(f"{path}:{line_no}: total_steps and arrival_time must be numbers") from None
-        graph = GAVEL_STAND_INS[m["model"]] + (f"@{m['batch']}" if m["batch"] else "")
+        graph = GAVEL_GRAPHS[m["model"]] + (f"@{m['batch']}" if m["batch"] else "")
         rows.append(TraceRow(arrival, graph, float(beta_dist.sample(rng, 1)[0]), max(1, steps)))
     return _sorted(rows, path)
 

@@ -1,9 +1,12 @@
 """Warm start: behaviour cloning of a heuristic before reinforcement learning.
 
 ``collect`` runs the environment with a heuristic teacher choosing, and records each decision
-as the action whose option gives the teacher's devices. ``clone`` fits the policy's masked
-logits to those actions (cross-entropy). PPO then starts from a policy as good as the teacher
-instead of from noise; the graph part of each observation is stored once per graph.
+as the action whose option gives the teacher's devices, with the teacher's discounted return from
+that step on. ``clone`` fits the policy's masked logits to those actions (cross-entropy), then its
+value head to those returns (mean squared error). PPO then starts from a policy as good as the
+teacher and a critic that already knows what the teacher's states are worth, instead of from
+noise (a random critic's advantages would first pull the policy anywhere); the graph part of each
+observation is stored once per graph.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class Demonstrations:
     dynamic: dict[str, np.ndarray]  # per-sample arrays, stacked
     masks: np.ndarray  # (S, num_actions) bool
     actions: np.ndarray  # (S,) int64
+    returns: np.ndarray  # (S,) float32: the teacher's discounted return from each step (its episode played out)
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -53,31 +57,59 @@ def teacher_action(decision, table) -> int:
     return REJECT
 
 
-def collect(config: EnvConfig, teacher: str, steps: int, seed: int, *, progress: bool = False, workers: int = 1) -> Demonstrations:
-    """Record ``steps`` decisions of the heuristic ``teacher`` that had a choice (a progress bar when ``progress``).
+def collect(
+    config: EnvConfig,
+    teacher: str,
+    steps: int,
+    seed: int,
+    *,
+    progress: bool = False,
+    workers: int = 1,
+    gamma: float = 0.99,
+    learner=None,
+) -> Demonstrations:
+    """Record at least ``steps`` decisions of the heuristic ``teacher`` that had a choice (a progress bar when ``progress``).
 
+    With ``learner`` (a policy network), the learner's greedy actions drive the episodes while the
+    teacher's are recorded (DAgger: the states the learner reaches, labelled by the teacher, so
+    its own mistakes are in the data). The last episode is played to its end so that every
+    return (discount ``gamma``) is complete.
     Offers where only reject (or hold) is open are played but not recorded: there is nothing to learn from them.
     ``workers`` > 1 records in that many processes, worker ``w`` seeded ``1009 seed + w + 1`` (a slow
     teacher such as ``lookahead`` then takes 1 / workers of the time).
     """
-    if workers > 1:
-        return _collect_in_processes(config, teacher, steps, seed, workers)
+    if workers > 1 and learner is None:
+        return _collect_in_processes(config, teacher, steps, seed, workers, gamma)
+    drive = _GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
     policy = make_heuristic(teacher.partition("@")[0], max_degree=config.max_degree)  # offered in the env's queue order
     policy.reset(np.random.default_rng(seed))
     obs, _ = env.reset(seed=seed)
-    graph_of, dynamic, masks, actions, graphs = [], {}, [], [], {}
+    graph_of, dynamic, masks, actions, graphs, returns = [], {}, [], [], {}, []
+    episode_rewards, episode_recorded = [], []  # this episode: every step's reward; whether it was recorded
     bar = tqdm(total=steps, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
-    while len(actions) < steps:
+    while True:
         key = env.job.graph.key
         mask = env.action_masks()
         action = teacher_action(policy.decide(env.job, env.sim.view()), env._table)
         obs_now = obs
-        obs, _, terminated, truncated, _ = env.step(action)
+        obs, reward, terminated, truncated, _ = env.step(action if drive is None else drive(key, obs, mask))
+        episode_rewards.append(reward)
+        episode_recorded.append(mask.sum() > 1)
         if terminated or truncated:
-            obs, _ = env.reset()
-            policy.reset(np.random.default_rng([seed, len(actions)]))  # a new episode: job ids start again
+            returns.extend(_discounted(episode_rewards, gamma)[np.asarray(episode_recorded, dtype=bool)])
+            episode_rewards, episode_recorded = [], []
+            if len(actions) + (mask.sum() > 1) >= steps:
+                obs_now_done = True
+            else:
+                obs_now_done = False
+                obs, _ = env.reset()
+                policy.reset(np.random.default_rng([seed, len(actions)]))  # a new episode: job ids start again
+        else:
+            obs_now_done = False
         if mask.sum() == 1:
+            if obs_now_done:
+                break
             continue  # nothing to choose (only reject or hold is open): no lesson in it
         bar.update()
         graphs.setdefault(key, {k: obs_now[k] for k in GRAPH_KEYS})
@@ -87,49 +119,116 @@ def collect(config: EnvConfig, teacher: str, steps: int, seed: int, *, progress:
                 dynamic.setdefault(k, []).append(v)
         masks.append(mask)
         actions.append(action)
+        if obs_now_done:
+            break
     bar.close()
     return Demonstrations(
-        graph_of, graphs, {k: np.stack(v) for k, v in dynamic.items()}, np.stack(masks), np.asarray(actions, dtype=np.int64)
+        graph_of,
+        graphs,
+        {k: np.stack(v) for k, v in dynamic.items()},
+        np.stack(masks),
+        np.asarray(actions, dtype=np.int64),
+        np.asarray(returns, dtype=np.float32),
     )
 
 
-def _collect_one(args: tuple) -> Demonstrations:
-    config, teacher, steps, seed = args
-    torch.set_num_threads(1)
-    return collect(config, teacher, steps, seed)
+class _GreedyLearner:
+    """The policy network's greedy action on an env observation, its graph encoded once per graph."""
+
+    def __init__(self, policy) -> None:
+        self.policy, self.encodings = policy, {}
+
+    def __call__(self, key: str, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        from policies.loading import greedy_action
+
+        if key not in self.encodings:
+            graph = {k: torch.from_numpy(obs[k]).unsqueeze(0).float() for k in GRAPH_KEYS}
+            with torch.inference_mode():
+                self.encodings[key] = self.policy.pi_features_extractor.encode_graphs(graph)
+        return greedy_action(self.policy, {k: v for k, v in obs.items() if k not in GRAPH_KEYS}, mask, self.encodings[key])
 
 
-def _collect_in_processes(config: EnvConfig, teacher: str, steps: int, seed: int, workers: int) -> Demonstrations:
-    shares = [steps // workers + (w < steps % workers) for w in range(workers)]
-    jobs = [(config, teacher, share, 1009 * seed + w + 1) for w, share in enumerate(shares) if share]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        parts = list(pool.map(_collect_one, jobs))
+def merge(parts: list[Demonstrations]) -> Demonstrations:
+    """One set of demonstrations from several (graphs shared by key)."""
     return Demonstrations(
         [key for part in parts for key in part.graph_of],
         {key: arrays for part in parts for key, arrays in part.graphs.items()},
         {k: np.concatenate([part.dynamic[k] for part in parts]) for k in parts[0].dynamic},
         np.concatenate([part.masks for part in parts]),
         np.concatenate([part.actions for part in parts]),
+        np.concatenate([part.returns for part in parts]),
     )
 
 
+def _discounted(rewards: list[float], gamma: float) -> np.ndarray:
+    """(T,) the discounted return from each step of one finished episode."""
+    out = np.zeros(len(rewards), dtype=np.float64)
+    running = 0.0
+    for t in range(len(rewards) - 1, -1, -1):
+        running = rewards[t] + gamma * running
+        out[t] = running
+    return out
+
+
+def _collect_one(args: tuple) -> Demonstrations:
+    config, teacher, steps, seed, gamma = args
+    torch.set_num_threads(1)
+    return collect(config, teacher, steps, seed, gamma=gamma)
+
+
+def _collect_in_processes(config: EnvConfig, teacher: str, steps: int, seed: int, workers: int, gamma: float) -> Demonstrations:
+    shares = [steps // workers + (w < steps % workers) for w in range(workers)]
+    jobs = [(config, teacher, share, 1009 * seed + w + 1, gamma) for w, share in enumerate(shares) if share]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return merge(list(pool.map(_collect_one, jobs)))
+
+
 def clone(policy, data: Demonstrations, *, epochs: int, batch_size: int, learning_rate: float, seed: int) -> float:
-    """Fit the policy's masked logits to the demonstrations; returns the final accuracy."""
+    """Fit the policy's masked logits to the demonstrations' actions, then its value head to their returns.
+
+    First the whole network by cross-entropy on the actions; then, with everything the actor uses
+    frozen, only the critic's own layers by mean squared error on the returns (so the critic's
+    large early errors cannot pull the cloned actor away). Returns the final action accuracy.
+    """
     rng = np.random.default_rng(seed)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     policy.set_training_mode(True)
-    for _ in range(epochs):
-        for index in np.array_split(rng.permutation(len(data)), max(1, len(data) // batch_size)):
-            logits = _masked_logits(policy, data.batch(index), torch.from_numpy(data.masks[index]))
-            loss = F.cross_entropy(logits, torch.from_numpy(data.actions[index]))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    for index in _minibatches(rng, len(data), epochs, batch_size):
+        logits = _masked_logits(policy, data.batch(index), torch.from_numpy(data.masks[index]))
+        loss = F.cross_entropy(logits, torch.from_numpy(data.actions[index]))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    critic = [*policy.mlp_extractor.critic.parameters(), *policy.value_net.parameters()]
+    optimizer = torch.optim.Adam(critic, lr=learning_rate)
+    for index in _minibatches(rng, len(data), epochs, batch_size):
+        with torch.no_grad():
+            context, options = policy.mlp_extractor._embed(policy.extract_features(data.batch(index), policy.pi_features_extractor))
+        values = policy.value_net(policy.mlp_extractor.critic(torch.cat([context, options.mean(1)], dim=1))).squeeze(-1)
+        loss = F.mse_loss(values, torch.from_numpy(data.returns[index]))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
     policy.set_training_mode(False)
+    return agreement(policy, data, limit=2048)
+
+
+def agreement(policy, data: Demonstrations, limit: int | None = None) -> float:
+    """The fraction of the (first ``limit``) demonstrations where the policy's greedy action is the teacher's."""
+    index = np.arange(min(len(data), limit or len(data)))
     with torch.no_grad():
-        index = np.arange(min(len(data), 2048))
-        predicted = _masked_logits(policy, data.batch(index), torch.from_numpy(data.masks[index])).argmax(1).numpy()
+        predicted = np.concatenate(
+            [
+                _masked_logits(policy, data.batch(part), torch.from_numpy(data.masks[part])).argmax(1).numpy()
+                for part in np.array_split(index, max(1, len(index) // 1024))
+            ]
+        )
     return float((predicted == data.actions[index]).mean())
+
+
+def _minibatches(rng: np.random.Generator, size: int, epochs: int, batch_size: int):
+    for _ in range(epochs):
+        yield from np.array_split(rng.permutation(size), max(1, size // batch_size))
 
 
 def _masked_logits(policy, obs: dict[str, torch.Tensor], mask: torch.Tensor) -> torch.Tensor:

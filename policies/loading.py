@@ -6,15 +6,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from envs.action import action_mask, decision, option_table
-from envs.observation import dynamic_arrays, forward_size, graph_arrays
+from envs.observation import SizeHistory, dynamic_arrays, forward_size, graph_arrays
 from placer.data import data_dir
 from placer.errors import PolicyError
 from placer.lru import LRUCache
 from placer.policy import PolicyContext
 from placer.simulator import ClusterView
 from placer.types import Decision, Job
+from policies.inference import NumpyActor
 from policies.model import load_policy_file
 
 GRAPH_CACHE_SIZE = 512
@@ -38,7 +40,11 @@ class LearnedPolicy:
         self.rule_override = rule_override
         if rule_override is not None and rule_override not in self.env.rules:
             raise PolicyError(f"placement rule {rule_override!r} is not one of the policy's {self.env.rules}")
-        self._graphs: LRUCache[str, torch.Tensor] = LRUCache(GRAPH_CACHE_SIZE)  # graph encodings, bounded for long-running services
+        self._history = SizeHistory()  # job sizes seen in this run: the job features are relative to them
+        self.actor = NumpyActor(policy)  # the weights as they are now: build a new LearnedPolicy after training more
+        self._graphs: LRUCache[str, tuple[np.ndarray, int]] = LRUCache(
+            GRAPH_CACHE_SIZE
+        )  # graph encodings, bounded for long-running services
 
     @classmethod
     def from_file(cls, path: Path, name: str = "learned", rule_override: str | None = None) -> LearnedPolicy:
@@ -46,32 +52,33 @@ class LearnedPolicy:
         return cls(policy, env, name, rule_override)
 
     def reset(self, rng: np.random.Generator) -> None:
-        pass
+        self._history = SizeHistory()
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
         env = self.env
         table = option_table(job, view, env.max_degree, env.rules)
         mask = action_mask(table, env.max_degree, len(env.rules))
         if mask.sum() == 1:
+            self._history.observe(job)
             return decision(0, table)  # only reject (or hold) is open: no need to ask the network
         graph, num_forward_ops = self._graph(job)
-        obs = dynamic_arrays(job, view, table, env.max_degree, env.max_groups, num_forward_ops)
-        action = greedy_action(self.policy, obs, mask, graph)
+        obs = dynamic_arrays(job, view, table, env.max_degree, env.max_groups, num_forward_ops, self._history)
+        action = self.actor.act(graph, obs, mask)
         if self.rule_override is not None and action > 0:
             rules = len(env.rules)
             degree_block = (action - 1) // rules
             action = 1 + degree_block * rules + env.rules.index(self.rule_override)
         return decision(action, table)
 
-    def _graph(self, job: Job) -> tuple[torch.Tensor, int]:
-        """The GNN's encoding of the job's graph (1, 2 * hidden), computed once per graph key."""
+    def _graph(self, job: Job) -> tuple[np.ndarray, int]:
+        """The GNN's encoding of the job's graph (2 * hidden,), computed once per graph key."""
         cached = self._graphs.get(job.graph.key)
         if cached is None:
             nodes, edges = forward_size(job.graph)
             arrays = graph_arrays(job.graph, max(nodes, 1), max(edges, 1))
             batch = {k: torch.from_numpy(v).unsqueeze(0).float() for k, v in arrays.items() if k != "num_forward_ops"}
             with torch.inference_mode():
-                encoding = self.policy.pi_features_extractor.encode_graphs(batch)
+                encoding = self.policy.pi_features_extractor.encode_graphs(batch)[0].numpy()
             cached = self._graphs[job.graph.key] = (encoding, arrays["num_forward_ops"])
         return cached
 
@@ -95,6 +102,7 @@ def make_learned_policy(spec: str, context: PolicyContext) -> LearnedPolicy:
     """Entry point ``learned`` (and ``learned+RULE`` for the fixed-placement ablation)."""
     _, _, rule = spec.partition("+")
     torch.set_num_threads(1)  # one observation at a time: extra threads only add overhead
+    threadpool_limits(1, user_api="blas")  # the numpy actor's small matmuls: threads only spin (10x slower on a busy host)
     path = context.policy_file or default_policy_file()
     if not Path(path).exists():
         raise PolicyError(f"policy file {str(path)!r} does not exist (train one with 'placer train' or pass --policy-file)")

@@ -24,7 +24,7 @@ from placer.errors import PolicyError
 from policies.extractor import PlacementExtractor
 from policies.scorer import OptionPolicy
 
-FORMAT, VERSION = "placer.policy", 2
+FORMAT, VERSION = "placer.policy", 3
 
 
 def policy_kwargs(hidden: int, rounds: int, net_arch: list[int]) -> dict:

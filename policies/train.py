@@ -30,6 +30,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+from threadpoolctl import threadpool_limits
 
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
@@ -42,7 +43,7 @@ from placer.queueing import QueueConfig
 from placer.rollout import simulate
 from placer.workload import BetaDistribution, SizeDistribution, Workload
 from policies.config import TrainConfig
-from policies.imitation import clone, collect
+from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
 from policies.model import policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
@@ -144,7 +145,13 @@ class TrainingCallback(BaseCallback):
         policy = self.model.policy
         policy.set_training_mode(False)
         learned = LearnedPolicy(policy, self.env)
-        rate = validation_blocking(lambda rng: learned.decide, self.env, self.config.train.eval_episodes)
+
+        def fresh(rng: np.random.Generator):
+            learned.reset(rng)  # a new run: the job sizes seen start again
+            return learned.decide
+
+        with threadpool_limits(1, user_api="blas"):  # the numpy actor's small matmuls; threads would spin
+            rate = validation_blocking(fresh, self.env, self.config.train.eval_episodes)
         self.logger.record("eval/blocking_rate", rate)
         for name, value in self.baselines.items():
             self.logger.record(f"eval/blocking_rate_{name}", value)
@@ -207,24 +214,28 @@ def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: boo
     settings = config.train
     if settings.imitation_steps == 0:
         return
+    env_config = config.env.env_config()
     data = collect(
-        config.env.env_config(),
+        env_config,
         settings.imitation_teacher,
         settings.imitation_steps,
         settings.seed,
         progress=progress and settings.imitation_workers == 1,
         workers=settings.imitation_workers,
+        gamma=config.ppo.gamma,
     )
-    accuracy = clone(
-        model.policy,
-        data,
-        epochs=settings.imitation_epochs,
-        batch_size=config.ppo.batch_size,
-        learning_rate=settings.imitation_learning_rate,
-        seed=settings.seed,
-    )
+    cloning = {"epochs": settings.imitation_epochs, "batch_size": config.ppo.batch_size, "learning_rate": settings.imitation_learning_rate}
+    accuracy = clone(model.policy, data, seed=settings.seed, **cloning)
+    rounds = [{"samples": len(data), "accuracy": accuracy}]
+    for r in range(settings.dagger_rounds):  # the learner's own states, labelled by the teacher
+        seed = 7919 * (settings.seed + 1) + r
+        visited = collect(env_config, settings.imitation_teacher, settings.dagger_steps, seed, gamma=config.ppo.gamma, learner=model.policy)
+        on_own_states = agreement(model.policy, visited)  # before learning from them: how well the clone generalises
+        data = merge([data, visited])
+        accuracy = clone(model.policy, data, seed=seed, **cloning)
+        rounds.append({"samples": len(data), "agreement_on_own_states": on_own_states, "accuracy": accuracy})
     (out / "imitation.json").write_text(
-        json.dumps({"teacher": settings.imitation_teacher, "samples": len(data), "accuracy": accuracy}) + "\n"
+        json.dumps({"teacher": settings.imitation_teacher, "samples": len(data), "accuracy": accuracy, "rounds": rounds}) + "\n"
     )
 
 

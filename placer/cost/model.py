@@ -28,6 +28,7 @@ exactly per (graph, shape, strategy).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -43,9 +44,11 @@ from placer.cost.tensor_parallel import per_device
 from placer.errors import PlacerError
 from placer.graph import JobGraph
 from placer.lru import LRUCache
+from placer.placement import PLACEMENT_RULES, FreeDevices
 
 STRATEGIES = ("auto", "dp", "tp", "pp", "sipml")
 MAX_SHAPES = 200_000
+MAX_PLACEMENT_TABLES = 1024
 
 
 class PlacementShape(NamedTuple):
@@ -118,6 +121,16 @@ class Prediction:
 _NONE = Strategy(0, 0, 0)
 
 
+class PlacementEntry(NamedTuple):
+    """One (degree, rule) placement of :meth:`CostModel.placements`."""
+
+    degree: int
+    rule: str
+    devices: tuple[int, ...] | None
+    shape: PlacementShape | None
+    repeat: bool
+
+
 class CostModel:
     """Iteration time, memory and the chosen strategy of jobs on one cluster, with caches.
 
@@ -159,6 +172,7 @@ class CostModel:
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
         self._stage_cache: LRUCache[tuple, _Stages] = LRUCache(16 * max_graphs)
         self._shapes: dict[tuple[int, ...], PlacementShape] = {}  # device tuple -> shape; cleared when full
+        self._placements: LRUCache[tuple, tuple[PlacementEntry, ...]] = LRUCache(MAX_PLACEMENT_TABLES)
 
     # -- placements -------------------------------------------------------------------
     def shape(self, devices: tuple[int, ...] | list[int] | np.ndarray) -> PlacementShape:
@@ -189,6 +203,32 @@ class CostModel:
             device=self.cluster.device_model[slowest],
             memory_bytes=min(memory[d] for d in devices),
         )
+
+    def placements(self, free: np.ndarray, degrees: Sequence[int], rules: Sequence[str]) -> tuple[PlacementEntry, ...]:
+        """Every (degree, rule) placement on the free devices ``free`` ((N,) bool), degree-major.
+
+        Memoised per free-device mask: every job offered at one decision point (a queue) sees the
+        same mask, and occupancies recur. An entry's ``devices`` and ``shape`` are None when fewer
+        than ``degree`` devices are free; ``repeat`` marks a rule that gave the same devices as an
+        earlier rule at that degree.
+        """
+        key = (free.tobytes(), tuple(degrees), tuple(rules))
+        table = self._placements.get(key)
+        if table is None:
+            table = self._placements[key] = self._placement_table(free, degrees, rules)
+        return table
+
+    def _placement_table(self, free: np.ndarray, degrees: Sequence[int], rules: Sequence[str]) -> tuple[PlacementEntry, ...]:
+        devices_free, out = FreeDevices(self.cluster, free), []
+        for degree in degrees:
+            seen: set[tuple[int, ...]] = set()
+            for rule in rules:
+                devices = PLACEMENT_RULES[rule](devices_free, degree)
+                repeat = devices in seen
+                if devices is not None:
+                    seen.add(devices)
+                out.append(PlacementEntry(degree, rule, devices, None if devices is None else self.shape(devices), repeat))
+        return tuple(out)
 
     # -- predictions ------------------------------------------------------------------
     def predict(self, graph: JobGraph, placement, strategy: str | None = None) -> Prediction:

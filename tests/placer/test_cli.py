@@ -41,10 +41,19 @@ def test_evaluate_writes_results_summary_and_plots(tmp_path):
     assert "para_min" in result.stdout
 
 
+def report_cell(tmp_path, streams, against: str) -> str:
+    """lean's paired difference against ``against`` from one evaluation holding both."""
+    both = run("evaluate", *streams, "--policies", f"lean,{against}", "--out", str(tmp_path / "both"))
+    assert both.returncode == 0, both.stderr
+    report = run("report", str(tmp_path / "both"), "--against", against)
+    return [line for line in report.stdout.splitlines() if line.startswith("| lean |")][-1].split(" | ")[1]
+
+
 def test_queue_evaluation_in_processes_and_the_paired_report(tmp_path):
     out = tmp_path / "q"
     args = ["--graphs", "alexnet,resnet18", "--beta-dist", "B", "--jobs", "40", "--seeds", "2", "--queue", "edf-bf:8"]
-    args += ["--size", "loguniform:0.1:10", "--policies", "lean,lean@edf,lean:admit=0.9", "--cluster", "dgx8x8"]
+    args += ["--size", "loguniform:0.1:10", "--cluster", "dgx8x8"]
+    streams, args = args, [*args, "--policies", "lean,lean@edf,lean:admit=0.9"]
     result = run("evaluate", *args, "--workers", "2", "--out", str(out))
     assert result.returncode == 0, result.stderr
     serial = run("evaluate", *args, "--out", str(tmp_path / "s"))
@@ -57,6 +66,20 @@ def test_queue_evaluation_in_processes_and_the_paired_report(tmp_path):
     assert len(rows) == 2  # once in the summary, once paired
     bad = run("report", str(out), "--against", "magic")
     assert bad.returncode == 2 and "is not one of the evaluated policies" in bad.stderr
+    later = run("evaluate", *streams, "--policies", "para_min,lean", "--out", str(tmp_path / "later"))  # the same streams, later
+    assert later.returncode == 0, later.stderr
+    merged = run("report", str(out), str(tmp_path / "later"), "--against", "para_min")
+    assert merged.returncode == 0, merged.stderr
+    assert [line.split(" |")[0] for line in merged.stdout.splitlines() if line.startswith("| lean")][:3] == [
+        "| lean",
+        "| lean@edf",
+        "| lean:admit=0.9",
+    ]
+    paired = [line for line in merged.stdout.splitlines() if line.startswith("| lean |")][-1]
+    assert paired.split(" | ")[1] == report_cell(tmp_path, streams, "para_min")  # lean taken from the first evaluation, paired by seed
+    other = run("evaluate", *streams, "--policies", "lean", "--load", "0.5", "--out", str(tmp_path / "other"))
+    refused = run("report", str(out), str(tmp_path / "other"))
+    assert other.returncode == 0 and refused.returncode == 2 and "differ in load" in refused.stderr
 
 
 def test_evaluate_is_deterministic(tmp_path):

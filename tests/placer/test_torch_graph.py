@@ -152,3 +152,16 @@ def test_shipped_transformer_graph_is_reproduced_by_the_zoo():
 
     module, inputs = bert_base()
     assert from_torch(module, inputs, name="bert_base").key == load_job_graph("data/graphs/bert_base.json").key
+
+
+def test_gavel_recommender_flops_by_hand():
+    from placer.gavel_models import AutoencoderRecommender
+
+    model = AutoencoderRecommender(items=100, widths=(8, 4))
+    graph = from_torch(model, (torch.ones(16, 100),))
+    # linears 100-8, 8-4, 4-8, 8-100 at batch 16: 2 x 16 x (800 + 32 + 32 + 800) multiply-adds
+    assert graph.forward_flops == 2 * 16 * (800 + 32 + 32 + 800)
+    from placer.catalog import resolve_graph
+
+    shipped = resolve_graph("gavel_recommendation")
+    assert shipped.forward_flops == 2 * 2048 * 2 * (26_744 * 512 + 512 * 512 + 512 * 1024)

@@ -26,7 +26,7 @@ def test_gavel_rows_map_models_batches_steps_and_arrivals(tmp_path):
     path = tmp_path / "g.trace"
     path.write_text(GAVEL)
     rows = convert_gavel(path, BetaDistribution("const:0.5"), np.random.default_rng(0))
-    expected = [(4.5, "squeezenet1_0", 0.5, 2000), (10.0, "resnet50@64", 0.5, 500)]
+    expected = [(4.5, "gavel_a3c", 0.5, 2000), (10.0, "resnet50@64", 0.5, 500)]
     assert [(r.arrival_s, r.graph, r.beta, r.iterations) for r in rows] == expected
     out = write_trace(rows, tmp_path / "g.csv")
     specs = read_trace(out, {}, placer.resolve_graph)
@@ -78,3 +78,10 @@ def test_a_converted_window_replays(tmp_path):
         assert abs(cost.sequential_jct_s(spec.graph, spec.iterations) - {0.0: 200.0, 5.0: 10.0, 10.0: 100.0}[row.arrival_s]) <= (
             cost.sequential_iteration_s(spec.graph) / 2 + 1e-9
         )
+
+
+def test_every_gavel_model_maps_to_a_shipped_graph():
+    from placer.traces import GAVEL_GRAPHS
+
+    graphs = {model: placer.resolve_graph(name) for model, name in GAVEL_GRAPHS.items()}
+    assert graphs["LM"].batch_size == 20 and graphs["CycleGAN"].batch_size == 1 and graphs["ResNet-18"].batch_size == 128

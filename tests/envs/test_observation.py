@@ -1,0 +1,58 @@
+"""Observation features by hand: sizes relative to the jobs seen, option rows."""
+
+import math
+
+import numpy as np
+import pytest
+
+from envs.observation import SizeHistory, dynamic_arrays
+from placer.cost import CostModel
+from placer.options import options
+from placer.simulator import ClusterView
+from placer.types import Job
+from tests.placer.toys import chain, toy_cluster
+
+
+def job(job_id: int, seconds: float, graph=None) -> Job:
+    graph = graph or chain()
+    return Job(job_id, graph, 0.0, 0.5, 1, seconds)
+
+
+def test_size_history_is_relative_to_the_jobs_seen_each_counted_once():
+    history = SizeHistory()
+    assert history.relative(10.0) == (1.0, 0.5)  # nothing seen yet: a typical job
+    for i, seconds in enumerate((4.0, 1.0, 16.0)):
+        history.observe(job(i, seconds))
+    history.observe(job(0, 4.0))  # offered again (a queue): not counted twice
+    # seen 1, 4, 16: median 4; 8 s is twice the median and longer than 2 of 3
+    assert history.relative(8.0) == (2.0, 2 / 3)
+    assert history.relative(1.0) == (0.25, 0.0)
+
+
+def test_job_features_read_the_same_for_a_workload_scaled_1000_fold():
+    cost = CostModel(toy_cluster(servers=2, per_server=2))
+    view = ClusterView(cost, 0.0, np.ones(4, dtype=bool), np.zeros(4), 0)
+    rows = []
+    for scale in (1.0, 1000.0):
+        history = SizeHistory()
+        jobs = [job(i, seconds * scale) for i, seconds in enumerate((3.0, 1.0, 2.0))]
+        for j in jobs[:2]:
+            history.observe(j)
+        table = options(jobs[2], view, degrees=range(1, 3))
+        rows.append(dynamic_arrays(jobs[2], view, table, 2, 4, 5, history)["job"])
+    # seen 1, 2, 3 (the offered job counts): median 2, so the job is 1x the median; 1 of 3 is shorter
+    assert rows[0][1] == pytest.approx(0.0) and rows[0][5] == pytest.approx(1 / 3)
+    assert rows[0][3] == pytest.approx(math.log10(6) / 4)  # log10(1 + forward ops) / 4
+    assert np.array_equal(rows[0][[0, 1, 5]], rows[1][[0, 1, 5]])
+
+
+def test_option_rows_name_the_rule_and_count_the_whole_servers_left():
+    cost = CostModel(toy_cluster(servers=2, per_server=2))
+    view = ClusterView(cost, 0.0, np.ones(4, dtype=bool), np.zeros(4), 0)
+    offered = job(0, 100.0)
+    table = options(offered, view, degrees=(2,), rules=("best_fit", "spread"))
+    assert [o.devices for o in table] == [(0, 1), (0, 2)]
+    rows = dynamic_arrays(offered, view, table, 2, 4, 2, SizeHistory())["options"]
+    # best_fit packs server 0 (one whole server left of 2); spread breaks both (none left)
+    assert rows[0, 9:].tolist() == [0.0, 1.0, 0.0, 0.5] and rows[1, 9:].tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert rows[0, 3] == 0.5 and rows[1, 3] == 1.0  # servers spanned / degree
