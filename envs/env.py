@@ -55,6 +55,7 @@ class ClusterPlacementEnv(gym.Env):
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
         self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
         self.sim: Simulator | None = None
+        self.stream: tuple = ()
         self.job: Job | None = None
         self._table: list = []
         self._history = SizeHistory()
@@ -79,7 +80,8 @@ class ClusterPlacementEnv(gym.Env):
             self.cost.sequential_iteration_s,
             size,
         )
-        self.sim = Simulator(self.cost, list(workload.jobs(rng)), queue=queue)
+        self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
+        self.sim = Simulator(self.cost, self.stream, queue=queue)
         self._history = SizeHistory()
         self._settled = 0
         self.job = self._next_choice()

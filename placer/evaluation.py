@@ -194,7 +194,9 @@ class Runner:
         config, i, seed = self.config, task.beta_index, task.seed
         beta, spec, policy = config.beta_dists[i], config.policies[task.policy_index], self.policies[task.policy_index]
         policy.reset(np.random.default_rng([seed, i, 1]))
-        jobs = self.trace if self.trace is not None else self.workload(beta).jobs(np.random.default_rng([seed, i]))
+        jobs = self.trace if self.trace is not None else list(self.workload(beta).jobs(np.random.default_rng([seed, i])))
+        if hasattr(policy, "foresee"):  # a clairvoyant reference (hindsight) is told the stream
+            policy.foresee(jobs)
         run = simulate(self.cost, jobs, policy.decide, on_job, queue_for(policy, self.queue))
         m = run.metrics
         summary = {"policy": spec, "seed": seed, "beta_dist": beta, "load": config.load, "cluster": self.cluster.name, **m.to_dict()}

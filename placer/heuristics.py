@@ -13,7 +13,10 @@ rule (``first_fit`` by default; see :mod:`placer.placement`):
   equal, and among those the fewest devices win, then the shorter JCT (with linear scaling,
   which data parallelism often gives, every degree ties and the thrifty choice keeps devices
   free). ``lean:cap=K`` adds admission control: jobs that would need more than ``K`` devices are
-  declined, keeping room for cheaper jobs.
+  declined, keeping room for cheaper jobs. ``lean:admit=Q:free=F`` holds a job larger than the
+  ``Q`` quantile of the lengths seen while others wait or fewer than ``F`` of the devices are free.
+- ``lookahead:k=K:h=H:m=M`` and ``hindsight:h=H:m=M``: the rollout planners of
+  :mod:`placer.lookahead` (sampled futures; the stream's actual future, a clairvoyant reference).
 """
 
 from __future__ import annotations
@@ -134,9 +137,13 @@ def make_heuristic(spec: str, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuris
         from placer.lookahead import Lookahead  # the planner builds on this module
 
         return Lookahead(**common, **planner)
+    if kind == "hindsight" and (planner := _lookahead_options(arg)) is not None and "futures" not in planner:
+        from placer.lookahead import Hindsight
+
+        return Hindsight(**common, **planner)
     raise PolicyError(
         f"unknown policy {spec!r}: use para_max, para_min, fixed:K (1 <= K <= {max_degree}), random, lean, "
-        "lean:cap=K:admit=Q:free=F or lookahead:k=K:h=H:m=M, optionally +first_fit, +best_fit or +spread"
+        "lean:cap=K:admit=Q:free=F, lookahead:k=K:h=H:m=M or hindsight:h=H:m=M, optionally +first_fit, +best_fit or +spread"
     )
 
 

@@ -6,18 +6,23 @@ feasible degree and the fastest feasible placement. It samples ``K`` futures of 
 from the jobs it has seen (graph, deadline, length resampled; gaps exponential at the observed
 rate), and for each candidate simulates the cluster from the current snapshot (the devices' busy
 times and the waiting jobs, :class:`~placer.simulator.Simulator`'s ``busy_until``/``waiting``)
-with ``lean`` deciding everything after, until every job present or sampled has started or left.
+with its ``lean`` deciding everything after (the same rule as the planner's own, admission
+threshold included), until every job present or sampled has started or left.
 All candidates share the same futures (common random numbers). It picks the candidate with the
 fewest blocked jobs on average, but leaves lean's choice only when that saves more than ``M``
 jobs. Until it has seen 16 jobs it follows lean. It knows nothing of the workload but what it saw.
+``hindsight:h=H:m=M`` (:class:`Hindsight`) plans on the stream's actual next ``H`` arrivals.
 """
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from placer.errors import PolicyError
 from placer.heuristics import Lean
 from placer.options import degrees_for, options
 from placer.placement import PLACEMENT_RULES
@@ -35,6 +40,7 @@ class Lookahead(Lean):
     futures: int = 4
     horizon: int = 16
     margin: float = 0.25
+    min_history: int = MIN_HISTORY
     _history: dict[int, Job] = field(default_factory=dict, repr=False)
 
     def reset(self, rng: np.random.Generator) -> None:
@@ -45,7 +51,7 @@ class Lookahead(Lean):
         for seen in (*view.waiting, job):
             self._history.setdefault(seen.job_id, seen)
         base = super().decide(job, view)
-        if len(self._history) < MIN_HISTORY:
+        if len(self._history) < self.min_history:
             return base
         candidates = self._candidates(job, view, base)
         if len(candidates) < 2:
@@ -75,6 +81,12 @@ class Lookahead(Lean):
         picks = self.rng.integers(len(seen), size=self.horizon)
         return [JobSpec(float(t), seen[i].graph, seen[i].beta, seen[i].iterations) for t, i in zip(times, picks, strict=True)]
 
+    def _base_rule(self) -> Lean:
+        """The rule that decides inside a rollout: this planner's ``lean``, with the job sizes it has seen (its admission threshold)."""
+        planner = Lean(rule=self.rule, max_degree=self.max_degree, cap=self.cap, admit=self.admit, admit_free=self.admit_free)
+        planner._sizes, planner._seen = list(self._sizes), set(self._seen)
+        return planner
+
     def _rollout(self, job: Job, view: ClusterView, decision: Decision, future: list[JobSpec]) -> int:
         """Jobs blocked from now on if ``job`` gets ``decision`` and lean decides the rest."""
         busy_until = np.where(view.free, -np.inf, view.free_at)
@@ -92,7 +104,38 @@ class Lookahead(Lean):
         sim = Simulator(
             view.cost, future, queue=view.queue, now=view.now, busy_until=busy_until, waiting=waiting, held=held, first_job_id=FORK_JOB_IDS
         )
-        planner = Lean(rule=self.rule, max_degree=self.max_degree, cap=self.cap, admit=self.admit, admit_free=self.admit_free)
+        planner = self._base_rule()
         while (offered := sim.next_job()) is not None:
             sim.decide(planner.decide(offered, sim.view()))
         return blocked + sum(r.outcome is not Outcome.ACCEPTED for r in sim.records)
+
+
+@dataclass
+class Hindsight(Lookahead):
+    """The planner given the stream's actual future: ``hindsight:h=H:m=M`` (and ``admit``, ``free``).
+
+    Not an online policy: it must be told the whole job stream (:meth:`foresee`) after each
+    ``reset``, and plans each offer on the next ``H`` real arrivals instead of sampled ones. It is
+    a clairvoyant reference, and a teacher whose labels a learner (which sees only the present)
+    imitates on average (:mod:`policies.imitation`).
+    """
+
+    futures: int = 1
+    min_history: int = 0
+    _stream: tuple[JobSpec, ...] = field(default=(), repr=False)
+    _arrivals: list[float] = field(default_factory=list, repr=False)
+
+    def foresee(self, jobs: Sequence[JobSpec]) -> None:
+        """The stream this episode will run (sorted by arrival time)."""
+        self._stream = tuple(jobs)
+        self._arrivals = [spec.arrival_s for spec in self._stream]
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        if not self._stream:
+            message = "hindsight is a clairvoyant reference: it needs the whole job stream (placer evaluate, or foresee(jobs) after reset)"
+            raise PolicyError(message)
+        return super().decide(job, view)
+
+    def _sample_future(self, now: float) -> list[JobSpec]:
+        first = bisect.bisect_right(self._arrivals, now)
+        return list(self._stream[first : first + self.horizon])

@@ -76,15 +76,16 @@ def collect(
     return (discount ``gamma``) is complete.
     Offers where only reject (or hold) is open are played but not recorded: there is nothing to learn from them.
     ``workers`` > 1 records in that many processes, worker ``w`` seeded ``1009 seed + w + 1`` (a slow
-    teacher such as ``lookahead`` then takes 1 / workers of the time).
+    teacher such as ``lookahead`` or ``hindsight`` then takes 1 / workers of the time; the learner is copied to each).
     """
-    if workers > 1 and learner is None:
-        return _collect_in_processes(config, teacher, steps, seed, workers, gamma)
+    if workers > 1:
+        return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner)
     drive = _GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
     policy = make_heuristic(teacher.partition("@")[0], max_degree=config.max_degree)  # offered in the env's queue order
     policy.reset(np.random.default_rng(seed))
     obs, _ = env.reset(seed=seed)
+    _foresee(policy, env)
     graph_of, dynamic, masks, actions, graphs, returns = [], {}, [], [], {}, []
     episode_rewards, episode_recorded = [], []  # this episode: every step's reward; whether it was recorded
     bar = tqdm(total=steps, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
@@ -105,6 +106,7 @@ def collect(
                 obs_now_done = False
                 obs, _ = env.reset()
                 policy.reset(np.random.default_rng([seed, len(actions)]))  # a new episode: job ids start again
+                _foresee(policy, env)
         else:
             obs_now_done = False
         if mask.sum() == 1:
@@ -130,6 +132,12 @@ def collect(
         np.asarray(actions, dtype=np.int64),
         np.asarray(returns, dtype=np.float32),
     )
+
+
+def _foresee(teacher, env: ClusterPlacementEnv) -> None:
+    """A clairvoyant teacher (``hindsight``) is told the episode's jobs; the learner never sees them."""
+    if hasattr(teacher, "foresee"):
+        teacher.foresee(env.stream)
 
 
 class _GreedyLearner:
@@ -171,14 +179,14 @@ def _discounted(rewards: list[float], gamma: float) -> np.ndarray:
 
 
 def _collect_one(args: tuple) -> Demonstrations:
-    config, teacher, steps, seed, gamma = args
+    config, teacher, steps, seed, gamma, learner = args
     torch.set_num_threads(1)
-    return collect(config, teacher, steps, seed, gamma=gamma)
+    return collect(config, teacher, steps, seed, gamma=gamma, learner=learner)
 
 
-def _collect_in_processes(config: EnvConfig, teacher: str, steps: int, seed: int, workers: int, gamma: float) -> Demonstrations:
+def _collect_in_processes(config: EnvConfig, teacher: str, steps: int, seed: int, workers: int, gamma: float, learner) -> Demonstrations:
     shares = [steps // workers + (w < steps % workers) for w in range(workers)]
-    jobs = [(config, teacher, share, 1009 * seed + w + 1, gamma) for w, share in enumerate(shares) if share]
+    jobs = [(config, teacher, share, 1009 * seed + w + 1, gamma, learner) for w, share in enumerate(shares) if share]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         return merge(list(pool.map(_collect_one, jobs)))
 

@@ -229,7 +229,15 @@ def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: boo
     rounds = [{"samples": len(data), "accuracy": accuracy}]
     for r in range(settings.dagger_rounds):  # the learner's own states, labelled by the teacher
         seed = 7919 * (settings.seed + 1) + r
-        visited = collect(env_config, settings.imitation_teacher, settings.dagger_steps, seed, gamma=config.ppo.gamma, learner=model.policy)
+        visited = collect(
+            env_config,
+            settings.imitation_teacher,
+            settings.dagger_steps,
+            seed,
+            gamma=config.ppo.gamma,
+            learner=model.policy,
+            workers=settings.imitation_workers,
+        )
         on_own_states = agreement(model.policy, visited)  # before learning from them: how well the clone generalises
         data = merge([data, visited])
         accuracy = clone(model.policy, data, seed=seed, **cloning)

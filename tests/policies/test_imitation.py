@@ -78,3 +78,19 @@ def test_dagger_records_the_teachers_labels_on_the_learners_states():
     assert (driven.actions == again.actions).all() and (driven.returns == again.returns).all()  # same seed, same data
     assert not np.array_equal(driven.dynamic["cluster"][:40], taught.dynamic["cluster"][:40])  # other states
     assert agreement(learner, driven) < 1.0
+
+
+def test_a_clairvoyant_teacher_is_told_each_episodes_stream_and_labels_in_processes():
+    learner = build_policy(CONFIG, 16, 1, [32])
+    data = collect(CONFIG, "hindsight:h=4:m=0.5", 60, seed=4, learner=learner, workers=2)  # two episodes per worker at least
+    one = collect(CONFIG, "hindsight:h=4:m=0.5", 30, seed=1009 * 4 + 1, learner=learner)
+    assert len(data) >= 60 and data.masks[np.arange(len(data)), data.actions].all()
+    assert (data.actions[: len(one)] == one.actions).all()  # worker 1's share, as recorded alone
+
+
+def test_the_env_keeps_the_episodes_stream_for_a_clairvoyant_teacher():
+    env = envs.ClusterPlacementEnv(CONFIG)
+    env.reset(seed=1)
+    assert len(env.stream) == CONFIG.episode_jobs
+    assert [s.arrival_s for s in env.stream] == sorted(s.arrival_s for s in env.stream)
+    assert env.stream[0].arrival_s == env.job.arrival_s
