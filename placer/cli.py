@@ -422,6 +422,7 @@ def report(
         typer.echo(f"| {policy} | " + " | ".join(blocking + throughput) + " |")
     if against is not None:
         _paired_table(result, rows, against)
+    _deviations_table(result)
 
 
 def _timelines(path: Path) -> list[dict]:
@@ -449,6 +450,28 @@ def _paired_table(result, rows, against: str) -> None:
             mean, half = result.paired(policy, against, b)
             relative = f" ({mean / base[b]:+.0%})" if base[b] > 0 else ""
             cells.append(f"{mean:+.3f} ± {half:.3f}{relative}")
+        typer.echo(f"| {policy} | " + " | ".join(cells) + " |")
+
+
+def _deviations_table(result) -> None:
+    """For planners that count them: the share of offers where they left their base rule, by kind (summed over seeds)."""
+    from collections import Counter
+
+    planners = [p for p in result.config.policies if any("policy_stats" in r for r in result.runs if r["policy"] == p)]
+    if not planners:
+        return
+    betas = result.config.beta_dists
+    typer.echo("\nOffers where a planner left its base rule (all seeds; by kind):\n")
+    typer.echo("| policy | " + " | ".join(f"beta {b}" for b in betas) + " |")
+    typer.echo("|---|" + "---:|" * len(betas))
+    for policy in planners:
+        cells = []
+        for b in betas:
+            stats = [r["policy_stats"] for r in result.runs if r["policy"] == policy and r["beta_dist"] == b and "policy_stats" in r]
+            offers = sum(s["offers"] for s in stats)
+            kinds = sum((Counter(s["deviations"]) for s in stats), Counter())
+            share = f"{kinds.total() / offers:.1%}" if offers else "-"
+            cells.append(f"{share} of {offers} (" + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + ")")
         typer.echo(f"| {policy} | " + " | ".join(cells) + " |")
 
 

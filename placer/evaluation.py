@@ -109,17 +109,20 @@ class EvaluationResult:
         return mean_ci95([by_seed[policy, s] - by_seed[reference, s] for s in seeds])
 
 
-STREAM_FIELDS_IGNORED = {"policies", "policy_file"}  # fields that do not change the job streams
+STREAM_FIELDS_IGNORED = {"policies", "policy_file", "seeds"}  # fields that do not change the job stream of a seed
 
 
 def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
     """One result from evaluations of the same job streams (settings equal but for the policies).
 
     Lets a new policy be compared, paired by seed, with baselines evaluated earlier. A policy
-    evaluated in several of them is taken from the first.
+    evaluated in several of them is taken from the first. Seed ``s`` draws the same streams
+    whatever the number of seeds, so evaluations with different numbers of seeds merge on the
+    seeds they share (the fewest).
     """
     first = results[0].config
     keep = first.model_dump(exclude=STREAM_FIELDS_IGNORED)
+    seeds = min(result.config.seeds for result in results)
     policies, runs, timelines = [], [], []
     for result in results:
         other = result.config.model_dump(exclude=STREAM_FIELDS_IGNORED)
@@ -128,9 +131,9 @@ def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
             raise PlacerError(f"these evaluations drew different job streams (they differ in {', '.join(differing)}): nothing to pair")
         new = [p for p in result.config.policies if p not in policies]
         policies += new
-        runs += [r for r in result.runs if r["policy"] in new]
-        timelines += [t for t in result.timelines if t["policy"] in new]
-    return EvaluationResult(first.model_copy(update={"policies": policies}), runs, timelines)
+        runs += [r for r in result.runs if r["policy"] in new and r["seed"] < seeds]
+        timelines += [t for t in result.timelines if t["policy"] in new and t["seed"] < seeds]
+    return EvaluationResult(first.model_copy(update={"policies": policies, "seeds": seeds}), runs, timelines)
 
 
 def versions() -> dict[str, str]:
@@ -200,6 +203,8 @@ class Runner:
         run = simulate(self.cost, jobs, policy.decide, on_job, queue_for(policy, self.queue))
         m = run.metrics
         summary = {"policy": spec, "seed": seed, "beta_dist": beta, "load": config.load, "cluster": self.cluster.name, **m.to_dict()}
+        if hasattr(policy, "stats"):  # a planner's own account of the run (lookahead: its deviations from lean)
+            summary["policy_stats"] = policy.stats()
         times, busy = utilization_series(run.busy_timeline, self.cluster.num_devices, m.window_s)
         blocked_at, blocked = blocking_series(run.records, m.window_s)
         timeline = {

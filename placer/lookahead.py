@@ -11,12 +11,15 @@ threshold included), until every job present or sampled has started or left.
 All candidates share the same futures (common random numbers). It picks the candidate with the
 fewest blocked jobs on average, but leaves lean's choice only when that saves more than ``M``
 jobs. Until it has seen 16 jobs it follows lean. It knows nothing of the workload but what it saw.
+:meth:`Lookahead.stats` counts the offers of a run and the deviations from lean by kind
+(``decline``, ``start``, ``fewer devices``, ``more devices``, ``other devices``).
 ``hindsight:h=H:m=M`` (:class:`Hindsight`) plans on the stream's actual next ``H`` arrivals.
 """
 
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -42,12 +45,19 @@ class Lookahead(Lean):
     margin: float = 0.25
     min_history: int = MIN_HISTORY
     _history: dict[int, Job] = field(default_factory=dict, repr=False)
+    _offers: int = field(default=0, repr=False)
+    _deviations: Counter = field(default_factory=Counter, repr=False)
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
-        self._history = {}
+        self._history, self._offers, self._deviations = {}, 0, Counter()
+
+    def stats(self) -> dict:
+        """Since the last reset: ``offers`` (decisions asked for) and ``deviations`` from lean, by kind."""
+        return {"offers": self._offers, "deviations": dict(sorted(self._deviations.items()))}
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
+        self._offers += 1
         for seen in (*view.waiting, job):
             self._history.setdefault(seen.job_id, seen)
         base = super().decide(job, view)
@@ -59,7 +69,10 @@ class Lookahead(Lean):
         futures = [self._sample_future(view.now) for _ in range(self.futures)]
         blocked = [np.mean([self._rollout(job, view, c, f) for f in futures]) for c in candidates]
         best = int(np.argmin(blocked))
-        return candidates[best] if blocked[0] - blocked[best] > self.margin else base
+        if blocked[0] - blocked[best] <= self.margin:
+            return base
+        self._deviations[deviation_kind(base, candidates[best])] += 1
+        return candidates[best]
 
     def _candidates(self, job: Job, view: ClusterView, base: Decision) -> list[Decision]:
         table = [o for o in options(job, view, degrees=degrees_for(view, self.max_degree), rules=tuple(PLACEMENT_RULES)) if o.feasible]
@@ -108,6 +121,17 @@ class Lookahead(Lean):
         while (offered := sim.next_job()) is not None:
             sim.decide(planner.decide(offered, sim.view()))
         return blocked + sum(r.outcome is not Outcome.ACCEPTED for r in sim.records)
+
+
+def deviation_kind(base: Decision, chosen: Decision) -> str:
+    """How ``chosen`` departs from ``base``: decline (or hold) a job lean starts, start one it holds, or place it differently."""
+    if not isinstance(chosen, Place):
+        return "decline"
+    if not isinstance(base, Place):
+        return "start"
+    if len(chosen.devices) != len(base.devices):
+        return "fewer devices" if len(chosen.devices) < len(base.devices) else "more devices"
+    return "other devices"
 
 
 @dataclass

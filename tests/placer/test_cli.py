@@ -77,9 +77,36 @@ def test_queue_evaluation_in_processes_and_the_paired_report(tmp_path):
     ]
     paired = [line for line in merged.stdout.splitlines() if line.startswith("| lean |")][-1]
     assert paired.split(" | ")[1] == report_cell(tmp_path, streams, "para_min")  # lean taken from the first evaluation, paired by seed
+    fewer = run("evaluate", *[a if a != "2" else "1" for a in streams], "--policies", "para_min", "--out", str(tmp_path / "fewer"))
+    assert fewer.returncode == 0, fewer.stderr
+    shared = run("report", str(out), str(tmp_path / "fewer"), "--against", "para_min")  # pairs on seed 0, the one both have
+    assert shared.returncode == 0, shared.stderr
+    assert "40 jobs x 1 seeds" in shared.stdout
+    seed0 = {r["policy"]: r["blocking_rate"] for r in json.loads((out / "results.json").read_text())["runs"] if r["seed"] == 0}
+    seed0 |= {r["policy"]: r["blocking_rate"] for r in json.loads((tmp_path / "fewer/results.json").read_text())["runs"]}
+    paired_on_seed0 = [line for line in shared.stdout.splitlines() if line.startswith("| lean |")][-1].split(" | ")[1]
+    assert paired_on_seed0.startswith(f"{seed0['lean'] - seed0['para_min']:+.3f} ± 0.000")
     other = run("evaluate", *streams, "--policies", "lean", "--load", "0.5", "--out", str(tmp_path / "other"))
     refused = run("report", str(out), str(tmp_path / "other"))
     assert other.returncode == 0 and refused.returncode == 2 and "differ in load" in refused.stderr
+
+
+def test_a_planner_reports_how_often_it_left_its_base_rule(tmp_path):
+    out = tmp_path / "h"
+    args = ["--graphs", "alexnet,resnet18", "--beta-dist", "B", "--jobs", "30", "--seeds", "1", "--cluster", "dgx8x8"]
+    result = run("evaluate", *args, "--policies", "lean,hindsight:h=4", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    runs = {r["policy"]: r for r in json.loads((out / "results.json").read_text())["runs"]}
+    assert "policy_stats" not in runs["lean"]
+    stats = runs["hindsight:h=4"]["policy_stats"]
+    assert stats["offers"] == 30  # the loss system: one offer per arrival
+    assert set(stats["deviations"]) <= {"decline", "start", "fewer devices", "more devices", "other devices"}
+    report = run("report", str(out))
+    assert report.returncode == 0, report.stderr
+    table = report.stdout.split("Offers where a planner left its base rule")[1]
+    share = sum(stats["deviations"].values()) / 30
+    assert [line.split(" | ")[0] for line in table.splitlines() if line.startswith("| ")][1:] == ["| hindsight:h=4"]
+    assert f"| {share:.1%} of 30 (" in table
 
 
 def test_evaluate_is_deterministic(tmp_path):

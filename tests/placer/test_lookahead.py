@@ -6,10 +6,10 @@ import pytest
 from placer.cost import CostModel
 from placer.errors import PolicyError
 from placer.heuristics import make_heuristic
-from placer.lookahead import Hindsight, Lookahead
+from placer.lookahead import Hindsight, Lookahead, deviation_kind
 from placer.rollout import simulate
 from placer.simulator import Simulator
-from placer.types import Outcome
+from placer.types import Outcome, Place, Reject
 from placer.workload import JobSpec
 from tests.placer.toys import chain, toy_cluster
 
@@ -21,13 +21,18 @@ def long_job_then_overlapping_pairs() -> list[JobSpec]:
     return [JobSpec(0.0, chain(), 1.0, 10), *pairs]
 
 
-def blocked(spec: str, jobs: list[JobSpec]) -> int:
+def run(spec: str, jobs: list[JobSpec]):
+    """The policy after running ``jobs`` on two single-device servers, and the number it blocked."""
     policy = make_heuristic(spec, max_degree=1)
     policy.reset(np.random.default_rng(0))
     if hasattr(policy, "foresee"):
         policy.foresee(jobs)
     records = simulate(CostModel(toy_cluster(servers=2, per_server=1)), jobs, policy.decide).records
-    return sum(r.outcome is not Outcome.ACCEPTED for r in records)
+    return policy, sum(r.outcome is not Outcome.ACCEPTED for r in records)
+
+
+def blocked(spec: str, jobs: list[JobSpec]) -> int:
+    return run(spec, jobs)[1]
 
 
 def test_lean_takes_the_long_job_and_loses_one_of_each_pair():
@@ -36,6 +41,32 @@ def test_lean_takes_the_long_job_and_loses_one_of_each_pair():
 
 def test_hindsight_declines_the_long_job_and_takes_every_pair():
     assert blocked("hindsight:h=8:m=0.5", long_job_then_overlapping_pairs()) == 1
+
+
+def test_hindsight_counts_its_one_deviation_and_forgets_it_on_reset():
+    policy, _ = run("hindsight:h=8:m=0.5", long_job_then_overlapping_pairs())
+    assert policy.stats() == {"offers": 7, "deviations": {"decline": 1}}  # the long job; lean's choice for every pair member
+    policy.reset(np.random.default_rng(1))
+    assert policy.stats() == {"offers": 0, "deviations": {}}
+
+
+def test_hindsight_that_follows_lean_counts_no_deviation():
+    policy, _ = run("hindsight:h=1:m=0.5", long_job_then_overlapping_pairs())
+    assert policy.stats() == {"offers": 7, "deviations": {}}
+
+
+@pytest.mark.parametrize(
+    ("base", "chosen", "kind"),
+    [
+        (Place((0, 1)), Reject(), "decline"),
+        (Reject(), Place((0,)), "start"),
+        (Place((0, 1)), Place((2,)), "fewer devices"),
+        (Place((0,)), Place((0, 1, 2, 3)), "more devices"),
+        (Place((0, 1)), Place((2, 3)), "other devices"),
+    ],
+)
+def test_deviation_kinds(base, chosen, kind):
+    assert deviation_kind(base, chosen) == kind
 
 
 def test_hindsight_too_short_a_horizon_sees_no_gain_and_follows_lean():
