@@ -37,11 +37,11 @@ import numpy as np
 import torch
 torch.set_num_threads(1)
 from placer import place, resolve_graph
-from placer.cluster import Cluster, load_cluster, parse_cluster_spec
+from placer.cluster.topology import Cluster, load_cluster, parse_cluster_spec
 from placer.cost import CostModel
-from placer.heuristics import make_heuristic
-from placer.simulator import ClusterView
-from placer.types import Job
+from placer.baselines.specs import make_heuristic
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Job
 from policies.loading import LearnedPolicy, default_policy_file
 
 decisions = int(sys.argv[1])

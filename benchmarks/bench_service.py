@@ -2,7 +2,7 @@
 
     python benchmarks/bench_service.py [--policy-file data/policies/pacml.pt] [--requests 200]
 
-1. In process: median and p99 of ``placer.query.decide`` with the learned policy (or ``lean``
+1. In process: median and p99 of ``placer.serve.query.decide`` with the learned policy (or ``lean``
    without a policy file), cold (a fresh cost model: every schedule computed) and warm (the
    graph seen before), on PipeDream graphs of several sizes, against the 10 ms target.
 2. Load test: starts ``placer serve`` on a free loopback port, then for each graph sends
@@ -26,8 +26,8 @@ import httpx
 import numpy as np
 
 from placer import CostModel, load_cluster, resolve_graph
-from placer.policy import PolicyContext, make_policy
-from placer.query import decide
+from placer.baselines.registry import PolicyContext, make_policy
+from placer.serve.query import decide
 
 GRAPHS = ("resnet18", "resnet50", "densenet121", "nasnetamobile")
 

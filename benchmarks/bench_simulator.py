@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from placer import BetaDistribution, CostModel, Workload, load_cluster, make_heuristic, resolve_graph, simulate
-from placer.catalog import PACML_GRAPHS
+from placer.graphs.catalog import PACML_GRAPHS
 
 TARGET_DECISIONS_PER_S = 1000.0
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from placer.data import data_dir
+from placer.common.shipped import data_dir
 from policies.config import load_train_config
 from policies.train import build_model
 

@@ -14,8 +14,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from placer.catalog import PACML_GRAPHS
-from placer.evaluation import EvaluationConfig, evaluate
+from placer.evaluate import EvaluationConfig, evaluate
+from placer.graphs.catalog import PACML_GRAPHS
 
 
 def main() -> None:

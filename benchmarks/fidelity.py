@@ -3,12 +3,12 @@
     python benchmarks/fidelity.py
 
 Each row: the published figure, its source, placer's prediction and the relative error
-(calibration rows are marked: they were fitted, not predicted). See :mod:`placer.fidelity`.
+(calibration rows are marked: they were fitted, not predicted). See :mod:`placer.cost.fidelity`.
 """
 
 from __future__ import annotations
 
-from placer.fidelity import fidelity_rows
+from placer.cost.fidelity import fidelity_rows
 
 
 def main() -> None:

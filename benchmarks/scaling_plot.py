@@ -17,8 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from placer import load_cluster, resolve_graph  # noqa: E402
+from placer.cluster.placement import best_fit  # noqa: E402
 from placer.cost import CostModel  # noqa: E402
-from placer.placement import best_fit  # noqa: E402
 
 GRAPHS = ("resnet50", "vgg16", "inception_v3", "gnmt", "gpt2_small", "gpt2_medium", "llama_850m")
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from placer.options import Option, options
-from placer.simulator import ClusterView
-from placer.types import Decision, Job, Place, Reject
+from placer.sim.options import Option, options
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Decision, Job, Place, Reject
 
 REJECT = 0
 

@@ -20,9 +20,9 @@ class EnvConfig:
     JCT over the mix's mean: throughput-aware).
     strategy: the cost model's (``auto``: fastest data x tensor x pipeline split; ``sipml``: PAC-ML's
     op splitting; see :mod:`placer.cost`).
-    queue: the waiting queue (:mod:`placer.queueing`: ``none`` for the loss system, ``edf-bf`` ...);
+    queue: the waiting queue (:mod:`placer.sim.queueing`: ``none`` for the loss system, ``edf-bf`` ...);
     one step is then one offer of a waiting job, and action 0 holds it. size: job length spread
-    (:class:`placer.workload.SizeDistribution`: ``const`` or ``loguniform:LO:HI``). Both take one
+    (:class:`placer.workloads.generator.SizeDistribution`: ``const`` or ``loguniform:LO:HI``). Both take one
     spec or several (each episode draws one).
     max_nodes / max_edges: padding limits of the graph part (forward ops and forward edges); a
     graph over a limit is an error, never truncated. max_groups: rows of the cluster part (any

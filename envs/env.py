@@ -12,14 +12,14 @@ from envs import action as act
 from envs.config import EnvConfig
 from envs.observation import SizeHistory, dynamic_arrays, graph_arrays, observation_space
 from envs.reward import REWARDS, reward
-from placer.catalog import resolve_graph
-from placer.cluster import load_cluster
+from placer.cluster.topology import load_cluster
+from placer.common.errors import PlacerError
 from placer.cost import CostModel
-from placer.errors import PlacerError
-from placer.queueing import QueueConfig
-from placer.simulator import Simulator
-from placer.types import Job, Reject
-from placer.workload import BetaDistribution, SizeDistribution, Workload
+from placer.graphs.catalog import resolve_graph
+from placer.sim.queueing import QueueConfig
+from placer.sim.simulator import Simulator
+from placer.sim.types import Job, Reject
+from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
 
 
 class ClusterPlacementEnv(gym.Env):
@@ -30,7 +30,7 @@ class ClusterPlacementEnv(gym.Env):
     job (action 0 holds it). Offers with nothing feasible are rejected (held) without a step: every
     step is a real choice. The reward sums over every job settled since the last step (started,
     or blocked: rejected, expired, queue full). ``info`` of a step holds the offered job's
-    ``record`` (:class:`placer.types.JobRecord`, None when held) and ``settled`` (the records
+    ``record`` (:class:`placer.sim.types.JobRecord`, None when held) and ``settled`` (the records
     behind the reward). Seed only through ``reset(seed=...)``.
     """
 

@@ -41,11 +41,11 @@ import math
 import numpy as np
 from gymnasium import spaces
 
-from placer.errors import PlacerError
-from placer.graph import JobGraph
-from placer.options import Option
-from placer.simulator import ClusterView
-from placer.types import Job
+from placer.common.errors import PlacerError
+from placer.graphs.job_graph import JobGraph
+from placer.sim.options import Option
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Job
 
 NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, GROUP_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 13, 6, 5
 RULE_INDEX = {"first_fit": 0, "best_fit": 1, "spread": 2}  # the option's placement rule, one-hot

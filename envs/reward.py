@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from placer.types import JobRecord, Outcome
+from placer.sim.types import JobRecord, Outcome
 
 REWARDS = ("acceptance", "work")
 

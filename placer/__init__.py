@@ -4,24 +4,24 @@ Core library (no torch, no gymnasium): job graphs, cluster specs, the cost model
 discrete-event simulator, heuristic policies and offline evaluation.
 """
 
-from placer.catalog import resolve_graph, shipped_graph_names
-from placer.cluster import Cluster, ClusterSpec, load_cluster
+from placer.baselines.specs import make_heuristic
+from placer.cluster.topology import Cluster, ClusterSpec, load_cluster
+from placer.common.errors import ClusterSpecError, GraphValidationError, PlacerError, PolicyError, WorkloadError
 from placer.cost import CostModel, PlacementShape, Prediction, Strategy
-from placer.errors import ClusterSpecError, GraphValidationError, PlacerError, PolicyError, WorkloadError
-from placer.graph import JobGraph, load_job_graph
-from placer.heuristics import make_heuristic
-from placer.pipedream import load_pipedream
-from placer.query import ClusterState, PlacementDecision, PlacementPrediction, place, predict
-from placer.queueing import QueueConfig
-from placer.rollout import simulate
-from placer.simulator import ClusterView, Simulator
-from placer.types import BlockReason, Job, JobRecord, Outcome, Place, Reject
-from placer.workload import BetaDistribution, JobSpec, SizeDistribution, Workload
+from placer.graphs.catalog import resolve_graph, shipped_graph_names
+from placer.graphs.job_graph import JobGraph, load_job_graph
+from placer.graphs.pipedream import load_pipedream
+from placer.serve.query import ClusterState, PlacementDecision, PlacementPrediction, place, predict
+from placer.sim.queueing import QueueConfig
+from placer.sim.rollout import simulate
+from placer.sim.simulator import ClusterView, Simulator
+from placer.sim.types import BlockReason, Job, JobRecord, Outcome, Place, Reject
+from placer.workloads.generator import BetaDistribution, JobSpec, SizeDistribution, Workload
 
 
 def from_torch(module, example_inputs, **kwargs) -> JobGraph:
-    """Job graph of a PyTorch model (needs torch); see :func:`placer.torch_graph.from_torch`."""
-    from placer.torch_graph import from_torch as convert
+    """Job graph of a PyTorch model (needs torch); see :func:`placer.graphs.torch_import.from_torch`."""
+    from placer.graphs.torch_import import from_torch as convert
 
     return convert(module, example_inputs, **kwargs)
 

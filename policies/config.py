@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from envs.config import EnvConfig
-from placer.configfile import load_toml
+from placer.common.tomlfile import load_toml
 
 
 class EnvSection(BaseModel):

@@ -23,8 +23,8 @@ from tqdm.auto import tqdm
 from envs.action import REJECT
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
-from placer.heuristics import make_heuristic
-from placer.types import Place
+from placer.baselines.specs import make_heuristic
+from placer.sim.types import Place
 
 GRAPH_KEYS = ("nodes", "node_mask", "edge_index", "edges", "edge_mask")
 

@@ -10,12 +10,12 @@ from threadpoolctl import threadpool_limits
 
 from envs.action import action_mask, decision, option_table
 from envs.observation import SizeHistory, dynamic_arrays, forward_size, graph_arrays
-from placer.data import data_dir
-from placer.errors import PolicyError
-from placer.lru import LRUCache
-from placer.policy import PolicyContext
-from placer.simulator import ClusterView
-from placer.types import Decision, Job
+from placer.baselines.registry import PolicyContext
+from placer.common.errors import PolicyError
+from placer.common.lru import LRUCache
+from placer.common.shipped import data_dir
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Decision, Job
 from policies.inference import NumpyActor
 from policies.model import load_policy_file
 

@@ -20,7 +20,7 @@ import torch
 
 from envs.config import EnvConfig
 from envs.observation import observation_space
-from placer.errors import PolicyError
+from placer.common.errors import PolicyError
 from policies.extractor import PlacementExtractor
 from policies.scorer import OptionPolicy
 

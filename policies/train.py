@@ -34,14 +34,14 @@ from threadpoolctl import threadpool_limits
 
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
-from placer.catalog import resolve_graph
-from placer.cluster import load_cluster
+from placer.baselines.specs import make_heuristic
+from placer.cluster.topology import load_cluster
+from placer.common.errors import PlacerError
 from placer.cost import CostModel
-from placer.errors import PlacerError
-from placer.heuristics import make_heuristic
-from placer.queueing import QueueConfig
-from placer.rollout import simulate
-from placer.workload import BetaDistribution, SizeDistribution, Workload
+from placer.graphs.catalog import resolve_graph
+from placer.sim.queueing import QueueConfig
+from placer.sim.rollout import simulate
+from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
 from policies.config import TrainConfig
 from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy

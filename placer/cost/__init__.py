@@ -7,6 +7,7 @@ One module per concern, each with its formula in the docstring: :mod:`~placer.co
 and :mod:`~placer.cost.model`, which combines them and picks the fastest factorisation.
 """
 
-from placer.cost.model import STRATEGIES, CostModel, PlacementShape, Prediction, Strategy
+from placer.cost.model import STRATEGIES, CostModel, Prediction, Strategy
+from placer.cost.shape import PlacementShape
 
 __all__ = ["STRATEGIES", "CostModel", "PlacementShape", "Prediction", "Strategy"]

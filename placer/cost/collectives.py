@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from placer.cluster import Cluster
+from placer.cluster.topology import Cluster
 
 
 @dataclass(frozen=True)

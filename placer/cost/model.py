@@ -34,38 +34,22 @@ from typing import NamedTuple
 
 import numpy as np
 
-from placer.cluster import Cluster
+from placer.cluster.placement import PLACEMENT_RULES, FreeDevices
+from placer.cluster.topology import Cluster
+from placer.common.errors import PlacerError
+from placer.common.lru import LRUCache
 from placer.cost import sipml
 from placer.cost.collectives import Fabric, allreduce_s, p2p_s
 from placer.cost.data_parallel import exposed_sync_s
 from placer.cost.pipeline import balanced_stages
 from placer.cost.profile import GraphProfile
+from placer.cost.shape import PlacementShape
 from placer.cost.tensor_parallel import per_device
-from placer.errors import PlacerError
-from placer.graph import JobGraph
-from placer.lru import LRUCache
-from placer.placement import PLACEMENT_RULES, FreeDevices
+from placer.graphs.job_graph import JobGraph
 
 STRATEGIES = ("auto", "dp", "tp", "pp", "sipml")
 MAX_SHAPES = 200_000
 MAX_PLACEMENT_TABLES = 1024
-
-
-class PlacementShape(NamedTuple):
-    """What an iteration's time depends on in a placement (its cache key).
-
-    ``counts``: devices per spanned server, largest first; ``device``: the device model of the
-    slowest placed device (None: generic); ``memory_bytes``: the smallest placed device's memory.
-    """
-
-    degree: int
-    servers: int
-    min_per_server: int
-    max_per_server: int
-    speed: float
-    counts: tuple[int, ...] = ()
-    device: str | None = None
-    memory_bytes: float = math.inf
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,14 @@
 """A job graph as per-forward-op arrays on one device type, in one precision.
 
 Forward ops are taken in (lexicographic) topological order, positions ``0..n-1``; op ``x``'s
-backward time is that of its mirror ``bw:x`` (:mod:`placer.training`); a backward op without a
+backward time is that of its mirror ``bw:x`` (:mod:`placer.graphs.backward`); a backward op without a
 mirror counts towards the last forward op. Op kinds, from the op's name:
 
 - ``data``: a source op named ``Input*`` (PipeDream profiled data loading into it). It is host
   work: not run on the GPU, not rescaled to the device, never split by tensor parallelism;
   each data-parallel replica loads its own share of the batch, overlapped with GPU compute.
 - ``matmul``: convolutions, linear layers, LSTMs, batched matmuls and attention; time scales
-  with the device's sustained matmul FLOP/s in the precision (:mod:`placer.devices`).
+  with the device's sustained matmul FLOP/s in the precision (:mod:`placer.cluster.devices`).
 - ``memory``: everything else (norms, activations, pooling, elementwise); time scales with
   memory bandwidth and bytes per element.
 
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
+from placer.cluster.devices import BYTES_PER_ELEMENT, DeviceModel, device_model
 from placer.cost.tensor_parallel import Sharding, shard
-from placer.devices import BYTES_PER_ELEMENT, DeviceModel, device_model
-from placer.graph import JobGraph
+from placer.graphs.job_graph import JobGraph
 
 _MATMUL = re.compile(
     r"^(Conv|Linear|LSTM|EmuBidirLSTM|RecurrentAttention|Classifier|"

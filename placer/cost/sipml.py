@@ -37,16 +37,13 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
 
-from placer.cluster import Links
-from placer.graph import JobGraph
-
-if TYPE_CHECKING:
-    from placer.cost.model import PlacementShape
+from placer.cluster.topology import Links
+from placer.cost.shape import PlacementShape
+from placer.graphs.job_graph import JobGraph
 
 
 @dataclass(frozen=True, eq=False)

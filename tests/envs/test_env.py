@@ -8,7 +8,7 @@ import envs
 from envs.action import REJECT, decision
 from envs.observation import GraphTooLargeError
 from envs.reward import reward
-from placer.types import BlockReason, Outcome
+from placer.sim.types import BlockReason, Outcome
 
 SMALL = {"graphs": ("alexnet", "gnmt", "resnet18"), "episode_jobs": 40}
 
@@ -88,7 +88,7 @@ def test_graph_over_the_padding_limit_is_an_error():
 
 
 def test_bad_reward_is_refused():
-    from placer.errors import PlacerError
+    from placer.common.errors import PlacerError
 
     with pytest.raises(PlacerError, match="unknown reward"):
         envs.ClusterPlacementEnv(reward="money")

@@ -7,9 +7,9 @@ import pytest
 
 from envs.observation import SizeHistory, dynamic_arrays
 from placer.cost import CostModel
-from placer.options import options
-from placer.simulator import ClusterView
-from placer.types import Job
+from placer.sim.options import options
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Job
 from tests.placer.toys import chain, toy_cluster
 
 

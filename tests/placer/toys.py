@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from placer.cluster import Cluster, parse_cluster_spec
-from placer.graph import JobGraph
+from placer.cluster.topology import Cluster, parse_cluster_spec
+from placer.graphs.job_graph import JobGraph
 
 
 def op(compute_s: float, param_bytes: float = 0.0, activation_bytes: float = 0.0, pass_: str = "forward") -> dict:

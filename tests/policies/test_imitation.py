@@ -3,8 +3,8 @@ import pytest
 
 import envs
 from envs.config import EnvConfig
-from placer.heuristics import make_heuristic
-from placer.types import Outcome
+from placer.baselines.specs import make_heuristic
+from placer.sim.types import Outcome
 from policies.imitation import agreement, clone, collect, teacher_action
 from policies.model import build_policy
 

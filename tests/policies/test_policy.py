@@ -8,7 +8,7 @@ import torch
 import envs
 from envs.action import decision
 from envs.config import EnvConfig
-from placer.errors import PolicyError
+from placer.common.errors import PolicyError
 from policies.extractor import PlacementExtractor
 from policies.gnn import GraphEncoder
 from policies.model import build_policy, load_policy_file, save_policy_file
@@ -110,7 +110,7 @@ def test_lean_inference_picks_the_sb3_distribution_mode():
 
 
 def test_a_policy_file_missing_its_env_is_a_clear_error(tmp_path):
-    from placer.errors import PolicyError
+    from placer.common.errors import PolicyError
     from policies.model import FORMAT, VERSION, load_policy_file
 
     path = tmp_path / "noenv.pt"

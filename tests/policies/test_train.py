@@ -5,11 +5,11 @@ import sys
 import numpy as np
 import pytest
 
-from placer.catalog import resolve_graph
-from placer.cluster import load_cluster
+from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
-from placer.rollout import simulate
-from placer.workload import BetaDistribution, Workload
+from placer.graphs.catalog import resolve_graph
+from placer.sim.rollout import simulate
+from placer.workloads.generator import BetaDistribution, Workload
 from policies.config import EnvSection, PolicySection, PPOSection, TrainConfig, TrainSection
 from policies.loading import LearnedPolicy
 from policies.train import train
@@ -120,7 +120,7 @@ def test_best_policy_is_never_replaced_by_a_worse_final_one(tmp_path, monkeypatc
 
 
 def test_training_refuses_a_non_empty_out_a_file_and_a_bad_budget(tmp_path):
-    from placer.errors import PlacerError
+    from placer.common.errors import PlacerError
 
     used = tmp_path / "used"
     used.mkdir()

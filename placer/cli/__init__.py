@@ -1,0 +1,64 @@
+"""The ``placer`` command line: one module per command group, each registering on :data:`placer.cli.app.app`.
+
+    placer evaluate --cluster pacml --graphs alexnet,vgg16,resnet18,squeezenet1_0,gnmt \\
+        --beta-dist A,B,C,D --load 0.9 --jobs 1000 --seeds 3 \\
+        --policies para_max,para_min,fixed:4,lean --out runs/eval
+    placer bound --cluster pacml --beta-dist A,B,C,D --seeds 5 --time-limit 60
+    placer predict resnet50 --cluster dgx8x8 --degree 8 [--strategy auto] [--batch-size 2048]
+    placer import pipedream ../shared/data/pipedream/vgg16.txt --out vgg16.json
+    placer graphs
+    placer clusters
+
+Plug-ins add commands (``placer train`` from ``policies``) through the entry-point group
+``placer.cli``. User mistakes print one line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import entry_points
+
+import typer
+from pydantic import ValidationError
+
+from placer.cli import bound, catalog, demo, evaluate, imports, query, report, serve  # noqa: F401  (each registers its commands)
+from placer.cli.app import app, err_console
+from placer.common.errors import PlacerError
+
+__all__ = ["app", "main"]
+
+
+def _register_plugins() -> None:
+    for ep in entry_points(group="placer.cli"):
+        try:
+            register = ep.load()
+        except ImportError:
+            continue  # optional packages missing: the command is simply absent
+        register(app)
+
+
+def main() -> None:
+    _register_plugins()
+    try:
+        app(standalone_mode=False)
+    except PlacerError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        err_console.print(f"[red]error:[/red] {'.'.join(map(str, err['loc']))}: {err['msg']}", highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except (typer.Exit, SystemExit) as exc:
+        sys.exit(getattr(exc, "exit_code", getattr(exc, "code", 0)))
+    except Exception as exc:  # click's usage errors (typer ships its own click, so match the protocol, not the class)
+        if type(exc).__name__ == "Abort":
+            sys.exit(1)
+        if not (hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)):
+            raise
+        message = " ".join(exc.format_message().split()) or "see 'placer --help'"
+        command = getattr(getattr(exc, "ctx", None), "command_path", "placer")
+        err_console.print(f"[red]error:[/red] {message} (see '{command} --help')", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)

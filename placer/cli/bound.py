@@ -1,0 +1,65 @@
+"""``placer bound``: the clairvoyant MILP bound of the loss system on the streams ``evaluate`` draws."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from placer.cli.app import app, console, progress_bar, split_list
+from placer.graphs.catalog import PACML_GRAPHS
+
+
+@app.command()
+def bound(
+    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
+    graphs: Annotated[str, typer.Option(help="comma-separated graph names or JSON paths")] = ",".join(PACML_GRAPHS),
+    beta_dist: Annotated[str, typer.Option(help="comma-separated: A, B, C, D, uniform:LO:HI, const:B")] = "A,B,C,D",
+    load: Annotated[float, typer.Option(help="offered load (arrived work / cluster capacity)")] = 0.9,
+    jobs: Annotated[int, typer.Option(help="arrivals per run")] = 1000,
+    seeds: Annotated[int, typer.Option(help="runs per beta distribution")] = 3,
+    max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
+    strategy: Annotated[str, typer.Option(help="cost model: auto, dp, tp, pp, or sipml")] = "auto",
+    size: Annotated[str, typer.Option(help="job length spread: const, or loguniform:LO:HI")] = "const",
+    time_limit: Annotated[float, typer.Option(min=1, help="seconds of solver time per run")] = 60.0,
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/bound"),
+) -> None:
+    """The clairvoyant bound of the loss system on the job streams 'evaluate' draws with the same options.
+
+    Per run: the blocking rate of the best schedule found in hindsight and the solver's lower bound
+    (see placer/baselines/clairvoyant.py). Writes bound.json; pair with 'placer evaluate' output by seed.
+    """
+    import dataclasses
+    import json
+
+    import numpy as np
+
+    from placer.baselines.clairvoyant import ClairvoyantResult, clairvoyant, summarize
+    from placer.evaluate import EvaluationConfig, Runner
+
+    config = EvaluationConfig(
+        cluster=cluster, graphs=split_list(graphs), beta_dists=split_list(beta_dist), load=load, jobs=jobs, seeds=seeds,
+        policies=["lean"], max_degree=max_degree, strategy=strategy, size=size,
+    )  # fmt: skip
+    runner, runs = Runner(config), []
+    with progress_bar() as bar:
+        task = bar.add_task("solving", total=len(config.beta_dists) * seeds)
+        for i, beta in enumerate(config.beta_dists):
+            for seed in range(seeds):
+                stream = runner.workload(beta).jobs(np.random.default_rng([seed, i]))
+                result = clairvoyant(runner.cost, stream, max_degree=max_degree, time_limit_s=time_limit)
+                runs.append({"beta_dist": beta, "seed": seed, **dataclasses.asdict(result)})
+                bar.advance(task)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bound.json").write_text(json.dumps({"config": config.model_dump(), "runs": runs}, indent=1) + "\n")
+    table = Table(title=f"clairvoyant bound: {cluster}, load {load}, {seeds} seeds x {jobs} jobs, {time_limit:g} s each")
+    for column in ("beta", "best schedule blocking", "lower bound", "solved to optimality"):
+        table.add_column(column, justify="left" if column == "beta" else "right")
+    for beta in config.beta_dists:
+        mine = [ClairvoyantResult(**{k: v for k, v in r.items() if k not in ("beta_dist", "seed")}) for r in runs if r["beta_dist"] == beta]
+        s = summarize(mine)
+        table.add_row(beta, f"{s['blocking_rate']:.3f}", f"{s['lower_bound']:.3f}", f"{s['optimal']:.0%}")
+    console.print(table)
+    console.print(f"wrote {out / 'bound.json'}")

@@ -1,0 +1,45 @@
+"""``placer graphs`` and ``placer clusters``: what ships."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from placer.cli.app import app, console
+from placer.cluster.topology import load_cluster, preset_names
+from placer.graphs.catalog import resolve_graph, shipped_graph_names
+
+
+@app.command("graphs")
+def list_graphs() -> None:
+    """List the shipped job graphs."""
+    table = Table("graph", "ops", "edges", "s/iteration", "params (MB)", "activations (GB)", "iterations")
+    for name in shipped_graph_names():
+        g = resolve_graph(name)
+        table.add_row(
+            name,
+            str(g.num_ops),
+            str(g.num_edges),
+            f"{g.sequential_iteration_s:.3f}",
+            f"{g.parameter_bytes / 1e6:.0f}",
+            f"{g.activation_bytes / 1e9:.1f}",
+            str(g.iterations),
+        )
+    console.print(table)
+
+
+@app.command("clusters")
+def list_clusters() -> None:
+    """List the cluster presets."""
+    table = Table("preset", "servers", "devices", "device types", "intra GB/s", "inter GB/s")
+    for name in preset_names():
+        c = load_cluster(name)
+        links = c.spec.links
+        table.add_row(
+            name,
+            str(c.num_servers),
+            str(c.num_devices),
+            ", ".join(sorted(set(c.device_type))),
+            f"{links.intra_server.bandwidth_Bps / 1e9:.0f}",
+            f"{links.inter_server.bandwidth_Bps / 1e9:.0f}",
+        )
+    console.print(table)

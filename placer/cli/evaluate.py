@@ -1,0 +1,103 @@
+"""``placer evaluate``: every policy on the same simulated job streams; results, summary table and plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from placer.cli.app import app, console, progress_bar, split_list
+from placer.common.errors import PlacerError
+from placer.graphs.catalog import PACML_GRAPHS
+
+
+@app.command()
+def evaluate(
+    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
+    graphs: Annotated[str, typer.Option(help="comma-separated graph names or JSON paths")] = ",".join(PACML_GRAPHS),
+    graphs_dir: Annotated[Path | None, typer.Option(help="use every *.json graph in this folder instead")] = None,
+    beta_dist: Annotated[str, typer.Option(help="comma-separated: A, B, C, D, uniform:LO:HI, const:B")] = "A,B,C,D",
+    load: Annotated[float, typer.Option(help="offered load (arrived work / cluster capacity)")] = 0.9,
+    jobs: Annotated[int, typer.Option(help="arrivals per run")] = 1000,
+    seeds: Annotated[int, typer.Option(help="runs per policy and beta distribution")] = 3,
+    policies: Annotated[str, typer.Option(help="comma-separated policy names")] = "para_max,para_min,fixed:4,fixed:8,random,lean",
+    arrival: Annotated[str, typer.Option(help="poisson or fixed")] = "poisson",
+    trace: Annotated[Path | None, typer.Option(help="CSV trace (arrival_s,graph,beta,iterations) to replay")] = None,
+    iterations: Annotated[int | None, typer.Option(min=1, help="override every graph's iteration count")] = None,
+    max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
+    policy_file: Annotated[Path | None, typer.Option(help="trained policy for the 'learned' policy")] = None,
+    strategy: Annotated[str, typer.Option(help="cost model: auto (data x tensor x pipeline), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
+    queue: Annotated[str, typer.Option(help="waiting queue: none (loss system), fifo, edf, sjf, optionally -bf and :CAPACITY")] = "none",
+    size: Annotated[str, typer.Option(help="job length spread: const, or loguniform:LO:HI (iterations x a factor)")] = "const",
+    workers: Annotated[int, typer.Option(min=1, help="local processes to spread the runs over (same results)")] = 1,
+    ray: Annotated[str | None, typer.Option(help="spread the runs over a Ray cluster: its address, or 'local'")] = None,
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/eval"),
+) -> None:
+    """Compare policies on the same simulated job streams; write results, summary and plots.
+
+    Policies: para_max, para_min, fixed:K, random, lean (lean:admit=Q for size admission), lookahead
+    (lookahead:k=K:h=H), learned; +RULE picks a placement rule, @DISCIPLINE a queue order (lean@edf).
+    --workers N or --ray ADDRESS run the (distribution, seed, policy) runs in parallel, with the same results.
+    """
+    if out.exists() and not out.is_dir():
+        raise PlacerError(f"--out {str(out)!r} is a file, not a folder")
+    from placer.evaluate import EvaluationConfig, total_decisions, write_results
+    from placer.evaluate import evaluate as run_evaluation
+    from placer.evaluate.plots import plot_all
+
+    config = EvaluationConfig(
+        cluster=str(cluster),
+        graphs=[] if graphs_dir else split_list(graphs),
+        graphs_dir=str(graphs_dir) if graphs_dir else None,
+        beta_dists=["trace"] if trace else split_list(beta_dist),
+        load=load,
+        jobs=jobs,
+        seeds=seeds,
+        policies=split_list(policies),
+        arrival=arrival,
+        trace=str(trace) if trace else None,
+        iterations=iterations,
+        max_degree=max_degree,
+        policy_file=str(policy_file) if policy_file else None,
+        strategy=strategy,
+        queue=queue,
+        size=size,
+    )
+    parallel = workers > 1 or ray is not None
+    with progress_bar() as bar:
+        task = bar.add_task("simulating", total=total_decisions(config) if not trace else None)
+        result = run_evaluation(
+            config,
+            on_job=None if parallel else lambda: bar.advance(task),
+            on_task=(lambda jobs: bar.advance(task, jobs)) if parallel else None,
+            workers=workers,
+            ray_address=ray,
+        )
+    paths = write_results(result, out) + plot_all(result, out)
+    console.print(summary_table(result))
+    console.print("wrote " + ", ".join(str(p) for p in paths))
+
+
+def summary_table(result) -> Table:
+    c = result.config
+    setting = f"{c.cluster}, load {c.load}" + (f", queue {c.queue}" if c.queue != "none" else "")
+    setting += f", size {c.size}" if c.size != "const" else ""
+    table = Table(title=f"{setting}, {c.seeds} seeds (mean ± 95% CI)")
+    for column in ("beta", "policy", "blocking rate", "jobs/hour", "mean JCT (s)", "utilisation"):
+        table.add_column(column, justify="left" if column in ("beta", "policy") else "right")
+    rows = result.summary()
+    for row in rows:
+        best = min(r["blocking_rate"] for r in rows if r["beta_dist"] == row["beta_dist"])
+        style = "bold green" if row["blocking_rate"] == best else None
+        table.add_row(
+            row["beta_dist"],
+            row["policy"],
+            f"{row['blocking_rate']:.3f} ± {row['blocking_rate_ci95']:.3f}",
+            f"{row['throughput_jobs_per_hour']:.1f} ± {row['throughput_jobs_per_hour_ci95']:.1f}",
+            f"{row['mean_jct_s']:.0f}",
+            f"{row['utilization']:.3f}",
+            style=style,
+        )
+    return table

@@ -1,0 +1,164 @@
+"""Cluster specs (validated TOML) and the runtime topology built from them.
+
+A spec names device types, groups of identical servers and two link classes::
+
+    name = "pacml"
+    [device_types.A100-80GB]
+    memory_bytes = 80e9
+    speed = 1.0              # compute speed relative to the reference device (the sipml model)
+    model = "A100-80GB"      # device model in placer.cluster.devices (default: the type's name if known)
+    [[servers]]
+    count = 32
+    devices_per_server = 1
+    device_type = "A100-80GB"
+    [links.intra_server]     # between devices of one server (NVLink)
+    bandwidth_Bps = 300e9    # bytes per second, per device port
+    latency_s = 1e-6
+    [links.inter_server]     # each server's network interface
+    bandwidth_Bps = 1.6e12
+    latency_s = 1e-6
+
+Devices are numbered 0..N-1 server by server; :meth:`Cluster.device_name` gives
+``s<server>-g<index>`` names.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from placer.cluster.devices import DEVICE_MODELS
+from placer.common.errors import ClusterSpecError
+from placer.common.shipped import data_dir
+from placer.common.tomlfile import load_toml, validate
+
+
+class DeviceType(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    memory_bytes: float = Field(gt=0, description="device memory in bytes")
+    speed: float = Field(gt=0, description="compute speed relative to the reference device (1.0)")
+    model: str | None = Field(None, description="device model name in placer.cluster.devices (peak FLOP/s, memory bandwidth)")
+
+    @model_validator(mode="after")
+    def _known_model(self) -> DeviceType:
+        if self.model is not None and self.model not in DEVICE_MODELS:
+            raise ValueError(f"unknown device model {self.model!r} (known: {', '.join(DEVICE_MODELS)})")
+        return self
+
+
+class ServerGroup(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    count: int = Field(ge=1)
+    devices_per_server: int = Field(ge=1)
+    device_type: str
+
+
+class Link(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    bandwidth_Bps: float = Field(gt=0, description="bytes per second")
+    latency_s: float = Field(ge=0, description="seconds per message")
+    nics_per_server: int = Field(1, ge=1, description="inter_server only: network interfaces per server, each at bandwidth_Bps")
+
+
+class Links(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    intra_server: Link
+    inter_server: Link
+
+
+class ClusterSpec(BaseModel):
+    """A validated cluster description (see the module docstring for the file format)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str = Field(min_length=1)
+    device_types: dict[str, DeviceType] = Field(min_length=1)
+    servers: list[ServerGroup] = Field(min_length=1)
+    links: Links
+
+    @model_validator(mode="after")
+    def _known_device_types(self) -> ClusterSpec:
+        for group in self.servers:
+            if group.device_type not in self.device_types:
+                known = ", ".join(sorted(self.device_types))
+                raise ValueError(f"server group uses unknown device_type {group.device_type!r} (known: {known})")
+        return self
+
+
+class Cluster:
+    """Runtime topology: per-device server index, memory and speed as numpy arrays."""
+
+    def __init__(self, spec: ClusterSpec) -> None:
+        self.spec = spec
+        servers, memory, speed, types, models = [], [], [], [], []
+        server = 0
+        for group in spec.servers:
+            dtype = spec.device_types[group.device_type]
+            for _ in range(group.count):
+                for _ in range(group.devices_per_server):
+                    servers.append(server)
+                    memory.append(dtype.memory_bytes)
+                    speed.append(dtype.speed)
+                    types.append(group.device_type)
+                    models.append(dtype.model or (group.device_type if group.device_type in DEVICE_MODELS else None))
+                server += 1
+        self.server_of = np.asarray(servers, dtype=np.int64)
+        self.memory_bytes = np.asarray(memory, dtype=np.float64)
+        self.speed = np.asarray(speed, dtype=np.float64)
+        self.device_type = tuple(types)
+        self.device_model = tuple(models)  # placer.cluster.devices model name per device, None if generic
+        self.num_servers = server
+        for array in (self.server_of, self.memory_bytes, self.speed):
+            array.flags.writeable = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.server_of)
+
+    @cached_property
+    def server_list(self) -> list[int]:
+        """``server_of`` as a plain list (fast indexing from Python)."""
+        return self.server_of.tolist()
+
+    @cached_property
+    def devices_of_server(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(tuple(np.flatnonzero(self.server_of == s).tolist()) for s in range(self.num_servers))
+
+    @cached_property
+    def max_devices_per_server(self) -> int:
+        return max(len(d) for d in self.devices_of_server)
+
+    def device_name(self, device: int) -> str:
+        server = int(self.server_of[device])
+        return f"s{server}-g{self.devices_of_server[server].index(device)}"
+
+    @cached_property
+    def device_index(self) -> dict[str, int]:
+        return {self.device_name(d): d for d in range(self.num_devices)}
+
+    def __repr__(self) -> str:
+        return f"Cluster(name={self.name!r}, servers={self.num_servers}, devices={self.num_devices})"
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in (data_dir() / "clusters").glob("*.toml"))
+
+
+def load_cluster(source: str | Path) -> Cluster:
+    """Load a cluster from a preset name (``pacml``, ``dgx8x8``, ...) or a TOML file path."""
+    path = Path(source)
+    if not path.suffix and not path.exists():
+        path = data_dir() / "clusters" / f"{source}.toml"
+        if not path.exists():
+            raise ClusterSpecError(f"unknown cluster preset {str(source)!r} (presets: {', '.join(preset_names())})")
+    return Cluster(load_toml(path, ClusterSpec, what="cluster spec", error=ClusterSpecError))
+
+
+def parse_cluster_spec(data: dict, *, source: str = "<dict>") -> ClusterSpec:
+    return validate(ClusterSpec, data, source=source, error=ClusterSpecError)

@@ -1,0 +1,90 @@
+"""Evaluation runs spread over local processes or a Ray cluster, with the same results as in one process.
+
+An evaluation is a list of independent :class:`~placer.evaluate.Task` s (distribution x seed x
+policy). Each worker builds the evaluation once (:class:`~placer.evaluate.Runner`: cluster,
+graphs, policies, cost model with its caches) and runs the tasks it is given; results come back
+in task order, so ``results.json`` is byte for byte what a serial run writes.
+
+On a multi-node Ray cluster (every node with this package and its data installed)::
+
+    ray start --head --port 6379                 # on the head node
+    ray start --address HEAD_IP:6379             # on every other node
+    placer evaluate ... --ray HEAD_IP:6379       # anywhere that reaches the head node
+
+``--ray local`` starts a Ray instance on this machine; ``--workers N`` uses a local process pool
+without Ray.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+
+from placer.common.errors import PlacerError
+from placer.evaluate.config import EvaluationConfig
+from placer.evaluate.runner import Runner, Task
+
+_RUNNERS: dict[str, Runner] = {}
+
+
+def _run(config_json: str, task: Task) -> tuple[dict, dict]:
+    """Run one task in a worker, building (and keeping) the evaluation's runner on first use."""
+    runner = _RUNNERS.get(config_json)
+    if runner is None:
+        _RUNNERS.clear()  # one evaluation at a time per worker
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        _one_torch_thread()
+        runner = _RUNNERS[config_json] = Runner(EvaluationConfig.model_validate_json(config_json))
+    return runner.run(task)
+
+
+def _one_torch_thread() -> None:
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(1)  # one process per core: threads would only contend
+
+
+def run_tasks(
+    config: EvaluationConfig,
+    todo: Sequence[Task],
+    *,
+    workers: int = 1,
+    ray_address: str | None = None,
+    on_task: Callable[[int], None] | None = None,
+) -> list[tuple[dict, dict]]:
+    """Every task's (run summary, timelines), in the order of ``todo``."""
+    config_json = config.model_dump_json()
+    if ray_address is not None:
+        return _run_on_ray(config_json, todo, ray_address, on_task)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_run, config_json, task) for task in todo]
+        outputs = []
+        for future in futures:
+            outputs.append(future.result())
+            if on_task is not None:
+                on_task(outputs[-1][0]["jobs"])
+        return outputs
+
+
+def _run_on_ray(config_json: str, todo: Sequence[Task], address: str, on_task) -> list[tuple[dict, dict]]:
+    try:
+        import ray
+    except ImportError:
+        raise PlacerError("--ray needs Ray: pip install -e '.[ray]'") from None
+    if not ray.is_initialized():
+        try:
+            ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise PlacerError(f"cannot reach a Ray cluster at {address!r}: {str(exc).splitlines()[0]}") from None
+    remote = ray.remote(num_cpus=1)(_run)
+    refs = [remote.remote(config_json, task) for task in todo]
+    outputs = []
+    for ref in refs:
+        outputs.append(ray.get(ref))
+        if on_task is not None:
+            on_task(outputs[-1][0]["jobs"])
+    return outputs

@@ -1,0 +1,131 @@
+"""PNG plots of an evaluation: metric bars per policy and utilisation over time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from placer.evaluate.results import EvaluationResult  # noqa: E402
+
+LABELS = {"blocking_rate": "blocking rate (fraction of jobs)", "throughput_jobs_per_hour": "completed jobs per hour"}
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+def plot_metric(result: EvaluationResult, metric: str, path: Path) -> Path:
+    """Grouped bars: one group per beta distribution, one bar per policy, 95% error bars."""
+    rows = result.summary()
+    betas, policies = result.config.beta_dists, result.config.policies
+    width = 0.8 / len(policies)
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(betas) + 0.35 * len(policies) * len(betas)), 4.2))
+    x = np.arange(len(betas))
+    for j, policy in enumerate(policies):
+        cells = [next(r for r in rows if r["beta_dist"] == b and r["policy"] == policy) for b in betas]
+        ax.bar(
+            x + (j - (len(policies) - 1) / 2) * width,
+            [c[metric] for c in cells],
+            width,
+            yerr=[c[f"{metric}_ci95"] for c in cells],
+            capsize=2,
+            label=policy,
+        )
+    ax.set_xticks(x, [f"beta {b}" for b in betas])
+    ax.set_ylabel(LABELS.get(metric, metric))
+    seeds = result.config.seeds
+    ax.set_title(
+        f"{LABELS.get(metric, metric)}: {result.config.cluster}, load {result.config.load}, {result.config.strategy} cost model\n"
+        f"mean over {seeds} seed{'s' if seeds > 1 else ''}; error bars: 95% interval over seeds",
+        fontsize=9,
+    )
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="policy", title_fontsize=7)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_ylim(bottom=0)  # the metrics are non-negative; a wide interval may reach below 0
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def plot_blocking_over_time(result: EvaluationResult, path: Path) -> Path:
+    """Blocked fraction of the arrivals in each time span, seed 0, one panel per beta distribution (or the trace)."""
+    betas = result.config.beta_dists
+    fig, axes = plt.subplots(len(betas), 1, figsize=(9, 2.2 * len(betas) + 1.0), squeeze=False)
+    for ax, beta in zip(axes[:, 0], betas, strict=True):
+        lines = [
+            {"policy": t["policy"], "time_s": t["blocking_time_s"], "busy": t["blocking"]}
+            for t in result.timelines
+            if t["beta_dist"] == beta and t["seed"] == 0 and "blocking" in t
+        ]
+        for k, (label, line) in enumerate(coinciding(lines)):
+            y = np.array([np.nan if v is None else v for v in line["busy"]], dtype=float)
+            ax.plot(np.asarray(line["time_s"]) / 3600, y, lw=1.0, marker=".", ls=LINESTYLES[k % len(LINESTYLES)], label=label)
+        ax.set_ylabel(f"blocked fraction\n{'trace' if beta == 'trace' else 'beta ' + beta}", fontsize=8)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axes[-1, 0].set_xlabel("simulated time (hours); each point: arrivals in one of 40 equal spans")
+    source = f"trace {Path(result.config.trace).name}" if result.config.trace else f"load {result.config.load}"
+    fig.suptitle(f"blocking over time: {result.config.cluster}, {source}, seed 0", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def coinciding(lines: list[dict]) -> list[tuple[str, dict]]:
+    """Timelines merged where identical: (policies joined by " = ", one of the lines), in first-seen order."""
+    groups: dict[tuple, list[dict]] = {}
+    for line in lines:
+        groups.setdefault((tuple(line["time_s"]), tuple(line["busy"])), []).append(line)
+    return [(" = ".join(line["policy"] for line in same), same[0]) for same in groups.values()]
+
+
+def _devices(result: EvaluationResult) -> int:
+    from placer.cluster.topology import load_cluster
+
+    return load_cluster(result.config.cluster).num_devices
+
+
+def plot_utilization(result: EvaluationResult, path: Path) -> Path:
+    """Busy-device fraction over time for seed 0, one panel per beta distribution.
+
+    Policies whose lines coincide (identical decisions) are drawn once and named together; the
+    others differ in colour and line style, so no line hides another unannounced.
+    """
+    betas = result.config.beta_dists
+    fig, axes = plt.subplots(len(betas), 1, figsize=(9, 2.2 * len(betas) + 1.0), sharex=False, squeeze=False)
+    for ax, beta in zip(axes[:, 0], betas, strict=True):
+        lines = [line for line in result.timelines if line["beta_dist"] == beta and line["seed"] == 0]
+        for k, (label, line) in enumerate(coinciding(lines)):
+            ax.plot(np.asarray(line["time_s"]) / 3600, line["busy"], lw=1.0, ls=LINESTYLES[k % len(LINESTYLES)], label=label)
+        ax.set_ylabel(f"busy devices\n(fraction), beta {beta}", fontsize=8)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axes[-1, 0].set_xlabel("simulated time (hours)")
+    fig.suptitle(
+        f"devices busy over time: {result.config.cluster}, load {result.config.load}, seed 0 of {result.config.seeds} "
+        f"({result.config.cluster} has {_devices(result)} devices)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def plot_all(result: EvaluationResult, out: Path) -> list[Path]:
+    """Bar plots of blocking and throughput, and the utilisation plot when timelines are present."""
+    paths = [
+        plot_metric(result, "blocking_rate", out / "blocking_rate.png"),
+        plot_metric(result, "throughput_jobs_per_hour", out / "throughput.png"),
+    ]
+    if result.timelines:
+        paths.append(plot_utilization(result, out / "utilization.png"))
+    if any("blocking" in t for t in result.timelines):
+        paths.append(plot_blocking_over_time(result, out / "blocking_over_time.png"))
+    return paths

@@ -1,0 +1,107 @@
+"""An evaluation's results: per-run summaries and timelines, summaries over seeds, paired differences, merging and writing."""
+
+from __future__ import annotations
+
+import csv
+import json
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from placer.common.errors import PlacerError
+from placer.evaluate.config import EvaluationConfig
+from placer.evaluate.stats import mean_ci95
+
+SUMMARY_METRICS = ("blocking_rate", "throughput_jobs_per_hour", "work_throughput", "mean_jct_s", "utilization")
+
+
+@dataclass
+class EvaluationResult:
+    config: EvaluationConfig
+    runs: list[dict] = field(default_factory=list)
+    timelines: list[dict] = field(default_factory=list)
+
+    def summary(self) -> list[dict]:
+        """Per (beta distribution, policy): mean and 95% half-width of each metric over seeds."""
+        rows = []
+        for beta in self.config.beta_dists:
+            for policy in self.config.policies:
+                runs = [r for r in self.runs if r["beta_dist"] == beta and r["policy"] == policy]
+                row = {"beta_dist": beta, "policy": policy, "seeds": len(runs)}
+                for metric in SUMMARY_METRICS:
+                    values = [r[metric] for r in runs if r[metric] is not None]
+                    row[metric], row[f"{metric}_ci95"] = mean_ci95(values)
+                rows.append(row)
+        return rows
+
+    def paired(self, policy: str, reference: str, beta: str, metric: str = "blocking_rate") -> tuple[float, float]:
+        """Mean and 95% half-width over seeds of ``policy`` minus ``reference`` on the same job streams."""
+        by_seed = {(r["policy"], r["seed"]): r[metric] for r in self.runs if r["beta_dist"] == beta}
+        seeds = sorted({seed for name, seed in by_seed if name == policy} & {seed for name, seed in by_seed if name == reference})
+        return mean_ci95([by_seed[policy, s] - by_seed[reference, s] for s in seeds])
+
+
+STREAM_FIELDS_IGNORED = {"policies", "policy_file", "seeds"}  # fields that do not change the job stream of a seed
+
+
+def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
+    """One result from evaluations of the same job streams (settings equal but for the policies).
+
+    Lets a new policy be compared, paired by seed, with baselines evaluated earlier. A policy
+    evaluated in several of them is taken from the first. Seed ``s`` draws the same streams
+    whatever the number of seeds, so evaluations with different numbers of seeds merge on the
+    seeds they share (the fewest).
+    """
+    first = results[0].config
+    keep = first.model_dump(exclude=STREAM_FIELDS_IGNORED)
+    seeds = min(result.config.seeds for result in results)
+    policies, runs, timelines = [], [], []
+    for result in results:
+        other = result.config.model_dump(exclude=STREAM_FIELDS_IGNORED)
+        differing = sorted(k for k in keep if keep[k] != other[k])
+        if differing:
+            raise PlacerError(f"these evaluations drew different job streams (they differ in {', '.join(differing)}): nothing to pair")
+        new = [p for p in result.config.policies if p not in policies]
+        policies += new
+        runs += [r for r in result.runs if r["policy"] in new and r["seed"] < seeds]
+        timelines += [t for t in result.timelines if t["policy"] in new and t["seed"] < seeds]
+    return EvaluationResult(first.model_copy(update={"policies": policies, "seeds": seeds}), runs, timelines)
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for package in ("placer", "numpy", "networkx", "torch", "stable-baselines3", "sb3-contrib"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def write_results(result: EvaluationResult, out: Path) -> list[Path]:
+    """Write ``results.json``, ``summary.csv`` and ``timelines.json`` into ``out``."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PlacerError(f"cannot write results to {str(out)!r}: {exc.strerror or exc}") from None
+    record = {"config": result.config.model_dump(), "versions": versions(), "created": datetime.now(UTC).isoformat(timespec="seconds")}
+    paths = [out / "results.json", out / "summary.csv", out / "timelines.json"]
+    _atomic_write(paths[0], json.dumps({"record": record, "runs": result.runs}, indent=1))
+    rows = result.summary()
+    tmp = paths[1].with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    tmp.replace(paths[1])
+    _atomic_write(paths[2], json.dumps(result.timelines))
+    return paths
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text + "\n")
+    tmp.replace(path)

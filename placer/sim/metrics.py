@@ -1,0 +1,110 @@
+"""Run metrics from job records and the busy-device timeline.
+
+The measurement window is ``[0, T]`` with ``T`` the last arrival: throughput counts jobs
+completed inside it, utilisation averages busy devices over it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from placer.sim.types import JobRecord, Outcome
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    jobs: int
+    accepted: int
+    blocking_rate: float
+    blocked_by_reason: dict[str, int]
+    completed_in_window: int
+    window_s: float
+    throughput_jobs_per_hour: float
+    work_throughput: float  # sequential seconds of completed jobs per wall second
+    mean_jct_s: float | None
+    p95_jct_s: float | None
+    mean_degree: float | None
+    mean_servers: float | None  # servers spanned per accepted job
+    strategy_mix: dict[str, float]  # fraction of accepted jobs per kind of split (see strategy_kind)
+    utilization: float  # mean fraction of busy devices over the window
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def compute_metrics(records: Sequence[JobRecord], busy_timeline: Sequence[tuple[float, int]], num_devices: int) -> RunMetrics:
+    window = max((r.arrival_s for r in records), default=0.0)
+    accepted = [r for r in records if r.outcome is Outcome.ACCEPTED]
+    done = [r for r in accepted if r.finish_s is not None and r.finish_s <= window]
+    jcts = np.array([r.jct_s for r in accepted], dtype=float)
+    reasons = Counter(r.reason.value for r in records if r.reason is not None)
+    per_hour = 3600.0 / window if window > 0 else 0.0
+    return RunMetrics(
+        jobs=len(records),
+        accepted=len(accepted),
+        blocking_rate=1 - len(accepted) / len(records) if records else 0.0,
+        blocked_by_reason=dict(sorted(reasons.items())),
+        completed_in_window=len(done),
+        window_s=window,
+        throughput_jobs_per_hour=len(done) * per_hour,
+        work_throughput=sum(r.sequential_jct_s for r in done) / window if window > 0 else 0.0,
+        mean_jct_s=float(jcts.mean()) if len(jcts) else None,
+        p95_jct_s=float(np.percentile(jcts, 95)) if len(jcts) else None,
+        mean_degree=float(np.mean([r.degree for r in accepted])) if accepted else None,
+        mean_servers=float(np.mean([r.servers for r in accepted])) if accepted else None,
+        strategy_mix={k: n / len(accepted) for k, n in sorted(Counter(strategy_kind(r.strategy) for r in accepted).items())},
+        utilization=mean_utilization(busy_timeline, num_devices, window),
+    )
+
+
+def strategy_kind(label: str | None) -> str:
+    """``single`` (one device), ``dp``, ``tp``, ``pp``, ``hybrid`` (two or more > 1) or ``sipml``, from a strategy label."""
+    if not label:
+        return "unknown"
+    if label.startswith("sipml"):
+        return "single" if label == "sipml1" else "sipml"
+    sizes = {part[:2]: int(part[2:]) for part in label.split("-")}
+    split = [k for k, v in sizes.items() if v > 1]
+    return "single" if not split else split[0] if len(split) == 1 else "hybrid"
+
+
+def mean_utilization(busy_timeline: Sequence[tuple[float, int]], num_devices: int, until: float) -> float:
+    """Time-averaged fraction of busy devices over ``[0, until]`` (a step function)."""
+    if until <= 0:
+        return 0.0
+    times = np.array([t for t, _ in busy_timeline] + [until])
+    busy = np.array([b for _, b in busy_timeline], dtype=float)
+    spans = np.clip(np.minimum(times[1:], until) - np.minimum(times[:-1], until), 0, None)
+    return float((spans * busy).sum() / (until * num_devices))
+
+
+def utilization_series(
+    busy_timeline: Sequence[tuple[float, int]], num_devices: int, until: float, points: int = 200
+) -> tuple[list[float], list[float]]:
+    """Busy fraction sampled at ``points`` evenly spaced times in ``[0, until]``."""
+    times = np.array([t for t, _ in busy_timeline])
+    busy = np.array([b for _, b in busy_timeline], dtype=float)
+    grid = np.linspace(0, until, points)
+    idx = np.searchsorted(times, grid, side="right") - 1
+    return grid.tolist(), (busy[np.clip(idx, 0, None)] / num_devices).tolist()
+
+
+def blocking_series(records: Sequence[JobRecord], until: float, bins: int = 40) -> tuple[list[float], list[float | None]]:
+    """Fraction of arrivals blocked in each of ``bins`` equal spans of ``[0, until]`` (None for an empty span).
+
+    Returns the spans' midpoints (seconds) and the fractions.
+    """
+    if until <= 0 or not records:
+        return [], []
+    edges = np.linspace(0, until, bins + 1)
+    arrivals = np.array([r.arrival_s for r in records])
+    blocked = np.array([r.outcome is not Outcome.ACCEPTED for r in records], dtype=float)
+    index = np.clip(np.searchsorted(edges, arrivals, side="right") - 1, 0, bins - 1)
+    counts = np.bincount(index, minlength=bins)
+    sums = np.bincount(index, weights=blocked, minlength=bins)
+    fractions = [float(b / c) if c else None for b, c in zip(sums, counts, strict=True)]
+    return ((edges[:-1] + edges[1:]) / 2).tolist(), fractions

@@ -1,0 +1,76 @@
+"""The (degree, placement rule) choices open to a job, with their predicted outcome.
+
+Heuristics, the RL environment's action mask and the query API all read this one table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from placer.cost import Strategy
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Job
+
+DEFAULT_MAX_DEGREE = 16
+
+
+class Option(NamedTuple):
+    """Placing a job at ``degree`` with placement rule ``rule``.
+
+    ``devices`` is None when fewer than ``degree`` devices are free; ``jct_s`` is None when
+    the job does not fit in memory there. ``strategy`` is how the cost model splits the job
+    on those devices (the fastest that fits; None without devices or strategy).
+    """
+
+    degree: int
+    rule: str
+    devices: tuple[int, ...] | None
+    jct_s: float | None
+    deadline_s: float
+    strategy: Strategy | None = None
+    servers: int = 0  # servers the devices span
+
+    @property
+    def fits(self) -> bool:
+        return self.jct_s is not None
+
+    @property
+    def feasible(self) -> bool:
+        """The job would be accepted: devices free, memory fits, deadline met."""
+        return self.jct_s is not None and self.jct_s <= self.deadline_s * (1 + 1e-9)
+
+    @property
+    def device_seconds(self) -> float:
+        return self.degree * self.jct_s if self.jct_s is not None else float("inf")
+
+
+def degrees_for(view: ClusterView, max_degree: int = DEFAULT_MAX_DEGREE) -> range:
+    return range(1, min(max_degree, view.cluster.num_devices) + 1)
+
+
+def options(
+    job: Job,
+    view: ClusterView,
+    *,
+    degrees: Sequence[int],
+    rules: Sequence[str] = ("first_fit",),
+    distinct: bool = False,
+) -> list[Option]:
+    """One :class:`Option` per (degree, rule), degree-major, in the order given.
+
+    An option's ``deadline_s`` is the time the job has left at ``view.now`` (its deadline less the time it waited).
+    ``distinct``: leave out a rule's option when an earlier rule gave the same devices at that degree.
+    """
+    cost, graph, iterations, out = view.cost, job.graph, job.iterations, []
+    deadline = job.remaining_s(view.now)
+    for degree, rule, devices, shape, repeat in cost.placements(view.free, degrees, rules):
+        if repeat and distinct:
+            continue
+        if devices is None:
+            out.append(Option(degree, rule, None, None, deadline, None))
+            continue
+        prediction = cost.predict(graph, shape)  # the same shape twice is one cached lookup
+        jct = prediction.iteration_s * iterations if prediction.fits else None
+        out.append(Option(degree, rule, devices, jct, deadline, prediction.strategy, shape.servers))
+    return out

@@ -1,0 +1,340 @@
+"""Discrete-event cluster simulator (SimPy-style event heap, no RL).
+
+Events sit in a heap of ``(time, priority, seq, event)``: completions (priority 0) free their
+devices before arrivals (priority 1) at the same instant, and a waiting job's expiry (priority 2)
+comes last; ``seq`` keeps ties in insertion order. The simulator stops at each decision with the
+job in :attr:`Simulator.pending` until :meth:`Simulator.decide` is called with a
+:class:`~placer.sim.types.Decision`::
+
+    sim = Simulator(cost_model, workload.jobs(rng), queue=QueueConfig.parse("edf-bf"))
+    while (job := sim.next_job()) is not None:
+        sim.decide(policy.decide(job, sim.view()))
+    sim.run()  # drain the remaining completions
+
+Without a queue (PAC-ML's loss system) each job is offered once, on arrival, and ``Reject``
+blocks it. With a queue (:mod:`placer.sim.queueing`) every event with a device free is a decision
+point: the waiting jobs are offered in the discipline's order, ``Place`` starts one and
+``Reject`` holds it; a job leaves blocked when the queue is full on arrival, or when waiting
+longer would miss its deadline even on the fastest placement (``Job.latest_start_s``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from weakref import WeakKeyDictionary
+
+import numpy as np
+
+from placer.cluster.placement import PLACEMENT_RULES, FreeDevices
+from placer.cost import CostModel
+from placer.sim.queueing import QueueConfig
+from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject
+from placer.workloads.generator import JobSpec
+
+_COMPLETION, _ARRIVAL, _EXPIRY = 0, 1, 2
+FASTEST_MAX_DEGREE = 16
+_LOSS = QueueConfig()
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """A read-only snapshot for policies: which devices are free, when busy ones free up, who waits."""
+
+    cost: CostModel
+    now: float
+    free: np.ndarray  # (N,) bool
+    free_at: np.ndarray  # (N,) seconds (absolute) when each device is next free; ``now`` if free
+    running: int  # number of running jobs
+    waiting: tuple[Job, ...] = ()  # jobs in the queue, in arrival order (the offered one included)
+    queue: QueueConfig = _LOSS
+
+    @property
+    def cluster(self):
+        return self.cost.cluster
+
+    @property
+    def num_free(self) -> int:
+        return int(self.free.sum())
+
+
+class Simulator:
+    """Runs jobs from ``jobs`` (sorted by arrival) on the cost model's cluster.
+
+    ``busy``: devices already running something at time 0 (absolute seconds at which each frees
+    up), for a simulation that starts from a snapshot (see :mod:`placer.baselines.lookahead`); ``waiting``:
+    jobs already queued at that moment, offered at once except those in ``held`` (job ids);
+    ``now``: its start time.
+    """
+
+    def __init__(
+        self,
+        cost: CostModel,
+        jobs: Iterable[JobSpec],
+        *,
+        queue: QueueConfig | None = None,
+        now: float = 0.0,
+        busy_until: np.ndarray | None = None,
+        waiting: Iterable[Job] = (),
+        held: Iterable[int] = (),
+        first_job_id: int = 0,
+    ) -> None:
+        self.cost = cost
+        self.queue = queue or _LOSS
+        n = cost.cluster.num_devices
+        self.now = now
+        self.free = np.ones(n, dtype=bool)
+        self.free_at = np.full(n, now)
+        self.records: list[JobRecord] = []
+        self.pending: Job | None = None
+        self.busy_timeline: list[tuple[float, int]] = [(now, 0)]
+        self._heap: list[tuple[float, int, int, object]] = []
+        self._seq = 0
+        self._jobs: Iterator[JobSpec] = iter(jobs)
+        self._next_id = first_job_id
+        self._running: dict[object, tuple[int, ...]] = {}
+        self._waiting: dict[int, Job] = {}
+        self._offers: list[Job] = []
+        if busy_until is not None:
+            self._occupy_until(np.asarray(busy_until, dtype=float))
+        for job in waiting:
+            self._enqueue(job)
+        self._push_next_arrival()
+        self._open_decision_point()  # a snapshot with jobs waiting starts at a decision point
+        skip = set(held)
+        self._offers = [j for j in self._offers if j.job_id not in skip]
+
+    # -- event loop -------------------------------------------------------------------
+    def step(self) -> bool:
+        """Process one event; False when no events are left. Refused while a job waits."""
+        if self.pending is not None:
+            raise RuntimeError("a job is waiting for a decision: call decide() first")
+        if not self._heap:
+            return False
+        time, kind, _, payload = heapq.heappop(self._heap)
+        self.now = time
+        if kind == _COMPLETION:
+            self._release(payload)
+        elif kind == _ARRIVAL:
+            self._arrive(payload)
+        else:
+            self._expire(payload)
+        return True
+
+    def run(self, until: float = math.inf) -> None:
+        """Process events up to time ``until`` (all, by default), stopping at a pending job."""
+        while self.pending is None and self._heap and self._heap[0][0] <= until:
+            self.step()
+        if until < math.inf and self.pending is None:
+            self.now = max(self.now, until)
+
+    def next_job(self) -> Job | None:
+        """Advance to the next job to decide and return it (None when no decisions are left).
+
+        Events at one instant are all processed before its decision point.
+        """
+        while self.pending is None:
+            if self._offers:
+                self._offer_next()
+                continue
+            self._close_decision_point()
+            if not (self._heap and (self._arrival_queued or self._waiting)):
+                break
+            self.step()
+            while self._heap and self._heap[0][0] <= self.now:
+                self.step()
+            self._open_decision_point()
+        return self.pending
+
+    def view(self) -> ClusterView:
+        free, free_at = self.free.copy(), self.free_at.copy()
+        free.flags.writeable = free_at.flags.writeable = False
+        return ClusterView(self.cost, self.now, free, free_at, len(self._running), tuple(self._waiting.values()), self.queue)
+
+    @property
+    def waiting(self) -> tuple[Job, ...]:
+        return tuple(self._waiting.values())
+
+    # -- decisions --------------------------------------------------------------------
+    def decide(self, decision: Decision) -> JobRecord | None:
+        """Apply ``decision`` to the pending job; its record, or None when it is held in the queue."""
+        job = self.pending
+        if job is None:
+            raise RuntimeError("no job is waiting for a decision")
+        self.pending = None
+        if isinstance(decision, Reject) and self.queue.enabled:
+            if not self.queue.backfill:
+                self._offers.clear()  # head of line: a held job stops the round
+            return None
+        reason, jct = self.check(job, decision)
+        if reason is not None:
+            return self._leave(job, reason, decision)
+        self._start(job, decision.devices, jct)
+        return self.records[-1]
+
+    def check(self, job: Job, decision: Decision) -> tuple[BlockReason | None, float | None]:
+        """Why ``decision`` would block ``job`` now (None if it is accepted), and its JCT."""
+        if isinstance(decision, Reject):
+            return BlockReason.REJECTED, None
+        if not isinstance(decision, Place):
+            raise TypeError(f"decision must be Reject or Place, got {decision!r}")
+        devices = decision.devices
+        n = self.cost.cluster.num_devices
+        if not devices or len(set(devices)) != len(devices) or any(not (0 <= d < n) for d in devices) or not self.free[list(devices)].all():
+            return BlockReason.NO_CAPACITY, None
+        if not self.cost.fits(job.graph, devices):
+            return BlockReason.OUT_OF_MEMORY, None
+        jct = self.cost.jct_s(job.graph, devices, job.iterations)
+        if jct > job.remaining_s(self.now) * (1 + 1e-9):
+            return BlockReason.DEADLINE, jct
+        return None, jct
+
+    # -- internals --------------------------------------------------------------------
+    def _start(self, job: Job, devices: tuple[int, ...], jct: float) -> None:
+        finish = self.now + jct
+        self.free[list(devices)] = False
+        self.free_at[list(devices)] = finish
+        self._running[job.job_id] = devices
+        self._waiting.pop(job.job_id, None)
+        self._push(finish, _COMPLETION, job.job_id)
+        self._mark_busy()
+        strategy = self.cost.predict(job.graph, devices).strategy
+        servers = len(set(self.cost.cluster.server_of[list(devices)].tolist()))
+        label = strategy.label if strategy else None
+        self.records.append(_record(job, Outcome.ACCEPTED, None, devices, jct, finish, label, servers, self.now - job.arrival_s))
+
+    def _leave(self, job: Job, reason: BlockReason, decision: Decision | None = None) -> JobRecord:
+        self._waiting.pop(job.job_id, None)
+        devices = decision.devices if isinstance(decision, Place) else ()
+        record = _record(job, Outcome.BLOCKED, reason, devices, None, None, wait_s=self.now - job.arrival_s)
+        self.records.append(record)
+        return record
+
+    def _arrive(self, spec: JobSpec) -> None:
+        seq = self.cost.sequential_jct_s(spec.graph, spec.iterations)
+        fastest = self._fastest_jct_s(spec) if self.queue.enabled else 0.0
+        job = Job(self._next_id, spec.graph, spec.arrival_s, spec.beta, spec.iterations, seq, fastest)
+        self._next_id += 1
+        self._push_next_arrival()
+        if not self.queue.enabled:
+            self._waiting[job.job_id] = job
+        elif math.isinf(fastest):
+            self._leave(job, BlockReason.OUT_OF_MEMORY)  # fits on no placement of the cluster
+        elif job.latest_start_s < self.now - 1e-9 * max(1.0, job.deadline_s):
+            self._leave(job, BlockReason.DEADLINE)  # not even the fastest placement meets the deadline
+        else:
+            self._enqueue(job)
+
+    def _enqueue(self, job: Job) -> None:
+        self._waiting[job.job_id] = job
+        self._push(job.latest_start_s + 1e-9 * max(1.0, job.deadline_s), _EXPIRY, job.job_id)
+
+    def _expire(self, job_id: int) -> None:
+        job = self._waiting.get(job_id)
+        if job is not None:
+            self._leave(job, BlockReason.EXPIRED)
+
+    def _open_decision_point(self) -> None:
+        if not self._waiting:
+            return
+        if not self.queue.enabled:
+            self._offers = list(self._waiting.values())  # the loss system asks even when nothing is free
+        elif self.free.any():
+            self._offers = self.queue.order(self._waiting.values())
+
+    def _offer_next(self) -> None:
+        job = self._offers.pop(0)
+        if job.job_id not in self._waiting or (self.queue.enabled and not self.free.any()):
+            if self.queue.enabled and not self.free.any():
+                self._offers.clear()
+            return
+        self.pending = job
+
+    def _close_decision_point(self) -> None:
+        """Jobs the decision point left waiting: blocked in the loss system; the newest beyond capacity, queue full."""
+        if not self.queue.enabled:
+            for job in list(self._waiting.values()):
+                self._leave(job, BlockReason.REJECTED)
+            return
+        while len(self._waiting) > self.queue.capacity:
+            newest = max(self._waiting.values(), key=lambda j: (j.arrival_s, j.job_id))
+            self._leave(newest, BlockReason.QUEUE_FULL)
+
+    def _fastest_jct_s(self, spec: JobSpec) -> float:
+        return fastest_iteration_s(self.cost, spec.graph) * spec.iterations
+
+    def _release(self, job_id: object) -> None:
+        devices = list(self._running.pop(job_id))
+        self.free[devices] = True
+        self.free_at[devices] = self.now
+        self._mark_busy()
+
+    def _occupy_until(self, busy_until: np.ndarray) -> None:
+        """Devices busy until given times (> now), as one pseudo-job per distinct time."""
+        for k, t in enumerate(sorted({float(t) for t in busy_until if t > self.now})):
+            devices = tuple(int(d) for d in np.flatnonzero(busy_until == t))
+            self.free[list(devices)] = False
+            self.free_at[list(devices)] = t
+            self._running[("busy", k)] = devices
+            self._push(t, _COMPLETION, ("busy", k))
+        self._mark_busy()
+
+    def _mark_busy(self) -> None:
+        busy = int((~self.free).sum())
+        if self.busy_timeline[-1][0] == self.now:
+            self.busy_timeline[-1] = (self.now, busy)
+        else:
+            self.busy_timeline.append((self.now, busy))
+
+    def _push_next_arrival(self) -> None:
+        spec = next(self._jobs, None)
+        self._arrival_queued = spec is not None
+        if spec is not None:
+            if spec.arrival_s < self.now:
+                raise ValueError("jobs must be sorted by arrival time")
+            self._push(spec.arrival_s, _ARRIVAL, spec)
+
+    def _push(self, time: float, kind: int, payload: object) -> None:
+        heapq.heappush(self._heap, (time, kind, self._seq, payload))
+        self._seq += 1
+
+
+_FASTEST: WeakKeyDictionary[CostModel, dict[str, float]] = WeakKeyDictionary()
+
+
+def fastest_iteration_s(cost: CostModel, graph) -> float:
+    """The shortest iteration any rule's placement of degree 1..16 gives on the idle cluster (inf: fits nowhere)."""
+    known = _FASTEST.setdefault(cost, {})
+    seconds = known.get(graph.key)
+    if seconds is None:
+        idle = FreeDevices(cost.cluster, np.ones(cost.cluster.num_devices, dtype=bool))
+        degrees = range(1, min(FASTEST_MAX_DEGREE, cost.cluster.num_devices) + 1)
+        placements = {rule(idle, d) for d in degrees for rule in PLACEMENT_RULES.values()}
+        predictions = [cost.predict(graph, devices) for devices in placements]
+        seconds = known[graph.key] = min((p.iteration_s for p in predictions if p.fits), default=math.inf)
+    return seconds
+
+
+def _record(
+    job: Job, outcome, reason, devices: tuple[int, ...], jct, finish, strategy: str | None = None, servers: int = 0, wait_s: float = 0.0
+) -> JobRecord:
+    return JobRecord(
+        job_id=job.job_id,
+        graph=job.graph.name,
+        arrival_s=job.arrival_s,
+        beta=job.beta,
+        iterations=job.iterations,
+        sequential_jct_s=job.sequential_jct_s,
+        deadline_s=job.deadline_s,
+        outcome=outcome,
+        reason=reason,
+        degree=len(devices),
+        devices=tuple(int(d) for d in devices),
+        jct_s=jct,
+        finish_s=finish,
+        strategy=strategy,
+        servers=servers,
+        wait_s=wait_s,
+    )

@@ -1,0 +1,98 @@
+"""Plain value types shared by the simulator, policies and evaluation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from placer.graphs.job_graph import JobGraph
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as it arrives: its graph, deadline fraction and training length."""
+
+    job_id: int
+    graph: JobGraph
+    arrival_s: float
+    beta: float  # deadline = beta x sequential JCT, in (0, 1]
+    iterations: int
+    sequential_jct_s: float
+    fastest_jct_s: float = 0.0  # the shortest JCT any placement gives on an idle cluster (0: not computed)
+
+    @property
+    def deadline_s(self) -> float:
+        """Maximum acceptable completion time in seconds after the arrival (waiting included)."""
+        return self.beta * self.sequential_jct_s
+
+    def remaining_s(self, now: float) -> float:
+        """Seconds left at ``now`` for the job to run: its deadline minus the time it has waited."""
+        return self.deadline_s - (now - self.arrival_s)
+
+    @property
+    def latest_start_s(self) -> float:
+        """The last moment the job can start and still meet its deadline (absolute seconds)."""
+        return self.arrival_s + self.deadline_s - self.fastest_jct_s
+
+
+@dataclass(frozen=True)
+class Reject:
+    """Decline the job."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Run the job split ``degree`` ways, shard ``i`` on ``devices[i]``."""
+
+    devices: tuple[int, ...]
+
+    @property
+    def degree(self) -> int:
+        return len(self.devices)
+
+
+Decision = Reject | Place
+
+
+class Outcome(StrEnum):
+    ACCEPTED = "accepted"
+    BLOCKED = "blocked"
+
+
+class BlockReason(StrEnum):
+    REJECTED = "rejected"  # the policy declined
+    NO_CAPACITY = "no_capacity"  # devices busy, unknown, repeated, or too few
+    OUT_OF_MEMORY = "out_of_memory"  # a shard does not fit on its device
+    DEADLINE = "deadline"  # predicted JCT exceeds beta x sequential JCT (less the time waited)
+    QUEUE_FULL = "queue_full"  # no waiting place left
+    EXPIRED = "expired"  # waited until its deadline could no longer be met
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What happened to one job. ``jct_s``/``finish_s`` are None for blocked jobs."""
+
+    job_id: int
+    graph: str
+    arrival_s: float
+    beta: float
+    iterations: int
+    sequential_jct_s: float
+    deadline_s: float
+    outcome: Outcome
+    reason: BlockReason | None
+    degree: int
+    devices: tuple[int, ...]
+    jct_s: float | None
+    finish_s: float | None
+    strategy: str | None = None  # the cost model's split (e.g. "dp4-tp2-pp1"), accepted jobs only
+    servers: int = 0  # servers the placement spans (0 when blocked)
+    wait_s: float = 0.0  # seconds between arrival and start (or leaving the queue)
+
+    def to_dict(self) -> dict:
+        return {
+            **{k: getattr(self, k) for k in self.__dataclass_fields__},
+            "outcome": self.outcome.value,
+            "reason": self.reason.value if self.reason else None,
+            "devices": list(self.devices),
+        }

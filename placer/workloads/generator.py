@@ -1,0 +1,211 @@
+"""Workloads: deadline (beta) distributions, arrival processes and job streams.
+
+Every sampler takes an ``np.random.Generator``; nothing here seeds anything globally.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from placer.common.errors import WorkloadError
+from placer.graphs.job_graph import JobGraph
+
+# PAC-ML's four deadline distributions: A uniform(0.1, 1); B, C, D skew-normal with skew
+# +5, 0, -5, clipped to (0, 1]. PAC-ML does not state loc/scale; ours put B's mass on tight
+# deadlines, C's in the middle and D's on loose ones.
+SKEW_NORMAL = {"B": (5.0, 0.1, 0.35), "C": (0.0, 0.5, 0.2), "D": (-5.0, 0.9, 0.35)}
+BETA_MIN = 0.01
+
+
+@dataclass(frozen=True)
+class BetaDistribution:
+    """A named beta distribution: ``A``-``D``, ``uniform:LO:HI`` or ``const:B``."""
+
+    spec: str
+
+    def __post_init__(self) -> None:
+        self.sample(np.random.default_rng(0), 1)  # validates the spec
+
+    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        kind, *args = self.spec.split(":")
+        if kind == "A" and not args:
+            return rng.uniform(0.1, 1.0, size)
+        if kind in SKEW_NORMAL and not args:
+            skew, loc, scale = SKEW_NORMAL[kind]
+            return np.clip(loc + scale * _skew_normal(rng, skew, size), BETA_MIN, 1.0)
+        try:
+            values = [float(a) for a in args]
+        except ValueError:
+            values = []
+        if kind == "uniform" and len(values) == 2 and 0 < values[0] <= values[1] <= 1:
+            return rng.uniform(values[0], values[1], size)
+        if kind == "const" and len(values) == 1 and 0 < values[0] <= 1:
+            return np.full(size, values[0])
+        raise WorkloadError(f"bad beta distribution {self.spec!r}: use A, B, C, D, uniform:LO:HI or const:B with 0 < LO <= HI <= 1")
+
+
+def _skew_normal(rng: np.random.Generator, skew: float, size: int) -> np.ndarray:
+    delta = skew / math.sqrt(1 + skew * skew)
+    u0, v = rng.standard_normal(size), rng.standard_normal(size)
+    u1 = delta * u0 + math.sqrt(1 - delta * delta) * v
+    return np.where(u0 >= 0, u1, -u1)
+
+
+@dataclass(frozen=True)
+class SizeDistribution:
+    """How much a job's training length varies: ``const`` (the graph's own iterations) or
+    ``loguniform:LO:HI`` (its iterations times a factor log-uniform in [LO, HI], e.g. ``0.1:10``
+    for the 100-fold spread of real traces)."""
+
+    spec: str = "const"
+
+    def __post_init__(self) -> None:
+        self._bounds()  # validates the spec
+
+    def _bounds(self) -> tuple[float, float] | None:
+        kind, *args = self.spec.split(":")
+        if kind == "const" and not args:
+            return None
+        try:
+            lo, hi = (float(a) for a in args)
+        except ValueError:
+            lo = hi = -1.0
+        if kind != "loguniform" or not (0 < lo <= hi and math.isfinite(hi)):
+            raise WorkloadError(f"bad size distribution {self.spec!r}: use const or loguniform:LO:HI with 0 < LO <= HI")
+        return lo, hi
+
+    @property
+    def mean(self) -> float:
+        bounds = self._bounds()
+        if bounds is None or bounds[0] == bounds[1]:
+            return bounds[0] if bounds else 1.0
+        lo, hi = bounds
+        return (hi - lo) / math.log(hi / lo)
+
+    def sample(self, rng: np.random.Generator) -> float:
+        bounds = self._bounds()
+        if bounds is None:
+            return 1.0
+        return float(math.exp(rng.uniform(math.log(bounds[0]), math.log(bounds[1]))))
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One arrival before it meets the cluster: time, graph, beta, iterations."""
+
+    arrival_s: float
+    graph: JobGraph
+    beta: float
+    iterations: int
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A stream of jobs drawn uniformly from ``graphs``.
+
+    ``arrival`` is ``"poisson"`` (exponential gaps) or ``"fixed"`` (PAC-ML's constant gap).
+    The rate makes the offered load ``load`` = rate x mean sequential JCT / ``num_devices``:
+    at load 1 the cluster receives exactly the work it could do with no partitioning overhead.
+    ``iterations`` overrides every graph's own iteration count; ``size`` then scales it per job.
+    ``sequential_iteration_s`` gives a graph's sequential seconds per iteration (the cost model's;
+    default: the sum of its op times).
+    """
+
+    graphs: Sequence[JobGraph]
+    beta: BetaDistribution
+    load: float
+    num_devices: int
+    num_jobs: int
+    arrival: str = "poisson"
+    iterations: int | None = None
+    sequential_iteration_s: Callable[[JobGraph], float] | None = None
+    size: SizeDistribution = SizeDistribution()
+
+    def __post_init__(self) -> None:
+        if not self.graphs:
+            raise WorkloadError("workload needs at least one graph")
+        if not (self.load > 0 and math.isfinite(self.load)):
+            raise WorkloadError(f"load must be a positive number, got {self.load}")
+        if self.num_jobs < 1:
+            raise WorkloadError(f"number of jobs must be >= 1, got {self.num_jobs}")
+        if self.arrival not in ("poisson", "fixed"):
+            raise WorkloadError(f"arrival process must be 'poisson' or 'fixed', got {self.arrival!r}")
+
+    def _iterations(self, graph: JobGraph) -> int:
+        return self.iterations or graph.iterations
+
+    @property
+    def mean_gap_s(self) -> float:
+        seq = self.sequential_iteration_s or (lambda g: g.sequential_iteration_s)
+        mean_seq = np.mean([seq(g) * self._iterations(g) for g in self.graphs]) * self.size.mean
+        return float(mean_seq / (self.load * self.num_devices))
+
+    def jobs(self, rng: np.random.Generator) -> Iterator[JobSpec]:
+        gap = self.mean_gap_s
+        now = 0.0
+        for _ in range(self.num_jobs):
+            now += rng.exponential(gap) if self.arrival == "poisson" else gap
+            graph = self.graphs[int(rng.integers(len(self.graphs)))]
+            beta = float(self.beta.sample(rng, 1)[0])
+            iterations = self._iterations(graph)
+            if self.size.spec != "const":
+                iterations = max(1, round(iterations * self.size.sample(rng)))
+            yield JobSpec(now, graph, beta, iterations)
+
+
+def read_trace(path: str | Path, graphs: dict[str, JobGraph], resolve: Callable[[str], JobGraph] | None = None) -> list[JobSpec]:
+    """Read a CSV trace with columns ``arrival_s,graph,beta,iterations`` (sorted by time).
+
+    ``graph`` names one of ``graphs`` (else ``resolve(name)``, if given), optionally ``NAME@BATCH``:
+    that graph rescaled to the batch size (:meth:`JobGraph.with_batch_size`).
+    """
+    known = dict(graphs)
+    path = Path(path)
+    try:
+        rows = list(csv.DictReader(path.read_text().splitlines()))
+    except OSError as exc:
+        raise WorkloadError(f"cannot read trace {str(path)!r}: {exc.strerror or exc}") from None
+    specs, last = [], 0.0
+    for line, row in enumerate(rows, start=2):
+        try:
+            arrival, beta, iters = float(row["arrival_s"]), float(row["beta"]), int(row["iterations"])
+            name = row["graph"]
+        except (KeyError, TypeError, ValueError):
+            raise WorkloadError(f"{path}:{line}: need arrival_s, graph, beta, iterations") from None
+        if name not in known:
+            known[name] = _trace_graph(name, known, resolve, f"{path}:{line}")
+        if not (math.isfinite(arrival) and arrival >= last):
+            raise WorkloadError(f"{path}:{line}: arrival_s must be finite and non-decreasing")
+        if not (0 < beta <= 1) or iters < 1:
+            raise WorkloadError(f"{path}:{line}: need 0 < beta <= 1 and iterations >= 1")
+        specs.append(JobSpec(arrival, known[name], beta, iters))
+        last = arrival
+    if not specs:
+        raise WorkloadError(f"{path}: trace has no jobs")
+    return specs
+
+
+def _trace_graph(name: str, known: dict[str, JobGraph], resolve, where: str) -> JobGraph:
+    base, _, batch = name.partition("@")
+    graph = known.get(base)
+    if graph is None and resolve is not None:
+        try:
+            graph = resolve(base)
+        except Exception as exc:  # resolve raises the catalog's own error: keep its message
+            raise WorkloadError(f"{where}: unknown graph {base!r}: {exc}") from None
+    if graph is None:
+        raise WorkloadError(f"{where}: unknown graph {base!r}")
+    if not batch:
+        return graph
+    if not batch.isdigit() or int(batch) < 1:
+        raise WorkloadError(f"{where}: bad batch size in {name!r} (use NAME@BATCH, BATCH >= 1)")
+    try:
+        return graph.with_batch_size(int(batch))
+    except Exception as exc:
+        raise WorkloadError(f"{where}: {exc}") from None

@@ -1,0 +1,94 @@
+import numpy as np
+import pytest
+
+from placer.baselines.heuristics import Fixed, Lean, ParaMax, ParaMin
+from placer.baselines.specs import make_heuristic
+from placer.common.errors import PolicyError
+from placer.cost import CostModel
+from placer.sim.simulator import Simulator
+from placer.sim.types import Place, Reject
+from placer.workloads.generator import BetaDistribution, JobSpec
+from tests.placer.toys import chain, toy_cluster
+
+
+def _first_job(beta, cluster=None, busy=()):
+    cluster = cluster or toy_cluster(2, 2, inter=(1e9, 0.0))
+    sim = Simulator(CostModel(cluster, strategy="sipml"), [JobSpec(0.0, chain(), beta, 1)])
+    sim.free[list(busy)] = False
+    return sim.next_job(), sim.view()
+
+
+def test_para_max_takes_every_free_device_up_to_the_limit():
+    job, view = _first_job(1.0)
+    assert ParaMax().decide(job, view) == Place((0, 1, 2, 3))
+    assert ParaMax(max_degree=3).decide(job, view) == Place((0, 1, 2))
+
+
+def test_para_min_takes_the_smallest_degree_meeting_the_deadline():
+    # chain on 2x2 (intra 8e9 B/s, inter 1e9 B/s): d=1 6 s, d=2 (one server) 3.5 s.
+    job, view = _first_job(3.6 / 6)
+    assert ParaMin().decide(job, view) == Place((0, 1))
+    job, view = _first_job(1.0, busy=(0,))
+    assert ParaMin().decide(job, view) == Place((1,))
+    # across servers (1, 2): 1 + (8e9 / 2) / 1e9 + 2 = 7 s; degree 3 is slower still: nothing meets 5.9 s.
+    job, view = _first_job(5.9 / 6, busy=(0,))
+    assert ParaMin().decide(job, view) == Reject()
+    job, view = _first_job(0.01)
+    assert ParaMin().decide(job, view) == Reject()
+
+
+def test_lean_prefers_the_cheaper_placement_over_first_fit():
+    # device 0 busy: first-fit puts degree 2 on (1, 2) across servers: 1 + (8e9/2)/1e9 + 2 = 7 s,
+    # over the 3.6 s deadline; best-fit keeps it on server 1 (2, 3): 3.5 s.
+    job, view = _first_job(3.6 / 6, busy=(0,))
+    assert ParaMin().decide(job, view) == Reject()
+    assert Lean().decide(job, view) == Place((2, 3))
+    assert Lean(cap=1).decide(job, view) == Reject()
+
+
+def test_fixed_declines_when_its_degree_does_not_fit():
+    job, view = _first_job(1.0, busy=(0, 1, 2))
+    assert Fixed(degree=2).decide(job, view) == Reject()
+    assert Fixed(degree=1).decide(job, view) == Place((3,))
+
+
+def test_random_is_reproducible_from_its_generator():
+    job, view = _first_job(1.0)
+    picks = []
+    for _ in range(2):
+        policy = make_heuristic("random")
+        policy.reset(np.random.default_rng(7))
+        picks.append([policy.decide(job, view) for _ in range(10)])
+    assert picks[0] == picks[1] and len({p.degree for p in picks[0]}) > 1
+
+
+@pytest.mark.parametrize("spec", ["fixed:0", "fixed:x", "nope", "para_min+worst_fit", "lean:cap=0", "para_max:3"])
+def test_bad_policy_names_are_refused(spec):
+    with pytest.raises(PolicyError):
+        make_heuristic(spec)
+
+
+def test_policy_names_build_the_right_rules():
+    assert make_heuristic("fixed:8+best_fit").rule == "best_fit"
+    assert make_heuristic("lean:cap=4").cap == 4
+
+
+@pytest.mark.parametrize("spec", ["A", "B", "C", "D", "uniform:0.2:0.4", "const:0.5"])
+def test_beta_distributions_stay_in_range(spec):
+    sample = BetaDistribution(spec).sample(np.random.default_rng(0), 5000)
+    assert sample.min() > 0 and sample.max() <= 1
+
+
+def test_skew_orders_the_beta_distributions():
+    means = {s: BetaDistribution(s).sample(np.random.default_rng(0), 20000).mean() for s in "BCD"}
+    assert means["B"] < means["C"] < means["D"]
+
+
+def test_lean_breaks_device_time_ties_towards_fewer_devices():
+    # the chain has no parameters, so data parallelism scales exactly: every degree costs 6 device-seconds.
+    # beta 1 (deadline 6 s): one device; beta 0.5 (3 s): two devices (3 s), not four (1.5 s).
+    cluster = toy_cluster(1, 4)
+    for beta, degree in ((1.0, 1), (0.5, 2)):
+        sim = Simulator(CostModel(cluster), [JobSpec(0.0, chain(), beta, 1)])
+        job = sim.next_job()
+        assert make_heuristic("lean").decide(job, sim.view()) == Place(tuple(range(degree)))

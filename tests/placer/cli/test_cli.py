@@ -1,0 +1,243 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+CLI = [sys.executable, "-m", "placer"]
+
+
+def run(*args, cwd=None):
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_evaluate_writes_results_summary_and_plots(tmp_path):
+    out = tmp_path / "eval"
+    result = run(
+        "evaluate",
+        "--graphs",
+        "alexnet,gnmt",
+        "--beta-dist",
+        "A,D",
+        "--jobs",
+        "40",
+        "--seeds",
+        "2",
+        "--policies",
+        "para_max,para_min,lean",
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert len(runs) == 2 * 2 * 3
+    for entry in runs:
+        for key in ("policy", "seed", "beta_dist", "load", "blocking_rate", "throughput_jobs_per_hour", "mean_jct_s", "utilization"):
+            assert key in entry
+        assert 0 <= entry["blocking_rate"] <= 1
+    assert (out / "summary.csv").read_text().startswith("beta_dist,policy,seeds,blocking_rate")
+    for png in ("blocking_rate.png", "throughput.png", "utilization.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    assert "para_min" in result.stdout
+
+
+def report_cell(tmp_path, streams, against: str) -> str:
+    """lean's paired difference against ``against`` from one evaluation holding both."""
+    both = run("evaluate", *streams, "--policies", f"lean,{against}", "--out", str(tmp_path / "both"))
+    assert both.returncode == 0, both.stderr
+    report = run("report", str(tmp_path / "both"), "--against", against)
+    return [line for line in report.stdout.splitlines() if line.startswith("| lean |")][-1].split(" | ")[1]
+
+
+def test_queue_evaluation_in_processes_and_the_paired_report(tmp_path):
+    out = tmp_path / "q"
+    args = ["--graphs", "alexnet,resnet18", "--beta-dist", "B", "--jobs", "40", "--seeds", "2", "--queue", "edf-bf:8"]
+    args += ["--size", "loguniform:0.1:10", "--cluster", "dgx8x8"]
+    streams, args = args, [*args, "--policies", "lean,lean@edf,lean:admit=0.9"]
+    result = run("evaluate", *args, "--workers", "2", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    serial = run("evaluate", *args, "--out", str(tmp_path / "s"))
+    assert serial.returncode == 0, serial.stderr
+    assert json.loads((out / "results.json").read_text())["runs"] == json.loads((tmp_path / "s/results.json").read_text())["runs"]
+    report = run("report", str(out), "--against", "lean")
+    assert report.returncode == 0, report.stderr
+    assert "queue edf-bf:8, size loguniform:0.1:10" in report.stdout and "Blocking rate minus lean's" in report.stdout
+    rows = [line for line in report.stdout.splitlines() if line.startswith("| lean@edf |")]
+    assert len(rows) == 2  # once in the summary, once paired
+    bad = run("report", str(out), "--against", "magic")
+    assert bad.returncode == 2 and "is not one of the evaluated policies" in bad.stderr
+    later = run("evaluate", *streams, "--policies", "para_min,lean", "--out", str(tmp_path / "later"))  # the same streams, later
+    assert later.returncode == 0, later.stderr
+    merged = run("report", str(out), str(tmp_path / "later"), "--against", "para_min")
+    assert merged.returncode == 0, merged.stderr
+    assert [line.split(" |")[0] for line in merged.stdout.splitlines() if line.startswith("| lean")][:3] == [
+        "| lean",
+        "| lean@edf",
+        "| lean:admit=0.9",
+    ]
+    paired = [line for line in merged.stdout.splitlines() if line.startswith("| lean |")][-1]
+    assert paired.split(" | ")[1] == report_cell(tmp_path, streams, "para_min")  # lean taken from the first evaluation, paired by seed
+    fewer = run("evaluate", *[a if a != "2" else "1" for a in streams], "--policies", "para_min", "--out", str(tmp_path / "fewer"))
+    assert fewer.returncode == 0, fewer.stderr
+    shared = run("report", str(out), str(tmp_path / "fewer"), "--against", "para_min")  # pairs on seed 0, the one both have
+    assert shared.returncode == 0, shared.stderr
+    assert "40 jobs x 1 seeds" in shared.stdout
+    seed0 = {r["policy"]: r["blocking_rate"] for r in json.loads((out / "results.json").read_text())["runs"] if r["seed"] == 0}
+    seed0 |= {r["policy"]: r["blocking_rate"] for r in json.loads((tmp_path / "fewer/results.json").read_text())["runs"]}
+    paired_on_seed0 = [line for line in shared.stdout.splitlines() if line.startswith("| lean |")][-1].split(" | ")[1]
+    assert paired_on_seed0.startswith(f"{seed0['lean'] - seed0['para_min']:+.3f} ± 0.000")
+    other = run("evaluate", *streams, "--policies", "lean", "--load", "0.5", "--out", str(tmp_path / "other"))
+    refused = run("report", str(out), str(tmp_path / "other"))
+    assert other.returncode == 0 and refused.returncode == 2 and "differ in load" in refused.stderr
+
+
+def test_a_planner_reports_how_often_it_left_its_base_rule(tmp_path):
+    out = tmp_path / "h"
+    args = ["--graphs", "alexnet,resnet18", "--beta-dist", "B", "--jobs", "30", "--seeds", "1", "--cluster", "dgx8x8"]
+    result = run("evaluate", *args, "--policies", "lean,hindsight:h=4", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    runs = {r["policy"]: r for r in json.loads((out / "results.json").read_text())["runs"]}
+    assert "policy_stats" not in runs["lean"]
+    stats = runs["hindsight:h=4"]["policy_stats"]
+    assert stats["offers"] == 30  # the loss system: one offer per arrival
+    assert set(stats["deviations"]) <= {"decline", "start", "fewer devices", "more devices", "other devices"}
+    report = run("report", str(out))
+    assert report.returncode == 0, report.stderr
+    table = report.stdout.split("Offers where a planner left its base rule")[1]
+    share = sum(stats["deviations"].values()) / 30
+    assert [line.split(" | ")[0] for line in table.splitlines() if line.startswith("| ")][1:] == ["| hindsight:h=4"]
+    assert f"| {share:.1%} of 30 (" in table
+
+
+def test_evaluate_is_deterministic(tmp_path):
+    args = ["evaluate", "--graphs", "vgg16", "--beta-dist", "C", "--jobs", "50", "--seeds", "1", "--policies", "random,lean"]
+    a = run(*args, "--out", str(tmp_path / "a"))
+    b = run(*args, "--out", str(tmp_path / "b"))
+    assert a.returncode == b.returncode == 0
+    runs_a = json.loads((tmp_path / "a/results.json").read_text())["runs"]
+    runs_b = json.loads((tmp_path / "b/results.json").read_text())["runs"]
+    assert runs_a == runs_b
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["evaluate", "--cluster", "nope"], "unknown cluster preset 'nope'"),
+        (["evaluate", "--graphs", "nograph"], "unknown graph 'nograph'"),
+        (["evaluate", "--beta-dist", "Z"], "bad beta distribution 'Z'"),
+        (["evaluate", "--policies", "magic"], "unknown policy 'magic'"),
+        (["evaluate", "--load", "-1"], "load: Input should be greater than 0"),
+        (["evaluate", "--queue", "lifo"], "bad queue 'lifo'"),
+        (["evaluate", "--size", "loguniform:5:1"], "bad size distribution 'loguniform:5:1'"),
+        (["evaluate", "--policies", "lean@lifo"], "bad queue discipline 'lifo'"),
+        (["evaluate", "--policies", "lookahead:k=0"], "unknown policy 'lookahead:k=0'"),
+        (["import", "pipedream", "missing.txt", "--out", "x.json"], "cannot read PipeDream file"),
+    ],
+)
+def test_bad_input_is_one_line_not_a_traceback(args, message, tmp_path):
+    result = run(*args, "--out", str(tmp_path / "o")) if args[0] == "evaluate" else run(*args)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_import_pipedream_round_trips(tmp_path, pipedream_dir):
+    out = tmp_path / "g.json"
+    result = run("import", "pipedream", str(pipedream_dir / "alexnet.txt"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    from placer import load_job_graph
+
+    assert load_job_graph(out).key == load_job_graph("data/graphs/alexnet.json").key
+
+
+def test_core_imports_neither_torch_nor_gymnasium():
+    code = (
+        "import sys, placer, placer.cli, placer.evaluate, placer.serve.query, placer.serve.http\n"
+        "heavy = {m.split('.')[0] for m in sys.modules} & {'torch', 'gymnasium', 'stable_baselines3', 'envs', 'policies'}\n"
+        "assert not heavy, heavy\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "Missing command"),
+        (["--bogus"], "No such option: --bogus"),
+        (["nosuch"], "No such command 'nosuch'"),
+        (["predict"], "Missing argument 'graph'"),
+        (["predict", "resnet50", "--degree"], "requires an argument"),
+        (["evaluate", "--jobs", "abc"], "Invalid value for '--jobs'"),
+    ],
+)
+def test_usage_mistakes_are_one_line_and_exit_2(args, message):
+    result = run(*args)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_version():
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.startswith("placer ")
+
+
+def test_more_mistakes_are_one_line(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "facmod.py").write_text("def bad():\n    raise RuntimeError('boom')\n")
+    (tmp_path / "p.txt").write_text(
+        "node1 -- Linear -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=1\n"
+    )
+    cases = [
+        (("evaluate", "--jobs", "5", "--seeds", "1", "--policies", "para_min", "--out", str(tmp_path / "afile")), "is a file", None),
+        (("place", "alexnet", "--iterations", "0"), "greater than or equal to 1", None),
+        (("import", "pipedream", str(tmp_path / "p.txt"), "--out", str(tmp_path / "missing" / "x.json")), "cannot write job graph", None),
+        (("import", "torch", "facmod:nope", "--out", str(tmp_path / "x.json")), "no callable 'nope'", tmp_path),
+        (("import", "torch", "facmod:bad", "--out", str(tmp_path / "x.json")), "facmod:bad() raised RuntimeError: boom", tmp_path),
+    ]
+    for args, message, cwd in cases:
+        result = run(*args, cwd=cwd)
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_identical_timelines_are_drawn_once_and_named_together():
+    from placer.evaluate.plots import coinciding
+
+    a = {"policy": "lean", "time_s": [0, 1], "busy": [0.5, 0.2]}
+    b = {"policy": "para_min", "time_s": [0, 1], "busy": [0.5, 0.2]}
+    c = {"policy": "para_max", "time_s": [0, 1], "busy": [1.0, 0.0]}
+    assert [label for label, _ in coinciding([a, c, b])] == ["lean = para_min", "para_max"]
+
+
+def test_report_redraws_the_plots(tmp_path):
+    out = tmp_path / "eval"
+    assert (
+        run(
+            "evaluate",
+            "--graphs",
+            "alexnet",
+            "--beta-dist",
+            "A",
+            "--jobs",
+            "20",
+            "--seeds",
+            "2",
+            "--policies",
+            "para_min,lean",
+            "--out",
+            str(out),
+        ).returncode
+        == 0
+    )
+    for png in out.glob("*.png"):
+        png.unlink()
+    result = run("report", str(out), "--plots")
+    assert result.returncode == 0 and {p.name for p in out.glob("*.png")} == {
+        "blocking_rate.png",
+        "throughput.png",
+        "utilization.png",
+        "blocking_over_time.png",
+    }

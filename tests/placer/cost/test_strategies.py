@@ -1,0 +1,215 @@
+"""Data, tensor and pipeline parallelism: hand-worked tiny cases, invariants and fidelity."""
+
+import itertools
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import placer
+from placer.cli import app
+from placer.cluster.devices import device_model
+from placer.common.errors import GraphValidationError, PlacerError
+from placer.cost import CostModel, Strategy
+from placer.cost.collectives import Fabric, allreduce_s
+from placer.cost.fidelity import fidelity_rows
+from placer.cost.pipeline import balanced_stages
+from placer.graphs.backward import training_graph
+from placer.graphs.job_graph import JobGraph, job_graph_from_dict
+from tests.placer.toys import toy_cluster
+
+
+def layer(name: str, fw: float, bw: float, params: float = 0.0, act: float = 0.0) -> dict:
+    return {"name": name, "compute_s": fw, "backward_compute_s": bw, "param_bytes": params, "activation_bytes": act}
+
+
+def mirrored(ops: dict[str, dict], edges: list[tuple[str, str]], **metadata) -> JobGraph:
+    forward = nx.DiGraph()
+    for node, attrs in ops.items():
+        forward.add_node(node, **attrs)
+    for u, v in edges:
+        forward.add_edge(u, v, tensor_bytes=ops[u]["activation_bytes"])
+    return JobGraph(training_graph(forward), name="toy", iterations=1, **metadata)
+
+
+def test_hierarchical_allreduce_by_hand():
+    fabric = Fabric(intra_Bps=8e9, intra_latency_s=0.0, nic_Bps=4e9, nics_per_server=1, inter_latency_s=0.0)
+    # one server of 4: 2 * 3/4 * 8e9 / 8e9 = 1.5 s
+    assert allreduce_s(8e9, (4,), fabric) == pytest.approx(1.5)
+    # 2 + 2 on two servers: intra 2 * 1/2 * 8e9 / 8e9 = 1 s, inter 2 * 1/2 * 8e9 / (1 NIC x 4e9) = 2 s
+    assert allreduce_s(8e9, (2, 2), fabric) == pytest.approx(3.0)
+    # two concurrent groups share the one NIC: inter bandwidth 4e9 / 2 per group
+    assert allreduce_s(8e9, (2, 2), fabric, concurrent=2) == pytest.approx(1.0 + 4.0)
+    eight_nics = Fabric(8e9, 0.0, 4e9, 8, 0.0)
+    assert allreduce_s(8e9, (2, 2), eight_nics) == pytest.approx(1.0 + 1.0)  # each server uses 2 of its 8 NICs
+
+
+def test_data_parallel_hides_gradient_sync_under_the_backward_pass():
+    # one op: forward 2 s, backward 4 s, 1e9 fp32 parameter bytes; 2 replicas on one server (8e9 B/s).
+    # replica: forward 1 s, backward 2 s; 40 buckets of 25e6 B, each all-reduce 2 * 1/2 * 25e6 / 8e9 = 3.125e-3 s:
+    # the last finishes at max(2 + a, 2/40 + 40 a) = 2.003125 -> T = 1 + 2.003125
+    graph = mirrored({"w": layer("Linear", 2.0, 4.0, params=1e9)}, [])
+    cost = CostModel(toy_cluster(1, 2), strategy="dp")
+    p = cost.predict(graph, [0, 1])
+    assert p.strategy == Strategy(2, 1, 1)
+    assert p.iteration_s == pytest.approx(3.003125)
+    assert p.comm_s == pytest.approx(0.003125)
+    assert p.memory_per_device_bytes == pytest.approx(4 * 1e9)  # weights, gradients, Adam m and v: replicated
+
+
+def test_data_parallel_exposes_sync_on_a_slow_network():
+    # the same job on 2 single-device servers with 1e8 B/s NICs: a = 2 * 1/2 * 25e6 / 1e8 = 0.25 s,
+    # max(2 + 0.25, 2/40 + 40 * 0.25) = 10.05 -> T = 1 + 10.05
+    graph = mirrored({"w": layer("Linear", 2.0, 4.0, params=1e9)}, [])
+    cost = CostModel(toy_cluster(2, 1, inter=(1e8, 0.0)), strategy="dp")
+    assert cost.predict(graph, [0, 1]).iteration_s == pytest.approx(11.05)
+
+
+def test_tensor_parallel_splits_a_megatron_pair_and_all_reduces_its_output():
+    # Linear (column) -> ReLU (sharded) -> Linear (row: all-reduce of 1e8 B). tp = 2 on one server (8e9 B/s):
+    # compute (2 + 1 + 2 + 4 + 2 + 4) / 2 = 7.5 s; all-reduce 2 * 1/2 * 1e8 / 8e9 = 0.0125 s, forward and backward.
+    ops = {
+        "a": layer("Linear", 2.0, 4.0, params=4e6, act=1e8),
+        "b": layer("ReLU", 1.0, 2.0, act=1e8),
+        "c": layer("Linear", 2.0, 4.0, params=4e6, act=1e8),
+    }
+    graph = mirrored(ops, [("a", "b"), ("b", "c")])
+    cost = CostModel(toy_cluster(1, 2), strategy="tp")
+    p = cost.predict(graph, [0, 1])
+    assert p.strategy == Strategy(1, 2, 1)
+    assert p.iteration_s == pytest.approx(7.5 + 2 * 0.0125)
+    assert p.memory_per_device_bytes == pytest.approx(4 * 8e6 / 2 + 3e8 / 2)
+    profile = cost.profile(graph, None, 1.0)
+    assert profile.sharding.split.tolist() == [True, True, True]
+    assert profile.sharding.allreduce_bytes.tolist() == [0.0, 0.0, 1e8]
+
+
+def test_tensor_parallel_never_spans_servers():
+    graph = mirrored({"w": layer("Linear", 2.0, 4.0, params=1e9)}, [])
+    p = CostModel(toy_cluster(2, 1), strategy="tp").predict(graph, [0, 1])
+    assert p.strategy is None and not p.fits
+
+
+def test_pipeline_one_f_one_b_by_hand():
+    # four equal ops (forward 1 s, backward 2 s), 8e9-byte tensors; p = 2 stages of two ops, m = 4p = 8 micro-batches.
+    # Per micro-batch a stage computes 2/8 + 4/8 = 0.75 s and sends 8e9 / 8 B over 8e9 B/s = 0.125 s each way:
+    # 0.875 s per stage, T = (m + p - 1) x 0.875 = 7.875 s.
+    ops = {k: layer("Linear", 1.0, 2.0, act=8e9) for k in "abcd"}
+    graph = mirrored(ops, [("a", "b"), ("b", "c"), ("c", "d")])
+    p = CostModel(toy_cluster(1, 2), strategy="pp").predict(graph, [0, 1])
+    assert (p.strategy, p.micro_batches) == (Strategy(1, 1, 2), 8)
+    assert p.iteration_s == pytest.approx(7.875)
+    assert p.comm_s == pytest.approx(7.875 - 9 * 0.75)
+
+
+def test_auto_picks_the_fastest_split_that_fits():
+    # 30e9 fp32 parameter bytes = 120e9 of optimizer state: data parallel replicates it and cannot fit in 80 GB,
+    # tensor parallel over 2 halves it to 60e9 and fits.
+    graph = mirrored(
+        {"a": layer("Linear", 2.0, 4.0, params=15e9, act=1e6), "b": layer("Linear", 2.0, 4.0, params=15e9, act=1e6)}, [("a", "b")]
+    )
+    cost = CostModel(toy_cluster(1, 2))
+    p = cost.predict(graph, [0, 1])
+    assert p.fits and p.strategy.dp == 1 and p.memory_per_device_bytes <= 80e9
+    assert not cost.predict(graph, [0, 1], "dp").fits
+
+
+def test_rescaling_to_the_placed_device_by_kind():
+    # profiled on a V100 in fp32: a convolution scales with sustained matmul FLOP/s, a ReLU with bandwidth.
+    graph = mirrored(
+        {"conv": layer("Conv2d", 1.0, 0.0), "relu": layer("ReLU", 1.0, 0.0)},
+        [("conv", "relu")],
+        profiled_on=("V100-16GB", "fp32"),
+        precision="tf32",
+        batch_size=4,
+    )
+    v100, a100 = device_model("V100-16GB"), device_model("A100-80GB")
+    expected = v100.matmul_rate("fp32") / a100.matmul_rate("tf32") + v100.memory_rate("fp32") / a100.memory_rate("tf32")
+    cost = CostModel(placer.load_cluster("dgx8x8"))
+    assert cost.predict(graph, [0]).iteration_s == pytest.approx(expected)
+    assert cost.sequential_jct_s(graph) == pytest.approx(expected)
+
+
+def test_batch_size_rescales_compute_and_bytes_but_not_parameters():
+    graph = mirrored({"w": layer("Linear", 2.0, 4.0, params=1e6, act=1e3)}, [], batch_size=8)
+    double = graph.with_batch_size(16)
+    assert double.batch_size == 16 and double.sequential_iteration_s == pytest.approx(12.0)
+    assert double.parameter_bytes == graph.parameter_bytes and double.activation_bytes == pytest.approx(2e3)
+    again = job_graph_from_dict(json.loads(json.dumps(double.to_dict())))
+    assert again.key == double.key and again.batch_size == 16
+    with pytest.raises(GraphValidationError, match="no batch_size"):
+        mirrored({"w": layer("Linear", 1.0, 1.0)}, []).with_batch_size(2)
+
+
+def test_data_parallel_never_splits_a_batch_below_one_sample():
+    graph = mirrored({"w": layer("Linear", 2.0, 4.0, params=1e6)}, [], batch_size=2)
+    p = CostModel(toy_cluster(1, 4)).predict(graph, [0, 1, 2, 3])
+    assert p.strategy.dp <= 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(weights=st.lists(st.floats(0.0, 10.0), min_size=1, max_size=8), p=st.integers(1, 4))
+def test_balanced_stages_are_contiguous_nonempty_and_optimal(weights, p):
+    w = np.array(weights)
+    p = min(p, len(w))
+    starts = balanced_stages(w, p)
+    assert starts[0] == 0 and starts[-1] == len(w) and all(a < b for a, b in itertools.pairwise(starts))
+    heaviest = max(w[a:b].sum() for a, b in itertools.pairwise(starts))
+    best = min(
+        max(w[a:b].sum() for a, b in itertools.pairwise((0, *cuts, len(w)))) for cuts in itertools.combinations(range(1, len(w)), p - 1)
+    )
+    assert heaviest == pytest.approx(best, rel=1e-6, abs=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(degree=st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16]), name=st.sampled_from(["resnet50", "gnmt", "vgg16", "gpt2_small"]))
+def test_auto_is_never_slower_than_a_pure_strategy_that_fits(degree, name):
+    cost = CostModel(placer.load_cluster("dgx8x8"))
+    graph = placer.resolve_graph(name)
+    devices = list(range(degree))
+    auto = cost.predict(graph, devices)
+    assert auto.strategy.degree == degree
+    for mode in ("dp", "tp", "pp"):
+        pure = cost.predict(graph, devices, mode)
+        if pure.fits:
+            assert auto.fits and auto.iteration_s <= pure.iteration_s * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("row", fidelity_rows(), ids=lambda r: r["what"])
+def test_fidelity_against_published_measurements(row):
+    assert abs(row["error"]) <= (0.01 if row["calibrated"] else 0.20), row
+
+
+def test_decisions_and_records_show_the_strategy():
+    graph = placer.resolve_graph("resnet50")
+    decision = placer.place(graph, "dgx8x8", beta=0.2)
+    assert decision.accepted and decision.strategy == {"dp": decision.degree, "tp": 1, "pp": 1}
+    prediction = placer.predict(graph, "dgx8x8", 8)
+    assert prediction.servers == 1 and prediction.fits and prediction.strategy["dp"] * prediction.strategy["tp"] == 8
+    assert placer.predict(graph, "pacml", 4, strategy="sipml").strategy == {"sipml": 4}
+
+
+def test_predict_cli(capsys):
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["predict", "gpt2_small", "--cluster", "dgx8x8", "--degree", "4", "--strategy", "tp"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["strategy"] == {"dp": 1, "tp": 4, "pp": 1} and out["degree"] == 4 and out["precision"] == "bf16"
+    bad = CliRunner().invoke(app, ["predict", "gpt2_small", "--degree", "4", "--devices", "s0-g0"])
+    assert isinstance(bad.exception, PlacerError) and "exactly one of" in str(bad.exception)  # main() prints it, exit 2
+
+
+@pytest.mark.parametrize("cluster", ["pacml", "dgx8x8", "dgxh100", "mixed"])
+def test_predict_answers_for_every_shipped_graph(cluster):
+    from placer.graphs.catalog import shipped_graph_names
+
+    for name in shipped_graph_names():
+        graph = placer.resolve_graph(name)
+        for degree in (1, 8):
+            p = placer.predict(graph, cluster, degree)
+            assert p.strategy is not None and np.isfinite(p.iteration_s) and p.iteration_s > 0, (name, degree)
+            assert p.speedup > 0 and p.memory_per_device_bytes > 0

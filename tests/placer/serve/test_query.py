@@ -1,0 +1,71 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from placer.baselines.specs import make_heuristic
+from placer.common.errors import PlacerError
+from placer.serve.query import ClusterState, place
+from tests.placer.toys import chain, toy_cluster
+
+
+def test_accepts_with_the_hand_worked_jct():
+    # chain on 2x2 (intra 8e9 B/s): degree 2 on one server takes 3.5 s; para_min for beta 0.6 (3.6 s).
+    decision = place(chain(), toy_cluster(2, 2, inter=(1e9, 0.0)), policy=make_heuristic("para_min"), beta=0.6, strategy="sipml")
+    assert decision.accepted and decision.degree == 2
+    assert decision.devices == ["s0-g0", "s0-g1"]
+    assert decision.predicted_jct_s == pytest.approx(3.5) and decision.deadline_s == pytest.approx(3.6)
+    assert decision.sequential_jct_s == 6.0 and decision.reason is None
+
+
+def test_rejection_reasons():
+    cluster = toy_cluster(2, 2, inter=(1e9, 0.0))
+    unreachable = place(chain(), cluster, beta=0.5, strategy="sipml")  # 3.5 s is the best; 3 s asked
+    assert (unreachable.accepted, unreachable.reason, unreachable.predicted_jct_s) == (False, "deadline_unreachable", 3.5)
+    full = place(chain(), cluster, {"busy": {"s0-g0": 5, "s0-g1": 5, "s1-g0": None, "s1-g1": 1}}, strategy="sipml")
+    assert (full.reason, full.predicted_jct_s) == ("does_not_fit", None)
+    # fixed:4 spans both servers (too slow) although degree 2 on one server meets 3.6 s.
+    declined = place(chain(), cluster, policy=make_heuristic("fixed:4"), beta=0.6, strategy="sipml")
+    assert (declined.reason, declined.predicted_jct_s) == ("policy_declined", 3.5)
+    # para_max takes the three free devices: 2/3 + 8e9 (2/3) / 1e9 + 8e9 (2/3) / 8e9 + 4/3 = 8 s > 5.94 s,
+    # while (s1-g0, s1-g1) would take 3.5 s.
+    para_max = place(chain(), cluster, ClusterState(busy={"s0-g0": 1.0}), policy=make_heuristic("para_max"), beta=0.99, strategy="sipml")
+    assert para_max.reason == "policy_declined"
+
+
+def test_unknown_device_and_bad_beta_are_clear_errors():
+    with pytest.raises(PlacerError, match="unknown device 's9-g9'"):
+        place(chain(), toy_cluster(1, 2), {"busy": {"s9-g9": 1.0}})
+    with pytest.raises(PlacerError, match=r"beta must be in \(0, 1\]"):
+        place(chain(), toy_cluster(1, 2), beta=1.5)
+
+
+def test_cli_prints_the_decision_as_json(tmp_path):
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"busy": {"s0-g0": 100.0}}))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "placer",
+            "place",
+            "data/graphs/vgg16.json",
+            "--cluster",
+            "pacml",
+            "--heuristic",
+            "para_min",
+            "--beta",
+            "0.3",
+            "--state",
+            str(state),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    decision = json.loads(result.stdout)
+    assert decision["accepted"] and "s0-g0" not in decision["devices"]
+    assert {"accepted", "job_id", "degree", "devices", "predicted_jct_s", "deadline_s", "reason"} <= set(decision)
+    bad = subprocess.run([sys.executable, "-m", "placer", "place", "vgg16", "--beta", "2"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "beta must be in (0, 1]" in bad.stderr and "Traceback" not in bad.stderr

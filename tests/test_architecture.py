@@ -1,0 +1,135 @@
+"""The code's shape: sub-packages by concern, imports that flow one way, no circles, short files.
+
+Every import counts, those inside functions and under ``TYPE_CHECKING`` too: a lazy import that
+runs back up a layer is still a dependency that runs back up.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TREES = ("placer", "envs", "policies")
+
+# placer's sub-packages, lowest first: a module may import its own layer or any layer below it.
+PLACER_LAYERS = ("common", "cluster", "graphs", "cost", "workloads", "sim", "baselines", "evaluate", "serve", "cli")
+MAX_LINES = 450
+TORCH_READERS = {"placer.graphs.torch_import", "placer.graphs.gavel_models"}  # they exist to read PyTorch models
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def source_files() -> list[Path]:
+    return sorted(p for tree in TREES for p in (REPO / tree).rglob("*.py"))
+
+
+def imported_modules(path: Path, known: set[str]) -> set[str]:
+    """The project modules ``path`` imports (``from pkg import module`` resolves to the module)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names if f"{node.module}.{alias.name}" in known)
+    return {name for name in found if name in known}
+
+
+def external_imports(path: Path, *, top_level_only: bool) -> set[str]:
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    roots: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def rank(module: str) -> tuple[int, int]:
+    """Where a module stands: (tree, layer). Higher may import lower, never the other way."""
+    parts = module.split(".")
+    tree = TREES.index(parts[0])
+    if parts[0] != "placer":
+        return tree, 0
+    if len(parts) == 1 or parts[1] == "__main__":
+        return tree, len(PLACER_LAYERS)  # the package's front door sits above everything it re-exports
+    return tree, PLACER_LAYERS.index(parts[1])
+
+
+def import_graph() -> nx.DiGraph:
+    files = {module_name(p): p for p in source_files()}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(files)
+    for name, path in files.items():
+        for target in imported_modules(path, set(files)):
+            if target != name and not name.startswith(target + "."):  # a module always loads its own packages
+                graph.add_edge(name, target)
+    return graph
+
+
+def test_the_rank_of_a_module_follows_its_layer():
+    assert rank("placer.common.errors") < rank("placer.cluster.topology") < rank("placer.cost.model")
+    assert rank("placer.cost.model") < rank("placer.sim.simulator") < rank("placer.cli.demo") < rank("placer")
+    assert rank("placer") < rank("envs.env") < rank("policies.train")
+
+
+def test_placer_modules_live_in_sub_packages():
+    loose = sorted(p.name for p in (REPO / "placer").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert loose == []
+    packages = sorted(p.name for p in (REPO / "placer").iterdir() if (p / "__init__.py").exists())
+    assert packages == sorted(PLACER_LAYERS)
+
+
+@pytest.mark.parametrize("path", source_files(), ids=lambda p: str(p.relative_to(REPO)))
+def test_no_file_is_longer_than_the_limit(path):
+    assert len(path.read_text().splitlines()) <= MAX_LINES
+
+
+def test_there_are_no_import_circles():
+    assert list(nx.simple_cycles(import_graph())) == []
+
+
+def test_imports_never_run_back_up():
+    upward = [(a, b) for a, b in import_graph().edges if rank(b) > rank(a)]
+    assert upward == []
+
+
+@pytest.mark.parametrize(
+    ("tree", "forbidden"),
+    [("placer", {"torch", "gymnasium", "stable_baselines3", "sb3_contrib", "envs", "policies"}), ("envs", {"torch", "policies"})],
+)
+def test_lower_trees_load_without_the_heavy_dependencies(tree, forbidden):
+    offenders = {
+        module_name(p): sorted(external_imports(p, top_level_only=True) & forbidden)
+        for p in (REPO / tree).rglob("*.py")
+        if module_name(p) not in TORCH_READERS
+    }
+    assert {m: f for m, f in offenders.items() if f} == {}
+
+
+def test_only_lazy_imports_reach_the_torch_readers():
+    graph = import_graph()
+    files = {module_name(p): p for p in source_files()}
+    eager = {
+        (m, reader)
+        for reader in TORCH_READERS
+        for m in graph.predecessors(reader)
+        if m.startswith("placer") and reader in imported_modules_top_level(files[m], set(files))
+    }
+    assert eager == set()
+
+
+def imported_modules_top_level(path: Path, known: set[str]) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module}
+    return names & known
