@@ -12,6 +12,7 @@ plain containers, into a policy built here in code.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -60,7 +61,9 @@ def save_policy_file(path: Path, policy: torch.nn.Module, env: EnvConfig, arch: 
 def load_policy_file(path: str | Path) -> tuple[OptionPolicy, EnvConfig]:
     path = Path(path)
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch warns before refusing a plain pickle; the error below says it all
+            warnings.simplefilter("ignore")
+            payload = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise PolicyError(f"policy file {str(path)!r} does not exist") from None
     except Exception as exc:  # corrupt file, or one holding code: refuse either way

@@ -19,7 +19,7 @@ def list_graphs() -> None:
             name,
             str(g.num_ops),
             str(g.num_edges),
-            f"{g.sequential_iteration_s:.3f}",
+            f"{g.sequential_iteration_s:.3g}",
             f"{g.parameter_bytes / 1e6:.0f}",
             f"{g.activation_bytes / 1e9:.1f}",
             str(g.iterations),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -39,7 +40,7 @@ def demo(
     console.rule("2. predict: gpt2_medium, batch 4, on 16 GPUs (two servers): the fastest data x tensor x pipeline split")
     prediction = predict_placement(resolve_graph("gpt2_medium"), "dgx8x8", 16)
     console.print_json(prediction.model_dump_json(exclude={"devices"}))
-    console.rule("3. evaluate against the heuristics: dgx8x8, an EDF queue, job lengths spread 100-fold, PAC-ML's graphs, 2 seeds")
+    console.rule("3. evaluate against the heuristics: dgx8x8, an EDF queue, job lengths spread 100-fold, PAC-ML's graphs, 5 seeds")
     policies = (["learned"] if learned else []) + ["para_min+best_fit", "lean", "lean@edf", "lean:admit=0.9"]
     config = EvaluationConfig(
         cluster="dgx8x8",
@@ -47,7 +48,7 @@ def demo(
         beta_dists=["A", "B", "C", "D"],
         load=0.9,
         jobs=jobs,
-        seeds=2,
+        seeds=5,
         policies=policies,
         policy_file=str(shipped) if learned else None,
         queue="edf-bf",
@@ -55,7 +56,7 @@ def demo(
     )
     with progress_bar() as bar:
         task = bar.add_task("simulating", total=total_decisions(config))
-        result = run_evaluation(config, on_job=lambda: bar.advance(task))
+        result = run_evaluation(config, on_task=lambda jobs: bar.advance(task, jobs), workers=min(4, os.cpu_count() or 1))
     paths = write_results(result, out) + plot_all(result, out)
     console.print(summary_table(result))
     console.print("wrote " + ", ".join(str(p) for p in paths))

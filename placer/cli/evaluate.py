@@ -9,7 +9,9 @@ import typer
 from rich.table import Table
 
 from placer.cli.app import app, console, progress_bar, split_list
+from placer.cli.tables import terminal_table
 from placer.common.errors import PlacerError
+from placer.evaluate.stats import plus_minus
 from placer.graphs.catalog import PACML_GRAPHS
 
 
@@ -81,23 +83,24 @@ def evaluate(
 
 
 def summary_table(result) -> Table:
+    """The evaluation's summary for the terminal: one row per (beta, policy), the best blocking rate in bold."""
     c = result.config
     setting = f"{c.cluster}, load {c.load}" + (f", queue {c.queue}" if c.queue != "none" else "")
     setting += f", size {c.size}" if c.size != "const" else ""
-    table = Table(title=f"{setting}, {c.seeds} seeds (mean ± 95% CI)")
-    for column in ("beta", "policy", "blocking rate", "jobs/hour", "mean JCT (s)", "utilisation"):
-        table.add_column(column, justify="left" if column in ("beta", "policy") else "right")
     rows = result.summary()
-    for row in rows:
-        best = min(r["blocking_rate"] for r in rows if r["beta_dist"] == row["beta_dist"])
-        style = "bold green" if row["blocking_rate"] == best else None
-        table.add_row(
-            row["beta_dist"],
-            row["policy"],
-            f"{row['blocking_rate']:.3f} ± {row['blocking_rate_ci95']:.3f}",
-            f"{row['throughput_jobs_per_hour']:.1f} ± {row['throughput_jobs_per_hour_ci95']:.1f}",
-            f"{row['mean_jct_s']:.0f}",
-            f"{row['utilization']:.3f}",
-            style=style,
+    body, bold = [], set()
+    for i, row in enumerate(rows):
+        if row["blocking_rate"] == min(r["blocking_rate"] for r in rows if r["beta_dist"] == row["beta_dist"]):
+            bold.add((i, 2))
+        body.append(
+            [
+                row["beta_dist"],
+                row["policy"],
+                plus_minus(row["blocking_rate"], row["blocking_rate_ci95"]),
+                plus_minus(row["throughput_jobs_per_hour"], row["throughput_jobs_per_hour_ci95"], ".1f"),
+                f"{row['mean_jct_s']:.0f}",
+                f"{row['utilization']:.3f}",
+            ]
         )
-    return table
+    header = ["beta", "policy", "blocking", "jobs/hour", "JCT (s)", "util."]
+    return terminal_table(header, body, title=f"{setting}, {c.seeds} seeds (mean ± 95% CI)", bold=bold)

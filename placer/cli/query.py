@@ -6,9 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 from placer.cli.app import app, split_list
 from placer.common.errors import PlacerError
+from placer.common.textfile import read_text
 from placer.graphs.catalog import resolve_graph
 
 
@@ -57,12 +59,14 @@ def place(
         raise PlacerError("give --policy-file or --heuristic, not both")
     occupancy = None
     if state is not None:
+        text = read_text(state, what="state")
         try:
-            occupancy = ClusterState.model_validate(json.loads(state.read_text()))
-        except OSError as exc:
-            raise PlacerError(f"cannot read state {str(state)!r}: {exc.strerror or exc}") from None
+            occupancy = ClusterState.model_validate(json.loads(text))
         except json.JSONDecodeError as exc:
             raise PlacerError(f"{state}: invalid JSON: {exc.msg} at line {exc.lineno}") from None
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise PlacerError(f"{state}: {'.'.join(map(str, error['loc'])) or 'state'}: {error['msg']}") from None
     policy = "learned" if policy_file else (heuristic or "lean")
     decision = decide_placement(
         resolve_graph(graph),

@@ -9,7 +9,10 @@ import typer
 from pydantic import ValidationError
 
 from placer.cli.app import app, err_console
+from placer.cli.tables import TableFormat, emit, say
 from placer.common.errors import PlacerError
+from placer.common.textfile import read_text
+from placer.evaluate.stats import plus_minus
 
 
 @app.command()
@@ -17,8 +20,9 @@ def report(
     results: Annotated[list[Path], typer.Argument(help="evaluation folders (with results.json) or the files; several: the same streams")],
     plots: Annotated[bool, typer.Option(help="also redraw the PNG plots beside results.json")] = False,
     against: Annotated[str | None, typer.Option(help="also print each policy's blocking rate minus this policy's, paired by seed")] = None,
+    fmt: Annotated[TableFormat, typer.Option("--format", help="markdown, csv, or table (fitted to the terminal)")] = TableFormat.markdown,
 ) -> None:
-    """Print an evaluation's summary as a markdown table (blocking rate and throughput, mean ± 95% CI).
+    """Print an evaluation's summary (blocking rate and throughput, mean ± 95% CI) as markdown, CSV or a terminal table.
 
     Several evaluations of the same job streams (equal settings but for the policies, e.g. a new
     policy against baselines evaluated before) are reported as one; --plots writes beside the first.
@@ -30,10 +34,14 @@ def report(
     loaded = []
     for folder in results:
         path = folder / "results.json" if folder.is_dir() else folder
+        if not path.exists():
+            where = f"no results.json in {str(folder)!r}" if folder.is_dir() else f"{str(folder)!r} does not exist"
+            raise PlacerError(f"{where}: give a folder 'placer evaluate --out' wrote, or its results.json")
+        text = read_text(path, what="evaluation results")
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(text)
             loaded.append(EvaluationResult(EvaluationConfig.model_validate(data["record"]["config"]), data["runs"]))
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
+        except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
             raise PlacerError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
         loaded[-1].timelines = _timelines(path.parent / "timelines.json") if plots else []
     result = merge_results(loaded)
@@ -45,37 +53,33 @@ def report(
     rows = result.summary()
     if result.config.trace:
         jobs = result.runs[0]["jobs"] if result.runs else 0
-        typer.echo(f"{result.config.cluster}, trace {result.config.trace} ({jobs} jobs), {result.config.strategy} cost model\n")
+        say(f"{result.config.cluster}, trace {result.config.trace} ({jobs} jobs), {result.config.strategy} cost model\n", fmt)
     else:
-        typer.echo(
+        say(
             f"{result.config.cluster}, load {result.config.load}, queue {result.config.queue}, size {result.config.size}, "
             f"{result.config.jobs} jobs x {result.config.seeds} seeds, "
-            f"{result.config.strategy} cost model, graphs: {', '.join(result.config.graphs) or result.config.graphs_dir}\n"
+            f"{result.config.strategy} cost model, graphs: {', '.join(result.config.graphs) or result.config.graphs_dir}\n",
+            fmt,
         )
-    typer.echo(
-        "| policy | "
-        + " | ".join(f"beta {b} blocking" for b in result.config.beta_dists)
-        + " | "
-        + " | ".join(f"beta {b} jobs/h" for b in result.config.beta_dists)
-        + " |"
-    )
-    typer.echo("|---|" + "---:|" * (2 * len(result.config.beta_dists)))
-    for policy in result.config.policies:
+    betas = result.config.beta_dists
+    best = {b: min(r["blocking_rate"] for r in rows if r["beta_dist"] == b) for b in betas}
+    body, bold = [], set()
+    for i, policy in enumerate(result.config.policies):
         cells = {r["beta_dist"]: r for r in rows if r["policy"] == policy}
-        best = {b: min(r["blocking_rate"] for r in rows if r["beta_dist"] == b) for b in result.config.beta_dists}
-        blocking = [
-            (f"**{cells[b]['blocking_rate']:.3f}**" if cells[b]["blocking_rate"] == best[b] else f"{cells[b]['blocking_rate']:.3f}")
-            + f" ± {cells[b]['blocking_rate_ci95']:.3f}"
-            for b in result.config.beta_dists
-        ]
-        throughput = [
-            f"{cells[b]['throughput_jobs_per_hour']:.1f} ± {cells[b]['throughput_jobs_per_hour_ci95']:.1f}"
-            for b in result.config.beta_dists
-        ]
-        typer.echo(f"| {policy} | " + " | ".join(blocking + throughput) + " |")
+        row = [policy]
+        for k, b in enumerate(betas):
+            row += [
+                plus_minus(cells[b]["blocking_rate"], cells[b]["blocking_rate_ci95"]),
+                plus_minus(cells[b]["throughput_jobs_per_hour"], cells[b]["throughput_jobs_per_hour_ci95"], ".1f"),
+            ]
+            if cells[b]["blocking_rate"] == best[b]:
+                bold.add((i, 1 + 2 * k))
+        body.append(row)
+    header = ["policy", *(f"beta {b} {what}" for b in betas for what in ("blocking", "jobs/h"))]
+    emit(header, body, fmt, bold=bold, per=2)
     if against is not None:
-        _paired_table(result, rows, against)
-    _deviations_table(result)
+        _paired_table(result, rows, against, fmt)
+    _deviations_table(result, fmt)
 
 
 def _timelines(path: Path) -> list[dict]:
@@ -87,13 +91,12 @@ def _timelines(path: Path) -> list[dict]:
         raise PlacerError(f"{path}: not valid JSON") from None
 
 
-def _paired_table(result, rows, against: str) -> None:
+def _paired_table(result, rows, against: str, fmt: TableFormat) -> None:
     if against not in result.config.policies:
         raise PlacerError(f"--against {against!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
     betas = result.config.beta_dists
-    typer.echo(f"\nBlocking rate minus {against}'s on the same job streams (mean ± 95% CI over seeds; relative change):\n")
-    typer.echo("| policy | " + " | ".join(f"beta {b}" for b in betas) + " |")
-    typer.echo("|---|" + "---:|" * len(betas))
+    say(f"\nBlocking rate minus {against}'s on the same job streams (mean ± 95% CI over seeds; relative change):\n", fmt)
+    body = []
     base = {r["beta_dist"]: r["blocking_rate"] for r in rows if r["policy"] == against}
     for policy in result.config.policies:
         if policy == against:
@@ -102,11 +105,12 @@ def _paired_table(result, rows, against: str) -> None:
         for b in betas:
             mean, half = result.paired(policy, against, b)
             relative = f" ({mean / base[b]:+.0%})" if base[b] > 0 else ""
-            cells.append(f"{mean:+.3f} ± {half:.3f}{relative}")
-        typer.echo(f"| {policy} | " + " | ".join(cells) + " |")
+            cells.append(plus_minus(mean, half, "+.3f").replace("± +", "± ") + relative)
+        body.append([policy, *cells])
+    emit(["policy", *(f"beta {b} minus {against}" for b in betas)], body, fmt, per=1)
 
 
-def _deviations_table(result) -> None:
+def _deviations_table(result, fmt: TableFormat) -> None:
     """For planners that count them: the share of offers where they left their base rule, by kind (summed over seeds)."""
     from collections import Counter
 
@@ -114,9 +118,8 @@ def _deviations_table(result) -> None:
     if not planners:
         return
     betas = result.config.beta_dists
-    typer.echo("\nOffers where a planner left its base rule (all seeds; by kind):\n")
-    typer.echo("| policy | " + " | ".join(f"beta {b}" for b in betas) + " |")
-    typer.echo("|---|" + "---:|" * len(betas))
+    say("\nOffers where a planner left its base rule (all seeds; by kind):\n", fmt)
+    body = []
     for policy in planners:
         cells = []
         for b in betas:
@@ -125,4 +128,5 @@ def _deviations_table(result) -> None:
             kinds = sum((Counter(s["deviations"]) for s in stats), Counter())
             share = f"{kinds.total() / offers:.1%}" if offers else "-"
             cells.append(f"{share} of {offers} (" + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + ")")
-        typer.echo(f"| {policy} | " + " | ".join(cells) + " |")
+        body.append([policy, *cells])
+    emit(["policy", *(f"beta {b} deviations" for b in betas)], body, fmt, per=1)

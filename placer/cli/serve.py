@@ -1,7 +1,14 @@
-"""``placer serve``: the HTTP placement service."""
+"""``placer serve``: the HTTP placement service.
+
+placer serve --cluster dgx8x8 --policy-file data/policies/pacml.pt --state .placer/dgx8x8.sqlite3
+PLACER_TOKEN=... placer serve --host 0.0.0.0 --allowed-host placer.internal
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import os
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -9,6 +16,10 @@ import typer
 
 from placer.cli.app import app, err_console
 from placer.cluster.topology import load_cluster
+from placer.common.errors import PlacerError
+from placer.common.textfile import read_text
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
 @app.command()
@@ -17,24 +28,85 @@ def serve(
     policy_file: Annotated[Path | None, typer.Option(help="trained policy file (default: the lean heuristic)")] = None,
     heuristic: Annotated[str, typer.Option(help="heuristic used when no policy file is given")] = "lean",
     host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port to bind")] = 8000,
-    max_body_mb: Annotated[float, typer.Option(help="largest request body in MiB")] = 32.0,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="port to bind (0: any free port)")] = 8000,
+    max_body_mb: Annotated[float, typer.Option(min=0.001, help="largest request body in MiB")] = 32.0,
     max_graph_ops: Annotated[int, typer.Option(min=1, help="largest job graph accepted, in ops (forward + backward)")] = 200_000,
     state: Annotated[Path | None, typer.Option(help="SQLite file of reservations (default: .placer/<cluster>.sqlite3)")] = None,
     memory_only: Annotated[bool, typer.Option("--memory-only", help="keep reservations in memory: a restart forgets them")] = False,
+    reset_state: Annotated[
+        bool, typer.Option("--reset-state", help="start empty over a --state file that is not a usable reservation store")
+    ] = False,
+    token_file: Annotated[Path | None, typer.Option(help="file holding the bearer token clients must send (or set PLACER_TOKEN)")] = None,
+    allowed_host: Annotated[
+        list[str] | None, typer.Option(help="a host name clients may address the service by (repeatable; loopback and --host always)")
+    ] = None,
 ) -> None:
-    """Serve placement queries over HTTP, tracking which devices are reserved (durably, in --state)."""
+    """Serve placement queries over HTTP, tracking which devices are reserved (durably, in --state).
+
+    A token (--token-file or PLACER_TOKEN) is required when binding beyond loopback.
+    """
     import uvicorn
 
     from placer.baselines.registry import PolicyContext, make_policy
     from placer.serve.http import create_app
 
+    token = _token(token_file)
+    if token is None and not _is_loopback(host):
+        raise PlacerError(f"binding to {host!r} reaches beyond this machine: give a token (--token-file FILE or PLACER_TOKEN)")
+    _check_bindable(host, port)
     topology = load_cluster(cluster)
     context = PolicyContext(topology, policy_file=policy_file)
     policy = make_policy("learned" if policy_file else heuristic, context)
     state_path = None if memory_only else (state or Path(".placer") / f"{topology.name}.sqlite3")
-    app_ = create_app(topology, policy, max_body_bytes=int(max_body_mb * 1024 * 1024), max_graph_ops=max_graph_ops, state_path=state_path)
+    app_ = create_app(
+        topology,
+        policy,
+        max_body_bytes=int(max_body_mb * 1024 * 1024),
+        max_graph_ops=max_graph_ops,
+        state_path=state_path,
+        reset_state=reset_state,
+        create_state_folder=state is None,  # only the default .placer/ is made; an explicit folder must exist
+        token=token,
+        allowed_hosts=sorted({*LOOPBACK_NAMES, "[::1]", host, *(allowed_host or [])}),
+    )
     restored = len(app_.state.occupancy.jobs)
     where = f"reservations in {state_path} ({restored} restored)" if state_path else "reservations in memory only"
-    err_console.print(f"placer serve: cluster {topology.name}, policy {policy.name or 'learned'}, {where}, on http://{host}:{port}")
+    access = "bearer token required" if token else "no token (loopback only)"
+    err_console.print(
+        f"placer serve: cluster {topology.name}, policy {policy.name or 'learned'}, {where}, {access}, on http://{host}:{port}"
+    )
     uvicorn.run(app_, host=host, port=port, log_level="info", access_log=True)
+
+
+def _token(token_file: Path | None) -> str | None:
+    """The bearer token from ``token_file`` (its first line) or ``$PLACER_TOKEN``; None if neither."""
+    if token_file is not None:
+        token = read_text(token_file, what="token file").strip().splitlines()[0:1]
+        if not token or not token[0].strip():
+            raise PlacerError(f"token file {str(token_file)!r} is empty")
+        return token[0].strip()
+    return os.environ.get("PLACER_TOKEN") or None
+
+
+def _is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_bindable(host: str, port: int) -> None:
+    """Fail in one line, before loading anything, if (host, port) cannot be bound."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise PlacerError(f"cannot bind to host {host!r}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a port in TIME_WAIT is free
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise PlacerError(f"cannot bind to {host}:{port}: {exc.strerror or exc}") from None

@@ -9,6 +9,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from placer.common.errors import PlacerError
+from placer.common.textfile import read_text
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -25,10 +26,9 @@ def validate(model: type[Model], data: object, *, source: str, error: type[Place
 
 def load_toml(path: Path, model: type[Model], *, what: str, error: type[PlacerError] = PlacerError) -> Model:
     """Read and validate ``path``; ``what`` names the file's role in error messages."""
+    text = read_text(path, what=what, error=error)
     try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise error(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{path}: invalid TOML: {exc}") from None
     return validate(model, data, source=str(path), error=error)

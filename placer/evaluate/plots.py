@@ -11,9 +11,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from placer.evaluate.results import EvaluationResult  # noqa: E402
+from placer.evaluate.stats import clipped_errors  # noqa: E402
 
+RANGES = {"blocking_rate": (0.0, 1.0), "utilization": (0.0, 1.0)}  # error bars stop at these
 LABELS = {"blocking_rate": "blocking rate (fraction of jobs)", "throughput_jobs_per_hour": "completed jobs per hour"}
 LINESTYLES = ("-", "--", ":", "-.")
+
+
+def policy_style(policy: str, policies: list[str]) -> dict:
+    """One colour and line style per policy, the same in every panel and plot."""
+    i = policies.index(policy) if policy in policies else 0
+    return {"color": f"C{i % 10}", "ls": LINESTYLES[i % len(LINESTYLES)]}
+
+
+def setting(result: EvaluationResult) -> str:
+    """The evaluation's setting for a title: cluster, load or trace, queue and size spread."""
+    c = result.config
+    source = f"trace {Path(c.trace).name}" if c.trace else f"load {c.load}"
+    return f"{c.cluster}, {source}, queue {c.queue}, size {c.size}, {c.strategy} cost model"
 
 
 def plot_metric(result: EvaluationResult, metric: str, path: Path) -> Path:
@@ -23,21 +38,24 @@ def plot_metric(result: EvaluationResult, metric: str, path: Path) -> Path:
     width = 0.8 / len(policies)
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(betas) + 0.35 * len(policies) * len(betas)), 4.2))
     x = np.arange(len(betas))
+    low, high = RANGES.get(metric, (-np.inf, np.inf))
     for j, policy in enumerate(policies):
         cells = [next(r for r in rows if r["beta_dist"] == b and r["policy"] == policy) for b in betas]
+        means = [c[metric] for c in cells]
         ax.bar(
             x + (j - (len(policies) - 1) / 2) * width,
-            [c[metric] for c in cells],
+            means,
             width,
-            yerr=[c[f"{metric}_ci95"] for c in cells],
+            yerr=clipped_errors(means, [c[f"{metric}_ci95"] for c in cells], low, high),
             capsize=2,
             label=policy,
+            color=policy_style(policy, policies)["color"],
         )
     ax.set_xticks(x, [f"beta {b}" for b in betas])
     ax.set_ylabel(LABELS.get(metric, metric))
     seeds = result.config.seeds
     ax.set_title(
-        f"{LABELS.get(metric, metric)}: {result.config.cluster}, load {result.config.load}, {result.config.strategy} cost model\n"
+        f"{LABELS.get(metric, metric)}: {setting(result)}\n"
         f"mean over {seeds} seed{'s' if seeds > 1 else ''}; error bars: 95% interval over seeds",
         fontsize=9,
     )
@@ -60,16 +78,16 @@ def plot_blocking_over_time(result: EvaluationResult, path: Path) -> Path:
             for t in result.timelines
             if t["beta_dist"] == beta and t["seed"] == 0 and "blocking" in t
         ]
-        for k, (label, line) in enumerate(coinciding(lines)):
+        for label, line in coinciding(lines):
             y = np.array([np.nan if v is None else v for v in line["busy"]], dtype=float)
-            ax.plot(np.asarray(line["time_s"]) / 3600, y, lw=1.0, marker=".", ls=LINESTYLES[k % len(LINESTYLES)], label=label)
+            style = policy_style(line["policy"], result.config.policies)
+            ax.plot(np.asarray(line["time_s"]) / 3600, y, lw=1.0, marker=".", label=label, **style)
         ax.set_ylabel(f"blocked fraction\n{'trace' if beta == 'trace' else 'beta ' + beta}", fontsize=8)
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1, 0].set_xlabel("simulated time (hours); each point: arrivals in one of 40 equal spans")
-    source = f"trace {Path(result.config.trace).name}" if result.config.trace else f"load {result.config.load}"
-    fig.suptitle(f"blocking over time: {result.config.cluster}, {source}, seed 0", fontsize=9)
+    fig.suptitle(f"blocking over time: {setting(result)}, seed 0", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -100,15 +118,16 @@ def plot_utilization(result: EvaluationResult, path: Path) -> Path:
     fig, axes = plt.subplots(len(betas), 1, figsize=(9, 2.2 * len(betas) + 1.0), sharex=False, squeeze=False)
     for ax, beta in zip(axes[:, 0], betas, strict=True):
         lines = [line for line in result.timelines if line["beta_dist"] == beta and line["seed"] == 0]
-        for k, (label, line) in enumerate(coinciding(lines)):
-            ax.plot(np.asarray(line["time_s"]) / 3600, line["busy"], lw=1.0, ls=LINESTYLES[k % len(LINESTYLES)], label=label)
+        for label, line in coinciding(lines):
+            style = policy_style(line["policy"], result.config.policies)
+            ax.plot(np.asarray(line["time_s"]) / 3600, line["busy"], lw=1.0, label=label, **style)
         ax.set_ylabel(f"busy devices\n(fraction), beta {beta}", fontsize=8)
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1, 0].set_xlabel("simulated time (hours)")
     fig.suptitle(
-        f"devices busy over time: {result.config.cluster}, load {result.config.load}, seed 0 of {result.config.seeds} "
+        f"devices busy over time: {setting(result)}, seed 0 of {result.config.seeds} "
         f"({result.config.cluster} has {_devices(result)} devices)",
         fontsize=9,
     )

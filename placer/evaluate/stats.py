@@ -41,13 +41,25 @@ _T975 = (
 
 
 def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and half-width of its 95% interval (0 for a single value)."""
+    """Mean and half-width of its 95% interval (NaN where undefined: no value, or a single one)."""
     n = len(values)
     if n == 0:
         return math.nan, math.nan
     mean = math.fsum(values) / n
     if n == 1:
-        return mean, 0.0
+        return mean, math.nan
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
     t = _T975[n - 2] if n - 1 <= len(_T975) else 1.960
     return mean, t * sd / math.sqrt(n)
+
+
+def plus_minus(mean: float, half: float, spec: str = ".3f") -> str:
+    """``"0.182 ± 0.021"``; ``"0.182 ± n/a"`` where the interval is undefined (one seed)."""
+    return f"{mean:{spec}} ± " + ("n/a" if math.isnan(half) else f"{half:{spec}}")
+
+
+def clipped_errors(means: Sequence[float], halves: Sequence[float], low: float, high: float) -> list[list[float]]:
+    """Asymmetric error bars (below, above) that stop at ``low`` and ``high`` (a rate stays in [0, 1]); NaN draws none."""
+    below = [min(h, m - low) if not math.isnan(h) else 0.0 for m, h in zip(means, halves, strict=True)]
+    above = [min(h, high - m) if not math.isnan(h) else 0.0 for m, h in zip(means, halves, strict=True)]
+    return [below, above]

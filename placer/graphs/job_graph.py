@@ -38,6 +38,7 @@ from typing import Any
 import networkx as nx
 
 from placer.common.errors import GraphValidationError
+from placer.common.textfile import read_text
 
 SCHEMA = "placer.job_graph"
 SCHEMA_VERSION = 2
@@ -49,6 +50,7 @@ NODE_FIELDS = {"name", "pass", *NODE_COST_FIELDS, "flops"}
 EDGE_FIELDS = {"tensor_bytes", "local"}
 TOP_LEVEL_FIELDS = {"schema", "schema_version", "name", "iterations", "batch_size", "profiled_on", "precision", "graph"}
 MAX_ITERATIONS = 10**12
+MAX_NAME_CHARS = 256  # a graph's name is stored and shown by the service: bounded
 PASSES = ("forward", "backward")
 
 
@@ -70,6 +72,8 @@ class JobGraph:
     ) -> None:
         if not isinstance(name, str) or not name:
             raise GraphValidationError("job graph name must be a non-empty string")
+        if len(name) > MAX_NAME_CHARS:
+            raise GraphValidationError(f"job graph name has {len(name)} characters; at most {MAX_NAME_CHARS} are allowed")
         _check_text(name, "job graph name")
         if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
             limit = f"{MAX_ITERATIONS:g}"
@@ -239,7 +243,7 @@ def job_graph_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> J
         raise GraphValidationError(f"{source}: field 'schema' must be {SCHEMA!r}")
     _no_unknown(data, TOP_LEVEL_FIELDS, source)
     version = data.get("schema_version")
-    if version not in READABLE_VERSIONS:
+    if type(version) is not int or version not in READABLE_VERSIONS:  # true == 1 and 1.0 == 1 in Python: not versions
         raise GraphValidationError(f"{source}: unsupported schema_version {version!r} (readable: {', '.join(map(str, READABLE_VERSIONS))})")
     body = data.get("graph")
     if not isinstance(body, Mapping) or not isinstance(body.get("nodes"), list) or not isinstance(body.get("edges"), list):
@@ -300,10 +304,7 @@ def load_job_graph(path: str | Path) -> JobGraph:
     Raises :class:`GraphValidationError` naming the file and the problem.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise GraphValidationError(f"cannot read job graph {str(path)!r}: {exc.strerror or exc}") from None
+    text = read_text(path, what="job graph", error=GraphValidationError)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -323,8 +324,8 @@ def _validate(graph: nx.DiGraph, name: str) -> None:
                 continue
             _check_cost(attrs.get(field), f"{where}: node {node!r} field {field!r}", LIMITS[field])
         _check_text(node, f"{where}: a node id")
-        if not isinstance(attrs.get("name", ""), str):
-            raise GraphValidationError(f"{where}: node {node!r} field 'name' must be a string")
+        if not isinstance(attrs.get("name"), str):
+            raise GraphValidationError(f"{where}: node {node!r} field 'name' must be a string (the op's description)")
         _check_text(attrs.get("name"), f"{where}: node {node!r} field 'name'")
     for u, v, attrs in graph.edges(data=True):
         if u == v:
@@ -349,8 +350,8 @@ def _no_unknown(fields: Mapping, known: set[str], where: str) -> None:
 def _check_precision(precision: object, name: str) -> str:
     from placer.cluster.devices import PRECISIONS
 
-    if precision not in PRECISIONS:
-        raise GraphValidationError(f"graph {name!r}: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise GraphValidationError(f"graph {name!r}: precision must be one of {', '.join(PRECISIONS)}, got {_short(precision)}")
     return precision
 
 
@@ -362,8 +363,8 @@ def _check_profiled_on(profiled_on: object, name: str) -> tuple[str, str] | None
     if not isinstance(profiled_on, tuple | list) or len(profiled_on) != 2:
         raise GraphValidationError(f"graph {name!r}: profiled_on must be (device, precision), got {profiled_on!r}")
     device, precision = profiled_on
-    if device not in DEVICE_MODELS:
-        raise GraphValidationError(f"graph {name!r}: profiled_on device {device!r} is unknown (known: {', '.join(DEVICE_MODELS)})")
+    if not isinstance(device, str) or device not in DEVICE_MODELS:
+        raise GraphValidationError(f"graph {name!r}: profiled_on device {_short(device)} is unknown (known: {', '.join(DEVICE_MODELS)})")
     return (device, _check_precision(precision, name))
 
 

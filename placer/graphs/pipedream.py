@@ -21,6 +21,7 @@ from pathlib import Path
 import networkx as nx
 
 from placer.common.errors import GraphValidationError
+from placer.common.textfile import read_text
 from placer.graphs.backward import training_graph
 from placer.graphs.job_graph import JobGraph
 
@@ -98,10 +99,7 @@ def _image_batch(forward: nx.DiGraph) -> int | None:
 def load_pipedream(path: str | Path, *, name: str | None = None, iterations: int = 1000, batch_size: int | None = None) -> JobGraph:
     """Read a PipeDream ``graph.txt`` file; the graph is named after the file by default."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise GraphValidationError(f"cannot read PipeDream file {str(path)!r}: {exc.strerror or exc}") from None
+    text = read_text(path, what="PipeDream file", error=GraphValidationError)
     return parse_pipedream(text, name=name or path.stem, iterations=iterations, source=str(path), batch_size=batch_size)
 
 

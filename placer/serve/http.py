@@ -7,14 +7,21 @@ requests never get the same device); a request may name a graph sent before by i
 ``graph_key`` (from any response) instead of sending it again; ``DELETE /v1/jobs/{id}`` releases them; ``GET /v1/cluster``
 shows occupancy; ``GET /v1/health``; OpenAPI docs at ``/docs``. The policy is loaded once at
 start from a server-side path: no request names a file. Bodies over ``max_body_bytes`` get 413.
+
+Access: with a ``token`` every route but ``/v1/health`` needs ``Authorization: Bearer TOKEN``
+(401 otherwise); with ``allowed_hosts`` a request whose ``Host`` header names another host gets
+400 (a browser page on another site cannot reach the service by DNS rebinding). Error bodies are
+capped at a few KB and never quote more than a short piece of the input.
 """
 
 from __future__ import annotations
 
+import hmac
 import threading
 import time
 import uuid
 from collections import OrderedDict
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +30,8 @@ import numpy as np
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -37,6 +46,8 @@ from placer.serve.reservations import Reservation, ReservationStore
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 DEFAULT_MAX_GRAPH_OPS = 200_000  # ops (forward + backward) per graph
 GRAPH_CACHE_SIZE = 256
+MAX_ERROR_CHARS = 1000  # per message in an error body
+MAX_ERRORS = 20  # validation errors listed in one body
 
 
 class PlacementRequest(BaseModel):
@@ -93,13 +104,16 @@ class Occupancy:
         max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS,
         state: str | Path | None = None,
         max_cached_graphs: int = 512,
+        reset_state: bool = False,
+        create_state_folder: bool = False,
     ) -> None:
         self.cluster, self.policy = cluster, policy
         self.max_graph_ops = max_graph_ops
         self.cost = CostModel(cluster, max_graphs=max_cached_graphs)
         self.holder: list[str | None] = [None] * cluster.num_devices
         self.jobs: dict[str, RunningJob] = {}
-        self.store = ReservationStore(state, cluster=cluster.name, devices=[cluster.device_name(d) for d in range(cluster.num_devices)])
+        names = [cluster.device_name(d) for d in range(cluster.num_devices)]
+        self.store = ReservationStore(state, cluster=cluster.name, devices=names, reset=reset_state, create_folder=create_state_folder)
         for r in self.store.load():  # reservations that survived a restart
             self.jobs[r.job_id] = _running(r)
             for name in r.devices:
@@ -242,13 +256,38 @@ def _replay(messages: list[dict], receive: Receive) -> Receive:
     return replayed
 
 
+def _text(value: object, limit: int = MAX_ERROR_CHARS) -> str:
+    """``value`` as valid UTF-8 text of at most ``limit`` characters."""
+    text = str(value).encode("utf-8", "replace").decode("utf-8")
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more characters)"
+
+
 def _validation_errors(errors) -> list[dict]:
     """Pydantic errors without the offending input: it may be NaN, huge or not encodable, and echoing it helps no one."""
     out = []
-    for e in errors:
-        loc = [part if isinstance(part, int) else str(part).encode("utf-8", "replace").decode("utf-8") for part in e.get("loc", ())]
-        out.append({"loc": loc, "msg": str(e.get("msg", "invalid")).encode("utf-8", "replace").decode("utf-8"), "type": e.get("type", "")})
+    for e in errors[:MAX_ERRORS]:
+        loc = [part if isinstance(part, int) else _text(part, 100) for part in list(e.get("loc", ()))[:10]]
+        out.append({"loc": loc, "msg": _text(e.get("msg", "invalid")), "type": _text(e.get("type", ""), 100)})
     return out
+
+
+class BearerToken:
+    """ASGI middleware: every route but the health check needs ``Authorization: Bearer TOKEN``."""
+
+    OPEN_PATHS = ("/v1/health",)
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app, self.expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in self.OPEN_PATHS:
+            given = dict(scope.get("headers", [])).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = JSONResponse(
+                    {"detail": "missing or wrong bearer token"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+                )
+                return await response(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 def create_app(
@@ -259,12 +298,34 @@ def create_app(
     max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS,
     state_path: str | Path | None = None,
     max_cached_graphs: int = 512,
+    reset_state: bool = False,
+    create_state_folder: bool = False,
+    token: str | None = None,
+    allowed_hosts: list[str] | None = None,
 ) -> FastAPI:
-    """The service app. ``state_path``: the SQLite file of reservations (None: memory only);
-    ``max_cached_graphs``: graphs whose cost-model work is kept (LRU)."""
-    state = Occupancy(cluster, policy, max_graph_ops=max_graph_ops, state=state_path, max_cached_graphs=max_cached_graphs)
+    """The service app. ``state_path``: the SQLite file of reservations (None: memory only; see
+    :class:`~placer.serve.reservations.ReservationStore` for ``reset_state`` and
+    ``create_state_folder``); ``max_cached_graphs``: graphs whose cost-model work is kept (LRU);
+    ``token``: the bearer token every request but the health check must carry (None: none);
+    ``allowed_hosts``: the host names a request's ``Host`` header may name (None: any)."""
+    state = Occupancy(
+        cluster,
+        policy,
+        max_graph_ops=max_graph_ops,
+        state=state_path,
+        max_cached_graphs=max_cached_graphs,
+        reset_state=reset_state,
+        create_state_folder=create_state_folder,
+    )
     instance = {"instance_id": uuid.uuid4().hex, "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
-    app = FastAPI(title="placer", version="1", description="Partitioning and placement of DNN training jobs.")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        with state.lock:
+            state.store.close()  # a clean stop leaves no -wal or -shm file and frees the state file's lock
+
+    app = FastAPI(title="placer", version="1", description="Partitioning and placement of DNN training jobs.", lifespan=lifespan)
     app.state.occupancy = state
 
     @app.exception_handler(RequestValidationError)
@@ -273,7 +334,11 @@ def create_app(
 
     @app.exception_handler(PlacerError)
     async def placer_error(request: Request, exc: PlacerError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc).encode("utf-8", "replace").decode("utf-8")}, status_code=422)
+        return JSONResponse({"detail": _text(exc)}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"detail": _text(exc.detail)}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.post("/v1/placements", response_model=PlacementDecision)
     def create_placement(request: PlacementRequest) -> PlacementDecision:
@@ -294,4 +359,8 @@ def create_app(
         return {"status": "ok", "cluster": cluster.name, "policy": getattr(policy, "name", ""), "jobs": len(state.jobs), **instance}
 
     app.add_middleware(BodyLimit, limit=max_body_bytes)
+    if token is not None:
+        app.add_middleware(BearerToken, token=token)
+    if allowed_hosts is not None:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)  # outermost: checked first
     return app

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Literal
 
@@ -19,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.baselines.registry import Policy, PolicyContext, make_policy
-from placer.cluster.placement import PLACEMENT_RULES, best_fit
+from placer.cluster.placement import PLACEMENT_RULES, best_fit, first_fit, spread
 from placer.cluster.topology import Cluster, load_cluster
 from placer.common.errors import PlacerError
 from placer.common.lru import LRUCache
@@ -67,6 +68,7 @@ class PlacementPrediction(BaseModel):
     graph: str
     cluster: str
     devices: list[str]
+    device_types: dict[str, int] = Field(description="how many of the devices are of each type")
     degree: int
     servers: int
     strategy: dict[str, int] | None = Field(description="the fastest split that fits (or the fastest at all when none fits)")
@@ -230,15 +232,20 @@ def predict(
 ) -> PlacementPrediction:
     """The cost model's prediction for ``graph`` on ``cluster``.
 
-    ``devices_or_degree``: device names (``s<server>-g<index>``), or a degree, placed packed
-    (best fit: the fewest servers) on the idle cluster. ``strategy``: ``auto`` (the fastest
+    ``devices_or_degree``: device names (``s<server>-g<index>``), or a degree: then the fastest
+    placement of that many devices on the idle cluster among those the placement rules give, on
+    the whole cluster and on each device type alone (``device_types`` in the answer says which
+    types it got). ``strategy``: ``auto`` (the fastest
     data x tensor x pipeline factorisation that fits), ``dp``, ``tp``, ``pp`` or ``sipml``.
     """
     _check_iterations(iterations)
     cluster = load_cluster(cluster) if isinstance(cluster, str) else cluster
     cost = CostModel(cluster, strategy=strategy)
-    devices = _devices(cluster, devices_or_degree)
-    p: Prediction = cost.predict(graph, devices)
+    if isinstance(devices_or_degree, int) and not isinstance(devices_or_degree, bool):
+        devices, p = _fastest_placement(cluster, cost, graph, devices_or_degree)
+    else:
+        devices = _devices(cluster, devices_or_degree)
+        p = cost.predict(graph, devices)
     iterations = iterations or graph.iterations
     seq = cost.sequential_jct_s(graph, iterations)
     jct = p.iteration_s * iterations
@@ -246,6 +253,7 @@ def predict(
         graph=graph.name,
         cluster=cluster.name,
         devices=[cluster.device_name(d) for d in devices],
+        device_types=dict(Counter(cluster.device_type[d] for d in devices)),
         degree=len(devices),
         servers=len(set(cluster.server_of[list(devices)].tolist())),
         strategy=p.strategy.as_dict() if p.strategy else None,
@@ -269,6 +277,17 @@ def predict(
 def _check_iterations(iterations: int | None) -> None:
     if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1):
         raise PlacerError(f"iterations must be an integer >= 1, got {iterations!r}")
+
+
+def _fastest_placement(cluster: Cluster, cost: CostModel, graph: JobGraph, degree: int) -> tuple[tuple[int, ...], Prediction]:
+    """Of the placements the rules give on the idle cluster and on each device type alone: the fastest that fits."""
+    if not 1 <= degree <= cluster.num_devices:
+        raise PlacerError(f"degree must be between 1 and {cluster.num_devices} on {cluster.name!r}, got {degree}")
+    kinds = np.asarray(cluster.device_type)
+    masks = [np.ones(cluster.num_devices, dtype=bool)] + [kinds == t for t in sorted(set(cluster.device_type))]
+    candidates = {rule(cluster, mask, degree) for mask in masks for rule in (best_fit, first_fit, spread)} - {None}
+    scored = [(devices, cost.predict(graph, devices)) for devices in sorted(candidates)]
+    return min(scored, key=lambda pair: (not pair[1].fits, pair[1].iteration_s, len(set(cluster.server_of[list(pair[0])]))))
 
 
 def _devices(cluster: Cluster, devices_or_degree: int | list[str]) -> tuple[int, ...]:

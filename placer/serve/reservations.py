@@ -3,13 +3,22 @@
 A reservation is written and committed (``synchronous=FULL``) before the service answers the
 request that made it, so no reservation acknowledged to a client is lost by a crash, ``kill -9``
 included; a release is committed before its answer too. At start the service reads the table
-back and the devices stay held. The file records its cluster's name and device names: a file
-made for another cluster is refused rather than misread. ``path=None`` keeps state in memory.
+back and the devices stay held. ``path=None`` keeps state in memory.
+
+What the store refuses, each in one line naming the file (and the row): a file another process
+holds (an exclusive ``flock`` on ``FILE.lock`` for the store's lifetime, so two servers never
+share one file and double-book), a file made for another cluster, a file it cannot write, a file
+that is not a reservation store (empty, another database, tables missing) unless ``reset`` says
+to start empty over it, and rows that do not make sense (bad JSON, unknown or repeated devices, a
+device held twice, a time that is not a finite number).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +35,7 @@ CREATE TABLE IF NOT EXISTS reservations (
     predicted_jct_s REAL NOT NULL
 );
 """
+RESET_HINT = "--reset-state starts empty over it (its reservations are lost)"
 
 
 @dataclass(frozen=True)
@@ -40,18 +50,70 @@ class Reservation:
 class ReservationStore:
     """The reservations table. Not thread-safe by itself: the service calls it under its lock."""
 
-    def __init__(self, path: str | Path | None, *, cluster: str, devices: list[str]) -> None:
+    def __init__(self, path: str | Path | None, *, cluster: str, devices: list[str], reset: bool = False, create_folder: bool = False):
+        """``reset``: start empty over a file that is not a reservation store (its contents are lost);
+        ``create_folder``: make the file's folder if missing (else a missing folder is an error)."""
         self.path = Path(path) if path is not None else None
+        self.devices = devices
+        self._lock_file = None
+        if self.path is not None:
+            self._prepare_file(reset, create_folder)
         try:
-            if self.path is not None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path) if self.path else ":memory:", check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
+            self._check_layout()
             self._db.executescript(SCHEMA)
+            self._db.execute("BEGIN IMMEDIATE")  # fails now, not at the first placement, if the file cannot be written
+            self._db.execute("ROLLBACK")
+        except PlacerError:
+            self.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise PlacerError(f"reservation state {str(path)!r} is not a reservation store ({exc}); {RESET_HINT}") from None
         except (sqlite3.Error, OSError) as exc:
-            raise PlacerError(f"cannot open reservation state {str(path)!r}: {exc}") from None
-        self._bind(cluster, devices)
+            self.close()
+            raise PlacerError(f"cannot use reservation state {str(path)!r}: {exc}") from None
+        try:
+            self._bind(cluster, devices)
+        except PlacerError:
+            self.close()
+            raise
+
+    def _prepare_file(self, reset: bool, create_folder: bool) -> None:
+        assert self.path is not None
+        if not self.path.parent.is_dir():
+            if not create_folder:
+                raise PlacerError(f"reservation state {str(self.path)!r}: folder {str(self.path.parent)!r} does not exist")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and not os.access(self.path, os.R_OK | os.W_OK):
+            raise PlacerError(f"reservation state {str(self.path)!r} is not readable and writable by this user")
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            self._lock_file = open(lock_path, "a")  # noqa: SIM115  (held open: the lock lives as long as the store)
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.close()
+            raise PlacerError(
+                f"reservation state {str(self.path)!r} is in use by another placer serve (it holds {str(lock_path)!r})"
+            ) from None
+        except OSError as exc:
+            self.close()
+            raise PlacerError(f"cannot lock reservation state {str(self.path)!r}: {exc.strerror or exc}") from None
+        if reset and self.path.exists():
+            for stale in (self.path, self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")):
+                stale.unlink(missing_ok=True)
+        elif self.path.exists() and self.path.stat().st_size == 0:
+            self.close()
+            raise PlacerError(f"reservation state {str(self.path)!r} is an empty file, not a reservation store; {RESET_HINT}")
+
+    def _check_layout(self) -> None:
+        tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and tables != {"meta", "reservations"}:
+            missing = sorted({"meta", "reservations"} - tables)
+            what = f"table {', '.join(missing)} missing" if missing else f"other tables ({', '.join(sorted(tables))})"
+            raise PlacerError(f"reservation state {str(self.path)!r} is not a reservation store ({what}); {RESET_HINT}")
 
     def _bind(self, cluster: str, devices: list[str]) -> None:
         stored = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
@@ -66,8 +128,23 @@ class ReservationStore:
             )
 
     def load(self) -> list[Reservation]:
-        rows = self._db.execute("SELECT job_id, graph, devices, reserved_at_s, predicted_jct_s FROM reservations ORDER BY reserved_at_s")
-        return [Reservation(j, g, tuple(json.loads(d)), t, p) for j, g, d, t, p in rows.fetchall()]
+        """Every stored reservation, checked: one line naming the file and row for the first that makes no sense."""
+        rows = self._db.execute(
+            "SELECT rowid, job_id, graph, devices, reserved_at_s, predicted_jct_s FROM reservations ORDER BY reserved_at_s"
+        ).fetchall()
+        known, held = set(self.devices), {}
+        out = []
+        for rowid, job_id, graph, devices, reserved_at_s, predicted_jct_s in rows:
+            where = f"reservation state {str(self.path)!r}, row {rowid}"
+            reservation = _parse_row(where, job_id, graph, devices, reserved_at_s, predicted_jct_s)
+            for name in reservation.devices:
+                if name not in known:
+                    raise PlacerError(f"{where}: unknown device {name[:64]!r}")
+                if name in held:
+                    raise PlacerError(f"{where}: device {name!r} is held by job {held[name]!r} too")
+                held[name] = job_id
+            out.append(reservation)
+        return out
 
     def add(self, r: Reservation) -> None:
         with self._db:
@@ -79,4 +156,28 @@ class ReservationStore:
             self._db.execute("DELETE FROM reservations WHERE job_id = ?", (job_id,))
 
     def close(self) -> None:
-        self._db.close()
+        """Close the database (a clean close leaves no -wal or -shm file) and release the lock."""
+        db = getattr(self, "_db", None)
+        if db is not None:
+            db.close()
+            self._db = None
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+
+
+def _parse_row(where: str, job_id, graph, devices, reserved_at_s, predicted_jct_s) -> Reservation:
+    if not isinstance(job_id, str) or not job_id:
+        raise PlacerError(f"{where}: job_id must be non-empty text")
+    if not isinstance(graph, str):
+        raise PlacerError(f"{where}: graph must be text")
+    try:
+        names = json.loads(devices) if isinstance(devices, str) else None
+    except json.JSONDecodeError:
+        names = None
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
+        raise PlacerError(f"{where}: devices must be a JSON list of distinct device names")
+    for field, value in (("reserved_at_s", reserved_at_s), ("predicted_jct_s", predicted_jct_s)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise PlacerError(f"{where}: {field} must be a finite number >= 0")
+    return Reservation(job_id, graph, tuple(names), float(reserved_at_s), float(predicted_jct_s))

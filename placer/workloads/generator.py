@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from placer.common.errors import WorkloadError
+from placer.common.textfile import read_text
 from placer.graphs.job_graph import JobGraph
 
 # PAC-ML's four deadline distributions: A uniform(0.1, 1); B, C, D skew-normal with skew
@@ -167,10 +168,7 @@ def read_trace(path: str | Path, graphs: dict[str, JobGraph], resolve: Callable[
     """
     known = dict(graphs)
     path = Path(path)
-    try:
-        rows = list(csv.DictReader(path.read_text().splitlines()))
-    except OSError as exc:
-        raise WorkloadError(f"cannot read trace {str(path)!r}: {exc.strerror or exc}") from None
+    rows = list(csv.DictReader(read_text(path, what="trace", error=WorkloadError).splitlines()))
     specs, last = [], 0.0
     for line, row in enumerate(rows, start=2):
         try:

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from placer.common.errors import WorkloadError
+from placer.common.textfile import read_text
 from placer.graphs.job_graph import JobGraph
 from placer.workloads.generator import BetaDistribution
 
@@ -122,10 +123,7 @@ def write_trace(rows: Sequence[TraceRow], out: str | Path) -> Path:
 
 
 def _read(path: str | Path) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as exc:
-        raise WorkloadError(f"cannot read trace {str(path)!r}: {exc.strerror or exc}") from None
+    return read_text(path, what="trace", error=WorkloadError)
 
 
 def _sorted(rows: list[TraceRow], path) -> list[TraceRow]:

@@ -85,7 +85,7 @@ def test_queue_evaluation_in_processes_and_the_paired_report(tmp_path):
     seed0 = {r["policy"]: r["blocking_rate"] for r in json.loads((out / "results.json").read_text())["runs"] if r["seed"] == 0}
     seed0 |= {r["policy"]: r["blocking_rate"] for r in json.loads((tmp_path / "fewer/results.json").read_text())["runs"]}
     paired_on_seed0 = [line for line in shared.stdout.splitlines() if line.startswith("| lean |")][-1].split(" | ")[1]
-    assert paired_on_seed0.startswith(f"{seed0['lean'] - seed0['para_min']:+.3f} ± 0.000")
+    assert paired_on_seed0.startswith(f"{seed0['lean'] - seed0['para_min']:+.3f} ± n/a")  # one seed: no interval
     other = run("evaluate", *streams, "--policies", "lean", "--load", "0.5", "--out", str(tmp_path / "other"))
     refused = run("report", str(out), str(tmp_path / "other"))
     assert other.returncode == 0 and refused.returncode == 2 and "differ in load" in refused.stderr
@@ -241,3 +241,49 @@ def test_report_redraws_the_plots(tmp_path):
         "utilization.png",
         "blocking_over_time.png",
     }
+
+
+def test_files_that_are_not_text_are_one_line(tmp_path):
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(bytes(range(256)) * 8)
+    pickled = tmp_path / "plain.pt"
+    pickled.write_bytes(b"\x80\x04\x95\x0b\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x01a\x94K\x01s.")  # pickle.dumps({"a": 1})
+    cases = [
+        (("place", str(binary)), "job graph"),
+        (("predict", str(binary), "--degree", "2"), "job graph"),
+        (("evaluate", "--graphs", str(binary), "--out", str(tmp_path / "o")), "job graph"),
+        (("evaluate", "--cluster", str(binary), "--out", str(tmp_path / "o")), "cluster spec"),
+        (("evaluate", "--trace", str(binary), "--out", str(tmp_path / "o")), "trace"),
+        (("import", "pipedream", str(binary), "--out", str(tmp_path / "x.json")), "PipeDream file"),
+        (("place", "alexnet", "--state", str(binary)), "state"),
+    ]
+    for args, what in cases:
+        result = run(*args)
+        assert result.returncode == 2 and f"{what} '{binary}' is not UTF-8 text" in result.stderr, (args, result.stderr[-400:])
+        assert len(result.stderr.strip().splitlines()) == 1
+    result = run("place", "alexnet", "--policy-file", str(pickled))
+    assert result.returncode == 2 and "not a placer policy file" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Warning" not in result.stderr
+
+
+def test_report_names_what_is_missing(tmp_path):
+    result = run("report", str(tmp_path / "nothing"))
+    assert result.returncode == 2 and "does not exist" in result.stderr and "FileNotFoundError" not in result.stderr
+    result = run("report", str(tmp_path))
+    assert result.returncode == 2 and f"no results.json in '{tmp_path}'" in result.stderr
+
+
+def test_report_formats_and_undefined_intervals(tmp_path):
+    out = tmp_path / "e"
+    args = ("evaluate", "--cluster", "pacml", "--graphs", "alexnet", "--jobs", "20", "--seeds", "1", "--beta-dist", "A")
+    assert run(*args, "--policies", "para_max,lean:admit=0.9:free=0.3", "--out", str(out)).returncode == 0
+    markdown = run("report", str(out)).stdout
+    assert "| lean:admit=0.9:free=0.3 |" in markdown and "± n/a" in markdown
+    rows = run("report", str(out), "--format", "csv").stdout.strip().splitlines()
+    assert rows == ["policy,beta A blocking,beta A blocking ci95,beta A jobs/h,beta A jobs/h ci95", *rows[1:]] and len(rows) == 3
+    assert rows[-1].startswith("lean:admit=0.9:free=0.3,0.") and rows[-1].count(",,") == 1
+    table = subprocess.run(
+        [*CLI, "report", str(out), "--format", "table"], capture_output=True, text=True, env={**__import__("os").environ, "COLUMNS": "80"}
+    )
+    setting, _, rendered = table.stdout.partition("\n\n")
+    assert "lean:admit=0.9:free=0.3" in rendered and max(len(line) for line in rendered.splitlines()) <= 80

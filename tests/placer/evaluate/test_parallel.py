@@ -44,3 +44,22 @@ def test_ray_gives_the_serial_results():
         assert _bytes(evaluate(CONFIG, ray_address="local")) == _bytes(evaluate(CONFIG))
     finally:
         ray.shutdown()
+
+
+def test_intervals_are_undefined_for_one_seed_and_bars_stop_at_the_range():
+    import math
+
+    from placer.evaluate.stats import clipped_errors, mean_ci95, plus_minus
+
+    mean, half = mean_ci95([0.25])
+    assert mean == 0.25 and math.isnan(half) and plus_minus(mean, half) == "0.250 ± n/a"
+    assert plus_minus(*mean_ci95([1.0, 3.0]), ".1f") == "2.0 ± 12.7"
+    assert clipped_errors([0.1, 0.95, 0.5], [0.3, 0.3, math.nan], 0.0, 1.0) == [[0.1, 0.3, 0.0], [0.3, 0.050000000000000044, 0.0]]
+
+
+def test_a_policy_keeps_its_colour_and_style_in_every_panel():
+    from placer.evaluate.plots import policy_style
+
+    policies = ["lean", "para_min", "learned"]
+    assert policy_style("para_min", policies) == {"color": "C1", "ls": "--"}
+    assert policy_style("learned", policies) == policy_style("learned", list(policies))

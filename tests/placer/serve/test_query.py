@@ -69,3 +69,12 @@ def test_cli_prints_the_decision_as_json(tmp_path):
     assert {"accepted", "job_id", "degree", "devices", "predicted_jct_s", "deadline_s", "reason"} <= set(decision)
     bad = subprocess.run([sys.executable, "-m", "placer", "place", "vgg16", "--beta", "2"], capture_output=True, text=True)
     assert bad.returncode == 2 and "beta must be in (0, 1]" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_predict_with_a_degree_takes_the_fastest_device_type_and_names_it():
+    import placer
+
+    mixed = placer.predict(placer.resolve_graph("resnet50"), "mixed", 4)
+    assert mixed.device_types == {"A100-80GB": 4} and mixed.servers == 1
+    v100 = placer.predict(placer.resolve_graph("resnet50"), "mixed", ["s4-g0", "s4-g1", "s4-g2", "s4-g3"])
+    assert v100.device_types == {"V100-16GB": 4} and v100.iteration_s > mixed.iteration_s

@@ -131,5 +131,6 @@ def test_a_state_file_from_another_cluster_is_refused(tmp_path):
     assert again.load() == [Reservation("j1", "toy", ("s0-g1",), 1.0, 2.0)]
     again.remove("j1")
     assert again.load() == []
+    again.close()  # one server per state file: the next open would find it held
     with pytest.raises(PlacerError, match="belongs to cluster 'a'"):
         ReservationStore(path, cluster="b", devices=["s0-g0"])

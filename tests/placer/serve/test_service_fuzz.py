@@ -29,7 +29,7 @@ surrogates = st.sampled_from(["\ud800", "a\udfffb", "\udc00" * 3])
 @st.composite
 def graphs(draw):
     graph = chain().to_dict()
-    mutation = draw(st.integers(0, 7))
+    mutation = draw(st.integers(0, 9))
     if mutation == 1:
         node = draw(st.sampled_from(graph["graph"]["nodes"]))
         node[draw(st.sampled_from(["compute_s", "param_bytes", "activation_bytes", "pass", "name", "flops", "id"]))] = draw(json_values)
@@ -47,6 +47,12 @@ def graphs(draw):
         graph["graph"]["edges"][0]["tensor_bytes"] = draw(json_values)
     elif mutation == 7:
         graph["graph"] = draw(json_values)
+    elif mutation == 8:  # shapes: a field missing anywhere
+        target = draw(st.sampled_from([graph, graph["graph"], graph["graph"]["nodes"][0], graph["graph"]["edges"][0]]))
+        del target[draw(st.sampled_from(sorted(target)))]
+    elif mutation == 9:  # shapes: profiled_on's parts of any JSON type
+        parts = {"device": st.one_of(st.just("V100-16GB"), json_values), "precision": st.one_of(st.just("fp32"), json_values)}
+        graph["profiled_on"] = {key: draw(value) for key, value in parts.items() if draw(st.integers(0, 4))}
     return graph
 
 

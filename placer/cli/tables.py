@@ -1,0 +1,90 @@
+"""Tables printed three ways: markdown (for notes and READMEs), CSV (for scripts), or a terminal table
+that keeps every policy name whole and fits the terminal's width."""
+
+from __future__ import annotations
+
+import csv
+import io
+from enum import StrEnum
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+
+class TableFormat(StrEnum):
+    markdown = "markdown"
+    csv = "csv"
+    table = "table"
+
+
+def say(text: str, fmt: TableFormat) -> None:
+    """A line around the tables: on stdout, or on stderr where stdout carries CSV for a script."""
+    typer.echo(text, err=fmt == TableFormat.csv)
+
+
+def emit(header: list[str], rows: list[list[str]], fmt: TableFormat, *, bold: set[tuple[int, int]] = frozenset(), per: int = 0) -> None:
+    """Print ``rows`` under ``header``; ``bold`` (row, column) cells are the best of their column.
+
+    ``per`` > 0: after the name column, the columns come in groups of ``per`` values, one group per
+    beta distribution (``header`` names them "beta X ..."); a terminal table stacks the groups into
+    rows (beta, name, values), so it stays narrow however many distributions there are.
+    """
+    if fmt == TableFormat.table and per:
+        header, rows, bold = _stacked(header, rows, bold, per)
+    if fmt == TableFormat.csv:
+        header, rows = _numeric(header, rows)
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows([header, *rows])
+        typer.echo(out.getvalue(), nl=False)
+    elif fmt == TableFormat.markdown:
+        typer.echo("| " + " | ".join(header) + " |")
+        typer.echo("|---|" + "---:|" * (len(header) - 1))
+        for i, row in enumerate(rows):
+            cells = [f"**{c}**" if (i, j) in bold else c for j, c in enumerate(row)]
+            typer.echo("| " + " | ".join(cells) + " |")
+    else:
+        Console().print(terminal_table(header, rows, bold=bold))
+
+
+def terminal_table(
+    header: list[str], rows: list[list[str]], *, title: str | None = None, bold: set[tuple[int, int]] = frozenset()
+) -> Table:
+    """A rich table whose text columns (beta, policy) never wrap or cut; the numbers wrap if they must."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    for name in header:
+        text = name in ("beta", "policy")
+        table.add_column(name, no_wrap=text, justify="left" if text else "right", overflow="fold")
+    for i, row in enumerate(rows):
+        table.add_row(*(f"[bold green]{c}[/]" if (i, j) in bold else c for j, c in enumerate(row)))
+    return table
+
+
+def _stacked(header: list[str], rows: list[list[str]], bold, per: int):
+    groups = (len(header) - 1) // per
+    names = [header[1 + g * per].split()[1] for g in range(groups)]  # "beta A blocking" -> "A"
+    values = [" ".join(h.split()[2:]) or "value" for h in header[1 : 1 + per]]
+    stacked, stacked_bold = [], set()
+    for g, beta in enumerate(names):
+        for i, row in enumerate(rows):
+            stacked_bold |= {(len(stacked), 2 + k) for k in range(per) if (i, 1 + g * per + k) in bold}
+            stacked.append([beta, row[0], *row[1 + g * per : 1 + (g + 1) * per]])
+    return ["beta", "policy", *values], stacked, stacked_bold
+
+
+def _numeric(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """CSV for scripts: a "mean ± half" column becomes two, "H" and "H ci95" (empty where undefined)."""
+    split = [bool(rows) and all(" ± " in row[j] for row in rows) for j in range(len(header))]
+    new_header = [name for j, name in enumerate(header) for name in ((name, f"{name} ci95") if split[j] else (name,))]
+    new_rows = []
+    for row in rows:
+        cells = []
+        for j, cell in enumerate(row):
+            if split[j]:
+                mean, half = cell.split(" ± ", 1)
+                cells += [mean, "" if half.startswith("n/a") else half]
+            else:
+                cells.append(cell)
+        new_rows.append(cells)
+    return new_header, new_rows
