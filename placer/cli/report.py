@@ -9,7 +9,7 @@ import typer
 from pydantic import ValidationError
 
 from placer.cli.app import app, err_console
-from placer.cli.tables import TableFormat, emit, say
+from placer.cli.tables import TableFormat, emit_by_beta, say
 from placer.common.errors import PlacerError
 from placer.common.textfile import read_text
 from placer.evaluate.stats import plus_minus
@@ -75,8 +75,7 @@ def report(
             if cells[b]["blocking_rate"] == best[b]:
                 bold.add((i, 1 + 2 * k))
         body.append(row)
-    header = ["policy", *(f"beta {b} {what}" for b in betas for what in ("blocking", "jobs/h"))]
-    emit(header, body, fmt, bold=bold, per=2)
+    emit_by_beta(body, betas, ["blocking", "jobs/h"], fmt, bold=bold)
     if against is not None:
         _paired_table(result, rows, against, fmt)
     _deviations_table(result, fmt)
@@ -86,7 +85,7 @@ def _timelines(path: Path) -> list[dict]:
     import json
 
     try:
-        return json.loads(path.read_text()) if path.exists() else []
+        return json.loads(read_text(path, what="timelines")) if path.exists() else []
     except json.JSONDecodeError:
         raise PlacerError(f"{path}: not valid JSON") from None
 
@@ -107,7 +106,7 @@ def _paired_table(result, rows, against: str, fmt: TableFormat) -> None:
             relative = f" ({mean / base[b]:+.0%})" if base[b] > 0 else ""
             cells.append(plus_minus(mean, half, "+.3f").replace("± +", "± ") + relative)
         body.append([policy, *cells])
-    emit(["policy", *(f"beta {b} minus {against}" for b in betas)], body, fmt, per=1)
+    emit_by_beta(body, betas, [f"minus {against}"], fmt)
 
 
 def _deviations_table(result, fmt: TableFormat) -> None:
@@ -129,4 +128,4 @@ def _deviations_table(result, fmt: TableFormat) -> None:
             share = f"{kinds.total() / offers:.1%}" if offers else "-"
             cells.append(f"{share} of {offers} (" + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + ")")
         body.append([policy, *cells])
-    emit(["policy", *(f"beta {b} deviations" for b in betas)], body, fmt, per=1)
+    emit_by_beta(body, betas, ["deviations"], fmt)

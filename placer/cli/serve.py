@@ -79,12 +79,12 @@ def serve(
 
 
 def _token(token_file: Path | None) -> str | None:
-    """The bearer token from ``token_file`` (its first line) or ``$PLACER_TOKEN``; None if neither."""
+    """The bearer token from ``token_file`` (its first word) or ``$PLACER_TOKEN``; None if neither."""
     if token_file is not None:
-        token = read_text(token_file, what="token file").strip().splitlines()[0:1]
-        if not token or not token[0].strip():
+        lines = read_text(token_file, what="token file").split()
+        if not lines:
             raise PlacerError(f"token file {str(token_file)!r} is empty")
-        return token[0].strip()
+        return lines[0]
     return os.environ.get("PLACER_TOKEN") or None
 
 

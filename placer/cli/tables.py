@@ -24,15 +24,27 @@ def say(text: str, fmt: TableFormat) -> None:
     typer.echo(text, err=fmt == TableFormat.csv)
 
 
-def emit(header: list[str], rows: list[list[str]], fmt: TableFormat, *, bold: set[tuple[int, int]] = frozenset(), per: int = 0) -> None:
-    """Print ``rows`` under ``header``; ``bold`` (row, column) cells are the best of their column.
+def emit_by_beta(rows: list[list[str]], betas: list[str], values: list[str], fmt: TableFormat, *, bold=frozenset()) -> None:
+    """Print one row per policy: its name, then ``values`` for each of ``betas`` in turn.
 
-    ``per`` > 0: after the name column, the columns come in groups of ``per`` values, one group per
-    beta distribution (``header`` names them "beta X ..."); a terminal table stacks the groups into
-    rows (beta, name, values), so it stays narrow however many distributions there are.
+    Markdown and CSV get one wide row per policy ("beta A blocking", ...); a terminal table
+    stacks the betas into rows (beta, policy, values), so it stays narrow however many there are.
+    ``bold`` (row, column) cells are the best of their column.
     """
-    if fmt == TableFormat.table and per:
-        header, rows, bold = _stacked(header, rows, bold, per)
+    per = len(values)
+    if fmt != TableFormat.table:
+        emit(["policy", *(f"beta {b} {v}" for b in betas for v in values)], rows, fmt, bold=bold)
+        return
+    stacked, stacked_bold = [], set()
+    for g, beta in enumerate(betas):
+        for i, row in enumerate(rows):
+            stacked_bold |= {(len(stacked), 2 + k) for k in range(per) if (i, 1 + g * per + k) in bold}
+            stacked.append([beta, row[0], *row[1 + g * per : 1 + (g + 1) * per]])
+    emit(["beta", "policy", *values], stacked, fmt, bold=stacked_bold)
+
+
+def emit(header: list[str], rows: list[list[str]], fmt: TableFormat, *, bold: set[tuple[int, int]] = frozenset()) -> None:
+    """Print ``rows`` under ``header``; ``bold`` (row, column) cells are the best of their column."""
     if fmt == TableFormat.csv:
         header, rows = _numeric(header, rows)
         out = io.StringIO()
@@ -59,18 +71,6 @@ def terminal_table(
     for i, row in enumerate(rows):
         table.add_row(*(f"[bold green]{c}[/]" if (i, j) in bold else c for j, c in enumerate(row)))
     return table
-
-
-def _stacked(header: list[str], rows: list[list[str]], bold, per: int):
-    groups = (len(header) - 1) // per
-    names = [header[1 + g * per].split()[1] for g in range(groups)]  # "beta A blocking" -> "A"
-    values = [" ".join(h.split()[2:]) or "value" for h in header[1 : 1 + per]]
-    stacked, stacked_bold = [], set()
-    for g, beta in enumerate(names):
-        for i, row in enumerate(rows):
-            stacked_bold |= {(len(stacked), 2 + k) for k in range(per) if (i, 1 + g * per + k) in bold}
-            stacked.append([beta, row[0], *row[1 + g * per : 1 + (g + 1) * per]])
-    return ["beta", "policy", *values], stacked, stacked_bold
 
 
 def _numeric(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:

@@ -290,12 +290,8 @@ def _fastest_placement(cluster: Cluster, cost: CostModel, graph: JobGraph, degre
     return min(scored, key=lambda pair: (not pair[1].fits, pair[1].iteration_s, len(set(cluster.server_of[list(pair[0])]))))
 
 
-def _devices(cluster: Cluster, devices_or_degree: int | list[str]) -> tuple[int, ...]:
-    if isinstance(devices_or_degree, int) and not isinstance(devices_or_degree, bool):
-        if not 1 <= devices_or_degree <= cluster.num_devices:
-            raise PlacerError(f"degree must be between 1 and {cluster.num_devices} on {cluster.name!r}, got {devices_or_degree}")
-        return best_fit(cluster, np.ones(cluster.num_devices, dtype=bool), devices_or_degree)
-    names = list(devices_or_degree)
+def _devices(cluster: Cluster, names: list[str]) -> tuple[int, ...]:
+    names = list(names)
     unknown = [n for n in names if n not in cluster.device_index]
     if not names or unknown or len(set(names)) != len(names):
         raise PlacerError(f"devices must be distinct known device names (like {cluster.device_name(0)!r}); bad: {unknown or names}")
