@@ -1,23 +1,69 @@
-"""The cost model against published measurements, as a markdown table.
+"""The cost model against published measurements, and calibration on Gavel's measured throughputs.
 
-    python benchmarks/fidelity.py
+    python benchmarks/fidelity.py            # both tables and the calibration timing
+    python benchmarks/fidelity.py --no-gavel # the published rows only
 
-Each row: the published figure, its source, placer's prediction and the relative error
-(calibration rows are marked: they were fitted, not predicted). See :mod:`placer.cost.fidelity`.
+First table: each published figure, its source, placer's prediction and the relative error
+(calibration rows are marked: they were fitted, not predicted; see :mod:`placer.cost.fidelity`).
+Second: per Gavel GPU type and placement kind, the median / 90th-percentile relative error of
+held-out step times with the nominal cluster file and after ``placer calibrate`` on at most four
+rows per model (:mod:`placer.calibration.gavel` states the subset). Last: seconds to calibrate
+100 rows, against the 10 s target.
 """
 
 from __future__ import annotations
 
+import sys
+import time
+
 from placer.cost.fidelity import fidelity_rows
 
+CALIBRATE_TARGET_S = 10.0
 
-def main() -> None:
+
+def published() -> None:
     print("| measurement | published | source | placer | error |")
     print("|---|---:|---|---:|---:|")
     for row in fidelity_rows():
         mark = " (calibration)" if row["calibrated"] else ""
         predicted = f"{row['predicted']:.0f}" if row["predicted"] >= 100 else f"{row['predicted']:.3g}"
         print(f"| {row['what']}{mark} | {row['published']:g} | {row['source']} | {predicted} | {row['error']:+.1%} |")
+
+
+def gavel() -> None:
+    from placer.calibration.gavel import GPU_TYPES, validate_on_gavel
+
+    print("\n| GPU | placements | held-out rows | nominal median / p90 | calibrated median / p90 | calibrated on |")
+    print("|---|---|---:|---:|---:|---:|")
+    for gpu in GPU_TYPES:
+        validation = validate_on_gavel(gpu)
+        for kind in ("all", "single", "packed", "spread"):
+            s = validation.summary(kind)
+            label = {"all": "all", "single": "1 GPU", "packed": "2-8 GPUs, packed", "spread": "2-8 GPUs, one per server"}[kind]
+            print(
+                f"| {gpu.upper()} | {label} | {s['rows']} | {s['nominal_median']:.1%} / {s['nominal_p90']:.1%} "
+                f"| {s['median']:.1%} / {s['p90']:.1%} | {validation.calibration.rows} rows |"
+            )
+
+
+def calibration_speed() -> None:
+    from placer.calibration import fit_calibration
+    from placer.calibration.gavel import gavel_cluster, gavel_rows
+
+    cluster = gavel_cluster("p100")
+    rows = [r.measurement(cluster) for r in gavel_rows("p100")[:100]]
+    start = time.perf_counter()
+    fit_calibration(cluster, rows)
+    seconds = time.perf_counter() - start
+    ratio = CALIBRATE_TARGET_S / seconds
+    print(f"\ncalibrate, 100 Gavel P100 rows, 10-fold cross-validation: {seconds:.1f} s ({ratio:.1f}x under the 10 s target)")
+
+
+def main() -> None:
+    published()
+    if "--no-gavel" not in sys.argv[1:]:
+        gavel()
+        calibration_speed()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ discrete-event simulator, heuristic policies and offline evaluation.
 """
 
 from placer.baselines.specs import make_heuristic
+from placer.calibration import calibrate
 from placer.cluster.topology import Cluster, ClusterSpec, load_cluster
 from placer.common.errors import ClusterSpecError, GraphValidationError, PlacerError, PolicyError, WorkloadError
 from placer.cost import CostModel, PlacementShape, Prediction, Strategy
@@ -27,6 +28,7 @@ def from_torch(module, example_inputs, **kwargs) -> JobGraph:
 
 
 __all__ = [
+    "calibrate",
     "BetaDistribution",
     "ClusterState",
     "PlacementDecision",

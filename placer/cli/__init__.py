@@ -5,6 +5,7 @@
         --policies para_max,para_min,fixed:4,lean --out runs/eval
     placer bound --cluster pacml --beta-dist A,B,C,D --seeds 5 --time-limit 60
     placer predict resnet50 --cluster dgx8x8 --degree 8 [--strategy auto] [--batch-size 2048]
+    placer calibrate measurements.csv --cluster dgx8x8 --out calibrated.toml
     placer import pipedream ../shared/data/pipedream/vgg16.txt --out vgg16.json
     placer graphs
     placer clusters
@@ -21,7 +22,7 @@ from importlib.metadata import entry_points
 import typer
 from pydantic import ValidationError
 
-from placer.cli import bound, catalog, demo, evaluate, imports, query, report, serve  # noqa: F401  (each registers its commands)
+from placer.cli import bound, calibrate, catalog, demo, evaluate, imports, query, report, serve  # noqa: F401  (each registers its commands)
 from placer.cli.app import app, err_console
 from placer.common.errors import PlacerError
 

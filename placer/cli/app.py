@@ -5,8 +5,18 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+
+def _flag_type_rich(self: typer.core.TyperOption, ctx) -> str | None:
+    """No type column for on/off flags (typer 0.29's rich help prints ``<bool>`` beside them)."""
+    return None if self.is_flag else _option_type_rich(self, ctx)
+
+
+_option_type_rich = typer.core.TyperOption.display_type_rich
+typer.core.TyperOption.display_type_rich = _flag_type_rich
 
 app = typer.Typer(add_completion=False, help="Partition and place DNN training jobs on a GPU cluster.")
 import_app = typer.Typer(no_args_is_help=True, help="Convert job graphs from other formats.")

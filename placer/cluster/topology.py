@@ -17,6 +17,16 @@ A spec names device types, groups of identical servers and two link classes::
     [links.inter_server]     # each server's network interface
     bandwidth_Bps = 1.6e12
     latency_s = 1e-6
+    [overheads]              # optional; 0 by default
+    iteration_s = 0.0        # every iteration of every job (optimizer step, launches, input pipeline)
+    sync_s = 0.0             # added to an iteration that spans more than one device
+    [jobs.resnet50]          # optional, per job (graph name): what calibration measured
+    compute_scale = 1.0      # factor on its predicted GPU rate
+    iteration_s = 0.0        # seconds added to each of its iterations (launches, Python, input)
+
+A device type may also carry ``compute_scale`` (default 1): a factor on its device model's
+sustained matmul rates, as ``placer calibrate`` fits it from measured step times; it may not lift
+a sustained rate above the model's datasheet peak.
 
 Devices are numbered 0..N-1 server by server; :meth:`Cluster.device_name` gives
 ``s<server>-g<index>`` names.
@@ -30,7 +40,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from placer.cluster.devices import DEVICE_MODELS
+from placer.cluster.devices import DEVICE_MODELS, device_model
 from placer.common.errors import ClusterSpecError
 from placer.common.shipped import data_dir
 from placer.common.tomlfile import load_toml, validate
@@ -41,11 +51,17 @@ class DeviceType(BaseModel):
     memory_bytes: float = Field(gt=0, description="device memory in bytes")
     speed: float = Field(gt=0, description="compute speed relative to the reference device (1.0)")
     model: str | None = Field(None, description="device model name in placer.cluster.devices (peak FLOP/s, memory bandwidth)")
+    compute_scale: float = Field(1.0, gt=0, description="factor on the device model's sustained matmul rates (fitted by calibrate)")
 
     @model_validator(mode="after")
     def _known_model(self) -> DeviceType:
         if self.model is not None and self.model not in DEVICE_MODELS:
             raise ValueError(f"unknown device model {self.model!r} (known: {', '.join(DEVICE_MODELS)})")
+        if self.model is not None and self.compute_scale > device_model(self.model).max_compute_scale() + 1e-9:
+            limit = device_model(self.model).max_compute_scale()
+            raise ValueError(
+                f"compute_scale {self.compute_scale:g} would run a {self.model} above its datasheet peak (at most {limit:.3g})"
+            )
         return self
 
 
@@ -69,6 +85,20 @@ class Links(BaseModel):
     inter_server: Link
 
 
+class Overheads(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    iteration_s: float = Field(0.0, ge=0, le=60, description="seconds added to every iteration of every job")
+    sync_s: float = Field(0.0, ge=0, le=60, description="seconds added to an iteration that spans more than one device")
+
+
+class JobCalibration(BaseModel):
+    """Measured corrections for one job (graph name), as ``placer calibrate`` fits them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    compute_scale: float = Field(1.0, gt=0, le=10, description="factor on the job's predicted GPU rate")
+    iteration_s: float = Field(0.0, ge=0, le=60, description="seconds added to each of its iterations")
+
+
 class ClusterSpec(BaseModel):
     """A validated cluster description (see the module docstring for the file format)."""
 
@@ -77,6 +107,8 @@ class ClusterSpec(BaseModel):
     device_types: dict[str, DeviceType] = Field(min_length=1)
     servers: list[ServerGroup] = Field(min_length=1)
     links: Links
+    overheads: Overheads = Overheads()
+    jobs: dict[str, JobCalibration] = Field(default_factory=dict, description="per-job corrections, by graph name")
 
     @model_validator(mode="after")
     def _known_device_types(self) -> ClusterSpec:
@@ -92,7 +124,7 @@ class Cluster:
 
     def __init__(self, spec: ClusterSpec) -> None:
         self.spec = spec
-        servers, memory, speed, types, models = [], [], [], [], []
+        servers, memory, speed, types, models, scales = [], [], [], [], [], []
         server = 0
         for group in spec.servers:
             dtype = spec.device_types[group.device_type]
@@ -102,6 +134,7 @@ class Cluster:
                     memory.append(dtype.memory_bytes)
                     speed.append(dtype.speed)
                     types.append(group.device_type)
+                    scales.append(dtype.compute_scale)
                     models.append(dtype.model or (group.device_type if group.device_type in DEVICE_MODELS else None))
                 server += 1
         self.server_of = np.asarray(servers, dtype=np.int64)
@@ -109,6 +142,7 @@ class Cluster:
         self.speed = np.asarray(speed, dtype=np.float64)
         self.device_type = tuple(types)
         self.device_model = tuple(models)  # placer.cluster.devices model name per device, None if generic
+        self.compute_scale = tuple(scales)  # factor on each device's sustained rates (1: as its model says)
         self.num_servers = server
         for array in (self.server_of, self.memory_bytes, self.speed):
             array.flags.writeable = False

@@ -1,8 +1,10 @@
 """The cost model against published measurements: one :class:`Check` per row.
 
 ``python benchmarks/fidelity.py`` prints the table; ``tests/placer/cost/test_strategies.py`` asserts
-each row within 20 %. Calibration rows (``calibrated=True``) were fitted, not predicted: the
-A100 TF32 and BF16 matmul efficiencies in :mod:`placer.cluster.devices` are set so that they match.
+each row within 15 %. Calibration rows (``calibrated=True``) were fitted, not predicted: the
+A100 TF32 and BF16 matmul efficiencies in :mod:`placer.cluster.devices` are set so that the
+single-GPU rows match, and ``dgx8x8``'s ``[overheads] sync_s`` (16 ms) is one constant fitted to
+both data-parallel scaling rows at once.
 
 - ResNet-50 (PipeDream profile) data parallel on one DGX A100, 1 -> 8 GPUs at 256 images per
   GPU (weak scaling, as NVIDIA measures): NVIDIA DeepLearningExamples, PyTorch ResNet-50 v1.5
@@ -112,8 +114,8 @@ KIM = "torchgpipe (Kim et al., 2020), 8x P40"
 CHECKS = (
     Check("ResNet-50, 1 A100, TF32 (img/s)", 938, NVIDIA, lambda: resnet50_throughput("tf32"), calibrated=True),
     Check("ResNet-50, 1 A100, AMP (img/s)", 2470, NVIDIA, lambda: resnet50_throughput("bf16"), calibrated=True),
-    Check("ResNet-50 data parallel 1 -> 8 A100, TF32 (scaling)", 0.965, NVIDIA, lambda: resnet50_dp_scaling("tf32")),
-    Check("ResNet-50 data parallel 1 -> 8 A100, AMP (scaling)", 0.84, NVIDIA, lambda: resnet50_dp_scaling("bf16")),
+    Check("ResNet-50 data parallel 1 -> 8 A100, TF32 (scaling)", 0.965, NVIDIA, lambda: resnet50_dp_scaling("tf32"), calibrated=True),
+    Check("ResNet-50 data parallel 1 -> 8 A100, AMP (scaling)", 0.84, NVIDIA, lambda: resnet50_dp_scaling("bf16"), calibrated=True),
     Check("GPT 1.2B, 1 V100, fp16 (TFLOP/s)", 39.0, SHOEYBI, lambda: megatron_tflops_per_gpu(1)),
     Check("Megatron tensor parallel, 2 GPUs (2.5B, weak scaling)", 0.907, SHOEYBI, lambda: megatron_weak_scaling(2)),
     Check("Megatron tensor parallel, 4 GPUs (4.2B, weak scaling)", 0.865, SHOEYBI, lambda: megatron_weak_scaling(4)),

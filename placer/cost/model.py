@@ -11,12 +11,15 @@ Ranks are laid out tensor-parallel innermost, then data-parallel, then pipeline 
 hybrid job, with ``m`` micro-batches per replica (1 without pipelining, else ``4 pp`` capped
 at the replica's samples, or the model's ``micro_batches``)::
 
-    T = max(T_pp + max_j exposed_dp_j, data_s / dp)
+    T = max(T_pp + max_j exposed_dp_j + [d > 1] sync_s, data_s / dp) + iteration_s
 
 where ``T_pp`` is the 1F1B time of the stages' per-micro-batch forward and backward times
 (compute ``/ dp``, split ops ``/ tp``, tensor-parallel all-reduces, stage-to-stage sends),
 ``exposed_dp_j`` the gradient all-reduce of stage ``j``'s data-parallel group that the last
-micro-batch's backward does not hide, and ``data_s`` the host data loading. Memory per device
+micro-batch's backward does not hide, ``data_s`` the host data loading, and ``sync_s`` and
+``iteration_s`` the cluster's fixed overheads (its ``[overheads]``, plus the job's own
+``iteration_s`` under ``[jobs.NAME]``; 0 unless calibrated). Matmul-class op times are divided
+by the slowest device's ``compute_scale``, all GPU times by the job's. Memory per device
 is the heaviest stage's optimizer state (``param_state_factor`` x fp32 parameter bytes, ``/ tp``
 where split) plus its stashed activations. ``comm_s`` of a prediction is ``T`` minus the same
 formula with every transfer free.
@@ -27,6 +30,7 @@ exactly per (graph, shape, strategy).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,16 +39,15 @@ from typing import NamedTuple
 import numpy as np
 
 from placer.cluster.placement import PLACEMENT_RULES, FreeDevices
-from placer.cluster.topology import Cluster
+from placer.cluster.topology import Cluster, JobCalibration, Overheads
 from placer.common.errors import PlacerError
 from placer.common.lru import LRUCache
 from placer.cost import sipml
 from placer.cost.collectives import Fabric, allreduce_s, p2p_s
 from placer.cost.data_parallel import exposed_sync_s
-from placer.cost.pipeline import balanced_stages
 from placer.cost.profile import GraphProfile
 from placer.cost.shape import PlacementShape
-from placer.cost.tensor_parallel import per_device
+from placer.cost.stages import Stages, factorisations, one_f_one_b, tp_inside_servers
 from placer.graphs.job_graph import JobGraph
 
 STRATEGIES = ("auto", "dp", "tp", "pp", "sipml")
@@ -147,14 +150,17 @@ class CostModel:
         self.recompute = recompute
         self.cache = cache
         self.fabric = Fabric.of(cluster)
+        self.overheads = cluster.spec.overheads
+        self.jobs = cluster.spec.jobs
         self._server_of = cluster.server_of.tolist()  # plain lists: placements are small, numpy calls are not free
         self._speed = cluster.speed.tolist()
+        self._rate = [v * c for v, c in zip(self._speed, cluster.compute_scale, strict=True)]
         self._memory = cluster.memory_bytes.tolist()
         self._compiled: LRUCache[str, sipml.CompiledGraph] = LRUCache(max_graphs)
         self._profiles: LRUCache[tuple, GraphProfile] = LRUCache(4 * max_graphs)  # a few device types per graph
         self._predictions: LRUCache[tuple, Prediction] = LRUCache(max_predictions)
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
-        self._stage_cache: LRUCache[tuple, _Stages] = LRUCache(16 * max_graphs)
+        self._stage_cache: LRUCache[tuple, Stages] = LRUCache(16 * max_graphs)
         self._shapes: dict[tuple[int, ...], PlacementShape] = {}  # device tuple -> shape; cleared when full
         self._placements: LRUCache[tuple, tuple[PlacementEntry, ...]] = LRUCache(MAX_PLACEMENT_TABLES)
 
@@ -176,7 +182,7 @@ class CostModel:
             s = server_of[d]
             per_server[s] = per_server.get(s, 0) + 1
         counts = sorted(per_server.values(), reverse=True)
-        slowest = min(devices, key=speed.__getitem__)
+        slowest = min(devices, key=self._rate.__getitem__)
         return PlacementShape(
             degree=len(devices),
             servers=len(counts),
@@ -186,6 +192,7 @@ class CostModel:
             counts=tuple(counts),
             device=self.cluster.device_model[slowest],
             memory_bytes=min(memory[d] for d in devices),
+            compute_scale=self.cluster.compute_scale[slowest],
         )
 
     def placements(self, free: np.ndarray, degrees: Sequence[int], rules: Sequence[str]) -> tuple[PlacementEntry, ...]:
@@ -229,6 +236,20 @@ class CostModel:
                 self._predictions[key] = cached
         return cached
 
+    def predict_split(self, graph: JobGraph, shape: PlacementShape, split: Strategy) -> Prediction:
+        """Prediction for one ``dp x tp x pp`` split, uncached (calibration re-evaluates it often)."""
+        profile = self.profile(graph, shape.device, shape.speed)
+        server_of = [s for s, count in enumerate(shape.counts) for _ in range(count)]
+        return self._hybrid(profile, shape, server_of, split.dp, split.tp, split.pp, self.jobs.get(graph.name))
+
+    def retuned(self, fabric: Fabric, overheads: Overheads, jobs: dict[str, JobCalibration]) -> CostModel:
+        """This model with other links, overheads and per-job corrections; graph-side caches are shared, predictions are not."""
+        twin = copy.copy(self)
+        twin.fabric, twin.overheads, twin.jobs = fabric, overheads, jobs
+        twin._predictions = LRUCache(self._predictions.maxsize)
+        twin._placements = LRUCache(MAX_PLACEMENT_TABLES)
+        return twin
+
     def iteration_s(self, graph: JobGraph, shape: PlacementShape) -> float:
         """Seconds per training iteration of ``graph`` placed with ``shape``."""
         return self.predict(graph, shape).iteration_s
@@ -249,7 +270,7 @@ class CostModel:
             return self.compile(graph).sequential_iteration_s
         seq = self._sequential.get(graph.key)
         if seq is None:
-            seq = min(self.predict(graph, self._single(model, speed), "dp").iteration_s for model, speed in self._device_kinds())
+            seq = min(self.predict(graph, self._single(*kind), "dp").iteration_s for kind in self._device_kinds())
             self._sequential[graph.key] = seq
         return seq
 
@@ -277,11 +298,12 @@ class CostModel:
         return profile
 
     # -- internals --------------------------------------------------------------------
-    def _device_kinds(self) -> list[tuple[str | None, float]]:
-        return sorted(set(zip(self.cluster.device_model, self.cluster.speed.tolist(), strict=True)), key=str)
+    def _device_kinds(self) -> list[tuple[str | None, float, float]]:
+        kinds = zip(self.cluster.device_model, self._speed, self.cluster.compute_scale, strict=True)
+        return sorted(set(kinds), key=str)
 
-    def _single(self, model: str | None, speed: float) -> PlacementShape:
-        return PlacementShape(1, 1, 1, 1, speed, (1,), model, math.inf)
+    def _single(self, model: str | None, speed: float, compute_scale: float = 1.0) -> PlacementShape:
+        return PlacementShape(1, 1, 1, 1, speed, (1,), model, math.inf, compute_scale)
 
     def _predict_sipml(self, graph: JobGraph, shape: PlacementShape) -> Prediction:
         compiled = self.compile(graph)
@@ -293,10 +315,11 @@ class CostModel:
     def _predict_parallel(self, graph: JobGraph, shape: PlacementShape, mode: str) -> Prediction:
         profile = self.profile(graph, shape.device, shape.speed)
         server_of = [s for s, count in enumerate(shape.counts) for _ in range(count)]
+        job = self.jobs.get(graph.name)
         candidates = [
-            self._hybrid(profile, shape, server_of, dp, tp, pp)
-            for dp, tp, pp in _factorisations(shape.degree, mode)
-            if _tp_inside_servers(server_of, tp) and pp <= profile.num_ops and (profile.batch_size is None or dp <= profile.batch_size)
+            self._hybrid(profile, shape, server_of, dp, tp, pp, job)
+            for dp, tp, pp in factorisations(shape.degree, mode)
+            if tp_inside_servers(server_of, tp) and pp <= profile.num_ops and (profile.batch_size is None or dp <= profile.batch_size)
         ]
         fitting = [c for c in candidates if c.fits]
         pool = fitting or candidates
@@ -304,7 +327,9 @@ class CostModel:
             return Prediction(math.inf, None, math.inf, shape.memory_bytes, 0.0, profile.data_s)
         return min(pool, key=lambda c: (c.iteration_s, c.strategy.tp, c.strategy.pp))
 
-    def _hybrid(self, profile: GraphProfile, shape: PlacementShape, server_of: list[int], dp: int, tp: int, pp: int) -> Prediction:
+    def _hybrid(
+        self, profile: GraphProfile, shape: PlacementShape, server_of: list[int], dp: int, tp: int, pp: int, job=None
+    ) -> Prediction:
         """One factorisation's prediction (module docstring). Plain floats: stage lists are short."""
         fabric = self.fabric
         m = 1
@@ -321,8 +346,13 @@ class CostModel:
             tp_comm = [n * ar_fixed + size * scale * ar_per_byte for n, size in zip(st.allreduces, st.allreduce_bytes, strict=True)]
         else:
             tp_comm = [0.0] * pp
-        F = [x * scale for x in st.forward_s]
-        B = [x * scale + (fwd if recompute else 0.0) for x, fwd in zip(st.backward_s, F, strict=True)]
+        slower = 1.0 / shape.compute_scale - 1.0  # matmul-class time grows by this fraction
+        gpu_scale = scale / job.compute_scale if job is not None else scale
+        F = [(x + slower * mm) * gpu_scale for x, mm in zip(st.forward_s, st.forward_matmul_s, strict=True)]
+        B = [
+            (x + slower * mm) * gpu_scale + (fwd if recompute else 0.0)
+            for x, mm, fwd in zip(st.backward_s, st.backward_matmul_s, F, strict=True)
+        ]
         f = [x + c for x, c in zip(F, tp_comm, strict=True)]
         b = [x + c for x, c in zip(B, tp_comm, strict=True)]
         for j in range(pp - 1):
@@ -337,7 +367,7 @@ class CostModel:
             else:
                 stash = st.activation_bytes[j] / dp * min(m, pp - j) / m
             memory = max(memory, self.param_state_factor * st.param_bytes[j] + stash)
-        t_pipe, t_free = _one_f_one_b(f, b, m), _one_f_one_b(F, B, m)
+        t_pipe, t_free = one_f_one_b(f, b, m), one_f_one_b(F, B, m)
         if dp > 1:
             exposed = 0.0
             for j in range(pp):
@@ -350,80 +380,18 @@ class CostModel:
                 sync = exposed_sync_s(b[j], grads, lambda size, c=counts: allreduce_s(size, c, fabric, concurrent=tp))
                 exposed = max(exposed, sync)
             t_pipe += exposed
+        if dp * tp * pp > 1:
+            t_pipe += self.overheads.sync_s
         data = profile.data_s / dp
-        t, t_free = max(t_pipe, data), max(t_free, data)
+        fixed = self.overheads.iteration_s + (job.iteration_s if job is not None else 0.0)
+        t, t_free = max(t_pipe, data) + fixed, max(t_free, data) + fixed
         return Prediction(t, Strategy(dp, tp, pp), memory, shape.memory_bytes, t - t_free, data, m)
 
-    def _stages(self, profile: GraphProfile, tp: int, pp: int) -> _Stages:
+    def _stages(self, profile: GraphProfile, tp: int, pp: int) -> Stages:
         """Per-stage sums of one replica's whole batch (``dp`` only scales them), cached per (profile, tp, pp)."""
         key = (profile.key, tp, pp)
         stages = self._stage_cache.get(key)
         if stages is None:
-            stages = _Stages.build(profile, tp, pp)
+            stages = Stages.build(profile, tp, pp)
             self._stage_cache[key] = stages
         return stages
-
-
-@dataclass(frozen=True, eq=False)
-class _Stages:
-    """Each of ``pp`` balanced stages under ``tp``-way tensor parallelism, for one replica at the whole batch."""
-
-    forward_s: list[float]
-    backward_s: list[float]
-    param_bytes: list[float]
-    activation_bytes: list[float]
-    allreduces: list[float]  # tensor-parallel all-reduces per pass
-    allreduce_bytes: list[float]
-    cut_out_bytes: list[float]  # (pp - 1) bytes sent from stage j to j + 1
-    cut_in_bytes: list[float]  # (pp) bytes a stage receives (0 for the first)
-
-    @classmethod
-    def build(cls, profile: GraphProfile, tp: int, pp: int) -> _Stages:
-        sharding = profile.sharding
-        fw, bw = per_device(profile.fw_s, sharding, tp), per_device(profile.bw_s, sharding, tp)
-        starts = balanced_stages(fw + bw, pp) if pp > 1 else [0, profile.num_ops]
-        bounds = np.asarray(starts[:-1])
-
-        def per_stage(values: np.ndarray) -> list[float]:
-            return (np.add.reduceat(values, bounds) if len(values) else np.zeros(pp)).tolist()
-
-        ar = sharding.allreduce_bytes
-        cut_out = profile.cut_bytes[np.asarray(starts[1:-1], dtype=np.int64) - 1] if pp > 1 else np.zeros(0)
-        return cls(
-            forward_s=per_stage(fw),
-            backward_s=per_stage(bw),
-            param_bytes=per_stage(per_device(profile.param_bytes, sharding, tp)),
-            activation_bytes=per_stage(per_device(profile.act_bytes, sharding, tp)),
-            allreduces=per_stage((ar > 0).astype(float)),
-            allreduce_bytes=per_stage(ar),
-            cut_out_bytes=cut_out.tolist(),
-            cut_in_bytes=[0.0, *cut_out.tolist()],
-        )
-
-
-def _factorisations(degree: int, mode: str) -> list[tuple[int, int, int]]:
-    if mode == "dp":
-        return [(degree, 1, 1)]
-    if mode == "tp":
-        return [(1, degree, 1)]
-    if mode == "pp":
-        return [(1, 1, degree)]
-    out = []
-    for tp in range(1, degree + 1):
-        if degree % tp:
-            continue
-        for pp in range(1, degree // tp + 1):
-            if (degree // tp) % pp == 0:
-                out.append((degree // (tp * pp), tp, pp))
-    return out
-
-
-def _tp_inside_servers(server_of: list[int], tp: int) -> bool:
-    """Every group of ``tp`` consecutive ranks lies on one server."""
-    return tp == 1 or all(server_of[g] == server_of[g + tp - 1] for g in range(0, len(server_of), tp))
-
-
-def _one_f_one_b(forward_s: list[float], backward_s: list[float], micro_batches: int) -> float:
-    """:func:`placer.cost.pipeline.one_f_one_b_s` on plain lists."""
-    per_stage = [f + b for f, b in zip(forward_s, backward_s, strict=True)]
-    return (micro_batches - 1) * max(per_stage) + sum(per_stage)

@@ -32,7 +32,8 @@ from placer.graphs.job_graph import JobGraph
 
 _MATMUL = re.compile(
     r"^(Conv|Linear|LSTM|EmuBidirLSTM|RecurrentAttention|Classifier|"
-    r"aten\.(mm|addmm|bmm|baddbmm|matmul|linear|convolution|_convolution|_scaled_dot_product|scaled_dot_product))"
+    r"aten\.(mm|addmm|bmm|baddbmm|matmul|linear|conv[123]d|conv_transpose[123]d|convolution|_convolution|"
+    r"_scaled_dot_product|scaled_dot_product))"
 )
 _EMBEDDING = re.compile(r"(?i)embedding")
 
@@ -51,7 +52,7 @@ class GraphProfile:
     fw_s, bw_s: GPU seconds (0 for the data op); param_bytes: fp32 parameter bytes;
     act_bytes: stashed activation bytes; cut_bytes (n - 1,): bytes of the forward edges that
     cross the cut after each position; data_s: host data-loading seconds per iteration;
-    sharding: what tensor parallelism splits and all-reduces.
+    sharding: what tensor parallelism splits and all-reduces; is_matmul: matmul-class ops.
     """
 
     fw_s: np.ndarray
@@ -61,6 +62,7 @@ class GraphProfile:
     cut_bytes: np.ndarray
     data_s: float
     sharding: Sharding
+    is_matmul: np.ndarray  # (n,) bool: matmul-class ops (their time scales with a device's compute_scale)
     batch_size: int | None
     precision: str
     key: tuple = ()  # (graph key, device, speed): what it was built from
@@ -120,6 +122,7 @@ class GraphProfile:
             cut_bytes=np.cumsum(crossing)[1:n],
             data_s=data_s,
             sharding=sharding,
+            is_matmul=is_matmul,
             batch_size=graph.batch_size,
             precision=precision,
             key=key or (graph.key, device, speed),

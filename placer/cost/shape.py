@@ -10,7 +10,8 @@ class PlacementShape(NamedTuple):
     """What an iteration's time depends on in a placement (its cache key).
 
     ``counts``: devices per spanned server, largest first; ``device``: the device model of the
-    slowest placed device (None: generic); ``memory_bytes``: the smallest placed device's memory.
+    slowest placed device (None: generic); ``memory_bytes``: the smallest placed device's memory;
+    ``compute_scale``: the slowest device's factor on its model's sustained rates.
     """
 
     degree: int
@@ -21,3 +22,4 @@ class PlacementShape(NamedTuple):
     counts: tuple[int, ...] = ()
     device: str | None = None
     memory_bytes: float = math.inf
+    compute_scale: float = 1.0

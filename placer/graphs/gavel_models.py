@@ -9,7 +9,8 @@ the networks below follow the reference implementations those jobs ran, with ran
 - ``gavel_transformer``: the Transformer-base translation model (6 + 6 layers, d_model 512,
   8 heads, feed-forward 2048) on Multi30k (vocabularies 10,000, sentences of 32 tokens), batch 64;
 - ``gavel_lm``: the PyTorch word-language-model LSTM on WikiText-2 (vocabulary 33,278, 2 layers of
-  650, 35 steps unrolled), batch 20;
+  200 with 200-wide embeddings: the defaults of Gavel's ``language_modeling/main.py``, which its job
+  table does not override; 35 steps unrolled), batch 20;
 - ``gavel_recommendation``: the autoencoder recommender on MovieLens-20M (26,744 items,
   encoder 512-512-1024 and its mirror, SELU), batch 2,048;
 - ``gavel_cyclegan``: CycleGAN on 256x256 images (two 9-block ResNet generators, two 70x70
@@ -128,7 +129,7 @@ class _LSTMCell(nn.Module):
 
 
 class LSTMLanguageModel(nn.Module):
-    def __init__(self, vocab: int = 33_278, width: int = 650, layers: int = 2) -> None:
+    def __init__(self, vocab: int = 33_278, width: int = 200, layers: int = 2) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab, width)
         self.cells = nn.ModuleList(_LSTMCell(width, width) for _ in range(layers))

@@ -287,3 +287,15 @@ def test_report_formats_and_undefined_intervals(tmp_path):
     )
     setting, _, rendered = table.stdout.partition("\n\n")
     assert "lean:admit=0.9:free=0.3" in rendered and max(len(line) for line in rendered.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("command", ["serve", "train", "evaluate", "calibrate"])
+def test_help_shows_no_bool_placeholder_beside_flags(command):
+    from typer.testing import CliRunner
+
+    from placer.cli import _register_plugins, app
+
+    _register_plugins()
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "--help" in result.output
+    assert "<bool>" not in result.output

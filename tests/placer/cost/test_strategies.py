@@ -180,7 +180,9 @@ def test_auto_is_never_slower_than_a_pure_strategy_that_fits(degree, name):
 
 @pytest.mark.parametrize("row", fidelity_rows(), ids=lambda r: r["what"])
 def test_fidelity_against_published_measurements(row):
-    assert abs(row["error"]) <= (0.01 if row["calibrated"] else 0.20), row
+    """Every row within 15 %; a constant fitted to a single row within 1 % (two rows share ``sync_s``)."""
+    shared_fit = "scaling" in row["what"] and "data parallel" in row["what"]
+    assert abs(row["error"]) <= (0.01 if row["calibrated"] and not shared_fit else 0.15), row
 
 
 def test_decisions_and_records_show_the_strategy():

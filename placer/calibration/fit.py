@@ -1,0 +1,374 @@
+"""Fit a cluster's cost-model constants to measured step times.
+
+What nominal specs get wrong, and what is fitted, each only where the rows inform it:
+
+==================================  =========================================================
+constant                            fitted when the rows include
+==================================  =========================================================
+``links.intra_server.bandwidth_Bps``  a placement with two or more devices on one server
+``links.inter_server.bandwidth_Bps``  a placement that spans servers
+``links.*.latency_s``                 such placements of three or more distinct jobs
+``device_types.T.compute_scale``      a placement on device type ``T``
+``overheads.iteration_s``             two or more distinct jobs (graph, batch, precision)
+``overheads.sync_s``                  placements of two or more devices, of two or more jobs
+==================================  =========================================================
+
+Bounds keep the fit physical: a bandwidth at most the cluster file's line rate (at least
+1/1000 of it), a latency in [0.1 us, 0.1 s], a ``compute_scale`` that lifts no sustained rate
+above the device's datasheet peak, overheads in [0, 60 s].
+
+The fit is bounded robust least squares (``scipy.optimize.least_squares``, soft-L1 loss with a
+5 % scale) on ``log(predicted) - log(measured)``, started at the nominal constants. Each row is
+predicted with the split (``dp x tp x pp``) the cost model picks for it; splits are re-picked at
+the fitted constants and the fit repeated until they no longer change (three rounds at most).
+The cross-validated error refits without each row (leave-one-out up to 30 rows, else 10 folds),
+starting from the full fit.
+
+Refused, in one line: fewer rows than fitted constants plus one; two rows of the same job on
+the same placement shape more than 1.5x apart; a row faster than its devices' datasheet peaks
+allow (a wrong device type or batch size).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from placer.calibration.measurements import CalibrationError, Row, read_measurements
+from placer.cluster.devices import device_model
+from placer.cluster.topology import Cluster, JobCalibration, Overheads, load_cluster, parse_cluster_spec
+from placer.cost.collectives import Fabric
+from placer.cost.model import CostModel, Strategy
+
+MIN_BANDWIDTH_FRACTION = 1e-3
+LATENCY_BOUNDS_S = (1e-7, 0.1)
+MAX_OVERHEAD_S = 60.0
+MAX_GENERIC_SCALE = 100.0
+CONTRADICTION_RATIO = 1.5
+PEAK_SLACK = 0.8  # a row may be this much faster than the optimistic bound (measurement noise)
+LOO_MAX_ROWS = 30
+FOLDS = 10
+LOSS_SCALE = 0.05
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One fitted constant: its ``keys`` in the cluster file, nominal value and bounds, in ``log`` or linear units."""
+
+    keys: tuple[str, ...]
+    nominal: float
+    low: float
+    high: float
+    log: bool
+
+    @property
+    def path(self) -> str:
+        return ".".join(self.keys)
+
+    def to_x(self, value: float) -> float:
+        return math.log(value) if self.log else value
+
+    def from_x(self, x: float) -> float:
+        return math.exp(x) if self.log else x
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return self.to_x(self.low), self.to_x(self.high)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A fit's outcome: the calibrated cluster and what it rests on.
+
+    ``fitted``: path -> (nominal, fitted); ``kept``: path -> why it stayed nominal; ``errors`` and
+    ``cv_errors``: per row, predicted / measured - 1, in-sample and cross-validated (``cv_method``).
+    """
+
+    cluster: Cluster
+    source: str
+    rows: int
+    fitted: dict[str, tuple[float, float]]
+    kept: dict[str, str]
+    errors: np.ndarray
+    cv_errors: np.ndarray
+    cv_method: str
+    nominal_errors: np.ndarray
+
+    def report(self) -> list[str]:
+        """The comment block a calibrated cluster file carries: what was fitted, from what, and how well."""
+        lines = [
+            f"Calibrated by `placer calibrate` from {self.rows} measured step time(s) in {self.source}.",
+            "Fitted (nominal -> fitted):",
+        ]
+        lines += [f"  {path} = {nominal:.4g} -> {fitted:.4g}" for path, (nominal, fitted) in self.fitted.items()]
+        if self.kept:
+            lines.append("Kept as given:")
+            lines += [f"  {path}: {why}" for path, why in self.kept.items()]
+        lines.append(
+            f"Relative error of step time (median / 90th percentile): nominal {_stats(self.nominal_errors)}, fitted {_stats(self.errors)}"
+        )
+        if self.cv_method != "none":
+            lines.append(f"  {self.cv_method}: {_stats(self.cv_errors)}")
+        return lines
+
+
+def _stats(errors: np.ndarray) -> str:
+    values = np.abs(errors)
+    return f"{np.median(values):.1%} / {np.percentile(values, 90):.1%}"
+
+
+def calibrate(cluster: Cluster | str | Path, measurements: str | Path | Iterable[Mapping]) -> Cluster:
+    """``cluster`` (a Cluster, preset name or TOML path) with constants fitted to ``measurements`` (module docstring)."""
+    return fit_calibration(cluster, measurements).cluster
+
+
+def fit_calibration(
+    cluster: Cluster | str | Path, measurements: str | Path | Iterable[Mapping], *, cross_validate: bool = True
+) -> Calibration:
+    """The full :class:`Calibration` (the CLI writes its report into the TOML it saves)."""
+    base_cluster = cluster if isinstance(cluster, Cluster) else load_cluster(cluster)
+    rows = read_measurements(measurements, base_cluster)
+    source = str(measurements) if isinstance(measurements, str | Path) else "measurements"
+    problem = _Problem(base_cluster, rows)
+    x = problem.fit(problem.x0)
+    errors = problem.errors(x)
+    cv_errors, method = problem.cross_validate(x) if cross_validate else (np.full(len(rows), np.nan), "none")
+    values = {p.keys: float(p.from_x(v)) for p, v in zip(problem.params, x, strict=True)}
+    return Calibration(
+        cluster=problem.cluster_with(values),
+        source=source,
+        rows=len(rows),
+        fitted={p.path: (p.nominal, values[p.keys]) for p in problem.params},
+        kept=problem.kept,
+        errors=errors,
+        cv_errors=cv_errors,
+        cv_method=method,
+        nominal_errors=problem.errors(problem.x0),
+    )
+
+
+class _Problem:
+    """The rows, the constants they inform, and predictions at any values of those constants."""
+
+    def __init__(self, cluster: Cluster, rows: list[Row]) -> None:
+        self.base_cluster, self.rows = cluster, rows
+        self.base = CostModel(cluster)
+        self.shapes = [self.base.shape(r.devices) for r in rows]
+        self.types = [_slowest_type(cluster, self.base, r.devices) for r in rows]
+        self.log_measured = np.log([r.step_time_s for r in rows])
+        self.params, self.kept = self._parameters()
+        if len(rows) < len(self.params) + 1:
+            names = ", ".join(p.path for p in self.params)
+            raise CalibrationError(
+                f"{len(rows)} measurement(s) cannot fit {len(self.params)} constant(s) ({names}): give at least {len(self.params) + 1}"
+            )
+        self.x0 = np.array([p.to_x(p.nominal) for p in self.params])
+        self._check_contradictions()
+        self.splits = self._pick_splits(self.x0)
+
+    # -- which constants --------------------------------------------------------------
+    def _parameters(self) -> tuple[list[Parameter], dict[str, str]]:
+        spec, links = self.base_cluster.spec, self.base_cluster.spec.links
+        jobs = lambda rows: {(r.graph.key, r.graph.batch_size, r.graph.precision) for r in rows}  # noqa: E731
+        intra = [r for r, s in zip(self.rows, self.shapes, strict=True) if s.max_per_server > 1]
+        inter = [r for r, s in zip(self.rows, self.shapes, strict=True) if s.servers > 1]
+        spread = [r for r in self.rows if len(r.devices) > 1]
+        params, kept = [], {}
+
+        def add(keys: tuple[str, ...], nominal: float, low: float, high: float, log: bool, informed: bool, why: str) -> None:
+            if informed:
+                params.append(Parameter(keys, min(max(nominal, low), high), low, high, log))
+            else:
+                kept[".".join(keys)] = why
+
+        for name, link, group in (("intra_server", links.intra_server, intra), ("inter_server", links.inter_server, inter)):
+            where = "two or more devices on one server" if name == "intra_server" else "placements spanning servers"
+            bw = link.bandwidth_Bps
+            add(("links", name, "bandwidth_Bps"), bw, bw * MIN_BANDWIDTH_FRACTION, bw, True, bool(group), f"no rows with {where}")
+            latency_informed = len(jobs(group)) >= 3
+            add(
+                ("links", name, "latency_s"),
+                link.latency_s,
+                *LATENCY_BOUNDS_S,
+                True,
+                latency_informed,
+                f"{where}: fewer than 3 distinct jobs",
+            )
+        add(
+            ("overheads", "sync_s"),
+            spec.overheads.sync_s,
+            0.0,
+            MAX_OVERHEAD_S,
+            False,
+            len(jobs(spread)) >= 2,
+            "multi-device rows of fewer than 2 jobs",
+        )
+        kept["overheads.iteration_s"] = "fitted per job instead (jobs.NAME.iteration_s)"
+        types_of: dict[str, set[str]] = {}
+        for row, kind in zip(self.rows, self.types, strict=True):
+            types_of.setdefault(row.graph.name, set()).add(kind)
+        for type_name, dtype in spec.device_types.items():
+            high = device_model(dtype.model).max_compute_scale() if dtype.model else MAX_GENERIC_SCALE
+            shared = any(type_name in kinds and len(kinds) > 1 for kinds in types_of.values())
+            why = "no job measured on it and on another type (each job's own scale absorbs it)"
+            add(("device_types", type_name, "compute_scale"), dtype.compute_scale, 0.01, high, True, shared, why)
+        peak = max((device_model(d.model).max_compute_scale() for d in spec.device_types.values() if d.model), default=MAX_GENERIC_SCALE)
+        for job in sorted(types_of):
+            own = spec.jobs.get(job)
+            mine = [r for r in self.rows if r.graph.name == job]
+            add(("jobs", job, "compute_scale"), own.compute_scale if own else 1.0, 0.01, min(peak, 10.0), True, True, "")
+            batches = len({r.graph.batch_size for r in mine})
+            add(
+                ("jobs", job, "iteration_s"),
+                own.iteration_s if own else 0.0,
+                0.0,
+                MAX_OVERHEAD_S,
+                False,
+                batches >= 2,
+                "one batch size only",
+            )
+        return params, kept
+
+    # -- predictions ------------------------------------------------------------------
+    def values(self, x: np.ndarray) -> dict[tuple[str, ...], float]:
+        return {p.keys: p.from_x(v) for p, v in zip(self.params, x, strict=True)}
+
+    def model_at(self, x: np.ndarray) -> tuple[CostModel, dict[str, float]]:
+        v, spec = self.values(x), self.base_cluster.spec
+        links = spec.links
+        fabric = Fabric(
+            v.get(("links", "intra_server", "bandwidth_Bps"), links.intra_server.bandwidth_Bps),
+            v.get(("links", "intra_server", "latency_s"), links.intra_server.latency_s),
+            v.get(("links", "inter_server", "bandwidth_Bps"), links.inter_server.bandwidth_Bps),
+            links.inter_server.nics_per_server,
+            v.get(("links", "inter_server", "latency_s"), links.inter_server.latency_s),
+        )
+        overheads = Overheads(iteration_s=spec.overheads.iteration_s, sync_s=v.get(("overheads", "sync_s"), spec.overheads.sync_s))
+        scales = {t: v.get(("device_types", t, "compute_scale"), d.compute_scale) for t, d in spec.device_types.items()}
+        jobs = dict(spec.jobs)
+        for name in {keys[1] for keys in v if keys[0] == "jobs"}:
+            own = spec.jobs.get(name, JobCalibration())
+            jobs[name] = JobCalibration(
+                compute_scale=v.get(("jobs", name, "compute_scale"), own.compute_scale),
+                iteration_s=v.get(("jobs", name, "iteration_s"), own.iteration_s),
+            )
+        return self.base.retuned(fabric, overheads, jobs), scales
+
+    def predicted(self, x: np.ndarray, rows: list[int] | None = None, splits: list[Strategy] | None = None) -> np.ndarray:
+        model, scales = self.model_at(x)
+        indices = range(len(self.rows)) if rows is None else rows
+        out = []
+        for i in indices:
+            shape = self.shapes[i]._replace(compute_scale=scales[self.types[i]])
+            split = (splits or self.splits)[i]
+            row = self.rows[i]
+            p = model.predict(row.graph, shape, row.strategy) if split is None else model.predict_split(row.graph, shape, split)
+            out.append(p.iteration_s)
+        return np.asarray(out)
+
+    def errors(self, x: np.ndarray) -> np.ndarray:
+        return self.predicted(x) / np.exp(self.log_measured) - 1
+
+    def _pick_splits(self, x: np.ndarray) -> list[Strategy]:
+        model, scales = self.model_at(x)
+        splits = []
+        for row, shape, kind in zip(self.rows, self.shapes, self.types, strict=True):
+            p = model.predict(row.graph, shape._replace(compute_scale=scales[kind]), row.strategy)
+            if p.strategy is None or not math.isfinite(p.iteration_s):
+                raise CalibrationError(f"{row.label}: no way to split {row.graph.name} over {len(row.devices)} device(s) in the cost model")
+            splits.append(p.strategy)
+        return splits
+
+    # -- checks -----------------------------------------------------------------------
+    def _check_contradictions(self) -> None:
+        seen: dict[tuple, int] = {}
+        for i, (row, shape) in enumerate(zip(self.rows, self.shapes, strict=True)):
+            key = (row.graph.key, row.graph.batch_size, row.graph.precision, row.strategy, shape)
+            j = seen.setdefault(key, i)
+            a, b = self.rows[j].step_time_s, row.step_time_s
+            if max(a, b) > CONTRADICTION_RATIO * min(a, b):
+                raise CalibrationError(
+                    f"{self.rows[j].label} and {row.label} measure the same job on the same placement shape "
+                    f"{max(a, b) / min(a, b):.1f}x apart ({a:.4g} s, {b:.4g} s): drop the wrong one"
+                )
+        fastest = np.array([p.high if p.keys[-1] in ("bandwidth_Bps", "compute_scale") else p.low for p in self.params])
+        optimistic = self.predicted(
+            np.array([p.to_x(v) for p, v in zip(self.params, fastest, strict=True)]), splits=[None] * len(self.rows)
+        )
+        for row, bound in zip(self.rows, optimistic, strict=True):
+            if row.step_time_s < PEAK_SLACK * bound:
+                raise CalibrationError(
+                    f"{row.label}: {row.step_time_s:.4g} s is faster than {row.graph.name} at batch {row.graph.batch_size} "
+                    f"can run on these devices at their datasheet peaks ({bound:.4g} s): is the device type or the batch size wrong?"
+                )
+
+    # -- fitting ----------------------------------------------------------------------
+    def fit(self, x0: np.ndarray, rows: list[int] | None = None) -> np.ndarray:
+        if not self.params:
+            return x0
+        keep = np.arange(len(self.rows)) if rows is None else np.asarray(rows)
+        low, high = (np.array(b) for b in zip(*(p.bounds for p in self.params), strict=True))
+        x = np.clip(x0, low, high)
+        for _ in range(3):
+            splits = self.splits
+
+            def residuals(x: np.ndarray, splits=splits) -> np.ndarray:
+                return np.log(self.predicted(x, keep.tolist(), splits)) - self.log_measured[keep]
+
+            x = least_squares(
+                residuals,
+                x,
+                bounds=(low, high),
+                loss="soft_l1",
+                f_scale=LOSS_SCALE,
+                diff_step=1e-4,
+                jac_sparsity=self._sparsity(keep),
+                xtol=1e-6,
+                ftol=1e-6,
+                max_nfev=200 if rows is None else 30,
+            ).x
+            if rows is not None:
+                return x
+            repicked = self._pick_splits(x)
+            if repicked == self.splits:
+                break
+            self.splits = repicked
+        return x
+
+    def _sparsity(self, rows: np.ndarray) -> np.ndarray:
+        """(rows, params) bool: a job's own constants move only its rows (fewer evaluations per Jacobian)."""
+        names = [self.rows[i].graph.name for i in rows]
+        return np.array([[p.keys[0] != "jobs" or p.keys[1] == name for p in self.params] for name in names], dtype=bool)
+
+    def cross_validate(self, x: np.ndarray) -> tuple[np.ndarray, str]:
+        n = len(self.rows)
+        if n <= LOO_MAX_ROWS:
+            folds, method = [[i] for i in range(n)], "leave-one-out"
+        else:
+            folds, method = [list(range(k, n, FOLDS)) for k in range(FOLDS)], f"{FOLDS}-fold"
+        out = np.empty(n)
+        for held in folds:
+            train = [i for i in range(n) if i not in set(held)]
+            x_fold = self.fit(x, train) if len(train) > len(self.params) else x
+            out[held] = self.predicted(x_fold, held) / np.exp(self.log_measured[held]) - 1
+        return out, method
+
+    def cluster_with(self, values: dict[tuple[str, ...], float]) -> Cluster:
+        data = self.base_cluster.spec.model_dump()
+        for keys, value in values.items():
+            node = data
+            for key in keys[:-1]:
+                node = node.setdefault(key, {})
+            node[keys[-1]] = value
+        data["name"] = data["name"] if data["name"].endswith("-calibrated") else f"{data['name']}-calibrated"
+        return Cluster(parse_cluster_spec(data, source="calibrated cluster"))
+
+
+def _slowest_type(cluster: Cluster, model: CostModel, devices: tuple[int, ...]) -> str:
+    rate = [cluster.speed[d] * cluster.compute_scale[d] for d in devices]
+    return cluster.device_type[devices[int(np.argmin(rate))]]

@@ -1,0 +1,45 @@
+"""``placer calibrate``: fit a cluster file's constants to measured step times.
+
+    placer calibrate measurements.csv --cluster dgx8x8 --out calibrated.toml
+
+The CSV's columns are ``graph,devices,batch_size,precision,step_time_s[,strategy]`` (see
+:mod:`placer.calibration.measurements`); the file written is an ordinary cluster file, usable
+wherever ``--cluster`` is, with a comment block saying what was fitted and how well.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from placer.cli.app import app, console
+
+
+@app.command()
+def calibrate(
+    measurements: Annotated[Path, typer.Argument(help="CSV of measured step times (graph, devices, batch_size, precision, step_time_s)")],
+    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file the measurements were taken on")] = "dgx8x8",
+    out: Annotated[Path, typer.Option(help="calibrated cluster file to write")] = Path("calibrated.toml"),
+) -> None:
+    """Fit link bandwidths and latencies, device and per-job compute rates and fixed overheads to measured step times."""
+    from placer.calibration import cluster_toml, fit_calibration
+    from placer.common.errors import PlacerError
+
+    with console.status(f"fitting {measurements} ..."):
+        result = fit_calibration(cluster, measurements)
+    table = Table(title=f"{result.cluster.name}: {result.rows} measurements")
+    for column in ("constant", "nominal", "fitted"):
+        table.add_column(column, justify="left" if column == "constant" else "right")
+    for path, (nominal, fitted) in result.fitted.items():
+        table.add_row(path, f"{nominal:.4g}", f"{fitted:.4g}")
+    console.print(table)
+    for line in result.report()[len(result.fitted) + 2 :]:
+        console.print(line, highlight=False)
+    try:
+        out.write_text(cluster_toml(result.cluster.spec, result.report()), encoding="utf-8")
+    except OSError as exc:
+        raise PlacerError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+    console.print(f"wrote {out}")
