@@ -328,8 +328,8 @@ class _Problem:
                 f_scale=LOSS_SCALE,
                 diff_step=1e-4,
                 jac_sparsity=self._sparsity(keep),
-                xtol=1e-6,
-                ftol=1e-6,
+                xtol=1e-8 if rows is None else 1e-6,
+                ftol=1e-8 if rows is None else 1e-6,
                 max_nfev=200 if rows is None else 30,
             ).x
             if rows is not None:
