@@ -106,9 +106,11 @@ class Calibration:
             "Fitted (nominal -> fitted):",
         ]
         lines += [f"  {path} = {nominal:.4g} -> {fitted:.4g}" for path, (nominal, fitted) in self.fitted.items()]
-        if self.kept:
-            lines.append("Kept as given:")
-            lines += [f"  {path}: {why}" for path, why in self.kept.items()]
+        return lines + self.outcome()
+
+    def outcome(self) -> list[str]:
+        """What stayed as given, and the errors before and after (the report's tail)."""
+        lines = ["Kept as given:", *(f"  {path}: {why}" for path, why in self.kept.items())] if self.kept else []
         lines.append(
             f"Relative error of step time (median / 90th percentile): nominal {_stats(self.nominal_errors)}, fitted {_stats(self.errors)}"
         )
@@ -159,7 +161,7 @@ class _Problem:
         self.base_cluster, self.rows = cluster, rows
         self.base = CostModel(cluster)
         self.shapes = [self.base.shape(r.devices) for r in rows]
-        self.types = [_slowest_type(cluster, self.base, r.devices) for r in rows]
+        self.types = [cluster.device_type[self.base.slowest(r.devices)] for r in rows]
         self.log_measured = np.log([r.step_time_s for r in rows])
         self.params, self.kept = self._parameters()
         if len(rows) < len(self.params) + 1:
@@ -296,10 +298,8 @@ class _Problem:
                     f"{self.rows[j].label} and {row.label} measure the same job on the same placement shape "
                     f"{max(a, b) / min(a, b):.1f}x apart ({a:.4g} s, {b:.4g} s): drop the wrong one"
                 )
-        fastest = np.array([p.high if p.keys[-1] in ("bandwidth_Bps", "compute_scale") else p.low for p in self.params])
-        optimistic = self.predicted(
-            np.array([p.to_x(v) for p, v in zip(self.params, fastest, strict=True)]), splits=[None] * len(self.rows)
-        )
+        fastest = np.array([p.bounds[1] if p.keys[-1] in ("bandwidth_Bps", "compute_scale") else p.bounds[0] for p in self.params])
+        optimistic = self.predicted(fastest, splits=[None] * len(self.rows))
         for row, bound in zip(self.rows, optimistic, strict=True):
             if row.step_time_s < PEAK_SLACK * bound:
                 raise CalibrationError(
@@ -353,7 +353,7 @@ class _Problem:
             folds, method = [list(range(k, n, FOLDS)) for k in range(FOLDS)], f"{FOLDS}-fold"
         out = np.empty(n)
         for held in folds:
-            train = [i for i in range(n) if i not in set(held)]
+            train = sorted(set(range(n)) - set(held))
             x_fold = self.fit(x, train) if len(train) > len(self.params) else x
             out[held] = self.predicted(x_fold, held) / np.exp(self.log_measured[held]) - 1
         return out, method
@@ -367,8 +367,3 @@ class _Problem:
             node[keys[-1]] = value
         data["name"] = data["name"] if data["name"].endswith("-calibrated") else f"{data['name']}-calibrated"
         return Cluster(parse_cluster_spec(data, source="calibrated cluster"))
-
-
-def _slowest_type(cluster: Cluster, model: CostModel, devices: tuple[int, ...]) -> str:
-    rate = [cluster.speed[d] * cluster.compute_scale[d] for d in devices]
-    return cluster.device_type[devices[int(np.argmin(rate))]]

@@ -26,17 +26,15 @@ theirs and have none held out). Every other row is held out.
 from __future__ import annotations
 
 import csv
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from placer.calibration.fit import Calibration, fit_calibration
+from placer.calibration.measurements import Row, read_measurements
 from placer.cluster.topology import Cluster, load_cluster
 from placer.common.shipped import data_dir
 from placer.cost.model import CostModel
-from placer.graphs.catalog import resolve_graph
-from placer.graphs.job_graph import JobGraph
 
 GPU_TYPES = ("k80", "p100", "v100")
 GRAPHS = {
@@ -147,20 +145,9 @@ def validate_on_gavel(gpu: str) -> GavelValidation:
     cluster = gavel_cluster(gpu)
     chosen, held = calibration_subset(gavel_rows(gpu))
     calibration = fit_calibration(cluster, [r.measurement(cluster) for r in chosen], cross_validate=False)
-    return GavelValidation(gpu, calibration, held, _errors(cluster, held), _errors(calibration.cluster, held))
+    measured = read_measurements([r.measurement(cluster) for r in held], cluster)  # device ids hold on the calibrated cluster too
+    return GavelValidation(gpu, calibration, held, _errors(CostModel(cluster), measured), _errors(CostModel(calibration.cluster), measured))
 
 
-def _errors(cluster: Cluster, rows: list[GavelRow]) -> np.ndarray:
-    model, out = CostModel(cluster), []
-    for r in rows:
-        m = r.measurement(cluster)
-        graph = _graph(m["graph"], m["batch_size"])
-        devices = [cluster.device_index[d] for d in m["devices"]]
-        out.append(model.predict(graph, devices, "dp").iteration_s / r.step_time_s - 1)
-    return np.asarray(out)
-
-
-@functools.lru_cache(maxsize=256)
-def _graph(name: str, batch_size: int | None) -> JobGraph:
-    graph = resolve_graph(name).with_precision("fp32")
-    return graph if batch_size is None else graph.with_batch_size(batch_size)
+def _errors(model: CostModel, rows: list[Row]) -> np.ndarray:
+    return np.array([model.predict(r.graph, r.devices, r.strategy).iteration_s / r.step_time_s - 1 for r in rows])

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,6 +144,4 @@ def _resolve(label: str, record, cluster: Cluster, graphs: dict[tuple, JobGraph]
         if m.batch_size is not None:
             graph = graph.with_batch_size(m.batch_size)
         graphs[key] = graph.with_precision(m.precision) if m.precision else graph
-    if not math.isfinite(m.step_time_s):  # pragma: no cover - pydantic refuses it already
-        raise CalibrationError(f"{label}: step_time_s must be finite")
     return Row(label, graphs[key], tuple(cluster.device_index[d] for d in m.devices), m.step_time_s, m.strategy or "auto")

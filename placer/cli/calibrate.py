@@ -36,7 +36,7 @@ def calibrate(
     for path, (nominal, fitted) in result.fitted.items():
         table.add_row(path, f"{nominal:.4g}", f"{fitted:.4g}")
     console.print(table)
-    for line in result.report()[len(result.fitted) + 2 :]:
+    for line in result.outcome():
         console.print(line, highlight=False)
     try:
         out.write_text(cluster_toml(result.cluster.spec, result.report()), encoding="utf-8")

@@ -57,8 +57,8 @@ class DeviceType(BaseModel):
     def _known_model(self) -> DeviceType:
         if self.model is not None and self.model not in DEVICE_MODELS:
             raise ValueError(f"unknown device model {self.model!r} (known: {', '.join(DEVICE_MODELS)})")
-        if self.model is not None and self.compute_scale > device_model(self.model).max_compute_scale() + 1e-9:
-            limit = device_model(self.model).max_compute_scale()
+        limit = device_model(self.model).max_compute_scale() if self.model is not None else float("inf")
+        if self.compute_scale > limit + 1e-9:
             raise ValueError(
                 f"compute_scale {self.compute_scale:g} would run a {self.model} above its datasheet peak (at most {limit:.3g})"
             )

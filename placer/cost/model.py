@@ -175,6 +175,10 @@ class CostModel:
             shape = self._shapes[key] = self._shape(key)
         return shape
 
+    def slowest(self, devices: Sequence[int]) -> int:
+        """The placed device with the lowest sustained rate (speed x compute_scale): it paces the job."""
+        return min(devices, key=self._rate.__getitem__)
+
     def _shape(self, devices: tuple[int, ...]) -> PlacementShape:
         server_of, speed, memory = self._server_of, self._speed, self._memory
         per_server: dict[int, int] = {}
@@ -182,7 +186,7 @@ class CostModel:
             s = server_of[d]
             per_server[s] = per_server.get(s, 0) + 1
         counts = sorted(per_server.values(), reverse=True)
-        slowest = min(devices, key=self._rate.__getitem__)
+        slowest = self.slowest(devices)
         return PlacementShape(
             degree=len(devices),
             servers=len(counts),
