@@ -10,12 +10,19 @@
    concurrency 1 and 32, sending the whole graph and then only its ``graph_key``; prints
    median / p99 POST latency and placements per second.
    Bounded in count and by ``--time-limit`` seconds per phase; the server is stopped at the end.
+3. Large graphs: in a fresh process per size, one synthetic graph (a chain of linear layers with
+   their backward ops) placed through the service's request path (``Occupancy.place``: parse and
+   validate the bytes, build the graph, the cost model's per-graph work, decide), against the
+   targets at the service's ``--max-graph-ops`` default: <= 2 s and <= 100 MB above the process's
+   resident size before the request. Also the bytes per op or edge of a kept graph and of its
+   compiled form, the constants the byte-bounded caches use.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 import subprocess
 import sys
@@ -106,12 +113,67 @@ async def load_test(port: int, requests: int, time_limit: float) -> None:
                     )
 
 
+LARGE_SIZES = (5_000, 20_000, 50_000, 200_000)  # ops, forward + backward
+BIG_GRAPH = r"""
+import json, resource, sys, time, gc
+from placer import load_cluster
+from placer.baselines.specs import make_heuristic
+from placer.serve.occupancy import Occupancy
+n = int(sys.argv[1]) // 2
+nodes = [{"id": f"f{i}", "name": "aten.linear", "pass": "forward", "compute_s": 1e-4, "param_bytes": 4096.0, "activation_bytes": 8192.0}
+         for i in range(n)]
+nodes += [{"id": f"b{i}", "name": "aten.linear", "pass": "backward", "compute_s": 2e-4, "param_bytes": 0.0, "activation_bytes": 8192.0}
+          for i in range(n)]
+edges = [{"source": f"f{i}", "target": f"f{i + 1}", "tensor_bytes": 8192.0} for i in range(n - 1)]
+edges += [{"source": f"b{i + 1}", "target": f"b{i}", "tensor_bytes": 8192.0} for i in range(n - 1)]
+edges += [{"source": f"f{i}", "target": f"b{i}", "tensor_bytes": 8192.0, "local": True} for i in range(n)]
+graph = {"schema": "placer.job_graph", "schema_version": 2, "name": "big", "iterations": 100, "graph": {"nodes": nodes, "edges": edges}}
+body = json.dumps({"graph": graph, "beta": 1.0}).encode()
+del nodes, edges, graph
+gc.collect()
+state = Occupancy(load_cluster("pacml"), make_heuristic("lean"), max_graph_ops=10**7)
+state.place(json.dumps({"graph": json.loads(open(sys.argv[2]).read()), "beta": 1.0}).encode())  # warm up the code paths
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+rss_now = int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize()
+start = time.perf_counter()
+decision = state.place(body)
+elapsed = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"s": elapsed, "transient_mb": (peak - max(before, rss_now)) / 2**20, "body_mb": len(body) / 2**20,
+                  "accepted": decision.accepted}))
+"""
+
+
+def large_graphs(sizes: tuple[int, ...] = LARGE_SIZES) -> None:
+    from placer.graphs.catalog import data_dir
+    from placer.serve.occupancy import DEFAULT_MAX_GRAPH_OPS
+
+    small = data_dir() / "graphs" / "resnet18.json"
+    print(f"large graphs through the request path (fresh process each; the service's default limit is {DEFAULT_MAX_GRAPH_OPS:,} ops):")
+    for ops in sizes:
+        out = subprocess.run([sys.executable, "-c", BIG_GRAPH, str(ops), str(small)], capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            print(f"  {ops:8,d} ops: failed: {out.stderr.strip().splitlines()[-1:]}")
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        within = "within" if r["s"] <= 2.0 and r["transient_mb"] <= 100 else "OVER"
+        limit = " (the default limit)" if ops == DEFAULT_MAX_GRAPH_OPS else ""
+        print(
+            f"  {ops:8,d} ops{limit}: body {r['body_mb']:6.1f} MB, {r['s']:6.2f} s, {r['transient_mb']:6.0f} MB transient "
+            f"({r['s'] / 2.0:.2f}x of 2 s, {r['transient_mb'] / 100:.2f}x of 100 MB: {within})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--policy-file", type=Path, default=Path("data/policies/pacml.pt"))
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--time-limit", type=float, default=30.0)
+    parser.add_argument("--large-only", action="store_true", help="only the large-graph phase")
     args = parser.parse_args()
+    large_graphs()
+    if args.large_only:
+        return
     policy_file = args.policy_file if args.policy_file.exists() else None
     in_process(policy_file, args.requests)
     port = _free_port()

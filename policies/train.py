@@ -7,13 +7,13 @@ Writes into ``--out``: ``checkpoint.pt`` (policy + optimiser + step count, atomi
 validation blocking rate so far), ``policy.pt`` (the final policy file, a copy of ``last.pt``),
 ``imitation.json`` (the warm start's size and agreement with its teacher), ``eval.jsonl``
 (validation blocking rate of the policy and the heuristics per evaluation), ``config.json`` and
-TensorBoard logs in ``tb/``. ``--resume`` continues from ``checkpoint.pt``: only the partial
+TensorBoard logs in ``tb/``, and ``summary.json``: the final policy's validation blocking rate
+paired with its teacher's and each heuristic's on the same streams. ``--resume`` continues from ``checkpoint.pt``: only the partial
 rollout in flight at the interrupt is lost.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
@@ -34,71 +34,13 @@ from threadpoolctl import threadpool_limits
 
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
-from placer.baselines.specs import make_heuristic
-from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
-from placer.cost import CostModel
-from placer.graphs.catalog import resolve_graph
-from placer.sim.queueing import QueueConfig
-from placer.sim.rollout import simulate
-from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
 from policies.config import TrainConfig
 from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
 from policies.model import policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
-
-
-def validation_blocking(decide_factory, env: EnvConfig, episodes: int, discipline: str | None = None) -> float:
-    """Mean blocking rate over every cluster x queue x size x beta distribution x ``episodes`` fixed validation seeds.
-
-    ``discipline`` (e.g. ``edf``) replaces the env's queue discipline (a baseline's own ``@DISCIPLINE``).
-    """
-    graphs = [resolve_graph(g) for g in env.graphs]
-    rates = []
-    clusters = map(load_cluster, _names(env.clusters))
-    for cluster, queue, size in itertools.product(clusters, _queues(env.queue, discipline), _names(env.size)):
-        cost = CostModel(cluster, strategy=env.strategy)
-        for i, beta in enumerate(env.beta_dists):
-            workload = Workload(
-                graphs,
-                BetaDistribution(beta),
-                env.load,
-                cluster.num_devices,
-                env.episode_jobs,
-                env.arrival,
-                None,
-                cost.sequential_iteration_s,
-                SizeDistribution(size),
-            )
-            for k in range(episodes):
-                decide = decide_factory(np.random.default_rng([10_000 + k, i, 1]))
-                run = simulate(cost, workload.jobs(np.random.default_rng([10_000 + k, i])), decide, queue=queue)
-                rates.append(run.metrics.blocking_rate)
-    return float(np.mean(rates))
-
-
-def _names(value: str | tuple[str, ...]) -> tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value)
-
-
-def _queues(specs: str | tuple[str, ...], discipline: str | None) -> list[QueueConfig]:
-    out = []
-    for queue in map(QueueConfig.parse, _names(specs)):
-        if discipline and queue.enabled:
-            own = QueueConfig.parse(discipline)
-            queue = QueueConfig(queue.capacity, own.discipline, own.backfill)
-        out.append(queue)
-    return out
-
-
-def _heuristic_factory(name: str, max_degree: int):
-    def factory(rng):
-        policy = make_heuristic(name.partition("@")[0], max_degree=max_degree)
-        policy.reset(rng)
-        return policy.decide
-
-    return factory
+from policies.validation import heuristic_factory, paired_summary, validation_blocking
 
 
 class TrainingCallback(BaseCallback):
@@ -120,7 +62,7 @@ class TrainingCallback(BaseCallback):
             self.best = min((r["learned"] for r in _read_rows(best_file)), default=float("inf"))
         for name in self.config.train.baselines:
             self.baselines[name] = validation_blocking(
-                _heuristic_factory(name, self.env.max_degree), self.env, self.config.train.eval_episodes, name.partition("@")[2] or None
+                heuristic_factory(name, self.env.max_degree), self.env, self.config.train.eval_episodes, name.partition("@")[2] or None
             )
         if self.num_timesteps == 0:
             self.evaluate()  # the starting (possibly warm-started) policy is a candidate too
@@ -141,7 +83,8 @@ class TrainingCallback(BaseCallback):
             self.evaluate()
         return True
 
-    def evaluate(self) -> float:
+    def evaluated_policy(self):
+        """A factory of the current policy's decide functions (fresh per validation stream)."""
         policy = self.model.policy
         policy.set_training_mode(False)
         learned = LearnedPolicy(policy, self.env)
@@ -150,6 +93,11 @@ class TrainingCallback(BaseCallback):
             learned.reset(rng)  # a new run: the job sizes seen start again
             return learned.decide
 
+        return fresh
+
+    def evaluate(self) -> float:
+        policy = self.model.policy
+        fresh = self.evaluated_policy()
         with threadpool_limits(1, user_api="blas"):  # the numpy actor's small matmuls; threads would spin
             rate = validation_blocking(fresh, self.env, self.config.train.eval_episodes)
         self.logger.record("eval/blocking_rate", rate)
@@ -361,4 +309,9 @@ def train(
     final = out / "policy.pt"
     shutil.copyfile(out / "last.pt", final.with_suffix(".pt.tmp"))
     os.replace(final.with_suffix(".pt.tmp"), final)
+    report("paired validation of the final policy against its teacher and the heuristics")
+    summary = paired_summary(callback.evaluated_policy(), config)
+    _write_atomically(out / "summary.json", summary.model_dump_json(indent=1) + "\n")
+    for line in summary.lines():
+        report(line)
     return final

@@ -74,7 +74,7 @@ class Parameter:
         return math.log(value) if self.log else value
 
     def from_x(self, x: float) -> float:
-        return math.exp(x) if self.log else x
+        return min(max(math.exp(x) if self.log else x, self.low), self.high)  # exp(log(v)) may land a hair outside
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -136,7 +136,12 @@ def fit_calibration(
     base_cluster = cluster if isinstance(cluster, Cluster) else load_cluster(cluster)
     rows = read_measurements(measurements, base_cluster)
     source = str(measurements) if isinstance(measurements, str | Path) else "measurements"
-    problem = _Problem(base_cluster, rows)
+    return fit_rows(base_cluster, rows, source=source, cross_validate=cross_validate)
+
+
+def fit_rows(cluster: Cluster, rows: list[Row], *, source: str = "measurements", cross_validate: bool = True) -> Calibration:
+    """:func:`fit_calibration` on rows already resolved against ``cluster``."""
+    problem = _Problem(cluster, rows)
     x = problem.fit(problem.x0)
     errors = problem.errors(x)
     cv_errors, method = problem.cross_validate(x) if cross_validate else (np.full(len(rows), np.nan), "none")
@@ -154,22 +159,35 @@ def fit_calibration(
     )
 
 
+def constants_needed(cluster: Cluster, rows: list[Row]) -> int:
+    """How many constants ``rows`` would fit (a fit needs one row more)."""
+    return len(_Problem(cluster, rows, checked=False).params)
+
+
+def check_plausible(cluster: Cluster, rows: list[Row]) -> None:
+    """The fit's refusals that need no fit: rows that contradict each other, a row faster than the devices' peaks allow."""
+    _Problem(cluster, rows, checked=False)._check_contradictions()
+
+
 class _Problem:
     """The rows, the constants they inform, and predictions at any values of those constants."""
 
-    def __init__(self, cluster: Cluster, rows: list[Row]) -> None:
+    def __init__(self, cluster: Cluster, rows: list[Row], *, checked: bool = True) -> None:
+        """``checked``: refuse too few rows and implausible ones now (False: only set up)."""
         self.base_cluster, self.rows = cluster, rows
         self.base = CostModel(cluster)
         self.shapes = [self.base.shape(r.devices) for r in rows]
         self.types = [cluster.device_type[self.base.slowest(r.devices)] for r in rows]
         self.log_measured = np.log([r.step_time_s for r in rows])
         self.params, self.kept = self._parameters()
+        self.x0 = np.array([p.to_x(p.nominal) for p in self.params])
+        if not checked:
+            return
         if len(rows) < len(self.params) + 1:
             names = ", ".join(p.path for p in self.params)
             raise CalibrationError(
                 f"{len(rows)} measurement(s) cannot fit {len(self.params)} constant(s) ({names}): give at least {len(self.params) + 1}"
             )
-        self.x0 = np.array([p.to_x(p.nominal) for p in self.params])
         self._check_contradictions()
         self.splits = self._pick_splits(self.x0)
 

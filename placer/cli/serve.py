@@ -29,8 +29,11 @@ def serve(
     heuristic: Annotated[str, typer.Option(help="heuristic used when no policy file is given")] = "lean",
     host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="port to bind (0: any free port)")] = 8000,
-    max_body_mb: Annotated[float, typer.Option(min=0.001, help="largest request body in MiB")] = 32.0,
-    max_graph_ops: Annotated[int, typer.Option(min=1, help="largest job graph accepted, in ops (forward + backward)")] = 200_000,
+    max_body_mb: Annotated[float, typer.Option(min=0.001, help="largest request body in MiB")] = 8.0,
+    max_graph_ops: Annotated[int, typer.Option(min=1, help="largest job graph accepted, in ops (forward + backward)")] = 20_000,
+    body_timeout_s: Annotated[float, typer.Option(min=0.1, help="seconds a client has to send a request's body (408 after)")] = 30.0,
+    max_connections: Annotated[int, typer.Option(min=1, help="concurrent connections served; more get 503")] = 64,
+    cache_mb: Annotated[float, typer.Option(min=1.0, help="memory for graphs and cost-model work kept between requests, MiB")] = 256.0,
     state: Annotated[Path | None, typer.Option(help="SQLite file of reservations (default: .placer/<cluster>.sqlite3)")] = None,
     memory_only: Annotated[bool, typer.Option("--memory-only", help="keep reservations in memory: a restart forgets them")] = False,
     reset_state: Annotated[
@@ -63,6 +66,8 @@ def serve(
         policy,
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         max_graph_ops=max_graph_ops,
+        body_timeout_s=body_timeout_s,
+        cache_bytes=cache_mb * 1024 * 1024,
         state_path=state_path,
         reset_state=reset_state,
         create_state_folder=state is None,  # only the default .placer/ is made; an explicit folder must exist
@@ -75,7 +80,7 @@ def serve(
     err_console.print(
         f"placer serve: cluster {topology.name}, policy {policy.name or 'learned'}, {where}, {access}, on http://{host}:{port}"
     )
-    uvicorn.run(app_, host=host, port=port, log_level="info", access_log=True)
+    uvicorn.run(app_, host=host, port=port, log_level="info", access_log=True, limit_concurrency=max_connections, timeout_keep_alive=5)
 
 
 def _token(token_file: Path | None) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -14,13 +15,19 @@ _MISSING = object()
 
 
 class LRUCache(Generic[K, V]):
-    """At most ``maxsize`` entries; reading or writing one makes it the most recent, the least recent goes first."""
+    """At most ``maxsize`` entries and, with ``max_bytes``, at most that many bytes by ``sizeof``
+    (an entry larger than ``max_bytes`` alone is not kept); reading or writing one makes it the
+    most recent, the least recent goes first."""
 
-    def __init__(self, maxsize: int) -> None:
+    def __init__(self, maxsize: int, *, max_bytes: float | None = None, sizeof: Callable[[V], float] | None = None) -> None:
         if maxsize < 1:
             raise ValueError(f"maxsize must be >= 1, got {maxsize}")
-        self.maxsize = maxsize
+        if (max_bytes is None) != (sizeof is None):
+            raise ValueError("give max_bytes and sizeof together")
+        self.maxsize, self.max_bytes, self.sizeof = maxsize, max_bytes, sizeof
+        self.bytes = 0.0
         self._data: OrderedDict[K, V] = OrderedDict()
+        self._sizes: dict[K, float] = {}
         self._lock = threading.Lock()
 
     def get(self, key: K, default: V | None = None) -> V | None:
@@ -32,11 +39,17 @@ class LRUCache(Generic[K, V]):
             return value
 
     def __setitem__(self, key: K, value: V) -> None:
+        size = self.sizeof(value) if self.sizeof is not None else 0.0
         with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
+            self.bytes -= self._sizes.pop(key, 0.0)
+            self._data.pop(key, None)
+            if self.max_bytes is not None and size > self.max_bytes:
+                return
+            self._data[key], self._sizes[key] = value, size
+            self.bytes += size
+            while len(self._data) > self.maxsize or (self.max_bytes is not None and self.bytes > self.max_bytes):
+                old, _ = self._data.popitem(last=False)
+                self.bytes -= self._sizes.pop(old)
 
     def __contains__(self, key: object) -> bool:
         with self._lock:
@@ -48,3 +61,5 @@ class LRUCache(Generic[K, V]):
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self._sizes.clear()
+            self.bytes = 0.0

@@ -126,7 +126,10 @@ class CostModel:
     16 bytes per parameter). ``micro_batches`` and ``recompute``: pipeline settings
     (:mod:`placer.cost.pipeline`). ``cache=False`` recomputes every time (benchmarks).
     Caches are LRU-bounded: ``max_graphs`` graphs' profiles and ``max_predictions`` predictions,
-    so a long-running service's memory stays flat however many distinct graphs it sees.
+    so a long-running service's memory stays flat however many distinct graphs it sees; with
+    ``max_graph_bytes`` the per-graph caches are also bounded by their size (estimated at
+    :data:`BYTES_PER_COMPILED_ELEMENT` per op or edge), so a few huge graphs cannot hold memory
+    that many small ones would not.
     """
 
     def __init__(
@@ -140,6 +143,7 @@ class CostModel:
         cache: bool = True,
         max_graphs: int = 512,
         max_predictions: int = 200_000,
+        max_graph_bytes: float | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise PlacerError(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})")
@@ -156,8 +160,10 @@ class CostModel:
         self._speed = cluster.speed.tolist()
         self._rate = [v * c for v, c in zip(self._speed, cluster.compute_scale, strict=True)]
         self._memory = cluster.memory_bytes.tolist()
-        self._compiled: LRUCache[str, sipml.CompiledGraph] = LRUCache(max_graphs)
-        self._profiles: LRUCache[tuple, GraphProfile] = LRUCache(4 * max_graphs)  # a few device types per graph
+        by_size = {"max_bytes": max_graph_bytes, "sizeof": _compiled_bytes} if max_graph_bytes else {}
+        self._compiled: LRUCache[str, sipml.CompiledGraph] = LRUCache(max_graphs, **by_size)
+        by_size = {"max_bytes": max_graph_bytes, "sizeof": _profile_bytes} if max_graph_bytes else {}
+        self._profiles: LRUCache[tuple, GraphProfile] = LRUCache(4 * max_graphs, **by_size)  # a few device types per graph
         self._predictions: LRUCache[tuple, Prediction] = LRUCache(max_predictions)
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
         self._stage_cache: LRUCache[tuple, Stages] = LRUCache(16 * max_graphs)
@@ -399,3 +405,14 @@ class CostModel:
             stages = Stages.build(profile, tp, pp)
             self._stage_cache[key] = stages
         return stages
+
+
+BYTES_PER_COMPILED_ELEMENT = 300  # a compiled graph or profile, per op or edge (python -m benchmarks.bench_service)
+
+
+def _compiled_bytes(compiled: sipml.CompiledGraph) -> float:
+    return (compiled.compute_s.size + compiled.tensor_bytes.size) * BYTES_PER_COMPILED_ELEMENT
+
+
+def _profile_bytes(profile: GraphProfile) -> float:
+    return 2 * profile.fw_s.size * BYTES_PER_COMPILED_ELEMENT

@@ -39,19 +39,19 @@ import networkx as nx
 
 from placer.common.errors import GraphValidationError
 from placer.common.textfile import read_text
+from placer.graphs.document import (
+    MAX_ITERATIONS,
+    MAX_NAME_CHARS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    GraphDocument,
+    check_edge_fields,
+    check_node_fields,
+    parse_document,
+    short,
+)
 
-SCHEMA = "placer.job_graph"
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
 NODE_COST_FIELDS = ("compute_s", "param_bytes", "activation_bytes")
-# Upper bounds that keep every sum finite and flag nonsense: a year per op-iteration, an exabyte, 1e24 FLOP.
-LIMITS = {"compute_s": 3.2e7, "param_bytes": 1e18, "activation_bytes": 1e18, "tensor_bytes": 1e18, "flops": 1e24}
-NODE_FIELDS = {"name", "pass", *NODE_COST_FIELDS, "flops"}
-EDGE_FIELDS = {"tensor_bytes", "local"}
-TOP_LEVEL_FIELDS = {"schema", "schema_version", "name", "iterations", "batch_size", "profiled_on", "precision", "graph"}
-MAX_ITERATIONS = 10**12
-MAX_NAME_CHARS = 256  # a graph's name is stored and shown by the service: bounded
-PASSES = ("forward", "backward")
 
 
 class JobGraph:
@@ -69,6 +69,7 @@ class JobGraph:
         profiled_on: tuple[str, str] | None = None,
         precision: str | None = None,
         _owned: bool = False,
+        _fields_checked: bool = False,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise GraphValidationError("job graph name must be a non-empty string")
@@ -77,14 +78,14 @@ class JobGraph:
         _check_text(name, "job graph name")
         if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
             limit = f"{MAX_ITERATIONS:g}"
-            raise GraphValidationError(f"graph {name!r}: iterations must be an integer >= 1 and <= {limit}, got {_short(iterations)}")
+            raise GraphValidationError(f"graph {name!r}: iterations must be an integer >= 1 and <= {limit}, got {short(iterations)}")
         bad_batch = isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10**9
         if batch_size is not None and bad_batch:
-            raise GraphValidationError(f"graph {name!r}: batch_size must be an integer in [1, 1e9], got {_short(batch_size)}")
+            raise GraphValidationError(f"graph {name!r}: batch_size must be an integer in [1, 1e9], got {short(batch_size)}")
         self._profiled_on = _check_profiled_on(profiled_on, name)
         self._precision = _check_precision(precision, name) if precision is not None else (self._profiled_on or (None, None))[1]
         frozen = nx.freeze(graph if _owned else graph.copy())  # _owned: built here, nobody else holds it
-        _validate(frozen, name)
+        _validate(frozen, name, fields_checked=_fields_checked)
         self._graph = frozen
         self._sequential_s: float | None = None
         self._name = name
@@ -236,63 +237,46 @@ class JobGraph:
 
 
 def job_graph_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> JobGraph:
-    """Build a :class:`JobGraph` from the dict that :meth:`JobGraph.to_dict` writes."""
-    if not isinstance(data, Mapping):
-        raise GraphValidationError(f"{source}: expected a JSON object, got {type(data).__name__}")
-    if data.get("schema") != SCHEMA:
-        raise GraphValidationError(f"{source}: field 'schema' must be {SCHEMA!r}")
-    _no_unknown(data, TOP_LEVEL_FIELDS, source)
-    version = data.get("schema_version")
-    if type(version) is not int or version not in READABLE_VERSIONS:  # true == 1 and 1.0 == 1 in Python: not versions
-        raise GraphValidationError(f"{source}: unsupported schema_version {version!r} (readable: {', '.join(map(str, READABLE_VERSIONS))})")
-    body = data.get("graph")
-    if not isinstance(body, Mapping) or not isinstance(body.get("nodes"), list) or not isinstance(body.get("edges"), list):
-        raise GraphValidationError(f"{source}: field 'graph' must hold lists 'nodes' and 'edges'")
-    _no_unknown(body, {"nodes", "edges", "directed", "multigraph", "graph"}, f"{source}: field 'graph'")
+    """Build a :class:`JobGraph` from the dict that :meth:`JobGraph.to_dict` writes (see :mod:`placer.graphs.document`)."""
+    return job_graph_from_document(parse_document(data, source=source), source=source)
+
+
+def job_graph_from_json(text: str | bytes, *, source: str = "<json>") -> JobGraph:
+    """Build a :class:`JobGraph` from JSON text, validated as it is parsed (no intermediate dict)."""
+    return job_graph_from_document(parse_document(text, source=source), source=source)
+
+
+def job_graph_from_document(document: GraphDocument, *, source: str) -> JobGraph:
+    """The graph of a validated document: ids unique, edges between known ops, no cycles."""
     nodes: dict[str, dict] = {}
-    for i, node in enumerate(body["nodes"]):
-        if not isinstance(node, dict) or "id" not in node:
-            raise GraphValidationError(f"{source}: node #{i} has no 'id'")
-        _no_unknown(node, NODE_FIELDS | {"id"}, f"{source}: node #{i}")
-        attrs = dict(node)
-        node_id = attrs.pop("id")
-        if not isinstance(node_id, str) or not node_id:
-            raise GraphValidationError(f"{source}: node #{i} id must be a non-empty string, got {node_id!r}")
+    for attrs in document.graph.nodes:
+        node_id = attrs.pop("id")  # the document's dicts are its own: they become the graph's attribute dicts
         if node_id in nodes:
-            raise GraphValidationError(f"{source}: duplicate node id {node_id!r}")
+            raise GraphValidationError(f"{source}: duplicate node id {short(node_id)}")
         nodes[node_id] = attrs
     edges: dict[tuple[str, str], dict] = {}
-    for i, edge in enumerate(body["edges"]):
-        if not isinstance(edge, dict) or "source" not in edge or "target" not in edge:
-            raise GraphValidationError(f"{source}: edge #{i} needs 'source' and 'target'")
-        _no_unknown(edge, EDGE_FIELDS | {"source", "target"}, f"{source}: edge #{i}")
-        attrs = dict(edge)
+    for attrs in document.graph.edges:
         u, v = attrs.pop("source"), attrs.pop("target")
         for end in (u, v):
-            if not isinstance(end, str) or end not in nodes:
-                raise GraphValidationError(f"{source}: edge {u!r} -> {v!r} refers to unknown node {end!r}")
+            if end not in nodes:
+                raise GraphValidationError(f"{source}: edge {short(u)} -> {short(v)} refers to unknown node {short(end)}")
         if (u, v) in edges:
-            raise GraphValidationError(f"{source}: duplicate edge {u!r} -> {v!r}")
+            raise GraphValidationError(f"{source}: duplicate edge {short(u)} -> {short(v)}")
         edges[u, v] = attrs
     graph = nx.DiGraph()
     graph.add_nodes_from(nodes.items())
     graph.add_edges_from((u, v, a) for (u, v), a in edges.items())
-    name = data.get("name")
-    iterations = data.get("iterations", 1000)
-    profiled = data.get("profiled_on")
-    if profiled is not None:
-        if not isinstance(profiled, Mapping) or set(profiled) != {"device", "precision"}:
-            raise GraphValidationError(f"{source}: field 'profiled_on' must be an object with exactly 'device' and 'precision'")
-        profiled = (profiled["device"], profiled["precision"])
+    profiled = document.profiled_on
     try:
         return JobGraph(
             graph,
-            name=name if isinstance(name, str) else "",
-            iterations=iterations,
-            batch_size=data.get("batch_size"),
-            profiled_on=profiled,
-            precision=data.get("precision"),
+            name=document.name,
+            iterations=document.iterations,
+            batch_size=document.batch_size,
+            profiled_on=(profiled.device, profiled.precision) if profiled else None,
+            precision=document.precision,
             _owned=True,
+            _fields_checked=True,
         )
     except GraphValidationError as exc:
         raise GraphValidationError(f"{source}: {exc}") from None
@@ -305,34 +289,24 @@ def load_job_graph(path: str | Path) -> JobGraph:
     """
     path = Path(path)
     text = read_text(path, what="job graph", error=GraphValidationError)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GraphValidationError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    return job_graph_from_dict(data, source=str(path))
+    return job_graph_from_json(text, source=str(path))
 
 
-def _validate(graph: nx.DiGraph, name: str) -> None:
+def _validate(graph: nx.DiGraph, name: str, *, fields_checked: bool = False) -> None:
+    """What a graph must be: its ops' and edges' fields as :mod:`placer.graphs.document` says (unless a
+    document was already checked), at least one op that takes time, text that is valid Unicode, no cycle."""
     where = f"graph {name!r}"
     if graph.number_of_nodes() == 0:
         raise GraphValidationError(f"{where}: has no ops")
+    if not fields_checked:
+        check_node_fields([{"id": node, **attrs} for node, attrs in graph.nodes(data=True)], where=where)
+        check_edge_fields([{"source": u, "target": v, **attrs} for u, v, attrs in graph.edges(data=True)], where=where)
     for node, attrs in graph.nodes(data=True):
-        if attrs.get("pass") not in PASSES:
-            raise GraphValidationError(f"{where}: node {node!r} field 'pass' must be one of {PASSES}, got {attrs.get('pass')!r}")
-        for field in (*NODE_COST_FIELDS, "flops"):
-            if field == "flops" and attrs.get("flops") is None:
-                continue
-            _check_cost(attrs.get(field), f"{where}: node {node!r} field {field!r}", LIMITS[field])
         _check_text(node, f"{where}: a node id")
-        if not isinstance(attrs.get("name"), str):
-            raise GraphValidationError(f"{where}: node {node!r} field 'name' must be a string (the op's description)")
-        _check_text(attrs.get("name"), f"{where}: node {node!r} field 'name'")
-    for u, v, attrs in graph.edges(data=True):
-        if u == v:
-            raise GraphValidationError(f"{where}: self-loop on node {u!r}")
-        _check_cost(attrs.get("tensor_bytes"), f"{where}: edge {u!r} -> {v!r} field 'tensor_bytes'", LIMITS["tensor_bytes"])
-        if not isinstance(attrs.get("local", False), bool):
-            raise GraphValidationError(f"{where}: edge {u!r} -> {v!r} field 'local' must be a boolean")
+        _check_text(attrs["name"], f"{where}: node {node!r} field 'name'")
+    if any(u == v for u, v in graph.edges):
+        u = next(u for u, v in graph.edges if u == v)
+        raise GraphValidationError(f"{where}: self-loop on node {u!r}")
     if not any(attrs["compute_s"] > 0 for _, attrs in graph.nodes(data=True)):
         raise GraphValidationError(f"{where}: every op takes 0 s; at least one must take time")
     if not nx.is_directed_acyclic_graph(graph):
@@ -341,17 +315,11 @@ def _validate(graph: nx.DiGraph, name: str) -> None:
         raise GraphValidationError(f"{where}: has a cycle: {path}")
 
 
-def _no_unknown(fields: Mapping, known: set[str], where: str) -> None:
-    unknown = sorted(str(k) for k in fields if k not in known)
-    if unknown:
-        raise GraphValidationError(f"{where}: unknown field {_short(unknown[0])} (known: {', '.join(sorted(known))})")
-
-
 def _check_precision(precision: object, name: str) -> str:
     from placer.cluster.devices import PRECISIONS
 
     if not isinstance(precision, str) or precision not in PRECISIONS:
-        raise GraphValidationError(f"graph {name!r}: precision must be one of {', '.join(PRECISIONS)}, got {_short(precision)}")
+        raise GraphValidationError(f"graph {name!r}: precision must be one of {', '.join(PRECISIONS)}, got {short(precision)}")
     return precision
 
 
@@ -364,23 +332,8 @@ def _check_profiled_on(profiled_on: object, name: str) -> tuple[str, str] | None
         raise GraphValidationError(f"graph {name!r}: profiled_on must be (device, precision), got {profiled_on!r}")
     device, precision = profiled_on
     if not isinstance(device, str) or device not in DEVICE_MODELS:
-        raise GraphValidationError(f"graph {name!r}: profiled_on device {_short(device)} is unknown (known: {', '.join(DEVICE_MODELS)})")
+        raise GraphValidationError(f"graph {name!r}: profiled_on device {short(device)} is unknown (known: {', '.join(DEVICE_MODELS)})")
     return (device, _check_precision(precision, name))
-
-
-def _check_cost(value: object, where: str, limit: float) -> None:
-    if value is None:
-        raise GraphValidationError(f"{where} is missing")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise GraphValidationError(f"{where} must be a number, got {_short(value)}")
-    if isinstance(value, int) and abs(value) > limit:  # before float(): huge ints overflow it
-        raise GraphValidationError(f"{where} must be at most {limit:g}, got an integer of {len(str(abs(value)))} digits")
-    if not math.isfinite(value):
-        raise GraphValidationError(f"{where} must be finite, got {value!r}")
-    if value < 0:
-        raise GraphValidationError(f"{where} must be >= 0, got {value!r}")
-    if value > limit:
-        raise GraphValidationError(f"{where} must be at most {limit:g}, got {value!r}")
 
 
 def _check_text(value: object, where: str) -> None:
@@ -390,8 +343,3 @@ def _check_text(value: object, where: str) -> None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise GraphValidationError(f"{where} is not valid Unicode text (a lone surrogate?)") from None
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,4 +1,4 @@
-"""Durable reservations for the placement service: SQLite in WAL mode.
+"""Durable service state: reservations, idempotency answers and measured step times; SQLite in WAL mode.
 
 A reservation is written and committed (``synchronous=FULL``) before the service answers the
 request that made it, so no reservation acknowledged to a client is lost by a crash, ``kill -9``
@@ -11,6 +11,12 @@ share one file and double-book), a file made for another cluster, a file it cann
 that is not a reservation store (empty, another database, tables missing) unless ``reset`` says
 to start empty over it, and rows that do not make sense (bad JSON, unknown or repeated devices, a
 device held twice, a time that is not a finite number).
+
+Beside the reservations (with their optional lease expiry) the file keeps the first answer to
+each idempotency key (the newest :data:`MAX_IDEMPOTENCY_KEYS`; a retry gets the same answer)
+and the step times clients measured (the newest :data:`MAX_MEASUREMENTS`, with the graphs they
+ran: the service refits its cost model to them at start). Files of earlier versions are
+upgraded in place.
 """
 
 from __future__ import annotations
@@ -34,7 +40,17 @@ CREATE TABLE IF NOT EXISTS reservations (
     reserved_at_s REAL NOT NULL,
     predicted_jct_s REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, request_sha256 TEXT NOT NULL, response TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS measurements (
+    graph_key TEXT NOT NULL, devices TEXT NOT NULL, step_time_s REAL NOT NULL, measured_at_s REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS graphs (key TEXT PRIMARY KEY, document TEXT NOT NULL);
 """
+ADDED_COLUMNS = {"graph_key": "TEXT", "lease_s": "REAL", "expires_at_s": "REAL"}  # reservations, since version 2
+TABLES = {"meta", "reservations"}  # a store has these; the others are made when missing
+OPTIONAL_TABLES = {"idempotency", "measurements", "graphs"}
+MAX_IDEMPOTENCY_KEYS = 10_000
+MAX_MEASUREMENTS = 500
 RESET_HINT = "--reset-state starts empty over it (its reservations are lost)"
 
 
@@ -45,6 +61,17 @@ class Reservation:
     devices: tuple[str, ...]
     reserved_at_s: float  # Unix time (wall clock)
     predicted_jct_s: float
+    graph_key: str | None = None
+    lease_s: float | None = None  # None: held until released
+    expires_at_s: float | None = None  # Unix time the lease runs out unless renewed
+
+
+@dataclass(frozen=True)
+class StoredMeasurement:
+    graph_key: str
+    devices: tuple[str, ...]
+    step_time_s: float
+    measured_at_s: float
 
 
 class ReservationStore:
@@ -64,6 +91,7 @@ class ReservationStore:
             self._db.execute("PRAGMA synchronous=FULL")
             self._check_layout()
             self._db.executescript(SCHEMA)
+            self._upgrade()
             self._db.execute("BEGIN IMMEDIATE")  # fails now, not at the first placement, if the file cannot be written
             self._db.execute("ROLLBACK")
         except PlacerError:
@@ -110,10 +138,16 @@ class ReservationStore:
 
     def _check_layout(self) -> None:
         tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if tables and tables != {"meta", "reservations"}:
-            missing = sorted({"meta", "reservations"} - tables)
+        if tables and not (TABLES <= tables <= TABLES | OPTIONAL_TABLES):
+            missing = sorted(TABLES - tables)
             what = f"table {', '.join(missing)} missing" if missing else f"other tables ({', '.join(sorted(tables))})"
             raise PlacerError(f"reservation state {str(self.path)!r} is not a reservation store ({what}); {RESET_HINT}")
+
+    def _upgrade(self) -> None:
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(reservations)")}
+        for column, kind in ADDED_COLUMNS.items():
+            if column not in have:
+                self._db.execute(f"ALTER TABLE reservations ADD COLUMN {column} {kind}")
 
     def _bind(self, cluster: str, devices: list[str]) -> None:
         stored = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
@@ -130,30 +164,81 @@ class ReservationStore:
     def load(self) -> list[Reservation]:
         """Every stored reservation, checked: one line naming the file and row for the first that makes no sense."""
         rows = self._db.execute(
-            "SELECT rowid, job_id, graph, devices, reserved_at_s, predicted_jct_s FROM reservations ORDER BY reserved_at_s"
+            f"SELECT rowid, job_id, graph, devices, reserved_at_s, predicted_jct_s, {', '.join(ADDED_COLUMNS)} "
+            "FROM reservations ORDER BY reserved_at_s"
         ).fetchall()
         known, held = set(self.devices), {}
         out = []
-        for rowid, job_id, graph, devices, reserved_at_s, predicted_jct_s in rows:
+        for rowid, *fields in rows:
             where = f"reservation state {str(self.path)!r}, row {rowid}"
-            reservation = _parse_row(where, job_id, graph, devices, reserved_at_s, predicted_jct_s)
+            reservation = _parse_row(where, *fields)
             for name in reservation.devices:
                 if name not in known:
                     raise PlacerError(f"{where}: unknown device {name[:64]!r}")
                 if name in held:
                     raise PlacerError(f"{where}: device {name!r} is held by job {held[name]!r} too")
-                held[name] = job_id
+                held[name] = reservation.job_id
             out.append(reservation)
         return out
 
-    def add(self, r: Reservation) -> None:
+    def add(self, r: Reservation | None, *, answer: tuple[str, str, str] | None = None) -> None:
+        """Commit a reservation and/or the answer to an idempotency key ``(key, request_sha256, response)`` in one transaction."""
         with self._db:
-            row = (r.job_id, r.graph, json.dumps(list(r.devices)), r.reserved_at_s, r.predicted_jct_s)
-            self._db.execute("INSERT INTO reservations VALUES (?, ?, ?, ?, ?)", row)
+            if r is not None:
+                row = (
+                    r.job_id,
+                    r.graph,
+                    json.dumps(list(r.devices)),
+                    r.reserved_at_s,
+                    r.predicted_jct_s,
+                    r.graph_key,
+                    r.lease_s,
+                    r.expires_at_s,
+                )
+                self._db.execute(
+                    f"INSERT INTO reservations (job_id, graph, devices, reserved_at_s, predicted_jct_s, {', '.join(ADDED_COLUMNS)}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+            if answer is not None:
+                self._db.execute("INSERT INTO idempotency VALUES (?, ?, ?)", answer)
+                self._db.execute("DELETE FROM idempotency WHERE rowid <= (SELECT MAX(rowid) FROM idempotency) - ?", (MAX_IDEMPOTENCY_KEYS,))
+
+    def answer(self, key: str) -> tuple[str, str] | None:
+        """(request_sha256, response) stored for an idempotency key, or None."""
+        row = self._db.execute("SELECT request_sha256, response FROM idempotency WHERE key = ?", (key,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def renew(self, job_id: str, lease_s: float, expires_at_s: float) -> None:
+        with self._db:
+            self._db.execute("UPDATE reservations SET lease_s = ?, expires_at_s = ? WHERE job_id = ?", (lease_s, expires_at_s, job_id))
 
     def remove(self, job_id: str) -> None:
         with self._db:
             self._db.execute("DELETE FROM reservations WHERE job_id = ?", (job_id,))
+
+    def add_measurement(self, m: StoredMeasurement, document: str) -> None:
+        """Keep a measured step time and its graph's JSON; the oldest go past :data:`MAX_MEASUREMENTS` (and graphs no row uses)."""
+        with self._db:
+            self._db.execute("INSERT OR IGNORE INTO graphs VALUES (?, ?)", (m.graph_key, document))
+            self._db.execute(
+                "INSERT INTO measurements VALUES (?, ?, ?, ?)", (m.graph_key, json.dumps(list(m.devices)), m.step_time_s, m.measured_at_s)
+            )
+            self._db.execute("DELETE FROM measurements WHERE rowid <= (SELECT MAX(rowid) FROM measurements) - ?", (MAX_MEASUREMENTS,))
+            self._db.execute("DELETE FROM graphs WHERE key NOT IN (SELECT graph_key FROM measurements)")
+
+    def measurements(self) -> tuple[list[StoredMeasurement], dict[str, str]]:
+        """The kept measurements, oldest first, and the JSON documents of their graphs by key."""
+        rows = self._db.execute("SELECT rowid, graph_key, devices, step_time_s, measured_at_s FROM measurements ORDER BY rowid").fetchall()
+        out = []
+        for rowid, graph_key, devices, step_time_s, measured_at_s in rows:
+            where = f"reservation state {str(self.path)!r}, measurement row {rowid}"
+            names = _device_list(where, devices)
+            for field, value in (("step_time_s", step_time_s), ("measured_at_s", measured_at_s)):
+                _check_number(where, field, value)
+            out.append(StoredMeasurement(str(graph_key), tuple(names), float(step_time_s), float(measured_at_s)))
+        documents = dict(self._db.execute("SELECT key, document FROM graphs").fetchall())
+        return out, documents
 
     def close(self) -> None:
         """Close the database (a clean close leaves no -wal or -shm file) and release the lock."""
@@ -166,18 +251,43 @@ class ReservationStore:
             self._lock_file = None
 
 
-def _parse_row(where: str, job_id, graph, devices, reserved_at_s, predicted_jct_s) -> Reservation:
+def _parse_row(where: str, job_id, graph, devices, reserved_at_s, predicted_jct_s, graph_key, lease_s, expires_at_s) -> Reservation:
     if not isinstance(job_id, str) or not job_id:
         raise PlacerError(f"{where}: job_id must be non-empty text")
     if not isinstance(graph, str):
         raise PlacerError(f"{where}: graph must be text")
+    if graph_key is not None and not isinstance(graph_key, str):
+        raise PlacerError(f"{where}: graph_key must be text or null")
+    names = _device_list(where, devices)
+    for field, value in (("reserved_at_s", reserved_at_s), ("predicted_jct_s", predicted_jct_s)):
+        _check_number(where, field, value)
+    if (lease_s is None) != (expires_at_s is None):
+        raise PlacerError(f"{where}: lease_s and expires_at_s must both be set or both be null")
+    if lease_s is not None:
+        _check_number(where, "lease_s", lease_s)
+        _check_number(where, "expires_at_s", expires_at_s)
+    return Reservation(
+        job_id,
+        graph,
+        tuple(names),
+        float(reserved_at_s),
+        float(predicted_jct_s),
+        graph_key,
+        None if lease_s is None else float(lease_s),
+        None if expires_at_s is None else float(expires_at_s),
+    )
+
+
+def _device_list(where: str, devices) -> list[str]:
     try:
         names = json.loads(devices) if isinstance(devices, str) else None
     except json.JSONDecodeError:
         names = None
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
         raise PlacerError(f"{where}: devices must be a JSON list of distinct device names")
-    for field, value in (("reserved_at_s", reserved_at_s), ("predicted_jct_s", predicted_jct_s)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-            raise PlacerError(f"{where}: {field} must be a finite number >= 0")
-    return Reservation(job_id, graph, tuple(names), float(reserved_at_s), float(predicted_jct_s))
+    return names
+
+
+def _check_number(where: str, field: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise PlacerError(f"{where}: {field} must be a finite number >= 0")

@@ -29,10 +29,17 @@ def test_tiny_training_run_writes_a_usable_policy_and_resumes(tmp_path):
     out = tmp_path / "run"
     phases = []
     final = train(tiny_config(256), out, progress=False, report=phases.append)
-    assert [p.split(":")[0].split(" ")[0] for p in phases] == ["validating", "validating"]  # no warm start in the tiny config
+    assert [p.split(" ")[0] for p in phases[:3]] == ["validating", "validating", "paired"]  # no warm start in the tiny config
     assert final.exists() and (out / "checkpoint.pt").exists() and (out / "tb").is_dir()
     rows = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
     assert rows and {"timesteps", "learned", "para_min", "lean"} <= set(rows[0])
+    summary = json.loads((out / "summary.json").read_text())  # the closing paired validation, on the same streams
+    assert summary["streams"] == 4  # 4 beta distributions x 1 seed
+    assert [r["policy"] for r in summary["rows"]] == ["learned", "lean (teacher)", "para_min", "para_min+best_fit"]
+    learned, *others = summary["rows"]
+    assert learned["blocking"] == pytest.approx(rows[-1]["learned"]) and others[0]["blocking"] == pytest.approx(rows[-1]["lean"])
+    assert all(r["minus_learned"] == pytest.approx(r["blocking"] - learned["blocking"]) for r in others)
+    assert any(line.startswith("  lean (teacher)") and "±" in line for line in phases)
     policy = LearnedPolicy.from_file(final)
     cluster = load_cluster("pacml")
     workload = Workload([resolve_graph("alexnet")], BetaDistribution("A"), 0.9, cluster.num_devices, 30)

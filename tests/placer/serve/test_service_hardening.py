@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sqlite3
@@ -43,7 +44,7 @@ def test_a_second_server_on_one_state_file_is_refused_until_the_first_stops(tmp_
 def _write_row(path, *row) -> None:
     _store(path).close()
     with sqlite3.connect(path) as db:
-        db.execute("INSERT INTO reservations VALUES (?, ?, ?, ?, ?)", row)
+        db.execute("INSERT INTO reservations (job_id, graph, devices, reserved_at_s, predicted_jct_s) VALUES (?, ?, ?, ?, ?)", row)
 
 
 @pytest.mark.parametrize(
@@ -138,11 +139,13 @@ def _with(mutate):
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda g: g["graph"]["nodes"][0].pop("name"), "field 'name' must be a string"),
-        (lambda g: g.update(profiled_on={"device": {"x": 1}, "precision": "fp32"}), "profiled_on device"),
-        (lambda g: g.update(profiled_on={"device": ["V100-16GB"], "precision": "fp32"}), "profiled_on device"),
-        (lambda g: g.update(profiled_on={"device": "V100-16GB", "precision": {}}), "precision must be one of"),
-        (lambda g: g.update(precision=["fp32"]), "precision must be one of"),
+        (lambda g: g["graph"]["nodes"][0].pop("name"), "graph: node 'a' field 'name' is missing"),
+        (lambda g: g.update(profiled_on={"device": {"x": 1}, "precision": "fp32"}), "field 'profiled_on.device' must be a string"),
+        (lambda g: g.update(profiled_on={"device": ["V100-16GB"], "precision": "fp32"}), "field 'profiled_on.device' must be a string"),
+        (lambda g: g.update(profiled_on={"device": "V100-16GB", "precision": {}}), "field 'profiled_on.precision' must be a string"),
+        (lambda g: g.update(profiled_on={"device": "V100-16GB", "precision": "fp8"}), "precision must be one of"),
+        (lambda g: g.update(profiled_on={"device": "H900", "precision": "fp32"}), "profiled_on device 'H900' is unknown"),
+        (lambda g: g.update(precision=["fp32"]), "field 'precision' must be a string"),
         (lambda g: g.update(schema_version=True), "unsupported schema_version True"),
         (lambda g: g.update(schema_version=1.0), "unsupported schema_version 1.0"),
         (lambda g: g.update(name="n" * 257), "at most 256"),
@@ -218,3 +221,19 @@ def test_start_up_mistakes_are_one_line_and_exit_2(tmp_path):
             result = _serve(*args, env=env)
             assert result.returncode == 2 and message in result.stderr, (args, result.stderr[-500:])
             assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_a_store_of_the_first_version_is_upgraded_in_place(tmp_path):
+    """Files written before leases and idempotency keys (five columns, two tables) load, and keep their reservations."""
+    path = tmp_path / "s.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "CREATE TABLE reservations (job_id TEXT PRIMARY KEY, graph TEXT NOT NULL, devices TEXT NOT NULL,"
+            " reserved_at_s REAL NOT NULL, predicted_jct_s REAL NOT NULL);"
+        )
+        db.executemany("INSERT INTO meta VALUES (?, ?)", [("cluster", CLUSTER.name), ("devices", json.dumps(DEVICES))])
+        db.execute("INSERT INTO reservations VALUES ('j1', 'g', '[\"s0-g1\"]', 1.0, 2.0)")
+    store = _store(path)
+    assert store.load() == [Reservation("j1", "g", ("s0-g1",), 1.0, 2.0, None, None, None)]
+    store.close()

@@ -1,0 +1,89 @@
+"""ASGI middleware of the placement service: bounded bodies and bearer tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import time
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+
+class BodyLimit:
+    """413 for a body over ``limit`` bytes (declared or streamed), 408 for one not received within
+    ``timeout_s`` of the request, 503 while the bodies being received hold ``budget`` bytes in all.
+
+    The body is read whole before the app sees it, so an oversized stream is refused however it
+    is sent, the app never parses a partial body, and clients that stop mid-body cannot hold
+    memory for longer than ``timeout_s`` or beyond ``budget`` together.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int, timeout_s: float = 30.0, budget: int | None = None) -> None:
+        self.app, self.limit, self.timeout_s = app, limit, timeout_s
+        self.budget = budget if budget is not None else 8 * limit
+        self.buffered = 0  # bytes held by bodies being received (one event loop: no lock needed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await _reject(send, 413, f"request body over {self.limit} bytes")
+        chunks, seen = [], 0
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            while True:
+                try:
+                    message = await asyncio.wait_for(receive(), timeout=max(deadline - time.monotonic(), 0.0))
+                except TimeoutError:
+                    return await _reject(send, 408, f"request body not received within {self.timeout_s:g} s")
+                if message["type"] != "http.request":
+                    return await self.app(scope, _replay([message], receive), send)
+                chunk = message.get("body", b"")
+                seen += len(chunk)
+                self.buffered += len(chunk)
+                if seen > self.limit:
+                    return await _reject(send, 413, f"request body over {self.limit} bytes")
+                if self.buffered > self.budget:
+                    return await _reject(send, 503, "too many request bodies in flight; retry shortly", {"Retry-After": "1"})
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+        finally:
+            self.buffered -= seen
+        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        del chunks
+        await self.app(scope, _replay([body], receive), send)
+
+
+class BearerToken:
+    """Every route but the health check needs ``Authorization: Bearer TOKEN`` (401 otherwise)."""
+
+    OPEN_PATHS = ("/v1/health",)
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app, self.expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in self.OPEN_PATHS:
+            given = dict(scope.get("headers", [])).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                headers = {"WWW-Authenticate": "Bearer"}
+                response = JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401, headers=headers)
+                return await response(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+async def _reject(send: Send, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
+    response = JSONResponse({"detail": detail}, status_code=status, headers={"Connection": "close", **(headers or {})})
+    await response({"type": "http"}, None, send)
+
+
+def _replay(messages: list[dict], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replayed() -> dict:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed

@@ -1,0 +1,292 @@
+"""The service's state: which job holds each device, leases, idempotent answers, the cost model in use.
+
+Every method is thread-safe (one lock; per-graph cost-model work and refits run outside it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from fastapi import HTTPException
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+
+from placer.baselines.registry import Policy
+from placer.calibration.measurements import CalibrationError
+from placer.cluster.topology import Cluster
+from placer.common.errors import PlacerError
+from placer.common.lru import LRUCache
+from placer.cost import CostModel
+from placer.graphs.document import describe
+from placer.graphs.job_graph import JobGraph, job_graph_from_document
+from placer.serve.query import PlacementDecision, decide
+from placer.serve.refit import Refitter
+from placer.serve.reservations import Reservation, ReservationStore
+from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
+
+log = logging.getLogger("placer.serve")
+
+DEFAULT_MAX_GRAPH_OPS = 20_000  # ops (forward + backward): parsed and compiled in < 2 s, < 100 MB (bench_service.py)
+DEFAULT_CACHE_BYTES = 256 * 1024 * 1024  # graphs and their cost-model work kept between requests
+BYTES_PER_GRAPH_ELEMENT = 700  # a JobGraph in memory, per op or edge (python -m benchmarks.bench_service)
+EXPIRED_REMEMBERED = 10_000  # job ids whose lease ran out, to answer 410 rather than 404
+
+
+class Occupancy:
+    """Which job holds each device, backed by a :class:`ReservationStore`."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        policy: Policy,
+        *,
+        max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS,
+        state: str | Path | None = None,
+        max_cached_graphs: int = 512,
+        cache_bytes: float = DEFAULT_CACHE_BYTES,
+        reset_state: bool = False,
+        create_state_folder: bool = False,
+    ) -> None:
+        self.cluster, self.policy = cluster, policy
+        self.max_graph_ops, self.max_cached_graphs, self.cache_bytes = max_graph_ops, max_cached_graphs, cache_bytes
+        self.cost = self._cost_model(cluster)
+        self.holder: list[str | None] = [None] * cluster.num_devices
+        self.jobs: dict[str, RunningJob] = {}
+        self.job_graphs: dict[str, JobGraph] = {}  # running jobs' graphs (for their step-time reports); at most one per device
+        self.expired: LRUCache[str, float] = LRUCache(EXPIRED_REMEMBERED)
+        names = [cluster.device_name(d) for d in range(cluster.num_devices)]
+        self.store = ReservationStore(state, cluster=cluster.name, devices=names, reset=reset_state, create_folder=create_state_folder)
+        for r in self.store.load():  # reservations that survived a restart
+            self._hold(r)
+        self.graphs: LRUCache[str, JobGraph] = LRUCache(
+            max_cached_graphs, max_bytes=cache_bytes / 2, sizeof=lambda g: (g.num_ops + g.num_edges) * BYTES_PER_GRAPH_ELEMENT
+        )
+        self.lock = threading.Lock()
+        try:
+            self.refitter = Refitter(cluster, self.store, self._use)
+        except PlacerError:
+            self.store.close()
+            raise
+
+    def _cost_model(self, cluster: Cluster) -> CostModel:
+        return CostModel(cluster, max_graphs=self.max_cached_graphs, max_graph_bytes=self.cache_bytes / 2)
+
+    def _use(self, fitted: Cluster) -> None:
+        """Swap in the cost model of a refitted cluster (called by the refit thread)."""
+        cost = self._cost_model(fitted)
+        with self.lock:
+            self.cost = cost
+
+    def _hold(self, r: Reservation) -> None:
+        self.jobs[r.job_id] = _running(r)
+        for name in r.devices:
+            self.holder[self.cluster.device_index[name]] = r.job_id
+
+    def _free(self, job_id: str) -> RunningJob:
+        job = self.jobs.pop(job_id)
+        self.job_graphs.pop(job_id, None)
+        for name in job.devices:
+            self.holder[self.cluster.device_index[name]] = None
+        return job
+
+    # -- requests ---------------------------------------------------------------------
+    def parse(self, body: bytes) -> PlacementRequest:
+        """The request in ``body`` (JSON), validated as it is parsed; 413 for a graph over ``max_graph_ops``."""
+        try:
+            request = PlacementRequest.model_validate_json(body)
+        except ValidationError as exc:
+            raise _invalid(exc, body) from None
+        if request.graph is not None and len(request.graph.graph.nodes) > self.max_graph_ops:
+            ops = len(request.graph.graph.nodes)
+            raise HTTPException(status_code=413, detail=f"graph has {ops} ops; this server accepts at most {self.max_graph_ops}")
+        return request
+
+    def graph(self, request: PlacementRequest) -> JobGraph:
+        """The request's graph: built from its document, or looked up by key."""
+        if request.graph_key is not None:
+            graph = self.graphs.get(request.graph_key)
+            if graph is None:
+                raise HTTPException(status_code=404, detail=f"unknown graph_key {request.graph_key!r}: send the graph")
+            return graph
+        try:
+            graph = job_graph_from_document(request.graph, source="graph")
+        except PlacerError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
+        request.graph = None  # the document's dicts now belong to the graph: drop the other reference
+        self._warm(graph)
+        self.graphs[graph.key] = graph
+        return graph
+
+    def _warm(self, graph: JobGraph) -> None:
+        """Per-graph cost-model work (profiles, sequential time) outside the lock: a big graph delays no one else."""
+        cost = self.cost
+        cost.sequential_jct_s(graph)
+        cost.compile(graph)
+
+    def place(self, body: bytes, idempotency_key: str | None = None) -> PlacementDecision:
+        """Decide for the request in ``body``; reserve when accepted. A repeated ``idempotency_key`` gets the first answer."""
+        digest = hashlib.sha256(body).hexdigest()
+        if idempotency_key is not None:
+            with self.lock:
+                first = self._answered(idempotency_key, digest)
+            if first is not None:
+                return first
+        request = self.parse(body)
+        graph = self.graph(request)
+        with self.lock:
+            if idempotency_key is not None and (first := self._answered(idempotency_key, digest)) is not None:
+                return first  # a concurrent retry answered while this one parsed
+            self._expire_leases()
+            now = time.time()
+            free = np.array([h is None for h in self.holder])
+            free_in = np.zeros(len(free))
+            for job in self.jobs.values():
+                remaining = max(job.reserved_at_s + job.predicted_jct_s - now, 0.0)
+                free_in[[self.cluster.device_index[d] for d in job.devices]] = remaining
+            decision = decide(
+                graph, self.cost, free, free_in, self.policy, beta=request.beta, iterations=request.iterations, running=len(self.jobs)
+            )
+            reservation = None
+            if decision.accepted:
+                decision.job_id = uuid.uuid4().hex
+                lease = request.lease_s
+                reservation = Reservation(
+                    decision.job_id,
+                    graph.name,
+                    tuple(decision.devices),
+                    now,
+                    decision.predicted_jct_s,
+                    graph.key,
+                    lease,
+                    None if lease is None else now + lease,
+                )
+            answer = None if idempotency_key is None else (idempotency_key, digest, decision.model_dump_json())
+            self.store.add(reservation, answer=answer)  # committed before anyone hears of it
+            if reservation is not None:
+                self._hold(reservation)
+                self.job_graphs[reservation.job_id] = graph
+        return decision
+
+    def _answered(self, key: str, digest: str) -> PlacementDecision | None:
+        stored = self.store.answer(key)
+        if stored is None:
+            return None
+        if stored[0] != digest:
+            raise HTTPException(status_code=422, detail=f"idempotency key {key[:64]!r} was used for a different request")
+        return PlacementDecision.model_validate_json(stored[1])
+
+    def release(self, job_id: str) -> RunningJob:
+        with self.lock:
+            self._expire_leases()
+            self._running_or_raise(job_id)
+            self.store.remove(job_id)
+            return self._free(job_id)
+
+    def renew(self, job_id: str, renewal: LeaseRenewal) -> RunningJob:
+        """Extend a job's lease from now by ``renewal.lease_s`` (default: its own lease)."""
+        with self.lock:
+            self._expire_leases()
+            job = self._running_or_raise(job_id)
+            lease = renewal.lease_s or job.lease_s
+            if lease is None:
+                raise HTTPException(status_code=422, detail=f"job {job_id!r} has no lease: give lease_s to start one")
+            expires = time.time() + lease
+            self.store.renew(job_id, lease, expires)
+            self.jobs[job_id] = job.model_copy(update={"lease_s": lease, "expires_at_s": expires})
+            return self.jobs[job_id]
+
+    def report(self, job_id: str, report: StepTimeReport) -> None:
+        """Keep a running job's measured step time and queue a refit (422 for an implausible one: nothing changes)."""
+        with self.lock:
+            job = self._running_or_raise(job_id)
+            graph = self.job_graphs.get(job_id)
+        if graph is None:
+            detail = f"job {job_id!r} was placed before this server started: its graph is not known here"
+            raise HTTPException(status_code=409, detail=detail)
+        try:
+            row = self.refitter.check(graph, tuple(job.devices), report.step_time_s)
+        except CalibrationError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
+        with self.lock:
+            self.refitter.keep(row, time.time())
+
+    def _running_or_raise(self, job_id: str) -> RunningJob:
+        job = self.jobs.get(job_id)
+        if job is not None:
+            return job
+        expired = self.expired.get(job_id)
+        if expired is not None:
+            stamp = datetime.fromtimestamp(expired, UTC).isoformat(timespec="seconds")
+            raise HTTPException(status_code=410, detail=f"job {job_id[:64]!r}: its lease ran out at {stamp} and its devices were freed")
+        raise HTTPException(status_code=404, detail=f"no running job {job_id[:64]!r}")
+
+    def expire_leases(self) -> list[str]:
+        with self.lock:
+            return self._expire_leases()
+
+    def _expire_leases(self) -> list[str]:
+        """Free the jobs whose lease ran out (caller holds the lock); their ids, logged."""
+        now = time.time()
+        gone = [j.job_id for j in self.jobs.values() if j.expires_at_s is not None and j.expires_at_s <= now]
+        for job_id in gone:
+            self.store.remove(job_id)
+            job = self._free(job_id)
+            self.expired[job_id] = job.expires_at_s
+            log.warning("lease of job %s (%s on %s) ran out unrenewed: devices freed", job_id, job.graph, " ".join(job.devices))
+        return gone
+
+    def snapshot(self) -> ClusterOccupancy:
+        with self.lock:
+            self._expire_leases()
+            c = self.cluster
+            devices = [
+                DeviceState(device=c.device_name(d), server=int(c.server_of[d]), device_type=c.device_type[d], job_id=self.holder[d])
+                for d in range(c.num_devices)
+            ]
+            return ClusterOccupancy(
+                cluster=c.name,
+                devices_total=c.num_devices,
+                devices_free=sum(h is None for h in self.holder),
+                jobs=list(self.jobs.values()),
+                devices=devices,
+            )
+
+    def close(self) -> None:
+        self.refitter.close()
+        with self.lock:
+            self.store.close()
+
+
+def _running(r: Reservation) -> RunningJob:
+    stamp = datetime.fromtimestamp(r.reserved_at_s, UTC).isoformat(timespec="milliseconds")
+    return RunningJob(
+        job_id=r.job_id,
+        graph=r.graph,
+        devices=list(r.devices),
+        reserved_at_s=r.reserved_at_s,
+        reserved_at=stamp,
+        predicted_jct_s=r.predicted_jct_s,
+        lease_s=r.lease_s,
+        expires_at_s=r.expires_at_s,
+    )
+
+
+def _invalid(exc: ValidationError, body: bytes) -> Exception:
+    """A request that does not validate: one line for the graph document's first problem, else FastAPI's error list."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    if first["loc"][:1] == ("graph",) and len(first["loc"]) > 1 and first["type"] != "json_invalid":
+        try:
+            data = json.loads(body).get("graph")
+        except (ValueError, AttributeError):
+            data = None
+        return HTTPException(status_code=422, detail=f"graph: {describe(exc, data, strip=1)}")
+    return RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in errors])

@@ -1,0 +1,93 @@
+"""Wire types of the placement service (requests and responses), strict and bounded."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from placer.calibration.measurements import MAX_STEP_S
+from placer.graphs.document import MAX_ITERATIONS, GraphDocument
+
+MAX_LEASE_S = 30 * 24 * 3600.0  # a month
+MIN_LEASE_S = 1.0
+IDEMPOTENCY_KEY = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$")]
+
+
+class PlacementRequest(BaseModel):
+    """A job to place: ``graph`` (the whole graph) or ``graph_key`` (one this server has seen).
+
+    Types are strict: ``"beta": "0.5"`` or ``true`` is refused, not coerced.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    graph: GraphDocument | None = Field(default=None, description="a job graph document (placer.graphs.document)")
+    graph_key: str | None = Field(default=None, max_length=64, description="the graph_key of an earlier response, instead of graph")
+    beta: float = Field(gt=0, le=1, allow_inf_nan=False, description="deadline = beta x sequential JCT")
+    iterations: int | None = Field(default=None, ge=1, le=MAX_ITERATIONS, description="training iterations (default: the graph's)")
+    lease_s: float | None = Field(
+        default=None,
+        ge=MIN_LEASE_S,
+        le=MAX_LEASE_S,
+        allow_inf_nan=False,
+        description="hold the devices this long unless renewed (POST /v1/jobs/{id}/lease); null: until released",
+    )
+
+    @model_validator(mode="after")
+    def _one_graph(self) -> PlacementRequest:
+        if (self.graph is None) == (self.graph_key is None):
+            raise ValueError("give exactly one of 'graph' and 'graph_key'")
+        return self
+
+
+class LeaseRenewal(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    lease_s: float | None = Field(
+        default=None, ge=MIN_LEASE_S, le=MAX_LEASE_S, allow_inf_nan=False, description="new lease from now (default: the job's lease)"
+    )
+
+
+class StepTimeReport(BaseModel):
+    """A running job's measured seconds per training step, on the devices it was given."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    step_time_s: float = Field(gt=0, le=MAX_STEP_S, allow_inf_nan=False)
+
+
+class RunningJob(BaseModel):
+    job_id: str
+    graph: str
+    devices: list[str]
+    reserved_at_s: float = Field(description="when the devices were reserved, Unix time in seconds (wall clock)")
+    reserved_at: str = Field(description="the same as an ISO 8601 UTC timestamp")
+    predicted_jct_s: float
+    lease_s: float | None = Field(default=None, description="the lease a renewal extends by (null: no lease)")
+    expires_at_s: float | None = Field(default=None, description="Unix time the devices are freed unless the lease is renewed")
+
+
+class DeviceState(BaseModel):
+    device: str
+    server: int
+    device_type: str
+    job_id: str | None
+
+
+class ClusterOccupancy(BaseModel):
+    cluster: str
+    devices_total: int
+    devices_free: int
+    jobs: list[RunningJob]
+    devices: list[DeviceState]
+
+
+class CalibrationState(BaseModel):
+    """What the service's cost model has learned from reported step times."""
+
+    measurements: int = Field(description="step times kept (the newest)")
+    needed: int | None = Field(description="measurements a fit needs (constants + 1); null before the first report")
+    fitted: dict[str, float] = Field(description="fitted constant -> value, as in a calibrated cluster file")
+    median_error: float | None = Field(description="median |predicted / measured - 1| over the kept rows at the fitted constants")
+    refits: int
+    refit_at: str | None = Field(description="when the model in use was fitted (ISO 8601 UTC)")
+    pending: bool = Field(description="a refit is queued or running")
+    last_error: str | None = Field(description="why the last refit kept the previous model, if it did")
