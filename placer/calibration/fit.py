@@ -54,6 +54,7 @@ PEAK_SLACK = 0.8  # a row may be this much faster than the optimistic bound (mea
 LOO_MAX_ROWS = 30
 FOLDS = 10
 LOSS_SCALE = 0.05
+DENSE_JACOBIAN_ROWS = 40  # up to this many rows the dense Jacobian is cheap, and its finite differences are the more accurate
 
 
 @dataclass(frozen=True)
@@ -345,7 +346,7 @@ class _Problem:
                 loss="soft_l1",
                 f_scale=LOSS_SCALE,
                 diff_step=1e-4,
-                jac_sparsity=self._sparsity(keep),
+                jac_sparsity=self._sparsity(keep) if len(keep) > DENSE_JACOBIAN_ROWS else None,
                 xtol=1e-8 if rows is None else 1e-6,
                 ftol=1e-8 if rows is None else 1e-6,
                 max_nfev=200 if rows is None else 30,

@@ -39,7 +39,14 @@ class LRUCache(Generic[K, V]):
             return value
 
     def __setitem__(self, key: K, value: V) -> None:
-        size = self.sizeof(value) if self.sizeof is not None else 0.0
+        if self.sizeof is None:  # bounded by count only: the hot path of the cost model's caches
+            with self._lock:
+                self._data[key] = value
+                self._data.move_to_end(key)
+                if len(self._data) > self.maxsize:
+                    self._data.popitem(last=False)
+            return
+        size = self.sizeof(value)
         with self._lock:
             self.bytes -= self._sizes.pop(key, 0.0)
             self._data.pop(key, None)
