@@ -14,8 +14,8 @@
    their backward ops) placed through the service's request path (``Occupancy.place``: parse and
    validate the bytes, build the graph, the cost model's per-graph work, decide), against the
    targets at the service's ``--max-graph-ops`` default: <= 2 s and <= 100 MB above the process's
-   resident size before the request. Also the bytes per op or edge of a kept graph and of its
-   compiled form, the constants the byte-bounded caches use.
+   resident size before the request. Then the bytes per op or edge of a kept graph and of its
+   compiled form and profile (tracemalloc), against the estimates the byte-bounded caches use.
 """
 
 from __future__ import annotations
@@ -114,44 +114,48 @@ async def load_test(port: int, requests: int, time_limit: float) -> None:
 
 
 LARGE_SIZES = (5_000, 20_000, 50_000, 200_000)  # ops, forward + backward
-BIG_GRAPH = r"""
-import json, resource, sys, time, gc
-from placer import load_cluster
-from placer.baselines.specs import make_heuristic
-from placer.serve.occupancy import Occupancy
-n = int(sys.argv[1]) // 2
-nodes = [{"id": f"f{i}", "name": "aten.linear", "pass": "forward", "compute_s": 1e-4, "param_bytes": 4096.0, "activation_bytes": 8192.0}
-         for i in range(n)]
-nodes += [{"id": f"b{i}", "name": "aten.linear", "pass": "backward", "compute_s": 2e-4, "param_bytes": 0.0, "activation_bytes": 8192.0}
-          for i in range(n)]
-edges = [{"source": f"f{i}", "target": f"f{i + 1}", "tensor_bytes": 8192.0} for i in range(n - 1)]
-edges += [{"source": f"b{i + 1}", "target": f"b{i}", "tensor_bytes": 8192.0} for i in range(n - 1)]
-edges += [{"source": f"f{i}", "target": f"b{i}", "tensor_bytes": 8192.0, "local": True} for i in range(n)]
-graph = {"schema": "placer.job_graph", "schema_version": 2, "name": "big", "iterations": 100, "graph": {"nodes": nodes, "edges": edges}}
-body = json.dumps({"graph": graph, "beta": 1.0}).encode()
-del nodes, edges, graph
-gc.collect()
-state = Occupancy(load_cluster("pacml"), make_heuristic("lean"), max_graph_ops=10**7)
-state.place(json.dumps({"graph": json.loads(open(sys.argv[2]).read()), "beta": 1.0}).encode())  # warm up the code paths
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-rss_now = int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize()
-start = time.perf_counter()
-decision = state.place(body)
-elapsed = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"s": elapsed, "transient_mb": (peak - max(before, rss_now)) / 2**20, "body_mb": len(body) / 2**20,
-                  "accepted": decision.accepted}))
-"""
+
+
+def synthetic_graph(ops: int) -> dict:
+    """A graph document of ``ops`` ops: a chain of linear layers and their backward ops (3 edges per 2 ops)."""
+    n = ops // 2
+    op = {"name": "aten.linear", "param_bytes": 4096.0, "activation_bytes": 8192.0}
+    nodes = [{"id": f"f{i}", "pass": "forward", "compute_s": 1e-4, **op} for i in range(n)]
+    nodes += [{"id": f"b{i}", "pass": "backward", "compute_s": 2e-4, **op, "param_bytes": 0.0} for i in range(n)]
+    edges = [{"source": f"f{i}", "target": f"f{i + 1}", "tensor_bytes": 8192.0} for i in range(n - 1)]
+    edges += [{"source": f"b{i + 1}", "target": f"b{i}", "tensor_bytes": 8192.0} for i in range(n - 1)]
+    edges += [{"source": f"f{i}", "target": f"b{i}", "tensor_bytes": 8192.0, "local": True} for i in range(n)]
+    return {"schema": "placer.job_graph", "schema_version": 2, "name": "big", "iterations": 100, "graph": {"nodes": nodes, "edges": edges}}
+
+
+def one_large(ops: int) -> None:
+    """In this (fresh) process: one placement of a synthetic graph; prints a JSON line."""
+    import gc
+    import resource
+
+    from placer.baselines.specs import make_heuristic
+    from placer.serve.occupancy import Occupancy
+
+    body = json.dumps({"graph": synthetic_graph(ops), "beta": 1.0}).encode()
+    gc.collect()
+    state = Occupancy(load_cluster("pacml"), make_heuristic("lean"), max_graph_ops=10**7)
+    state.place(json.dumps({"graph": resolve_graph("resnet18").to_dict(), "beta": 1.0}).encode())  # warm up the code paths
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    resident = int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
+    start = time.perf_counter()
+    decision = state.place(body)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    transient = (peak - max(before, resident)) / 2**20
+    print(json.dumps({"s": seconds, "transient_mb": transient, "body_mb": len(body) / 2**20, "accepted": decision.accepted}))
 
 
 def large_graphs(sizes: tuple[int, ...] = LARGE_SIZES) -> None:
-    from placer.graphs.catalog import data_dir
     from placer.serve.occupancy import DEFAULT_MAX_GRAPH_OPS
 
-    small = data_dir() / "graphs" / "resnet18.json"
     print(f"large graphs through the request path (fresh process each; the service's default limit is {DEFAULT_MAX_GRAPH_OPS:,} ops):")
     for ops in sizes:
-        out = subprocess.run([sys.executable, "-c", BIG_GRAPH, str(ops), str(small)], capture_output=True, text=True, check=False)
+        out = subprocess.run([sys.executable, __file__, "--one-large", str(ops)], capture_output=True, text=True, check=False)
         if out.returncode != 0:
             print(f"  {ops:8,d} ops: failed: {out.stderr.strip().splitlines()[-1:]}")
             continue
@@ -164,14 +168,43 @@ def large_graphs(sizes: tuple[int, ...] = LARGE_SIZES) -> None:
         )
 
 
+def cache_entry_bytes(ops: int = 20_000) -> None:
+    """Bytes per op or edge held by a kept graph and by its compiled form and profile, against the caches' estimates."""
+    import tracemalloc
+
+    from placer.cost import model as cost_model
+    from placer.graphs.job_graph import job_graph_from_json
+    from placer.serve import occupancy
+
+    text = json.dumps(synthetic_graph(ops))
+    cost = CostModel(load_cluster("pacml"))
+    tracemalloc.start()
+    graph = job_graph_from_json(text, source="synthetic")
+    held_graph = tracemalloc.get_traced_memory()[0]
+    cost.compile(graph)
+    cost.sequential_jct_s(graph)  # builds the profile
+    held_compiled = tracemalloc.get_traced_memory()[0] - held_graph
+    tracemalloc.stop()
+    elements = graph.num_ops + graph.num_edges
+    print(
+        f"cache entry sizes ({graph.num_ops:,} ops + {graph.num_edges:,} edges): graph {held_graph / elements:.0f} B per element "
+        f"(estimate {occupancy.BYTES_PER_GRAPH_ELEMENT}), compiled + profile {held_compiled / elements:.0f} B "
+        f"(estimate {2 * cost_model.BYTES_PER_COMPILED_ELEMENT}: {cost_model.BYTES_PER_COMPILED_ELEMENT} each)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--policy-file", type=Path, default=Path("data/policies/pacml.pt"))
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--time-limit", type=float, default=30.0)
-    parser.add_argument("--large-only", action="store_true", help="only the large-graph phase")
+    parser.add_argument("--large-only", action="store_true", help="only the large-graph phases")
+    parser.add_argument("--one-large", type=int, help=argparse.SUPPRESS)  # the per-size child process
     args = parser.parse_args()
+    if args.one_large:
+        return one_large(args.one_large)
     large_graphs()
+    cache_entry_bytes()
     if args.large_only:
         return
     policy_file = args.policy_file if args.policy_file.exists() else None

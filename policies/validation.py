@@ -105,7 +105,7 @@ def paired_summary(learned_factory, config) -> PairedSummary:
     for name in dict.fromkeys([teacher, *config.train.baselines]):
         rates = validation_rates(heuristic_factory(name, env.max_degree), env, episodes, name.partition("@")[2] or None)
         label = f"{name} (teacher)" if name == teacher else name
-        rows.append(_row(label, rates, learned if len(rates) == len(learned) else None))
+        rows.append(_row(label, rates, learned))
     return PairedSummary(streams=len(learned), teacher=teacher, rows=rows)
 
 

@@ -50,11 +50,11 @@ class LRUCache(Generic[K, V]):
         with self._lock:
             self.bytes -= self._sizes.pop(key, 0.0)
             self._data.pop(key, None)
-            if self.max_bytes is not None and size > self.max_bytes:
+            if size > self.max_bytes:
                 return
             self._data[key], self._sizes[key] = value, size
             self.bytes += size
-            while len(self._data) > self.maxsize or (self.max_bytes is not None and self.bytes > self.max_bytes):
+            while len(self._data) > self.maxsize or self.bytes > self.max_bytes:
                 old, _ = self._data.popitem(last=False)
                 self.bytes -= self._sizes.pop(old)
 

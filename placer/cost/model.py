@@ -407,7 +407,7 @@ class CostModel:
         return stages
 
 
-BYTES_PER_COMPILED_ELEMENT = 300  # a compiled graph or profile, per op or edge (python -m benchmarks.bench_service)
+BYTES_PER_COMPILED_ELEMENT = 100  # per op or edge of a compiled graph, per op of a profile (measured 86: benchmarks/bench_service.py)
 
 
 def _compiled_bytes(compiled: sipml.CompiledGraph) -> float:

@@ -180,11 +180,16 @@ class JobGraph:
         return self._key
 
     def with_iterations(self, iterations: int) -> JobGraph:
-        return JobGraph(self._graph, name=self._name, iterations=iterations, **self._metadata())
+        return self._same_ops(iterations=iterations)
 
     def with_precision(self, precision: str) -> JobGraph:
         """The same job trained in ``precision`` (fp32, tf32, bf16 or fp16)."""
-        return JobGraph(self._graph, name=self._name, iterations=self._iterations, **(self._metadata() | {"precision": precision}))
+        return self._same_ops(precision=precision)
+
+    def _same_ops(self, **changes: Any) -> JobGraph:
+        """This job with other job-level fields: the frozen, checked ops are shared, not copied or checked again."""
+        fields = {"iterations": self._iterations, **self._metadata(), **changes}
+        return JobGraph(self._graph, name=self._name, _owned=True, _fields_checked=True, **fields)
 
     def with_batch_size(self, batch_size: int) -> JobGraph:
         """The same job at global batch ``batch_size``.
@@ -304,9 +309,9 @@ def _validate(graph: nx.DiGraph, name: str, *, fields_checked: bool = False) -> 
     for node, attrs in graph.nodes(data=True):
         _check_text(node, f"{where}: a node id")
         _check_text(attrs["name"], f"{where}: node {node!r} field 'name'")
-    if any(u == v for u, v in graph.edges):
-        u = next(u for u, v in graph.edges if u == v)
-        raise GraphValidationError(f"{where}: self-loop on node {u!r}")
+    loop = next((u for u, v in graph.edges if u == v), None)
+    if loop is not None:
+        raise GraphValidationError(f"{where}: self-loop on node {loop!r}")
     if not any(attrs["compute_s"] > 0 for _, attrs in graph.nodes(data=True)):
         raise GraphValidationError(f"{where}: every op takes 0 s; at least one must take time")
     if not nx.is_directed_acyclic_graph(graph):

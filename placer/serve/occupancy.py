@@ -28,7 +28,7 @@ from placer.cost import CostModel
 from placer.graphs.document import describe
 from placer.graphs.job_graph import JobGraph, job_graph_from_document
 from placer.serve.query import PlacementDecision, decide
-from placer.serve.refit import Refitter
+from placer.serve.refit import Refitter, graph_document
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
 
@@ -36,7 +36,7 @@ log = logging.getLogger("placer.serve")
 
 DEFAULT_MAX_GRAPH_OPS = 20_000  # ops (forward + backward): parsed and compiled in < 2 s, < 100 MB (bench_service.py)
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024  # graphs and their cost-model work kept between requests
-BYTES_PER_GRAPH_ELEMENT = 700  # a JobGraph in memory, per op or edge (python -m benchmarks.bench_service)
+BYTES_PER_GRAPH_ELEMENT = 500  # a JobGraph in memory, per op or edge (measured 493: python benchmarks/bench_service.py --large-only)
 EXPIRED_REMEMBERED = 10_000  # job ids whose lease ran out, to answer 410 rather than 404
 
 
@@ -169,7 +169,8 @@ class Occupancy:
                     None if lease is None else now + lease,
                 )
             answer = None if idempotency_key is None else (idempotency_key, digest, decision.model_dump_json())
-            self.store.add(reservation, answer=answer)  # committed before anyone hears of it
+            if reservation is not None or answer is not None:
+                self.store.add(reservation, answer=answer)  # committed before anyone hears of it
             if reservation is not None:
                 self._hold(reservation)
                 self.job_graphs[reservation.job_id] = graph
@@ -215,8 +216,9 @@ class Occupancy:
             row = self.refitter.check(graph, tuple(job.devices), report.step_time_s)
         except CalibrationError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
+        document = graph_document(graph)  # serialised outside the lock
         with self.lock:
-            self.refitter.keep(row, time.time())
+            self.refitter.keep(row, time.time(), document)
 
     def _running_or_raise(self, job_id: str) -> RunningJob:
         job = self.jobs.get(job_id)

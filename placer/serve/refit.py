@@ -37,7 +37,6 @@ class Refitter:
     def __init__(self, cluster: Cluster, store: ReservationStore, use: Callable[[Cluster], None]) -> None:
         self.base, self.store, self.use = cluster, store, use
         self.rows: list[Row] = []
-        self.graphs: dict[str, JobGraph] = {}
         self.state = CalibrationState(
             measurements=0, needed=None, fitted={}, median_error=None, refits=0, refit_at=None, pending=False, last_error=None
         )
@@ -48,12 +47,13 @@ class Refitter:
 
     def _restore(self) -> None:
         kept, documents = self.store.measurements()
+        graphs: dict[str, JobGraph] = {}
         for m in kept:
-            if m.graph_key not in self.graphs:
+            if m.graph_key not in graphs:
                 if m.graph_key not in documents:
                     raise PlacerError(f"reservation state {str(self.store.path)!r}: measurement of graph {m.graph_key!r} without its graph")
-                self.graphs[m.graph_key] = job_graph_from_json(documents[m.graph_key], source=f"stored graph {m.graph_key}")
-            self.rows.append(self._row(self.graphs[m.graph_key], m.devices, m.step_time_s))
+                graphs[m.graph_key] = job_graph_from_json(documents[m.graph_key], source=f"stored graph {m.graph_key}")
+            self.rows.append(self._row(graphs[m.graph_key], m.devices, m.step_time_s))
         if self.rows:
             self.state = self.state.model_copy(update={"measurements": len(self.rows)})
             self.schedule()
@@ -72,13 +72,12 @@ class Refitter:
         check_plausible(self.base, [*same_job, row])
         return row
 
-    def keep(self, row: Row, measured_at_s: float) -> None:
-        """Commit a checked row (the caller holds the store's lock) and queue a refit."""
+    def keep(self, row: Row, measured_at_s: float, document: str) -> None:
+        """Commit a checked row with its graph's JSON (:func:`graph_document`; the caller holds the store's lock) and queue a refit."""
         names = tuple(self.base.device_name(d) for d in row.devices)
-        self.store.add_measurement(StoredMeasurement(row.graph.key, names, row.step_time_s, measured_at_s), _document(row.graph))
+        self.store.add_measurement(StoredMeasurement(row.graph.key, names, row.step_time_s, measured_at_s), document)
         with self._lock:
             self.rows = [*self.rows, row][-MAX_MEASUREMENTS:]
-            self.graphs[row.graph.key] = row.graph
             self.state = self.state.model_copy(update={"measurements": len(self.rows)})
         self.schedule()
 
@@ -134,5 +133,6 @@ class Refitter:
         self._worker.shutdown(wait=True, cancel_futures=True)
 
 
-def _document(graph: JobGraph) -> str:
+def graph_document(graph: JobGraph) -> str:
+    """The graph as compact JSON, as the store keeps it."""
     return json.dumps(graph.to_dict(), separators=(",", ":"))

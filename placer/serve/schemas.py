@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from placer.calibration.measurements import MAX_STEP_S
@@ -11,7 +9,6 @@ from placer.graphs.document import MAX_ITERATIONS, GraphDocument
 
 MAX_LEASE_S = 30 * 24 * 3600.0  # a month
 MIN_LEASE_S = 1.0
-IDEMPOTENCY_KEY = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$")]
 
 
 class PlacementRequest(BaseModel):

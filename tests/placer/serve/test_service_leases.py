@@ -165,7 +165,7 @@ def test_a_report_that_contradicts_an_earlier_one_is_refused():
 
 
 def test_the_graph_cache_is_bounded_by_bytes():
-    with _client(cache_bytes=2 * 10 * occupancy_module.BYTES_PER_GRAPH_ELEMENT) as client:  # room for 3 elements of graph
+    with _client(cache_bytes=2 * 10 * occupancy_module.BYTES_PER_GRAPH_ELEMENT) as client:  # half for graphs: 10 elements
         for i in range(4):
             client.post("/v1/placements", json={"graph": chain().to_dict() | {"name": f"g{i}"}, "beta": 1.0})
         graphs = client.app.state.occupancy.graphs
