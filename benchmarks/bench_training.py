@@ -13,6 +13,7 @@ timesteps/s (collection + update) both ways. Target (issue 11): >= 2x timesteps/
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -28,6 +29,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--scale", action="store_true", help="also measure rollouts in processes and the network on --device")
+    parser.add_argument("--envs", type=int, default=os.cpu_count() or 1, help="environments (processes) with --scale")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="the network's device with --scale")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = load_train_config(data_dir() / "configs" / "pacml.toml")
@@ -65,6 +69,28 @@ def main() -> None:
         f"end to end: {steps / before:.0f} -> {steps / after:.0f} timesteps/s, {before / after:.2f}x "
         f"(target >= 2x {'met' if before / after >= 2 else 'MISSED'})"
     )
+    if args.scale:
+        scaled = _scaled_rate(config, args.envs, args.device, n_steps * config.ppo.n_envs)
+        baseline = steps / after
+        print(f"at scale ({args.envs} env processes, network on {scaled[1]}): {scaled[0]:.0f} timesteps/s, {scaled[0] / baseline:.2f}x")
+
+
+def _scaled_rate(config, envs: int, device: str, steps: int) -> tuple[float, str]:
+    """End-to-end timesteps/s (rollout with cached graph encodings + update) with ``envs`` subprocess envs on ``device``."""
+    ppo = config.ppo.model_copy(update={"n_envs": envs, "vec_env": "subproc" if envs > 1 else "dummy", "n_steps": max(steps // envs, 8)})
+    config = config.model_copy(update={"ppo": ppo, "train": config.train.model_copy(update={"device": device})})
+    with tempfile.TemporaryDirectory() as tmp:
+        model = build_model(config, Path(tmp))
+        _, callback = model._setup_learn(ppo.n_steps * envs, callback=None)
+        callback.init_callback(model)
+        model.policy.features_extractor.rollout_cache = {}
+        start = time.perf_counter()
+        model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=ppo.n_steps)
+        model.policy.features_extractor.rollout_cache = None
+        model.train()
+        elapsed = time.perf_counter() - start
+        model.env.close()
+        return ppo.n_steps * envs / elapsed, str(model.device)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,10 @@ class EnvConfig:
     op splitting; see :mod:`placer.cost`).
     queue: the waiting queue (:mod:`placer.sim.queueing`: ``none`` for the loss system, ``edf-bf`` ...);
     one step is then one offer of a waiting job, and action 0 holds it. size: job length spread
-    (:class:`placer.workloads.generator.SizeDistribution`: ``const`` or ``loguniform:LO:HI``). Both take one
-    spec or several (each episode draws one).
+    (:class:`placer.workloads.generator.SizeDistribution`: ``const`` or ``loguniform:LO:HI``). structure:
+    the stream's structure (:mod:`placer.workloads.structure`: ``iid``, ``daily``, ``sweeps``, ``recurring``,
+    ``replay:philly``, joined by ``+``). All three take one spec or several (each episode draws one).
+    history: add the ``history`` observation (:mod:`envs.observation`: arrival rates, recurrence).
     max_nodes / max_edges: padding limits of the graph part (forward ops and forward edges); a
     graph over a limit is an error, never truncated. max_groups: rows of the cluster part (any
     cluster fits: servers are grouped beyond it).
@@ -41,6 +43,8 @@ class EnvConfig:
     strategy: str = "auto"
     queue: str | tuple[str, ...] = "none"
     size: str | tuple[str, ...] = "const"
+    structure: str | tuple[str, ...] = "iid"
+    history: bool = False
     max_nodes: int = 512
     max_edges: int = 1024
     max_groups: int = 64

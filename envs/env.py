@@ -10,7 +10,7 @@ import numpy as np
 
 from envs import action as act
 from envs.config import EnvConfig
-from envs.observation import SizeHistory, dynamic_arrays, graph_arrays, observation_space
+from envs.observation import JobHistory, dynamic_arrays, graph_arrays, observation_space
 from envs.reward import REWARDS, reward
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
@@ -20,6 +20,7 @@ from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import Simulator
 from placer.sim.types import Job, Reject
 from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
+from placer.workloads.structure import Structure
 
 
 class ClusterPlacementEnv(gym.Env):
@@ -49,16 +50,17 @@ class ClusterPlacementEnv(gym.Env):
         self.betas = [BetaDistribution(b) for b in config.beta_dists]
         self.queues = [QueueConfig.parse(q) for q in _names(config.queue)]
         self.sizes = [SizeDistribution(z) for z in _names(config.size)]
+        self.structures = [Structure(s) for s in _names(config.structure)]
         self._static = {g.key: graph_arrays(g, config.max_nodes, config.max_edges) for g in self.graphs}
         self.num_options = config.max_degree * len(config.rules)
-        self.observation_space = observation_space(config.max_nodes, config.max_edges, self.num_options, config.max_groups)
+        self.observation_space = observation_space(config.max_nodes, config.max_edges, self.num_options, config.max_groups, config.history)
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
         self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
         self.sim: Simulator | None = None
         self.stream: tuple = ()
         self.job: Job | None = None
         self._table: list = []
-        self._history = SizeHistory()
+        self._history = JobHistory()
 
     # -- gymnasium API ----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -68,6 +70,7 @@ class ClusterPlacementEnv(gym.Env):
         beta = self.betas[int(rng.integers(len(self.betas)))]
         queue = self.queues[int(rng.integers(len(self.queues)))] if len(self.queues) > 1 else self.queues[0]
         size = self.sizes[int(rng.integers(len(self.sizes)))] if len(self.sizes) > 1 else self.sizes[0]
+        structure = self.structures[int(rng.integers(len(self.structures)))] if len(self.structures) > 1 else self.structures[0]
         devices = self.cost.cluster.num_devices
         workload = Workload(
             self.graphs,
@@ -79,15 +82,22 @@ class ClusterPlacementEnv(gym.Env):
             None,
             self.cost.sequential_iteration_s,
             size,
+            structure,
         )
         self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
         self.sim = Simulator(self.cost, self.stream, queue=queue)
-        self._history = SizeHistory()
+        self._history = JobHistory()
         self._settled = 0
         self.job = self._next_choice()
         if self.job is None:
             raise PlacerError("no job of the episode had a feasible choice (raise the load or loosen the deadlines)")
-        return self._observe(), {"beta_dist": beta.spec, "cluster": self.cost.cluster.name, "queue": queue.spec, "size": size.spec}
+        return self._observe(), {
+            "beta_dist": beta.spec,
+            "cluster": self.cost.cluster.name,
+            "queue": queue.spec,
+            "size": size.spec,
+            "structure": structure.spec,
+        }
 
     def step(self, action):
         if self.sim is None or self.job is None:
@@ -122,7 +132,14 @@ class ClusterPlacementEnv(gym.Env):
         job, view = self.job, self.sim.view()
         static = self._static.get(job.graph.key) or graph_arrays(job.graph, self.config.max_nodes, self.config.max_edges)
         dynamic = dynamic_arrays(
-            job, view, self._table, self.config.max_degree, self.config.max_groups, static["num_forward_ops"], self._history
+            job,
+            view,
+            self._table,
+            self.config.max_degree,
+            self.config.max_groups,
+            static["num_forward_ops"],
+            self._history,
+            self.config.history,
         )
         obs = {k: v.copy() for k, v in static.items() if k != "num_forward_ops"} | dynamic
         self._last_obs = obs

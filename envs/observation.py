@@ -15,7 +15,7 @@ and features, all float32 unless said:
   log10(memory at degree 1 / smallest device memory) / 2; log10(1 + forward ops) / 4;
   log10(sequential iteration s) / 2; the fraction of jobs seen so far with a shorter sequential
   JCT (sizes are relative to the workload, so a trace of 10^6-step jobs reads like a synthetic
-  one; see :class:`SizeHistory`); then the queue: queueing on (0/1); time waited / deadline; slack (latest start - now) /
+  one; see :class:`JobHistory`); then the queue: queueing on (0/1); time waited / deadline; slack (latest start - now) /
   deadline; jobs waiting / capacity; log10(sequential JCT / the waiting jobs' mean) / 2; the
   fraction of waiting jobs whose latest start comes earlier (all 0 in the loss system but the first).
 - ``options`` (O, 13) per (degree, rule), degree-major: feasible (0/1); min(JCT / deadline, 4) / 4;
@@ -31,6 +31,12 @@ and features, all float32 unless said:
   mean memory / 80 GB; mean relative speed. ``group_mask`` (G,).
 - ``cluster`` (5,): fraction of devices free; fraction of servers wholly free; running jobs /
   devices; log2(devices) / 13; fraction of devices free by half the job's time left.
+- ``history`` (8,), only with ``EnvConfig(history=True)``: what the stream has shown so far
+  (:class:`placer.workloads.history.ArrivalHistory`, the information ``lean:admit=auto`` has):
+  log2(arrival rate over the last 8, 32 and 128 arrivals / the long-run rate) / 4; log2(rate over the
+  last 32 arrivals / the 32 before) / 4; log1p(earlier arrivals of this same job: graph, length and
+  deadline) / 4; 1 - exp(-seconds since its last arrival / 32 mean gaps) (1 if never); copies of it
+  among the last 32 arrivals / 32; log10(1 + arrivals so far) / 4. All clipped to [-1, 1].
 """
 
 from __future__ import annotations
@@ -46,8 +52,10 @@ from placer.graphs.job_graph import JobGraph
 from placer.sim.options import Option
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Job
+from placer.workloads.history import RATE_WINDOWS, RECENT, ArrivalHistory
 
 NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, GROUP_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 13, 6, 5
+HISTORY_FEATURES = 8
 RULE_INDEX = {"first_fit": 0, "best_fit": 1, "spread": 2}  # the option's placement rule, one-hot
 REFERENCE_MEMORY_BYTES = 80e9
 
@@ -68,7 +76,7 @@ class GraphTooLargeError(PlacerError):
     """A job graph or cluster exceeds the observation's padding limits."""
 
 
-def observation_space(max_nodes: int, max_edges: int, num_options: int, max_groups: int) -> spaces.Dict:
+def observation_space(max_nodes: int, max_edges: int, num_options: int, max_groups: int, history: bool = False) -> spaces.Dict:
     def box(*shape, low=0.0, high=1.0):
         return spaces.Box(low=low, high=high, shape=shape, dtype=np.float32)
 
@@ -85,6 +93,7 @@ def observation_space(max_nodes: int, max_edges: int, num_options: int, max_grou
             "group_mask": box(max_groups),
             "cluster": box(CLUSTER_FEATURES),
         }
+        | ({"history": box(HISTORY_FEATURES, low=-1.0)} if history else {})
     )
 
 
@@ -143,8 +152,9 @@ def graph_arrays(graph: JobGraph, max_nodes: int, max_edges: int) -> dict[str, n
     }
 
 
-class SizeHistory:
-    """The sequential JCTs of the jobs seen so far in one run (each job counted once, however often offered).
+class JobHistory:
+    """The jobs seen so far in one run (each counted once, however often offered): their sequential
+    JCTs, and their arrivals (``arrivals``: rates and recurrence).
 
     Online: it holds only jobs that have arrived, so features built on it use no future knowledge.
     """
@@ -152,11 +162,13 @@ class SizeHistory:
     def __init__(self) -> None:
         self._sizes: list[float] = []
         self._seen: set[int] = set()
+        self.arrivals = ArrivalHistory()
 
     def observe(self, job: Job) -> None:
         if job.job_id not in self._seen:
             self._seen.add(job.job_id)
             bisect.insort(self._sizes, job.sequential_jct_s)
+            self.arrivals.observe(job)
 
     def relative(self, seconds: float) -> tuple[float, float]:
         """(seconds / median seen, fraction seen that are shorter); (1, 0.5) before any job."""
@@ -173,9 +185,11 @@ def dynamic_arrays(
     max_degree: int,
     max_groups: int,
     num_forward_ops: int,
-    history: SizeHistory,
+    history: JobHistory,
+    with_history: bool = False,
 ) -> dict[str, np.ndarray]:
-    """The per-decision part: job, options, server groups and cluster features; records ``job`` in ``history``."""
+    """The per-decision part: job, options, server groups and cluster features (and ``history`` if
+    ``with_history``); records ``job`` in ``history``."""
     cluster, cost = view.cluster, view.cost
     seq = job.sequential_jct_s
     left = max(job.remaining_s(view.now), 1e-9)
@@ -227,7 +241,33 @@ def dynamic_arrays(
     cluster_feats = np.array(
         [view.num_free / n, whole / cluster.num_servers, min(view.running / n, 1.0), math.log2(n) / 13, soon], dtype=np.float32
     )
-    return {"job": np.clip(job_feats, -4, 4), "options": options, "groups": groups, "group_mask": group_mask, "cluster": cluster_feats}
+    out = {"job": np.clip(job_feats, -4, 4), "options": options, "groups": groups, "group_mask": group_mask, "cluster": cluster_feats}
+    if with_history:
+        out["history"] = history_features(history.arrivals)
+    return out
+
+
+def history_features(arrivals: ArrivalHistory) -> np.ndarray:
+    """(HISTORY_FEATURES,) the ``history`` observation (module docstring) after the offered job was observed."""
+    recurrence = arrivals.recurrence()
+    gap = arrivals.mean_gap_s()
+    since = recurrence["since"]
+    if not math.isfinite(since) or not gap > 0:
+        faded = 1.0
+    else:
+        faded = 1 - math.exp(-since / (RECENT * gap))
+    features = np.array(
+        [
+            *(math.log2(arrivals.rate_ratio(w)) / 4 for w in RATE_WINDOWS),
+            math.log2(arrivals.trend()) / 4,
+            math.log1p(recurrence["count"]) / 4,
+            faded,
+            recurrence["recent"] / RECENT,
+            math.log10(1 + arrivals.arrivals) / 4,
+        ],
+        dtype=np.float32,
+    )
+    return np.clip(features, -1, 1)
 
 
 def _queue_features(job: Job, view: ClusterView) -> tuple[float, ...]:

@@ -16,6 +16,12 @@ def register(app: typer.Typer) -> None:
         timesteps: Annotated[int | None, typer.Option(help="total environment steps (default: the config's)")] = None,
         resume: Annotated[bool, typer.Option(help="continue from OUT/checkpoint.pt")] = False,
         force: Annotated[bool, typer.Option(help="start over in a non-empty OUT (its files are overwritten)")] = False,
+        device: Annotated[
+            str | None, typer.Option(help="PPO's network: auto (CUDA when present), cpu or cuda (default: the config's)")
+        ] = None,
+        promote: Annotated[
+            Path | None, typer.Option(help="copy the final policy here only if it blocks no more jobs than its teacher's online rule")
+        ] = None,
     ) -> None:
         """Train a placement policy with MaskablePPO; the policy file lands in OUT/policy.pt."""
         from policies.config import load_train_config
@@ -24,5 +30,12 @@ def register(app: typer.Typer) -> None:
         def report(message: str) -> None:
             typer.echo(message, err=True)
 
-        final = run_training(load_train_config(config), out, timesteps=timesteps, resume=resume, force=force, report=report)
+        settings = load_train_config(config)
+        if device is not None:
+            from placer.common.errors import PlacerError
+
+            if device not in ("auto", "cpu", "cuda"):
+                raise PlacerError(f"--device must be auto, cpu or cuda, got {device!r}")
+            settings = settings.model_copy(update={"train": settings.train.model_copy(update={"device": device})})
+        final = run_training(settings, out, timesteps=timesteps, resume=resume, force=force, report=report, promote=promote)
         typer.echo(f"wrote {final}")

@@ -25,6 +25,8 @@ class EnvSection(BaseModel):
     strategy: str = "auto"
     queue: str | list[str] = "none"
     size: str | list[str] = "const"
+    structure: str | list[str] = "iid"
+    history: bool = False
     max_nodes: int = Field(512, ge=1)
     max_edges: int = Field(1024, ge=1)
     max_groups: int = Field(64, ge=1)
@@ -58,7 +60,7 @@ class PolicySection(BaseModel):
 
 class TrainSection(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    timesteps: int = Field(200_000, ge=1)
+    timesteps: int = Field(200_000, ge=0)  # PPO's environment steps; 0: the warm start (imitation) only
     seed: int = 0
     checkpoint_every: int = Field(20_000, ge=1)
     eval_every: int = Field(20_000, ge=1)
@@ -72,6 +74,8 @@ class TrainSection(BaseModel):
     imitation_workers: int = Field(1, ge=1)  # processes recording the teacher (a slow teacher such as lookahead)
     dagger_rounds: int = Field(0, ge=0)  # after cloning: rounds of (learner drives, teacher labels, clone again on all)
     dagger_steps: int = Field(10_000, ge=1)  # decisions recorded per round
+    imitation_temperature: float = Field(0.0, ge=0)  # > 0: fit a planner teacher's soft targets at this temperature (jobs)
+    device: Literal["auto", "cpu", "cuda"] = "cpu"  # PPO's network; auto: CUDA when present (the warm start runs on the CPU)
 
 
 class TrainConfig(BaseModel):

@@ -27,7 +27,9 @@ class PlacementExtractor(BaseFeaturesExtractor):
         self.context_dim = 2 * hidden + 32 + 64 + spaces["cluster"].shape[0]
         super().__init__(observation_space, features_dim=self.context_dim + self.num_options * self.option_features)
         self.graph = GraphEncoder(spaces["nodes"].shape[1], spaces["edges"].shape[1], hidden, rounds)
-        self.job = nn.Sequential(nn.Linear(spaces["job"].shape[0], 32), nn.ReLU())
+        self.history = "history" in spaces  # the job MLP reads the arrival history beside the job (envs.observation)
+        job_inputs = spaces["job"].shape[0] + (spaces["history"].shape[0] if self.history else 0)
+        self.job = nn.Sequential(nn.Linear(job_inputs, 32), nn.ReLU())
         self.dedupe_graphs = True  # benchmarks switch it off to measure what it saves
         self.rollout_cache: dict[tuple, torch.Tensor] | None = None  # set by training while the weights stay fixed
         self.group = nn.Sequential(nn.Linear(spaces["groups"].shape[1], 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
@@ -41,7 +43,8 @@ class PlacementExtractor(BaseFeaturesExtractor):
         per_group = self.group(obs["groups"]) * mask
         mean = per_group.sum(1) / mask.sum(1).clamp(min=1)
         maximum = per_group.masked_fill(mask < 0.5, -1.0).amax(1)
-        return torch.cat([graph, self.job(obs["job"]), mean, maximum, obs["cluster"], obs["options"].flatten(1)], dim=1)
+        job = torch.cat([obs["job"], obs["history"]], dim=1) if self.history else obs["job"]
+        return torch.cat([graph, self.job(job), mean, maximum, obs["cluster"], obs["options"].flatten(1)], dim=1)
 
     def encode_graphs(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """(B, 2 * hidden): each distinct graph of the batch is encoded once and shared.

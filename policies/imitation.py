@@ -2,8 +2,11 @@
 
 ``collect`` runs the environment with a heuristic teacher choosing, and records each decision
 as the action whose option gives the teacher's devices, with the teacher's discounted return from
-that step on. ``clone`` fits the policy's masked logits to those actions (cross-entropy), then its
-value head to those returns (mean squared error). PPO then starts from a policy as good as the
+that step on, and soft targets: for a planner (``lookahead``, ``hindsight``) that rolled out
+several candidates, a softmax over them of minus the jobs each is estimated to block
+(temperature in jobs), so the student learns how much better a choice is, not only which won.
+``clone`` fits the policy's masked logits to those actions (cross-entropy; or to the soft
+targets), then its value head to those returns (mean squared error). PPO then starts from a policy as good as the
 teacher and a critic that already knows what the teacher's states are worth, instead of from
 noise (a random critic's advantages would first pull the policy anywhere); the graph part of each
 observation is stored once per graph.
@@ -37,6 +40,7 @@ class Demonstrations:
     masks: np.ndarray  # (S, num_actions) bool
     actions: np.ndarray  # (S,) int64
     returns: np.ndarray  # (S,) float32: the teacher's discounted return from each step (its episode played out)
+    targets: np.ndarray  # (S, num_actions) float32: the teacher's soft targets (one-hot where it did not plan)
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -57,6 +61,22 @@ def teacher_action(decision, table) -> int:
     return REJECT
 
 
+def teacher_targets(teacher, action: int, table, num_actions: int, temperature: float) -> np.ndarray:
+    """(num_actions,) the soft target of one decision: softmax over the planner's candidates of minus their
+    estimated blocked jobs / ``temperature``; one-hot on ``action`` when it did not plan or ``temperature`` is 0."""
+    row = np.zeros(num_actions, dtype=np.float32)
+    estimates = getattr(teacher, "last_estimates", None)
+    scored = [(teacher_action(d, table), cost) for d, cost in estimates or ()]
+    scored = [(a, cost) for (a, cost), (d, _) in zip(scored, estimates or (), strict=True) if a != REJECT or not isinstance(d, Place)]
+    if temperature <= 0 or len(scored) < 2:
+        row[action] = 1.0
+        return row
+    costs = np.array([cost for _, cost in scored])
+    weights = np.exp(-(costs - costs.min()) / temperature)
+    np.add.at(row, [a for a, _ in scored], (weights / weights.sum()).astype(np.float32))
+    return row
+
+
 def collect(
     config: EnvConfig,
     teacher: str,
@@ -67,6 +87,7 @@ def collect(
     workers: int = 1,
     gamma: float = 0.99,
     learner=None,
+    temperature: float = 0.0,
 ) -> Demonstrations:
     """Record at least ``steps`` decisions of the heuristic ``teacher`` that had a choice (a progress bar when ``progress``).
 
@@ -77,22 +98,24 @@ def collect(
     Offers where only reject (or hold) is open are played but not recorded: there is nothing to learn from them.
     ``workers`` > 1 records in that many processes, worker ``w`` seeded ``1009 seed + w + 1`` (a slow
     teacher such as ``lookahead`` or ``hindsight`` then takes 1 / workers of the time; the learner is copied to each).
+    ``temperature`` (jobs) makes a planner's soft targets (:func:`teacher_targets`); 0 keeps them one-hot.
     """
     if workers > 1:
-        return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner)
+        return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner, temperature)
     drive = _GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
     policy = make_heuristic(teacher.partition("@")[0], max_degree=config.max_degree)  # offered in the env's queue order
     policy.reset(np.random.default_rng(seed))
     obs, _ = env.reset(seed=seed)
     _foresee(policy, env)
-    graph_of, dynamic, masks, actions, graphs, returns = [], {}, [], [], {}, []
+    graph_of, dynamic, masks, actions, graphs, returns, targets = [], {}, [], [], {}, [], []
     episode_rewards, episode_recorded = [], []  # this episode: every step's reward; whether it was recorded
     bar = tqdm(total=steps, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
     while True:
         key = env.job.graph.key
         mask = env.action_masks()
         action = teacher_action(policy.decide(env.job, env.sim.view()), env._table)
+        target = teacher_targets(policy, action, env._table, len(mask), temperature)
         obs_now = obs
         obs, reward, terminated, truncated, _ = env.step(action if drive is None else drive(key, obs, mask))
         episode_rewards.append(reward)
@@ -121,6 +144,7 @@ def collect(
                 dynamic.setdefault(k, []).append(v)
         masks.append(mask)
         actions.append(action)
+        targets.append(target)
         if obs_now_done:
             break
     bar.close()
@@ -131,6 +155,7 @@ def collect(
         np.stack(masks),
         np.asarray(actions, dtype=np.int64),
         np.asarray(returns, dtype=np.float32),
+        np.stack(targets) if targets else np.zeros((0, env.action_space.n), dtype=np.float32),
     )
 
 
@@ -165,6 +190,7 @@ def merge(parts: list[Demonstrations]) -> Demonstrations:
         np.concatenate([part.masks for part in parts]),
         np.concatenate([part.actions for part in parts]),
         np.concatenate([part.returns for part in parts]),
+        np.concatenate([part.targets for part in parts]),
     )
 
 
@@ -179,20 +205,22 @@ def _discounted(rewards: list[float], gamma: float) -> np.ndarray:
 
 
 def _collect_one(args: tuple) -> Demonstrations:
-    config, teacher, steps, seed, gamma, learner = args
+    config, teacher, steps, seed, gamma, learner, temperature = args
     torch.set_num_threads(1)
-    return collect(config, teacher, steps, seed, gamma=gamma, learner=learner)
+    return collect(config, teacher, steps, seed, gamma=gamma, learner=learner, temperature=temperature)
 
 
-def _collect_in_processes(config: EnvConfig, teacher: str, steps: int, seed: int, workers: int, gamma: float, learner) -> Demonstrations:
+def _collect_in_processes(
+    config: EnvConfig, teacher: str, steps: int, seed: int, workers: int, gamma: float, learner, temperature: float
+) -> Demonstrations:
     shares = [steps // workers + (w < steps % workers) for w in range(workers)]
-    jobs = [(config, teacher, share, 1009 * seed + w + 1, gamma, learner) for w, share in enumerate(shares) if share]
+    jobs = [(config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature) for w, share in enumerate(shares) if share]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         return merge(list(pool.map(_collect_one, jobs)))
 
 
-def clone(policy, data: Demonstrations, *, epochs: int, batch_size: int, learning_rate: float, seed: int) -> float:
-    """Fit the policy's masked logits to the demonstrations' actions, then its value head to their returns.
+def clone(policy, data: Demonstrations, *, epochs: int, batch_size: int, learning_rate: float, seed: int, soft: bool = False) -> float:
+    """Fit the policy's masked logits to the demonstrations' actions (``soft``: their soft targets), then its value head to their returns.
 
     First the whole network by cross-entropy on the actions; then, with everything the actor uses
     frozen, only the critic's own layers by mean squared error on the returns (so the critic's
@@ -203,7 +231,10 @@ def clone(policy, data: Demonstrations, *, epochs: int, batch_size: int, learnin
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     for index in _minibatches(rng, len(data), epochs, batch_size):
         logits = _masked_logits(policy, data.batch(index), torch.from_numpy(data.masks[index]))
-        loss = F.cross_entropy(logits, torch.from_numpy(data.actions[index]))
+        if soft:
+            loss = -(torch.from_numpy(data.targets[index]) * F.log_softmax(logits, dim=1)).sum(1).mean()
+        else:
+            loss = F.cross_entropy(logits, torch.from_numpy(data.actions[index]))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -41,7 +41,8 @@ class NumpyActor:
     def act(self, graph: np.ndarray, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
         """The action for one observation; ``graph`` is its (2 * hidden,) graph encoding, ``mask`` (1 + O,) bool."""
         (w, b) = self.job
-        job = _relu(obs["job"] @ w + b)
+        inputs = np.concatenate([obs["job"], obs["history"]]) if "history" in obs else obs["job"]
+        job = _relu(inputs @ w + b)
         groups = obs["groups"][obs["group_mask"] > 0.5]
         (w1, b1), (w2, b2) = self.group
         per_group = _relu(_relu(groups @ w1 + b1) @ w2 + b2)

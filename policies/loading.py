@@ -9,7 +9,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from envs.action import action_mask, decision, option_table
-from envs.observation import SizeHistory, dynamic_arrays, forward_size, graph_arrays
+from envs.observation import JobHistory, dynamic_arrays, forward_size, graph_arrays
 from placer.baselines.registry import PolicyContext
 from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
@@ -40,7 +40,7 @@ class LearnedPolicy:
         self.rule_override = rule_override
         if rule_override is not None and rule_override not in self.env.rules:
             raise PolicyError(f"placement rule {rule_override!r} is not one of the policy's {self.env.rules}")
-        self._history = SizeHistory()  # job sizes seen in this run: the job features are relative to them
+        self._history = JobHistory()  # job sizes seen in this run: the job features are relative to them
         self.actor = NumpyActor(policy)  # the weights as they are now: build a new LearnedPolicy after training more
         self._graphs: LRUCache[str, tuple[np.ndarray, int]] = LRUCache(
             GRAPH_CACHE_SIZE
@@ -52,7 +52,7 @@ class LearnedPolicy:
         return cls(policy, env, name, rule_override)
 
     def reset(self, rng: np.random.Generator) -> None:
-        self._history = SizeHistory()
+        self._history = JobHistory()
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
         env = self.env
@@ -62,7 +62,7 @@ class LearnedPolicy:
             self._history.observe(job)
             return decision(0, table)  # only reject (or hold) is open: no need to ask the network
         graph, num_forward_ops = self._graph(job)
-        obs = dynamic_arrays(job, view, table, env.max_degree, env.max_groups, num_forward_ops, self._history)
+        obs = dynamic_arrays(job, view, table, env.max_degree, env.max_groups, num_forward_ops, self._history, env.history)
         action = self.actor.act(graph, obs, mask)
         if self.rule_override is not None and action > 0:
             rules = len(env.rules)

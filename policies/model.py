@@ -39,7 +39,7 @@ def policy_kwargs(hidden: int, rounds: int, net_arch: list[int]) -> dict:
 def build_policy(env: EnvConfig, hidden: int, rounds: int, net_arch: list[int]) -> OptionPolicy:
     """A fresh policy whose weights fit any policy file made with the same settings."""
     num_options = env.max_degree * len(env.rules)
-    obs_space = observation_space(env.max_nodes, env.max_edges, num_options, env.max_groups)
+    obs_space = observation_space(env.max_nodes, env.max_edges, num_options, env.max_groups, env.history)
     action_space = gym.spaces.Discrete(1 + num_options)
     return OptionPolicy(obs_space, action_space, lambda _: 0.0, **policy_kwargs(hidden, rounds, net_arch))
 

@@ -14,6 +14,7 @@ rollout in flight at the interrupt is lost.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -87,6 +88,8 @@ class TrainingCallback(BaseCallback):
         """A factory of the current policy's decide functions (fresh per validation stream)."""
         policy = self.model.policy
         policy.set_training_mode(False)
+        if policy.device.type != "cpu":  # decisions are taken one at a time on the CPU (numpy actor)
+            policy = copy.deepcopy(policy).to("cpu")
         learned = LearnedPolicy(policy, self.env)
 
         def fresh(rng: np.random.Generator):
@@ -139,6 +142,14 @@ def _monitored_env(env_config: EnvConfig, own_process: bool) -> Monitor:
     return Monitor(ClusterPlacementEnv(env_config))
 
 
+def resolve_device(name: str) -> str:
+    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; ``cuda`` without one is an error."""
+    available = torch.cuda.is_available()
+    if name == "cuda" and not available:
+        raise PlacerError("--device cuda: torch sees no CUDA device here (use auto or cpu)")
+    return "cuda" if name == "auto" and available else ("cpu" if name == "auto" else name)
+
+
 def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     env_config, ppo, arch = config.env.env_config(), config.ppo, config.policy
     # Monitor records episode returns and lengths, so rollout/ep_rew_mean reaches TensorBoard.
@@ -151,7 +162,7 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
         seed=config.train.seed,
         tensorboard_log=str(out / "tb"),
         verbose=0,
-        device="cpu",
+        device=resolve_device(config.train.device),
         policy_kwargs=policy_kwargs(arch.hidden, arch.rounds, arch.net_arch),
         **ppo.model_dump(exclude={"n_envs", "vec_env"}),
     )
@@ -162,7 +173,18 @@ def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: boo
     settings = config.train
     if settings.imitation_steps == 0:
         return
+    device = model.policy.device
+    model.policy.to("cpu")  # the teacher's demonstrations and the cloning run on the CPU, PPO on its device
+    try:
+        _clone_teacher(model, config, out, progress)
+    finally:
+        model.policy.to(device)
+
+
+def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool) -> None:
+    settings = config.train
     env_config = config.env.env_config()
+    temperature = settings.imitation_temperature
     data = collect(
         env_config,
         settings.imitation_teacher,
@@ -171,8 +193,14 @@ def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: boo
         progress=progress and settings.imitation_workers == 1,
         workers=settings.imitation_workers,
         gamma=config.ppo.gamma,
+        temperature=temperature,
     )
-    cloning = {"epochs": settings.imitation_epochs, "batch_size": config.ppo.batch_size, "learning_rate": settings.imitation_learning_rate}
+    cloning = {
+        "epochs": settings.imitation_epochs,
+        "batch_size": config.ppo.batch_size,
+        "learning_rate": settings.imitation_learning_rate,
+        "soft": temperature > 0,
+    }
     accuracy = clone(model.policy, data, seed=settings.seed, **cloning)
     rounds = [{"samples": len(data), "accuracy": accuracy}]
     for r in range(settings.dagger_rounds):  # the learner's own states, labelled by the teacher
@@ -185,6 +213,7 @@ def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: boo
             gamma=config.ppo.gamma,
             learner=model.policy,
             workers=settings.imitation_workers,
+            temperature=temperature,
         )
         on_own_states = agreement(model.policy, visited)  # before learning from them: how well the clone generalises
         data = merge([data, visited])
@@ -256,16 +285,19 @@ def train(
     force: bool = False,
     progress: bool = True,
     report=None,
+    promote: Path | None = None,
 ) -> Path:
     """Train (or resume) and return the path of the final policy file.
 
     A non-empty ``out`` is refused unless ``resume`` (continue from its checkpoint) or ``force``
     (start over in it). SIGTERM and Ctrl-C save a checkpoint before stopping. ``report(message)``
     hears each phase as it starts (warm start, baseline validation, PPO, final validation).
+    ``promote``: also copy the final policy there (e.g. over ``data/policies/``), but only if the paired
+    validation finds it blocks on average no more jobs than its teacher's online rule (else the file there is kept).
     """
     report = report or (lambda message: None)
-    if timesteps is not None and timesteps <= 0:
-        raise PlacerError(f"--timesteps must be a positive number of environment steps, got {timesteps}")
+    if timesteps is not None and timesteps < 0:
+        raise PlacerError(f"--timesteps must be a number of environment steps >= 0 (0: no PPO), got {timesteps}")
     _prepare_out(out, resume=resume, force=force)
     torch.set_num_threads(config.train.torch_threads)
     saved = out / "config.json"
@@ -314,4 +346,20 @@ def train(
     _write_atomically(out / "summary.json", summary.model_dump_json(indent=1) + "\n")
     for line in summary.lines():
         report(line)
+    if promote is not None:
+        _promote(final, promote, summary, report)
     return final
+
+
+def _promote(final: Path, target: Path, summary, report) -> None:
+    if not summary.not_worse_than_reference():
+        report(f"not promoted: the policy blocks more jobs than {summary.reference} on the paired validation; {target} is unchanged")
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(final, target.with_suffix(".pt.tmp"))
+        os.replace(target.with_suffix(".pt.tmp"), target)
+        _write_atomically(target.with_suffix(".summary.json"), summary.model_dump_json(indent=1) + "\n")
+    except OSError as exc:
+        raise PlacerError(f"cannot promote to {str(target)!r}: {exc.strerror or exc}") from None
+    report(f"promoted to {target}: no worse than {summary.reference} on the paired validation")

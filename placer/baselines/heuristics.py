@@ -15,6 +15,10 @@ rule (``first_fit`` by default; see :mod:`placer.cluster.placement`):
   free). ``lean:cap=K`` adds admission control: jobs that would need more than ``K`` devices are
   declined, keeping room for cheaper jobs. ``lean:admit=Q:free=F`` holds a job larger than the
   ``Q`` quantile of the lengths seen while others wait or fewer than ``F`` of the devices are free.
+  ``lean:admit=auto`` sets ``Q`` online from the arrival history (:class:`AutoAdmission`: stricter
+  while arrivals come faster than their long-run rate); ``lean:admit=best`` is the best fixed ``Q``
+  of :data:`ADMIT_GRID` for the workload, chosen on other streams than those it is evaluated on
+  (:class:`BestLean`; :mod:`placer.evaluate.runner` tunes it).
 - ``lookahead:k=K:h=H:m=M`` and ``hindsight:h=H:m=M``: the rollout planners of
   :mod:`placer.baselines.lookahead` (sampled futures; the stream's actual future, a clairvoyant reference).
 """
@@ -27,11 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from placer.cluster.placement import PLACEMENT_RULES
+from placer.common.errors import PolicyError
 from placer.sim.options import DEFAULT_MAX_DEGREE, Option, degrees_for, options
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
+from placer.workloads.history import ArrivalHistory
 
 LEAN_TIE = 1e-3
+ADMIT_GRID = (0.8, 0.85, 0.9, 0.95, 1.0)  # the thresholds lean:admit=best chooses from
 
 
 @dataclass
@@ -78,17 +85,35 @@ class RandomDegree(Heuristic):
         return placeable[int(self.rng.integers(len(placeable)))] if placeable else None
 
 
+@dataclass(frozen=True)
+class AutoAdmission:
+    """``lean:admit=auto``: the admission quantile from the arrival history.
+
+    While the last ``window`` arrivals came faster than the long-run rate the threshold is
+    ``busy`` (more jobs count as large and wait), else ``calm``. The same history the learned
+    policy observes (:class:`placer.workloads.history.ArrivalHistory`).
+    """
+
+    window: int = 20
+    calm: float = 0.95
+    busy: float = 0.85
+
+    def quantile(self, history: ArrivalHistory) -> float:
+        return self.busy if history.rate_ratio(self.window) > 1 else self.calm
+
+
 @dataclass
 class Lean(Heuristic):
     cap: int | None = None
-    admit: float | None = None  # size admission: the quantile above which a job is "large"
+    admit: float | AutoAdmission | None = None  # size admission: the quantile above which a job is "large"
     admit_free: float = 0.5  # large jobs start only with this fraction of devices free and nobody else waiting
     _sizes: list[float] = field(default_factory=list, repr=False)
     _seen: set[int] = field(default_factory=set, repr=False)
+    _arrival_history: ArrivalHistory = field(default_factory=ArrivalHistory, repr=False)
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
-        self._sizes, self._seen = [], set()
+        self._sizes, self._seen, self._arrival_history = [], set(), ArrivalHistory()
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
         if self.admit is not None and self._large(job, view):
@@ -108,7 +133,28 @@ class Lean(Heuristic):
         if job.job_id not in self._seen:
             self._seen.add(job.job_id)
             bisect.insort(self._sizes, job.sequential_jct_s)
-        threshold = self._sizes[min(len(self._sizes) - 1, int(self.admit * len(self._sizes)))]
+            self._arrival_history.observe(job)
+        quantile = self.admit.quantile(self._arrival_history) if isinstance(self.admit, AutoAdmission) else self.admit
+        threshold = self._sizes[min(len(self._sizes) - 1, int(quantile * len(self._sizes)))]
         if job.sequential_jct_s <= threshold:
             return False
         return len(view.waiting) > 1 or view.num_free < self.admit_free * view.cluster.num_devices
+
+
+@dataclass
+class BestLean(Lean):
+    """``lean:admit=best``: lean with the fixed admission quantile of ``grid`` that blocks fewest jobs
+    on tuning streams. Not usable until :meth:`choose_admit` has set it (the evaluation runner and
+    the training validation tune it per workload on streams apart from the evaluated ones)."""
+
+    grid: tuple[float, ...] = ADMIT_GRID
+
+    def choose_admit(self, blocking: dict[float, float]) -> float:
+        """Fix ``admit`` to the quantile with the least ``blocking`` (quantile -> mean blocking rate); ties go to the larger."""
+        self.admit = min(self.grid, key=lambda q: (blocking[q], -q))
+        return self.admit
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        if self.admit is None:
+            raise PolicyError("lean:admit=best must be tuned on a workload first (placer evaluate does it)")
+        return super().decide(job, view)

@@ -47,6 +47,7 @@ class Lookahead(Lean):
     _history: dict[int, Job] = field(default_factory=dict, repr=False)
     _offers: int = field(default=0, repr=False)
     _deviations: Counter = field(default_factory=Counter, repr=False)
+    last_estimates: list[tuple[Decision, float]] = field(default_factory=list, repr=False)
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
@@ -57,7 +58,11 @@ class Lookahead(Lean):
         return {"offers": self._offers, "deviations": dict(sorted(self._deviations.items()))}
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
+        """The planner's choice; ``last_estimates`` then holds each candidate it rolled out with the jobs
+        it is estimated to block from now on, lean's choice first with the margin taken off (empty when
+        it followed lean without planning)."""
         self._offers += 1
+        self.last_estimates = []
         for seen in (*view.waiting, job):
             self._history.setdefault(seen.job_id, seen)
         base = super().decide(job, view)
@@ -68,6 +73,9 @@ class Lookahead(Lean):
             return base
         futures = [self._sample_future(view.now) for _ in range(self.futures)]
         blocked = [np.mean([self._rollout(job, view, c, f) for f in futures]) for c in candidates]
+        self.last_estimates = [
+            (c, float(b) - (self.margin if k == 0 else 0.0)) for k, (c, b) in enumerate(zip(candidates, blocked, strict=True))
+        ]
         best = int(np.argmin(blocked))
         if blocked[0] - blocked[best] <= self.margin:
             return base

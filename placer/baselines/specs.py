@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from placer.baselines.heuristics import Fixed, Heuristic, Lean, ParaMax, ParaMin, RandomDegree
+from placer.baselines.heuristics import AutoAdmission, BestLean, Fixed, Heuristic, Lean, ParaMax, ParaMin, RandomDegree
 from placer.baselines.lookahead import Hindsight, Lookahead
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import PolicyError
@@ -27,6 +27,8 @@ def make_heuristic(spec: str, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuris
     if kind == "fixed" and arg.isdigit() and 1 <= int(arg) <= max_degree:
         return Fixed(**common, degree=int(arg))
     if kind == "lean" and (lean := _lean_options(arg)) is not None:
+        if lean["admit"] == "best":
+            return BestLean(**common, **(lean | {"admit": None}))
         return Lean(**common, **lean)
     if kind == "lookahead" and (planner := _lookahead_options(arg)) is not None:
         return Lookahead(**common, **planner)
@@ -34,7 +36,8 @@ def make_heuristic(spec: str, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuris
         return Hindsight(**common, **planner)
     raise PolicyError(
         f"unknown policy {spec!r}: use para_max, para_min, fixed:K (1 <= K <= {max_degree}), random, lean, "
-        "lean:cap=K:admit=Q:free=F, lookahead:k=K:h=H:m=M or hindsight:h=H:m=M, optionally +first_fit, +best_fit or +spread"
+        "lean:cap=K:admit=Q:free=F (Q: a quantile, auto or best), lookahead:k=K:h=H:m=M or hindsight:h=H:m=M, "
+        "optionally +first_fit, +best_fit or +spread"
     )
 
 
@@ -52,17 +55,29 @@ def _key_values(arg: str, kinds: dict[str, type]) -> dict | None:
     return out
 
 
-def _lean_options(arg: str) -> dict | None:
-    values = _key_values(arg, {"cap": int, "admit": float, "free": float})
-    if values is None or values.get("cap", 1) < 1 or not 0 < values.get("admit", 0.5) <= 1 or not 0 <= values.get("free", 0.5) <= 1:
+def _lean_options(arg: str, online: bool = False) -> dict | None:
+    """``cap``, ``admit`` (a quantile, ``auto``, or ``best`` unless ``online`` only), ``free``."""
+    values = _key_values(arg, {"cap": int, "admit": _admission, "free": float})
+    if values is None or values.get("cap", 1) < 1 or not 0 <= values.get("free", 0.5) <= 1:
         return None
-    return {"cap": values.get("cap"), "admit": values.get("admit"), "admit_free": values.get("free", 0.5)}
+    admit = values.get("admit")
+    if isinstance(admit, float) and not 0 < admit <= 1 or (online and admit == "best"):
+        return None
+    return {"cap": values.get("cap"), "admit": admit, "admit_free": values.get("free", 0.5)}
+
+
+def _admission(text: str) -> float | AutoAdmission | str:
+    if text == "auto":
+        return AutoAdmission()
+    if text == "best":
+        return text
+    return float(text)
 
 
 def _lookahead_options(arg: str) -> dict | None:
     """``k``, ``h``, ``m`` (the planner's) and ``admit``, ``free`` (its lean's)."""
     planner = {k: v for k, v in (p.partition("=")[::2] for p in filter(None, arg.split(":"))) if k in ("k", "h", "m")}
-    lean = _lean_options(":".join(p for p in arg.split(":") if p.partition("=")[0] not in ("k", "h", "m")))
+    lean = _lean_options(":".join(p for p in arg.split(":") if p.partition("=")[0] not in ("k", "h", "m")), online=True)
     values = _key_values(":".join(f"{k}={v}" for k, v in planner.items()), {"k": int, "h": int, "m": float})
     if lean is None or values is None or values.get("k", 1) < 1 or values.get("h", 1) < 1 or values.get("m", 0) < 0:
         return None

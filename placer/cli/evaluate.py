@@ -33,6 +33,9 @@ def evaluate(
     strategy: Annotated[str, typer.Option(help="cost model: auto (data x tensor x pipeline), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
     queue: Annotated[str, typer.Option(help="waiting queue: none (loss system), fifo, edf, sjf, optionally -bf and :CAPACITY")] = "none",
     size: Annotated[str, typer.Option(help="job length spread: const, or loguniform:LO:HI (iterations x a factor)")] = "const",
+    structure: Annotated[
+        str, typer.Option(help="stream structure: iid, daily, sweeps, recurring, replay:philly, or several joined by + (daily+sweeps)")
+    ] = "iid",
     workers: Annotated[int, typer.Option(min=1, help="local processes to spread the runs over (same results)")] = 1,
     ray: Annotated[str | None, typer.Option(help="spread the runs over a Ray cluster: its address, or 'local'")] = None,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/eval"),
@@ -66,6 +69,7 @@ def evaluate(
         strategy=strategy,
         queue=queue,
         size=size,
+        structure=structure,
     )
     parallel = workers > 1 or ray is not None
     with progress_bar() as bar:
@@ -87,6 +91,7 @@ def summary_table(result) -> Table:
     c = result.config
     setting = f"{c.cluster}, load {c.load}" + (f", queue {c.queue}" if c.queue != "none" else "")
     setting += f", size {c.size}" if c.size != "const" else ""
+    setting += f", structure {c.structure}" if c.structure != "iid" else ""
     rows = result.summary()
     body, bold = [], set()
     for i, row in enumerate(rows):

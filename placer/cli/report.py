@@ -20,6 +20,9 @@ def report(
     results: Annotated[list[Path], typer.Argument(help="evaluation folders (with results.json) or the files; several: the same streams")],
     plots: Annotated[bool, typer.Option(help="also redraw the PNG plots beside results.json")] = False,
     against: Annotated[str | None, typer.Option(help="also print each policy's blocking rate minus this policy's, paired by seed")] = None,
+    hindsight: Annotated[
+        str | None, typer.Option(help="with --against: the clairvoyant reference for the gap closed (default: the evaluated hindsight:...)")
+    ] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", help="markdown, csv, or table (fitted to the terminal)")] = TableFormat.markdown,
 ) -> None:
     """Print an evaluation's summary (blocking rate and throughput, mean ± 95% CI) as markdown, CSV or a terminal table.
@@ -57,6 +60,7 @@ def report(
     else:
         say(
             f"{result.config.cluster}, load {result.config.load}, queue {result.config.queue}, size {result.config.size}, "
+            f"structure {result.config.structure}, "
             f"{result.config.jobs} jobs x {result.config.seeds} seeds, "
             f"{result.config.strategy} cost model, graphs: {', '.join(result.config.graphs) or result.config.graphs_dir}\n",
             fmt,
@@ -78,7 +82,13 @@ def report(
     emit_by_beta(body, betas, ["blocking", "jobs/h"], fmt, bold=bold)
     if against is not None:
         _paired_table(result, rows, against, fmt)
+        reference = hindsight or next((p for p in result.config.policies if p.startswith("hindsight")), None)
+        if reference is not None:
+            _gap_table(result, against, reference, fmt)
+    elif hindsight is not None:
+        raise PlacerError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
     _deviations_table(result, fmt)
+    _tuned_table(result, fmt)
 
 
 def _timelines(path: Path) -> list[dict]:
@@ -109,11 +119,44 @@ def _paired_table(result, rows, against: str, fmt: TableFormat) -> None:
     emit_by_beta(body, betas, [f"minus {against}"], fmt)
 
 
+def _gap_table(result, against: str, reference: str, fmt: TableFormat) -> None:
+    """Per policy, the share of the gap between ``against`` and the clairvoyant ``reference`` it closes."""
+    if reference not in result.config.policies:
+        raise PlacerError(f"--hindsight {reference!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
+    betas = result.config.beta_dists
+    say(f"\nGap to {reference} closed: ({against} - policy) / ({against} - {reference}), paired means:\n", fmt)
+    body = []
+    for policy in result.config.policies:
+        if policy in (against, reference):
+            continue
+        cells = []
+        for b in betas:
+            saved, _ = result.paired(against, policy, b)
+            room, _ = result.paired(against, reference, b)
+            cells.append(f"{saved / room:+.0%}" if room > 0 else "n/a (no gap)")
+        body.append([policy, *cells])
+    emit_by_beta(body, betas, ["gap closed"], fmt)
+
+
+def _tuned_table(result, fmt: TableFormat) -> None:
+    """The admission threshold each tuned policy (lean:admit=best) chose per beta distribution, on its tuning streams."""
+    tuned = [p for p in result.config.policies if any("admit" in r.get("policy_stats", {}) for r in result.runs if r["policy"] == p)]
+    if not tuned:
+        return
+    betas = result.config.beta_dists
+    say("\nThreshold chosen on tuning streams (apart from the evaluated ones):\n", fmt)
+    body = []
+    for policy in tuned:
+        chosen = {r["beta_dist"]: r["policy_stats"]["admit"] for r in result.runs if r["policy"] == policy}
+        body.append([policy, *(f"admit={chosen[b]}" for b in betas)])
+    emit_by_beta(body, betas, ["threshold"], fmt)
+
+
 def _deviations_table(result, fmt: TableFormat) -> None:
     """For planners that count them: the share of offers where they left their base rule, by kind (summed over seeds)."""
     from collections import Counter
 
-    planners = [p for p in result.config.policies if any("policy_stats" in r for r in result.runs if r["policy"] == p)]
+    planners = [p for p in result.config.policies if any("offers" in r.get("policy_stats", {}) for r in result.runs if r["policy"] == p)]
     if not planners:
         return
     betas = result.config.beta_dists

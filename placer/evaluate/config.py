@@ -8,6 +8,7 @@ from placer.cost import STRATEGIES
 from placer.sim.options import DEFAULT_MAX_DEGREE
 from placer.sim.queueing import QueueConfig
 from placer.workloads.generator import BetaDistribution, SizeDistribution
+from placer.workloads.structure import Structure
 
 
 class EvaluationConfig(BaseModel):
@@ -30,6 +31,13 @@ class EvaluationConfig(BaseModel):
     strategy: str = "auto"
     queue: str = "none"
     size: str = "const"
+    structure: str = "iid"
+
+    @field_validator("structure")
+    @classmethod
+    def _valid_structure(cls, value: str) -> str:
+        Structure(value)
+        return value
 
     @field_validator("queue")
     @classmethod

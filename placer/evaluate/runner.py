@@ -13,8 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
+from placer.baselines.heuristics import BestLean
 from placer.baselines.registry import PolicyContext, make_policy, queue_for
+from placer.baselines.tuning import tune, tuning_streams
 from placer.cluster.topology import load_cluster
+from placer.common.errors import PolicyError
 from placer.cost import CostModel
 from placer.evaluate.config import EvaluationConfig
 from placer.graphs.catalog import resolve_graph, resolve_graphs
@@ -22,6 +25,7 @@ from placer.sim.metrics import blocking_series, utilization_series
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
 from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload, read_trace
+from placer.workloads.structure import Structure
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class Runner:
         self.trace = read_trace(config.trace, {g.name: g for g in self.graphs}, resolve_graph) if config.trace else None
         self.cost = CostModel(self.cluster, strategy=config.strategy)  # caches are exact, so runs may share it
         self.queue = QueueConfig.parse(config.queue)
+        self._tuned: dict[tuple[int, int], dict[float, float]] = {}  # (policy, beta) -> a tuned policy's blocking per setting
 
     def workload(self, beta: str) -> Workload:
         config = self.config
@@ -68,12 +73,26 @@ class Runner:
             config.iterations,
             self.cost.sequential_iteration_s,
             SizeDistribution(config.size),
+            Structure(config.structure),
         )
+
+    def _tune(self, policy: BestLean, task: Task) -> None:
+        """Fix ``lean:admit=best``'s threshold for this beta distribution on tuning streams (cached)."""
+        if self.trace is not None:
+            raise PolicyError("lean:admit=best is tuned on generated streams: it cannot run on a replayed --trace")
+        key = (task.policy_index, task.beta_index)
+        if key not in self._tuned:
+            workload = self.workload(self.config.beta_dists[task.beta_index])
+            streams = tuning_streams(workload.jobs, task.beta_index)
+            self._tuned[key] = tune(policy, self.cost, streams, queue_for(policy, self.queue))
+        policy.choose_admit(self._tuned[key])
 
     def run(self, task: Task, on_job: Callable[[], None] | None = None) -> tuple[dict, dict]:
         """The task's run summary and its timelines."""
         config, i, seed = self.config, task.beta_index, task.seed
         beta, spec, policy = config.beta_dists[i], config.policies[task.policy_index], self.policies[task.policy_index]
+        if isinstance(policy, BestLean):
+            self._tune(policy, task)
         policy.reset(np.random.default_rng([seed, i, 1]))
         jobs = self.trace if self.trace is not None else list(self.workload(beta).jobs(np.random.default_rng([seed, i])))
         if hasattr(policy, "foresee"):  # a clairvoyant reference (hindsight) is told the stream
@@ -83,6 +102,8 @@ class Runner:
         summary = {"policy": spec, "seed": seed, "beta_dist": beta, "load": config.load, "cluster": self.cluster.name, **m.to_dict()}
         if hasattr(policy, "stats"):  # a planner's own account of the run (lookahead: its deviations from lean)
             summary["policy_stats"] = policy.stats()
+        if isinstance(policy, BestLean):
+            summary["policy_stats"] = {"admit": policy.admit, "tuning_blocking": self._tuned[task.policy_index, i]}
         times, busy = utilization_series(run.busy_timeline, self.cluster.num_devices, m.window_s)
         blocked_at, blocked = blocking_series(run.records, m.window_s)
         timeline = {

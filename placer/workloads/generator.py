@@ -16,6 +16,7 @@ import numpy as np
 from placer.common.errors import WorkloadError
 from placer.common.textfile import read_text
 from placer.graphs.job_graph import JobGraph
+from placer.workloads.structure import Structure, event_times, sweep_sizes
 
 # PAC-ML's four deadline distributions: A uniform(0.1, 1); B, C, D skew-normal with skew
 # +5, 0, -5, clipped to (0, 1]. PAC-ML does not state loc/scale; ours put B's mass on tight
@@ -115,7 +116,8 @@ class Workload:
     at load 1 the cluster receives exactly the work it could do with no partitioning overhead.
     ``iterations`` overrides every graph's own iteration count; ``size`` then scales it per job.
     ``sequential_iteration_s`` gives a graph's sequential seconds per iteration (the cost model's;
-    default: the sum of its op times).
+    default: the sum of its op times). ``structure`` adds a daily cycle, sweeps, recurring jobs or a
+    trace's arrival times (:mod:`placer.workloads.structure`); the load stays the same.
     """
 
     graphs: Sequence[JobGraph]
@@ -127,6 +129,7 @@ class Workload:
     iterations: int | None = None
     sequential_iteration_s: Callable[[JobGraph], float] | None = None
     size: SizeDistribution = SizeDistribution()
+    structure: Structure = Structure()
 
     def __post_init__(self) -> None:
         if not self.graphs:
@@ -142,22 +145,67 @@ class Workload:
         return self.iterations or graph.iterations
 
     @property
-    def mean_gap_s(self) -> float:
+    def mean_job_length_s(self) -> float:
+        """The mean sequential JCT of a job of this workload (seconds)."""
         seq = self.sequential_iteration_s or (lambda g: g.sequential_iteration_s)
-        mean_seq = np.mean([seq(g) * self._iterations(g) for g in self.graphs]) * self.size.mean
-        return float(mean_seq / (self.load * self.num_devices))
+        return float(np.mean([seq(g) * self._iterations(g) for g in self.graphs]) * self.size.mean)
+
+    @property
+    def mean_gap_s(self) -> float:
+        """The mean gap between arrivals that gives the offered load (seconds)."""
+        return self.mean_job_length_s / (self.load * self.num_devices)
 
     def jobs(self, rng: np.random.Generator) -> Iterator[JobSpec]:
+        if not self.structure.independent:
+            yield from self._structured_jobs(rng)
+            return
         gap = self.mean_gap_s
         now = 0.0
         for _ in range(self.num_jobs):
             now += rng.exponential(gap) if self.arrival == "poisson" else gap
-            graph = self.graphs[int(rng.integers(len(self.graphs)))]
-            beta = float(self.beta.sample(rng, 1)[0])
-            iterations = self._iterations(graph)
-            if self.size.spec != "const":
-                iterations = max(1, round(iterations * self.size.sample(rng)))
+            graph, beta, iterations = self._draw(rng)
             yield JobSpec(now, graph, beta, iterations)
+
+    def _draw(self, rng: np.random.Generator) -> tuple[JobGraph, float, int]:
+        """One job's (graph, beta, iterations), drawn independently."""
+        graph = self.graphs[int(rng.integers(len(self.graphs)))]
+        beta = float(self.beta.sample(rng, 1)[0])
+        iterations = self._iterations(graph)
+        if self.size.spec != "const":
+            iterations = max(1, round(iterations * self.size.sample(rng)))
+        return graph, beta, iterations
+
+    def _structured_jobs(self, rng: np.random.Generator) -> list[JobSpec]:
+        """The first ``num_jobs`` arrivals of the structured stream: background events (a sweep's
+        copies spread over ``within`` seconds) merged with the recurring jobs' schedules."""
+        parts = self.structure.parts
+        recurring = parts.get("recurring") or {"share": 0.0}
+        gap = self.mean_gap_s
+        event_gap = gap * self.structure.jobs_per_event() / (1 - recurring["share"])
+        used = math.ceil(self.num_jobs * (1 - recurring["share"]) / self.structure.jobs_per_event())
+        times = event_times(self.structure, self.num_jobs, event_gap, self.mean_job_length_s, rng, used)
+        copies = sweep_sizes(self.structure, self.num_jobs, rng)
+        within = parts["sweeps"]["within"] * self.mean_job_length_s if "sweeps" in parts else 0.0
+        arrivals: list[tuple[float, tuple[JobGraph, float, int]]] = []
+        for start, n in zip(times.tolist(), copies.tolist(), strict=True):
+            job = self._draw(rng)
+            arrivals.append((start, job))
+            arrivals.extend((start + offset, job) for offset in np.sort(rng.uniform(0, within, n - 1)).tolist())
+        if recurring["share"] > 0:
+            arrivals.extend(self._recurring(recurring, gap, float(times[-1]), rng))
+        arrivals.sort(key=lambda a: a[0])
+        return [JobSpec(t, *job) for t, job in arrivals[: self.num_jobs]]
+
+    def _recurring(self, settings: dict, gap: float, horizon: float, rng: np.random.Generator):
+        """(time, job) of each recurring job's returns up to ``horizon``: every ``period`` +/- jitter, from a random start."""
+        templates = int(settings["templates"])
+        period = templates * gap / settings["share"]
+        for _ in range(templates):
+            job = self._draw(rng)
+            t = rng.uniform(0, period)
+            while t <= horizon:
+                yield max(0.0, t + rng.uniform(-1, 1) * settings["jitter"] * period), job
+                t += period
 
 
 def read_trace(path: str | Path, graphs: dict[str, JobGraph], resolve: Callable[[str], JobGraph] | None = None) -> list[JobSpec]:

@@ -152,3 +152,18 @@ def test_server_groups_summarise_any_cluster_size():
     assert server_groups(8, 64).tolist() == list(range(8))
     groups = server_groups(1024, 64)  # 8,192 devices on 1,024 servers: 16 servers per group
     assert groups.max() == 63 and np.bincount(groups).tolist() == [16] * 64 and (np.diff(groups) >= 0).all()
+
+
+def test_history_env_passes_the_checkers_and_sees_a_sweep():
+    config = {**QUEUED, "structure": ("sweeps:share=0.9:size=6", "daily+recurring"), "history": True}
+    check_env(envs.ClusterPlacementEnv(**config), skip_render_check=True)
+    sb3_check_env(envs.ClusterPlacementEnv(**config))
+    env = envs.ClusterPlacementEnv(**{**config, "structure": "sweeps:share=0.9:size=6"})
+    obs, info = env.reset(seed=2)
+    assert info["structure"] == "sweeps:share=0.9:size=6" and obs["history"].shape == (8,)
+    copies, done = [], False
+    while not done:
+        copies.append(obs["history"][6])  # copies of this job among the last 32 arrivals / 32
+        obs, _, done, _, _ = env.step(int(np.flatnonzero(env.action_masks())[-1]))
+    assert max(copies) >= 3 / 32  # a sweep's later copies see the earlier ones
+    assert "history" not in envs.ClusterPlacementEnv(**QUEUED).reset(seed=0)[0]

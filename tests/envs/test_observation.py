@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from envs.observation import SizeHistory, dynamic_arrays
+from envs.observation import JobHistory, dynamic_arrays
 from placer.cost import CostModel
 from placer.sim.options import options
 from placer.sim.simulator import ClusterView
@@ -19,7 +19,7 @@ def job(job_id: int, seconds: float, graph=None) -> Job:
 
 
 def test_size_history_is_relative_to_the_jobs_seen_each_counted_once():
-    history = SizeHistory()
+    history = JobHistory()
     assert history.relative(10.0) == (1.0, 0.5)  # nothing seen yet: a typical job
     for i, seconds in enumerate((4.0, 1.0, 16.0)):
         history.observe(job(i, seconds))
@@ -34,7 +34,7 @@ def test_job_features_read_the_same_for_a_workload_scaled_1000_fold():
     view = ClusterView(cost, 0.0, np.ones(4, dtype=bool), np.zeros(4), 0)
     rows = []
     for scale in (1.0, 1000.0):
-        history = SizeHistory()
+        history = JobHistory()
         jobs = [job(i, seconds * scale) for i, seconds in enumerate((3.0, 1.0, 2.0))]
         for j in jobs[:2]:
             history.observe(j)
@@ -52,7 +52,7 @@ def test_option_rows_name_the_rule_and_count_the_whole_servers_left():
     offered = job(0, 100.0)
     table = options(offered, view, degrees=(2,), rules=("best_fit", "spread"))
     assert [o.devices for o in table] == [(0, 1), (0, 2)]
-    rows = dynamic_arrays(offered, view, table, 2, 4, 2, SizeHistory())["options"]
+    rows = dynamic_arrays(offered, view, table, 2, 4, 2, JobHistory())["options"]
     # best_fit packs server 0 (one whole server left of 2); spread breaks both (none left)
     assert rows[0, 9:].tolist() == [0.0, 1.0, 0.0, 0.5] and rows[1, 9:].tolist() == [0.0, 0.0, 1.0, 0.0]
     assert rows[0, 3] == 0.5 and rows[1, 3] == 1.0  # servers spanned / degree

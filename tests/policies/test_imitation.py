@@ -95,3 +95,33 @@ def test_the_env_keeps_the_episodes_stream_for_a_clairvoyant_teacher():
     assert [s.arrival_s for s in env.stream] == sorted(s.arrival_s for s in env.stream)
     offered = [s.arrival_s for s in env.stream].index(env.job.arrival_s)  # earlier jobs had no feasible option
     assert [r.outcome for r in env.sim.records] == [Outcome.BLOCKED] * offered
+
+
+def test_soft_targets_by_hand():
+    from placer.sim.types import Place, Reject
+    from policies.imitation import teacher_targets
+
+    class Option:
+        def __init__(self, devices):
+            self.devices, self.feasible = devices, True
+
+    table = [Option((0,)), Option((0, 1)), Option((0, 1, 2, 3))]
+    planner = type("Planner", (), {})()
+    # lean's choice (2 devices) estimated to block 3 jobs less its margin 0.5, holding 3, 4 devices 4: temperature 1
+    planner.last_estimates = [(Place((0, 1)), 2.5), (Reject(), 3.0), (Place((0, 1, 2, 3)), 4.0)]
+    row = teacher_targets(planner, 2, table, 4, temperature=1.0)
+    weights = np.exp([-0.0, -0.5, -1.5])
+    assert row == pytest.approx(np.array([weights[1], 0.0, weights[0], weights[2]]) / weights.sum())
+    assert teacher_targets(planner, 2, table, 4, temperature=0.0).tolist() == [0, 0, 1, 0]
+    planner.last_estimates = []  # followed lean without planning: one-hot on the action
+    assert teacher_targets(planner, 1, table, 4, temperature=1.0).tolist() == [0, 1, 0, 0]
+
+
+def test_a_planner_teacher_records_soft_targets_that_favour_its_choice():
+    data = collect(CONFIG, "hindsight:h=4:m=0.5", 40, seed=4, temperature=0.5)
+    assert data.targets.shape == data.masks.shape and np.allclose(data.targets.sum(1), 1)
+    assert (data.targets[~data.masks] == 0).all()  # mass only on open actions
+    assert (data.targets.argmax(1) == data.actions).mean() > 0.9  # margin kept: the teacher's choice is the favourite
+    assert ((data.targets > 0).sum(1) > 1).any()  # and some offers carry more than one candidate
+    policy = build_policy(CONFIG, 16, 1, [32])
+    clone(policy, data, epochs=2, batch_size=16, learning_rate=1e-3, seed=0, soft=True)  # the soft loss trains

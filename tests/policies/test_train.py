@@ -138,8 +138,8 @@ def test_training_refuses_a_non_empty_out_a_file_and_a_bad_budget(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(PlacerError, match="is a file"):
         train(tiny_config(), tmp_path / "file", progress=False)
-    with pytest.raises(PlacerError, match="--timesteps must be a positive"):
-        train(tiny_config(), tmp_path / "new", timesteps=0, progress=False)
+    with pytest.raises(PlacerError, match="--timesteps must be a number of environment steps >= 0"):
+        train(tiny_config(), tmp_path / "new", timesteps=-1, progress=False)
 
 
 def test_a_truncated_eval_log_keeps_its_complete_rows(tmp_path):
@@ -174,3 +174,45 @@ def test_env_processes_train_the_same_policy_as_one_process(tmp_path):
         weights.append(torch.load(final, weights_only=True)["state_dict"])
     for key in weights[0]:
         torch.testing.assert_close(weights[0][key], weights[1][key], msg=key)
+
+
+def test_device_auto_is_the_cpu_here_and_cuda_without_a_gpu_is_refused():
+    import torch
+
+    from placer.common.errors import PlacerError
+    from policies.train import resolve_device
+
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(PlacerError, match="no CUDA device"):
+            resolve_device("cuda")
+
+
+def test_online_reference_and_the_promotion_gate(tmp_path):
+    from policies.train import _promote
+    from policies.validation import PairedRow, PairedSummary, online_reference
+
+    assert online_reference("hindsight:admit=0.9:h=24:m=0.5") == "lean:admit=0.9"
+    assert online_reference("hindsight:h=4+best_fit@edf") == "lean+best_fit@edf"
+    assert online_reference("lean@edf") == "lean@edf"
+
+    def summary(minus_learned):
+        rows = [
+            PairedRow(policy="learned", blocking=0.2, blocking_half=0.01, minus_learned=None, minus_learned_half=None),
+            PairedRow(
+                policy="lean:admit=0.9",
+                blocking=0.2 + minus_learned,
+                blocking_half=0.01,
+                minus_learned=minus_learned,
+                minus_learned_half=0.01,
+            ),
+        ]
+        return PairedSummary(streams=4, teacher="hindsight:admit=0.9:h=24", reference="lean:admit=0.9", rows=rows)
+
+    final, target, said = tmp_path / "policy.pt", tmp_path / "shipped" / "p.pt", []
+    final.write_bytes(b"new")
+    _promote(final, target, summary(-0.004), said.append)  # the learned policy blocks 0.4 points more: refused
+    assert not target.exists() and "not promoted" in said[-1]
+    _promote(final, target, summary(0.0), said.append)
+    assert target.read_bytes() == b"new" and target.with_suffix(".summary.json").exists() and "promoted" in said[-1]

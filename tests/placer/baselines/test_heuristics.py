@@ -92,3 +92,31 @@ def test_lean_breaks_device_time_ties_towards_fewer_devices():
         sim = Simulator(CostModel(cluster), [JobSpec(0.0, chain(), beta, 1)])
         job = sim.next_job()
         assert make_heuristic("lean").decide(job, sim.view()) == Place(tuple(range(degree)))
+
+
+def test_auto_admission_is_stricter_while_arrivals_come_fast():
+    from placer.baselines.heuristics import AutoAdmission
+    from placer.sim.types import Job
+    from placer.workloads.history import ArrivalHistory
+
+    rule, history = AutoAdmission(window=3), ArrivalHistory()
+    for i, t in enumerate([0.0, 10.0, 20.0, 30.0, 40.0]):
+        history.observe(Job(i, chain(), t, 0.5, i + 1, 1.0))
+    assert rule.quantile(history) == rule.calm  # steady: the last 3 gaps are the long-run gap
+    for i, t in enumerate([41.0, 42.0, 43.0], start=5):
+        history.observe(Job(i, chain(), t, 0.5, i + 1, 1.0))
+    assert rule.quantile(history) == rule.busy
+
+
+def test_best_lean_must_be_tuned_and_picks_the_least_blocking_threshold():
+    from placer.baselines.heuristics import BestLean
+
+    policy = make_heuristic("lean:admit=best")
+    assert isinstance(policy, BestLean) and policy.admit is None
+    job, view = _first_job(1.0)
+    with pytest.raises(PolicyError, match="must be tuned"):
+        policy.decide(job, view)
+    assert policy.choose_admit({0.8: 0.3, 0.85: 0.2, 0.9: 0.2, 0.95: 0.25, 1.0: 0.4}) == 0.9  # a tie goes to the larger
+    assert policy.decide(job, view) == Place((0,))
+    with pytest.raises(PolicyError):
+        make_heuristic("lookahead:admit=best")

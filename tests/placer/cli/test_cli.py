@@ -299,3 +299,27 @@ def test_help_shows_no_bool_placeholder_beside_flags(command):
     result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0 and "--help" in result.output
     assert "<bool>" not in result.output
+
+
+def test_structured_streams_tuned_and_online_admission_and_the_gap_to_hindsight(tmp_path):
+    out = tmp_path / "s"
+    args = ["--graphs", "alexnet,resnet18", "--beta-dist", "B", "--jobs", "40", "--seeds", "2", "--cluster", "dgx8x8"]
+    args += ["--structure", "daily+sweeps", "--policies", "lean:admit=0.9,lean:admit=auto,lean:admit=best,hindsight:h=4"]
+    result = run("evaluate", *args, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    tuned = [r["policy_stats"] for r in runs if r["policy"] == "lean:admit=best"]
+    assert len(tuned) == 2 and tuned[0] == tuned[1]  # tuned once per beta distribution, on streams of its own
+    assert tuned[0]["admit"] == float(min(tuned[0]["tuning_blocking"].items(), key=lambda kv: (kv[1], -float(kv[0])))[0])
+    rate = {(r["policy"], r["seed"]): r["blocking_rate"] for r in runs}
+    report = run("report", str(out), "--against", "lean:admit=0.9")
+    assert report.returncode == 0, report.stderr
+    assert "structure daily+sweeps" in report.stdout
+    gap_table = report.stdout.split("Gap to hindsight:h=4 closed")[1]
+    room = sum(rate["lean:admit=0.9", s] - rate["hindsight:h=4", s] for s in (0, 1))
+    saved = sum(rate["lean:admit=0.9", s] - rate["lean:admit=auto", s] for s in (0, 1))
+    expected = f"{saved / room:+.0%}" if room > 0 else "n/a (no gap)"
+    assert f"| lean:admit=auto | {expected} |" in gap_table
+    assert "| lean:admit=best | admit=" in report.stdout.split("Threshold chosen on tuning streams")[1]
+    bad = run("evaluate", *args[:-2], "--structure", "weekly", "--policies", "lean", "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and "bad structure 'weekly'" in bad.stderr

@@ -1,0 +1,52 @@
+import math
+
+import pytest
+
+from placer.sim.types import Job
+from placer.workloads.history import ArrivalHistory, identity
+from tests.placer.toys import chain
+
+
+def _job(job_id, t, beta=0.5, iterations=10, graph=None):
+    return Job(job_id, graph or chain(), t, beta, iterations, 60.0)
+
+
+def _history(times, **kw):
+    history = ArrivalHistory()
+    for i, t in enumerate(times):
+        history.observe(_job(i, t, **kw))
+    return history
+
+
+def test_rates_against_the_long_run_by_hand():
+    # 9 arrivals 10 s apart, then 4 arrivals 2 s apart: long-run gap (80 + 8) / 12 = 7.33 s
+    times = [10.0 * i for i in range(9)] + [82.0, 84.0, 86.0, 88.0]
+    history = _history(times)
+    assert history.mean_gap_s() == pytest.approx(88 / 12)
+    assert history.rate_ratio(4) == pytest.approx((88 / 12) * 4 / 8)  # last 4 gaps span 8 s
+    assert history.rate_ratio(8) == pytest.approx((88 / 12) * 8 / (88 - 40))
+    assert history.rate_ratio(100) == pytest.approx(1.0)  # the whole history is the long run
+
+
+def test_trend_compares_the_last_window_with_the_one_before():
+    times = [10.0 * i for i in range(5)] + [40 + 2.0 * i for i in range(1, 5)]  # 4 gaps of 10 s, then 4 of 2 s
+    assert _history(times).trend(4) == pytest.approx(40 / 8)
+    assert _history(times[:5]).trend(4) == 1.0  # not enough history
+
+
+def test_recurrence_of_the_same_job():
+    history = ArrivalHistory()
+    history.observe(_job(0, 0.0, beta=0.3))
+    history.observe(_job(1, 5.0, beta=0.7))
+    history.observe(_job(2, 9.0, beta=0.3))
+    assert history.recurrence() == {"count": 1, "since": 9.0, "recent": 1}
+    history.observe(_job(3, 12.0, beta=0.9))
+    assert history.recurrence() == {"count": 0, "since": math.inf, "recent": 0}
+    history.observe(_job(3, 12.0, beta=0.9))  # offered again: counted once
+    assert history.arrivals == 4
+
+
+def test_identity_is_graph_length_and_deadline():
+    assert identity(_job(0, 0.0)) == identity(_job(1, 5.0))
+    assert identity(_job(0, 0.0)) != identity(_job(1, 5.0, iterations=11))
+    assert identity(_job(0, 0.0)) != identity(_job(1, 5.0, beta=0.51))

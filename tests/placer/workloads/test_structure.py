@@ -1,0 +1,133 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placer.common.errors import WorkloadError
+from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
+from placer.workloads.structure import Structure, sweep_sizes
+from tests.placer.toys import chain
+
+
+def _workload(structure: str, jobs: int = 400, size: str = "loguniform:0.1:10") -> Workload:
+    # one graph of 6 s per iteration, 10 iterations: mean job length 60 s x the size factor's mean
+    return Workload([chain()], BetaDistribution("A"), 0.9, 8, jobs, "poisson", 10, None, SizeDistribution(size), Structure(structure))
+
+
+def _offered_load(jobs, devices: int = 8) -> float:
+    work = sum(spec.graph.sequential_iteration_s * spec.iterations for spec in jobs)
+    return work / jobs[-1].arrival_s / devices
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "nope",
+        "daily:amp=1",
+        "daily:period=0",
+        "daily:amp=x",
+        "sweeps:size=1",
+        "sweeps:share=1",
+        "recurring:templates=0",
+        "recurring:jitter=0.5",
+        "replay:gavel",
+        "replay",
+        "daily+daily",
+        "daily+replay:philly",
+        "sweeps:foo=1",
+    ],
+)
+def test_bad_structures_are_refused_with_a_message(spec):
+    with pytest.raises(WorkloadError, match="bad structure"):
+        Structure(spec)
+
+
+def test_defaults_come_from_the_philly_trace():
+    parts = Structure("daily+sweeps+recurring").parts
+    assert parts["daily"] == {"amp": 0.29, "period": 6.6}
+    assert parts["sweeps"]["share"] == 0.69 and parts["sweeps"]["size"] == 5.1
+    assert parts["recurring"] == {"share": 0.5, "templates": 8, "jitter": 0.1}
+
+
+def test_iid_is_the_stream_it_always_was():
+    # the independent stream draws gap, graph, beta, size per job in that order (unchanged by structures)
+    a = list(_workload("iid").jobs(np.random.default_rng(3)))
+    rng = np.random.default_rng(3)
+    gap = _workload("iid").mean_gap_s
+    first_gap = rng.exponential(gap)
+    assert a[0].arrival_s == first_gap
+
+
+def test_sweeps_mean_size_and_share():
+    # half the jobs in sweeps of 4 on average: a fraction e of events are sweeps with 4e / (4e + 1 - e) = 0.5,
+    # so e = 0.2 and an event brings 1 + 0.2 x 3 = 1.6 jobs
+    structure = Structure("sweeps:share=0.5:size=4")
+    assert structure.jobs_per_event() == pytest.approx(1.6)
+    sizes = sweep_sizes(structure, 200_000, np.random.default_rng(0))
+    assert sizes.min() == 1 and sizes[sizes > 1].min() == 2
+    assert sizes[sizes > 1].mean() == pytest.approx(4, rel=0.01)
+    assert sizes[sizes > 1].sum() / sizes.sum() == pytest.approx(0.5, rel=0.01)
+
+
+def test_a_sweep_is_copies_of_one_job_within_its_window():
+    jobs = list(_workload("sweeps:share=0.9:size=6:within=0.001", 300).jobs(np.random.default_rng(1)))
+    window = 0.001 * _workload("sweeps").mean_job_length_s
+    by_job = {}
+    for spec in jobs:
+        by_job.setdefault((spec.beta, spec.iterations), []).append(spec.arrival_s)
+    bursts = [times for times in by_job.values() if len(times) > 1]
+    assert len(bursts) > 20
+    assert all(max(t) - min(t) <= window + 1e-9 for t in bursts)
+
+
+def test_recurring_jobs_return_on_their_period():
+    workload = _workload("recurring:share=0.5:templates=2:jitter=0", 600, size="const")
+    jobs = list(workload.jobs(np.random.default_rng(5)))
+    period = 2 * workload.mean_gap_s / 0.5
+    counts = {}
+    for spec in jobs:
+        counts.setdefault(spec.beta, []).append(spec.arrival_s)
+    recurring = sorted((times for times in counts.values() if len(times) > 5), key=len)[-2:]
+    assert len(recurring) == 2
+    for times in recurring:
+        assert np.allclose(np.diff(times), period)
+
+
+def test_replay_takes_the_philly_trace_gaps_scaled_to_the_load():
+    a = list(_workload("replay:philly", 300).jobs(np.random.default_rng(2)))
+    b = list(_workload("replay:philly", 300).jobs(np.random.default_rng(2)))
+    assert [s.arrival_s for s in a] == [s.arrival_s for s in b]
+    gaps = np.diff([s.arrival_s for s in a])
+    assert (gaps == 0).mean() > 0.02  # the trace's tied arrivals survive: it is bursty, not Poisson
+    assert a[-1].arrival_s == pytest.approx(300 * _workload("iid").mean_gap_s, rel=0.01)
+
+
+def test_the_daily_cycle_modulates_the_rate():
+    workload = _workload("daily:amp=0.8:period=20", 6000, size="const")
+    jobs = list(workload.jobs(np.random.default_rng(4)))
+    period = 20 * workload.mean_job_length_s
+    times = np.array([s.arrival_s for s in jobs])
+    phase_bins = np.bincount(((times % period) / period * 8).astype(int), minlength=8)
+    assert phase_bins.max() / phase_bins.min() > 3  # 1.8 / 0.2 at the extremes, averaged over an eighth
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    spec=st.sampled_from(["iid", "daily", "sweeps", "recurring", "replay:philly", "daily+sweeps+recurring", "replay:philly+sweeps"]),
+    seed=st.integers(0, 10_000),
+    jobs=st.integers(1, 120),
+)
+def test_every_structure_gives_the_jobs_asked_for_in_time_order(spec, seed, jobs):
+    stream = list(_workload(spec, jobs).jobs(np.random.default_rng(seed)))
+    assert len(stream) == jobs
+    times = [s.arrival_s for s in stream]
+    assert times == sorted(times) and times[0] >= 0 and all(math.isfinite(t) for t in times)
+    assert all(0 < s.beta <= 1 and s.iterations >= 1 for s in stream)
+
+
+@pytest.mark.parametrize("spec", ["daily", "sweeps", "recurring", "replay:philly"])
+def test_structure_keeps_the_offered_load_on_average(spec):
+    loads = [_offered_load(list(_workload(spec, 400).jobs(np.random.default_rng(seed)))) for seed in range(40)]
+    assert np.median(loads) == pytest.approx(0.9, rel=0.12)
