@@ -32,7 +32,7 @@ and features, all float32 unless said:
 - ``cluster`` (5,): fraction of devices free; fraction of servers wholly free; running jobs /
   devices; log2(devices) / 13; fraction of devices free by half the job's time left.
 - ``history`` (8,), only with ``EnvConfig(history=True)``: what the stream has shown so far
-  (:class:`placer.workloads.history.ArrivalHistory`, the information ``lean:admit=auto`` has):
+  (:class:`placer.sim.history.ArrivalHistory`, the information ``lean:admit=auto`` has):
   log2(arrival rate over the last 8, 32 and 128 arrivals / the long-run rate) / 4; log2(rate over the
   last 32 arrivals / the 32 before) / 4; log1p(earlier arrivals of this same job: graph, length and
   deadline) / 4; 1 - exp(-seconds since its last arrival / 32 mean gaps) (1 if never); copies of it
@@ -49,10 +49,10 @@ from gymnasium import spaces
 
 from placer.common.errors import PlacerError
 from placer.graphs.job_graph import JobGraph
+from placer.sim.history import RATE_WINDOWS, RECENT, ArrivalHistory
 from placer.sim.options import Option
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Job
-from placer.workloads.history import RATE_WINDOWS, RECENT, ArrivalHistory
 
 NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, GROUP_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 13, 6, 5
 HISTORY_FEATURES = 8

@@ -32,10 +32,10 @@ import numpy as np
 
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import PolicyError
+from placer.sim.history import ArrivalHistory
 from placer.sim.options import DEFAULT_MAX_DEGREE, Option, degrees_for, options
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
-from placer.workloads.history import ArrivalHistory
 
 LEAN_TIE = 1e-3
 ADMIT_GRID = (0.8, 0.85, 0.9, 0.95, 1.0)  # the thresholds lean:admit=best chooses from
@@ -91,7 +91,7 @@ class AutoAdmission:
 
     While the last ``window`` arrivals came faster than the long-run rate the threshold is
     ``busy`` (more jobs count as large and wait), else ``calm``. The same history the learned
-    policy observes (:class:`placer.workloads.history.ArrivalHistory`).
+    policy observes (:class:`placer.sim.history.ArrivalHistory`).
     """
 
     window: int = 20

@@ -96,8 +96,8 @@ def test_lean_breaks_device_time_ties_towards_fewer_devices():
 
 def test_auto_admission_is_stricter_while_arrivals_come_fast():
     from placer.baselines.heuristics import AutoAdmission
+    from placer.sim.history import ArrivalHistory
     from placer.sim.types import Job
-    from placer.workloads.history import ArrivalHistory
 
     rule, history = AutoAdmission(window=3), ArrivalHistory()
     for i, t in enumerate([0.0, 10.0, 20.0, 30.0, 40.0]):

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
+from placer.sim.history import ArrivalHistory, identity
 from placer.sim.types import Job
-from placer.workloads.history import ArrivalHistory, identity
 from tests.placer.toys import chain
 
 

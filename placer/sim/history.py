@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from placer.sim.types import Job
+from placer.sim.types import Job
 
 RATE_WINDOWS = (8, 32, 128)  # arrivals
 RECENT = 32  # arrivals looked back over for "this job came recently"
