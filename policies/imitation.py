@@ -65,9 +65,11 @@ def teacher_targets(teacher, action: int, table, num_actions: int, temperature: 
     """(num_actions,) the soft target of one decision: softmax over the planner's candidates of minus their
     estimated blocked jobs / ``temperature``; one-hot on ``action`` when it did not plan or ``temperature`` is 0."""
     row = np.zeros(num_actions, dtype=np.float32)
-    estimates = getattr(teacher, "last_estimates", None)
-    scored = [(teacher_action(d, table), cost) for d, cost in estimates or ()]
-    scored = [(a, cost) for (a, cost), (d, _) in zip(scored, estimates or (), strict=True) if a != REJECT or not isinstance(d, Place)]
+    scored = []
+    for decision, cost in getattr(teacher, "last_estimates", ()):
+        candidate = teacher_action(decision, table)
+        if candidate != REJECT or not isinstance(decision, Place):  # a placement the env's table lacks is dropped
+            scored.append((candidate, cost))
     if temperature <= 0 or len(scored) < 2:
         row[action] = 1.0
         return row

@@ -41,7 +41,7 @@ from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
 from policies.model import policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
-from policies.validation import heuristic_factory, paired_summary, validation_blocking
+from policies.validation import HeuristicFactory, paired_summary, validation_blocking
 
 
 class TrainingCallback(BaseCallback):
@@ -63,7 +63,7 @@ class TrainingCallback(BaseCallback):
             self.best = min((r["learned"] for r in _read_rows(best_file)), default=float("inf"))
         for name in self.config.train.baselines:
             self.baselines[name] = validation_blocking(
-                heuristic_factory(name, self.env.max_degree), self.env, self.config.train.eval_episodes, name.partition("@")[2] or None
+                HeuristicFactory(name, self.env.max_degree), self.env, self.config.train.eval_episodes, name.partition("@")[2] or None
             )
         if self.num_timesteps == 0:
             self.evaluate()  # the starting (possibly warm-started) policy is a candidate too

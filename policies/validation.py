@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from envs.config import EnvConfig
 from placer.baselines.heuristics import BestLean
 from placer.baselines.specs import make_heuristic
-from placer.baselines.tuning import tune, tuning_streams
+from placer.baselines.tuning import tuning_blocking, tuning_streams
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
@@ -57,7 +57,7 @@ def validation_rates(decide_factory, env: EnvConfig, episodes: int, discipline: 
             for k in range(episodes):
                 jobs = list(workload.jobs(np.random.default_rng([10_000 + k, i])))
                 rng = np.random.default_rng([10_000 + k, i, 1])
-                decide = factory(rng, jobs) if isinstance(factory, heuristic_factory) else factory(rng)
+                decide = factory(rng, jobs) if isinstance(factory, HeuristicFactory) else factory(rng)
                 run = simulate(cost, jobs, decide, queue=queue)
                 rates.append(run.metrics.blocking_rate)
     return np.array(rates)
@@ -68,8 +68,9 @@ def validation_blocking(decide_factory, env: EnvConfig, episodes: int, disciplin
     return float(np.mean(validation_rates(decide_factory, env, episodes, discipline)))
 
 
-class heuristic_factory:  # noqa: N801 (used as a function: heuristic_factory(name, max_degree)(rng) -> decide)
-    """A decide-function factory for heuristic ``name`` (``NAME@DISCIPLINE`` picks its own queue discipline).
+class HeuristicFactory:
+    """A decide-function factory for heuristic ``name`` (``NAME@DISCIPLINE`` picks its own queue discipline):
+    ``HeuristicFactory(name, max_degree)(rng) -> decide``.
 
     ``lean:admit=best`` is tuned per validation cell (:meth:`tuned_for`) on streams apart from the validation ones.
     """
@@ -93,8 +94,8 @@ class heuristic_factory:  # noqa: N801 (used as a function: heuristic_factory(na
         policy = make_heuristic(self.name.partition("@")[0], max_degree=self.max_degree)
         if not isinstance(policy, BestLean):
             return self
-        tune(policy, cost, tuning_streams(workload.jobs, beta_index), queue)
-        return heuristic_factory(self.name, self.max_degree, policy.admit)
+        admit = policy.choose_admit(tuning_blocking(policy, cost, tuning_streams(workload.jobs, beta_index), queue))
+        return HeuristicFactory(self.name, self.max_degree, admit)
 
 
 class PairedRow(BaseModel):
@@ -148,7 +149,7 @@ def paired_summary(learned_factory, config) -> PairedSummary:
     learned = validation_rates(learned_factory, env, episodes)
     rows = [_row("learned", learned, None)]
     for name in dict.fromkeys([teacher, reference, *config.train.baselines]):
-        rates = validation_rates(heuristic_factory(name, env.max_degree), env, episodes, name.partition("@")[2] or None)
+        rates = validation_rates(HeuristicFactory(name, env.max_degree), env, episodes, name.partition("@")[2] or None)
         label = f"{name} (teacher)" if name == teacher else name
         rows.append(_row(label, rates, learned))
     return PairedSummary(streams=len(learned), teacher=teacher, reference=reference, rows=rows)

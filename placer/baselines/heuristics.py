@@ -133,7 +133,8 @@ class Lean(Heuristic):
         if job.job_id not in self._seen:
             self._seen.add(job.job_id)
             bisect.insort(self._sizes, job.sequential_jct_s)
-            self._arrival_history.observe(job)
+            if isinstance(self.admit, AutoAdmission):  # only the online rule reads arrivals: planners' rollouts skip the cost
+                self._arrival_history.observe(job)
         quantile = self.admit.quantile(self._arrival_history) if isinstance(self.admit, AutoAdmission) else self.admit
         threshold = self._sizes[min(len(self._sizes) - 1, int(quantile * len(self._sizes)))]
         if job.sequential_jct_s <= threshold:

@@ -21,8 +21,8 @@ def tuning_streams(draw: Callable[[np.random.Generator], Sequence[JobSpec]], bet
     return [list(draw(np.random.default_rng([TUNING_SEED + k, beta_index]))) for k in range(streams)]
 
 
-def tune(policy: BestLean, cost: CostModel, streams: Sequence[Sequence[JobSpec]], queue: QueueConfig) -> dict[float, float]:
-    """Set ``policy.admit`` to the quantile of its grid with the least mean blocking over ``streams``; returns them all."""
+def tuning_blocking(policy: BestLean, cost: CostModel, streams: Sequence[Sequence[JobSpec]], queue: QueueConfig) -> dict[float, float]:
+    """Mean blocking rate over ``streams`` of lean at each quantile of ``policy``'s grid (for :meth:`BestLean.choose_admit`)."""
     blocking = {}
     for quantile in policy.grid:
         rates = []
@@ -31,5 +31,4 @@ def tune(policy: BestLean, cost: CostModel, streams: Sequence[Sequence[JobSpec]]
             lean.reset(np.random.default_rng([TUNING_SEED + k, 1]))
             rates.append(simulate(cost, jobs, lean.decide, queue=queue).metrics.blocking_rate)
         blocking[quantile] = float(np.mean(rates))
-    policy.choose_admit(blocking)
     return blocking

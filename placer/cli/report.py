@@ -138,9 +138,14 @@ def _gap_table(result, against: str, reference: str, fmt: TableFormat) -> None:
     emit_by_beta(body, betas, ["gap closed"], fmt)
 
 
+def _reporting(result, statistic: str) -> list[str]:
+    """The evaluated policies whose runs report ``statistic`` in their ``policy_stats``."""
+    return [p for p in result.config.policies if any(statistic in r.get("policy_stats", {}) for r in result.runs if r["policy"] == p)]
+
+
 def _tuned_table(result, fmt: TableFormat) -> None:
     """The admission threshold each tuned policy (lean:admit=best) chose per beta distribution, on its tuning streams."""
-    tuned = [p for p in result.config.policies if any("admit" in r.get("policy_stats", {}) for r in result.runs if r["policy"] == p)]
+    tuned = _reporting(result, "admit")
     if not tuned:
         return
     betas = result.config.beta_dists
@@ -156,7 +161,7 @@ def _deviations_table(result, fmt: TableFormat) -> None:
     """For planners that count them: the share of offers where they left their base rule, by kind (summed over seeds)."""
     from collections import Counter
 
-    planners = [p for p in result.config.policies if any("offers" in r.get("policy_stats", {}) for r in result.runs if r["policy"] == p)]
+    planners = _reporting(result, "offers")
     if not planners:
         return
     betas = result.config.beta_dists

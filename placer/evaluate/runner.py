@@ -15,7 +15,7 @@ import numpy as np
 
 from placer.baselines.heuristics import BestLean
 from placer.baselines.registry import PolicyContext, make_policy, queue_for
-from placer.baselines.tuning import tune, tuning_streams
+from placer.baselines.tuning import tuning_blocking, tuning_streams
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PolicyError
 from placer.cost import CostModel
@@ -84,7 +84,7 @@ class Runner:
         if key not in self._tuned:
             workload = self.workload(self.config.beta_dists[task.beta_index])
             streams = tuning_streams(workload.jobs, task.beta_index)
-            self._tuned[key] = tune(policy, self.cost, streams, queue_for(policy, self.queue))
+            self._tuned[key] = tuning_blocking(policy, self.cost, streams, queue_for(policy, self.queue))
         policy.choose_admit(self._tuned[key])
 
     def run(self, task: Task, on_job: Callable[[], None] | None = None) -> tuple[dict, dict]:

@@ -98,11 +98,7 @@ class Structure:
     def jobs_per_event(self) -> float:
         """Mean jobs per arrival event of the background stream (sweeps make it more than 1)."""
         sweeps = self.parts.get("sweeps")
-        if not sweeps:
-            return 1.0
-        share, size = sweeps["share"], sweeps["size"]
-        sweep_events = share / size / (share / size + 1 - share)  # the fraction of events that are sweeps
-        return 1 + sweep_events * (size - 1)
+        return 1 + _sweep_events(sweeps) * (sweeps["size"] - 1) if sweeps else 1.0
 
 
 def _settings(spec: str, kind: str, args: list[str]) -> dict[str, float]:
@@ -158,10 +154,14 @@ def sweep_sizes(structure: Structure, count: int, rng: np.random.Generator) -> n
     sweeps = structure.parts.get("sweeps")
     if not sweeps or sweeps["share"] == 0:
         return np.ones(count, dtype=np.int64)
+    is_sweep = rng.uniform(size=count) < _sweep_events(sweeps)
+    return np.where(is_sweep, 2 + rng.poisson(sweeps["size"] - 2, count), 1)
+
+
+def _sweep_events(sweeps: dict[str, float]) -> float:
+    """The fraction of arrival events that are sweeps, so that a share ``share`` of the jobs come in sweeps of ``size``."""
     share, size = sweeps["share"], sweeps["size"]
-    sweep_events = share / size / (share / size + 1 - share)
-    is_sweep = rng.uniform(size=count) < sweep_events
-    return np.where(is_sweep, 2 + rng.poisson(size - 2, count), 1)
+    return share / size / (share / size + 1 - share)
 
 
 def replayed_gaps(trace: str, count: int, rng: np.random.Generator, used: int | None = None) -> np.ndarray:
