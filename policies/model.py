@@ -11,7 +11,6 @@ plain containers, into a policy built here in code.
 
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import asdict
 from pathlib import Path
@@ -21,6 +20,7 @@ import torch
 
 from envs.config import EnvConfig
 from envs.observation import observation_space
+from placer.common.atomic import atomic_path
 from placer.common.errors import PolicyError
 from policies.extractor import PlacementExtractor
 from policies.scorer import OptionPolicy
@@ -53,9 +53,8 @@ def save_policy_file(path: Path, policy: torch.nn.Module, env: EnvConfig, arch: 
         "policy": dict(arch),
         "state_dict": {k: v.detach().cpu() for k, v in policy.state_dict().items()},
     }
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
 
 
 def load_policy_file(path: str | Path) -> tuple[OptionPolicy, EnvConfig]:

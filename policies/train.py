@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
 import signal
 import threading
 from contextlib import contextmanager
@@ -35,6 +33,7 @@ from threadpoolctl import threadpool_limits
 
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
+from placer.common.atomic import atomic_path, write_atomic
 from placer.common.errors import PlacerError
 from policies.config import TrainConfig
 from policies.imitation import agreement, clone, collect, merge
@@ -121,9 +120,8 @@ def save_checkpoint(model: MaskablePPO, path: Path) -> None:
         "optimizer": model.policy.optimizer.state_dict(),
         "num_timesteps": int(model.num_timesteps),
     }
-    tmp = path.with_suffix(".pt.tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
 
 
 def load_checkpoint(model: MaskablePPO, path: Path) -> None:
@@ -237,12 +235,6 @@ def _read_rows(path: Path) -> list[dict]:
     return rows
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:
     if out.exists() and not out.is_dir():
         raise PlacerError(f"--out {str(out)!r} is a file, not a folder")
@@ -308,7 +300,7 @@ def train(
             raise PlacerError(f"{saved} is not valid JSON; it cannot be resumed") from None
         if _without_budget(previous) != _without_budget(config.model_dump()):
             raise PlacerError(f"{out} was trained with another config; resume with the same --config")
-    _write_atomically(saved, json.dumps(config.model_dump(), indent=1) + "\n")
+    write_atomic(saved, json.dumps(config.model_dump(), indent=1) + "\n")
     model = build_model(config, out)
     checkpoint = out / "checkpoint.pt"
     if resume and checkpoint.exists():
@@ -339,11 +331,10 @@ def train(
     report("validating the final policy")
     callback.evaluate()  # logs the final policy; best.pt changes only if it beats every earlier one
     final = out / "policy.pt"
-    shutil.copyfile(out / "last.pt", final.with_suffix(".pt.tmp"))
-    os.replace(final.with_suffix(".pt.tmp"), final)
+    write_atomic(final, (out / "last.pt").read_bytes())
     report("paired validation of the final policy against its teacher and the heuristics")
     summary = paired_summary(callback.evaluated_policy(), config)
-    _write_atomically(out / "summary.json", summary.model_dump_json(indent=1) + "\n")
+    write_atomic(out / "summary.json", summary.model_dump_json(indent=1) + "\n")
     for line in summary.lines():
         report(line)
     if promote is not None:
@@ -357,9 +348,8 @@ def _promote(final: Path, target: Path, summary, report) -> None:
         return
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(final, target.with_suffix(".pt.tmp"))
-        os.replace(target.with_suffix(".pt.tmp"), target)
-        _write_atomically(target.with_suffix(".summary.json"), summary.model_dump_json(indent=1) + "\n")
+        write_atomic(target, final.read_bytes())
+        write_atomic(target.with_suffix(".summary.json"), summary.model_dump_json(indent=1) + "\n")
     except OSError as exc:
         raise PlacerError(f"cannot promote to {str(target)!r}: {exc.strerror or exc}") from None
     report(f"promoted to {target}: no worse than {summary.reference} on the paired validation")

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from placer.common.atomic import write_atomic
 from placer.common.errors import PlacerError
 from placer.evaluate.config import EvaluationConfig
 from placer.evaluate.stats import mean_ci95
@@ -89,19 +90,14 @@ def write_results(result: EvaluationResult, out: Path) -> list[Path]:
         raise PlacerError(f"cannot write results to {str(out)!r}: {exc.strerror or exc}") from None
     record = {"config": result.config.model_dump(), "versions": versions(), "created": datetime.now(UTC).isoformat(timespec="seconds")}
     paths = [out / "results.json", out / "summary.csv", out / "timelines.json"]
-    _atomic_write(paths[0], json.dumps({"record": record, "runs": result.runs}, indent=1))
+    write_atomic(paths[0], json.dumps({"record": record, "runs": result.runs}, indent=1) + "\n")
     rows = result.summary()
-    tmp = paths[1].with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as fh:
+
+    def write_csv(fh) -> None:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    tmp.replace(paths[1])
-    _atomic_write(paths[2], json.dumps(result.timelines))
+
+    write_atomic(paths[1], write_csv, newline="")
+    write_atomic(paths[2], json.dumps(result.timelines) + "\n")
     return paths
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text + "\n")
-    tmp.replace(path)

@@ -30,13 +30,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
+from placer.common.atomic import write_atomic
 from placer.common.errors import GraphValidationError
 from placer.common.textfile import read_text
 from placer.graphs.document import (
@@ -227,14 +227,9 @@ class JobGraph:
 
     def to_json(self, path: str | Path) -> None:
         """Write the graph as versioned node-link JSON (read back by :func:`load_job_graph`), atomically."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
         try:
-            tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps(self.to_dict(), indent=1) + "\n")
         except OSError as exc:
-            if tmp.parent.is_dir():
-                tmp.unlink(missing_ok=True)
             raise GraphValidationError(f"cannot write job graph to {str(path)!r}: {exc.strerror or exc}") from None
 
     def __repr__(self) -> str:
