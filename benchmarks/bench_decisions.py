@@ -39,7 +39,7 @@ torch.set_num_threads(1)
 from placer import place, resolve_graph
 from placer.cluster.topology import Cluster, load_cluster, parse_cluster_spec
 from placer.cost import CostModel
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Job
 from policies.loading import LearnedPolicy, default_policy_file

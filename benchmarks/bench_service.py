@@ -133,7 +133,7 @@ def one_large(ops: int) -> None:
     import gc
     import resource
 
-    from placer.baselines.specs import make_heuristic
+    from placer.baselines.registry import make_heuristic
     from placer.serve.occupancy import Occupancy
 
     body = json.dumps({"graph": synthetic_graph(ops), "beta": 1.0}).encode()

@@ -4,7 +4,7 @@ Core library (no torch, no gymnasium): job graphs, cluster specs, the cost model
 discrete-event simulator, heuristic policies and offline evaluation.
 """
 
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.calibration import calibrate
 from placer.cluster.topology import Cluster, ClusterSpec, load_cluster
 from placer.common.errors import ClusterSpecError, GraphValidationError, PlacerError, PolicyError, WorkloadError

@@ -26,7 +26,8 @@ from tqdm.auto import tqdm
 from envs.action import REJECT
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
+from placer.baselines.specs import PolicySpec
 from placer.sim.types import Place
 
 GRAPH_KEYS = ("nodes", "node_mask", "edge_index", "edges", "edge_mask")
@@ -66,7 +67,7 @@ def teacher_targets(teacher, action: int, table, num_actions: int, temperature: 
     estimated blocked jobs / ``temperature``; one-hot on ``action`` when it did not plan or ``temperature`` is 0."""
     row = np.zeros(num_actions, dtype=np.float32)
     scored = []
-    for decision, cost in getattr(teacher, "last_estimates", ()):
+    for decision, cost in teacher.estimates():
         candidate = teacher_action(decision, table)
         if candidate != REJECT or not isinstance(decision, Place):  # a placement the env's table lacks is dropped
             scored.append((candidate, cost))
@@ -106,10 +107,11 @@ def collect(
         return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner, temperature)
     drive = _GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
-    policy = make_heuristic(teacher.partition("@")[0], max_degree=config.max_degree)  # offered in the env's queue order
+    spec = PolicySpec.parse(teacher, plugins={}).replace(discipline=None)  # offered in the env's queue order
+    policy = make_heuristic(spec, max_degree=config.max_degree)
     policy.reset(np.random.default_rng(seed))
     obs, _ = env.reset(seed=seed)
-    _foresee(policy, env)
+    policy.foresee(env.stream)  # a clairvoyant teacher (hindsight) is told the episode's jobs; the learner never sees them
     graph_of, dynamic, masks, actions, graphs, returns, targets = [], {}, [], [], {}, [], []
     episode_rewards, episode_recorded = [], []  # this episode: every step's reward; whether it was recorded
     bar = tqdm(total=steps, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
@@ -131,7 +133,7 @@ def collect(
                 obs_now_done = False
                 obs, _ = env.reset()
                 policy.reset(np.random.default_rng([seed, len(actions)]))  # a new episode: job ids start again
-                _foresee(policy, env)
+                policy.foresee(env.stream)  # a clairvoyant teacher (hindsight) is told the episode's jobs; the learner never sees them
         else:
             obs_now_done = False
         if mask.sum() == 1:
@@ -159,12 +161,6 @@ def collect(
         np.asarray(returns, dtype=np.float32),
         np.stack(targets) if targets else np.zeros((0, env.action_space.n), dtype=np.float32),
     )
-
-
-def _foresee(teacher, env: ClusterPlacementEnv) -> None:
-    """A clairvoyant teacher (``hindsight``) is told the episode's jobs; the learner never sees them."""
-    if hasattr(teacher, "foresee"):
-        teacher.foresee(env.stream)
 
 
 class _GreedyLearner:

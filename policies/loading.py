@@ -10,7 +10,9 @@ from threadpoolctl import threadpool_limits
 
 from envs.action import action_mask, decision, option_table
 from envs.observation import JobHistory, dynamic_arrays, forward_size, graph_arrays
+from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext
+from placer.baselines.specs import PolicySpec
 from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
 from placer.common.shipped import data_dir
@@ -26,7 +28,7 @@ def default_policy_file() -> Path:
     return data_dir() / "policies" / "pacml.pt"
 
 
-class LearnedPolicy:
+class LearnedPolicy(Policy):
     """Picks the most likely unmasked action of a trained policy (deterministic).
 
     ``rules`` replaces the placement rules with one fixed rule for every degree (the
@@ -34,9 +36,9 @@ class LearnedPolicy:
     and its placement choice is overridden.
     """
 
-    def __init__(self, policy, env, name: str = "learned", rule_override: str | None = None) -> None:
+    def __init__(self, policy, env, spec: PolicySpec | None = None, rule_override: str | None = None) -> None:
         self.policy, self.env = policy, env
-        self.name = name
+        self.spec = spec or PolicySpec("learned")
         self.rule_override = rule_override
         if rule_override is not None and rule_override not in self.env.rules:
             raise PolicyError(f"placement rule {rule_override!r} is not one of the policy's {self.env.rules}")
@@ -47,9 +49,9 @@ class LearnedPolicy:
         )  # graph encodings, bounded for long-running services
 
     @classmethod
-    def from_file(cls, path: Path, name: str = "learned", rule_override: str | None = None) -> LearnedPolicy:
+    def from_file(cls, path: Path, spec: PolicySpec | None = None, rule_override: str | None = None) -> LearnedPolicy:
         policy, env = load_policy_file(path)
-        return cls(policy, env, name, rule_override)
+        return cls(policy, env, spec, rule_override)
 
     def reset(self, rng: np.random.Generator) -> None:
         self._history = JobHistory()
@@ -98,12 +100,23 @@ def greedy_action(policy, obs: dict[str, np.ndarray], mask: np.ndarray, graph: t
         return int(torch.argmax(logits))
 
 
-def make_learned_policy(spec: str, context: PolicyContext) -> LearnedPolicy:
-    """Entry point ``learned`` (and ``learned+RULE`` for the fixed-placement ablation)."""
-    _, _, rule = spec.partition("+")
+def shipped_policy_names() -> list[str]:
+    """The policies shipped in ``data/policies`` (``learned:NAME`` runs ``data/policies/NAME.pt``)."""
+    return sorted(path.stem for path in (data_dir() / "policies").glob("*.pt"))
+
+
+def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPolicy:
+    """Entry point ``learned``: the policy of ``--policy-file`` (default: the shipped ``pacml``); ``learned:NAME``
+    the shipped policy ``NAME``; ``learned+RULE`` the fixed-placement ablation."""
+    path = Path(context.policy_file) if context.policy_file else default_policy_file()
+    if spec.args:
+        shipped = shipped_policy_names()
+        if len(spec.args) > 1 or spec.positional not in shipped:
+            names = ", ".join(shipped)
+            raise PolicyError(f"unknown policy {str(spec)!r}: use learned (its --policy-file) or learned:NAME, NAME one of {names}")
+        path = data_dir() / "policies" / f"{spec.positional}.pt"
     torch.set_num_threads(1)  # one observation at a time: extra threads only add overhead
     threadpool_limits(1, user_api="blas")  # the numpy actor's small matmuls: threads only spin (10x slower on a busy host)
-    path = context.policy_file or default_policy_file()
-    if not Path(path).exists():
+    if not path.exists():
         raise PolicyError(f"policy file {str(path)!r} does not exist (train one with 'placer train' or pass --policy-file)")
-    return LearnedPolicy.from_file(Path(path), name=spec, rule_override=rule or None)
+    return LearnedPolicy.from_file(path, spec=spec, rule_override=spec.rule)

@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
@@ -40,7 +39,7 @@ from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
 from policies.model import policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
-from policies.validation import HeuristicFactory, paired_summary, validation_blocking
+from policies.validation import paired_summary, validation_blocking
 
 
 class TrainingCallback(BaseCallback):
@@ -61,9 +60,7 @@ class TrainingCallback(BaseCallback):
         if best_file.exists():
             self.best = min((r["learned"] for r in _read_rows(best_file)), default=float("inf"))
         for name in self.config.train.baselines:
-            self.baselines[name] = validation_blocking(
-                HeuristicFactory(name, self.env.max_degree), self.env, self.config.train.eval_episodes, name.partition("@")[2] or None
-            )
+            self.baselines[name] = validation_blocking(name, self.env, self.config.train.eval_episodes)
         if self.num_timesteps == 0:
             self.evaluate()  # the starting (possibly warm-started) policy is a candidate too
 
@@ -83,25 +80,18 @@ class TrainingCallback(BaseCallback):
             self.evaluate()
         return True
 
-    def evaluated_policy(self):
-        """A factory of the current policy's decide functions (fresh per validation stream)."""
+    def evaluated_policy(self) -> LearnedPolicy:
+        """The current policy as a placer policy (validation resets it before every stream)."""
         policy = self.model.policy
         policy.set_training_mode(False)
         if policy.device.type != "cpu":  # decisions are taken one at a time on the CPU (numpy actor)
             policy = copy.deepcopy(policy).to("cpu")
-        learned = LearnedPolicy(policy, self.env)
-
-        def fresh(rng: np.random.Generator):
-            learned.reset(rng)  # a new run: the job sizes seen start again
-            return learned.decide
-
-        return fresh
+        return LearnedPolicy(policy, self.env)
 
     def evaluate(self) -> float:
         policy = self.model.policy
-        fresh = self.evaluated_policy()
         with threadpool_limits(1, user_api="blas"):  # the numpy actor's small matmuls; threads would spin
-            rate = validation_blocking(fresh, self.env, self.config.train.eval_episodes)
+            rate = validation_blocking(self.evaluated_policy(), self.env, self.config.train.eval_episodes)
         self.logger.record("eval/blocking_rate", rate)
         for name, value in self.baselines.items():
             self.logger.record(f"eval/blocking_rate_{name}", value)

@@ -9,93 +9,49 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 
 import numpy as np
 from pydantic import BaseModel
 
 from envs.config import EnvConfig
-from placer.baselines.heuristics import BestLean
-from placer.baselines.specs import make_heuristic
-from placer.baselines.tuning import tuning_blocking, tuning_streams
-from placer.cluster.topology import load_cluster
-from placer.common.errors import PlacerError
-from placer.cost import CostModel
+from placer.baselines.policy import Policy
+from placer.baselines.specs import PolicySpec
+from placer.evaluate.config import EvaluationConfig
+from placer.evaluate.runner import Runner, tasks
 from placer.evaluate.stats import mean_ci95, plus_minus
-from placer.graphs.catalog import resolve_graph
-from placer.sim.queueing import QueueConfig
-from placer.sim.rollout import simulate
-from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
-from placer.workloads.structure import Structure
+
+VALIDATION_SEED = 10_000  # validation stream k of beta distribution i: np.random.default_rng([VALIDATION_SEED + k, i])
 
 
-def validation_rates(decide_factory, env: EnvConfig, episodes: int, discipline: str | None = None) -> np.ndarray:
-    """Blocking rate per validation stream (module docstring), in a fixed order.
+def validation_configs(env: EnvConfig, episodes: int, policy: str | PolicySpec) -> Iterator[EvaluationConfig]:
+    """The evaluations that make up a validation of ``policy``: one per cluster x queue x size x structure of ``env``."""
+    cells = itertools.product(_names(env.clusters), _names(env.queue), _names(env.size), _names(env.structure))
+    for cluster, queue, size, structure in cells:
+        yield EvaluationConfig(
+            cluster=cluster, graphs=list(env.graphs), beta_dists=list(env.beta_dists), load=env.load, jobs=env.episode_jobs,
+            seeds=episodes, first_seed=VALIDATION_SEED, policies=[str(policy)], arrival=env.arrival, max_degree=env.max_degree,
+            strategy=env.strategy, queue=queue, size=size, structure=structure,
+        )  # fmt: skip
 
-    ``decide_factory(rng)`` returns a fresh decide function per stream; ``discipline`` (e.g.
-    ``edf``) replaces the env's queue discipline (a baseline's own ``@DISCIPLINE``).
+
+def validation_rates(policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int) -> np.ndarray:
+    """Blocking rate per validation stream (module docstring), in a fixed order: cluster, queue, size, structure, beta, episode.
+
+    ``policy``: a policy name (built, and tuned per cell if it tunes, like ``placer evaluate`` does) or a built policy
+    (e.g. the one being trained), reset before every stream.
     """
-    graphs = [resolve_graph(g) for g in env.graphs]
+    name = policy.name if isinstance(policy, Policy) else policy
     rates = []
-    clusters = map(load_cluster, _names(env.clusters))
-    combos = itertools.product(clusters, _queues(env.queue, discipline), _names(env.size), _names(env.structure))
-    for cluster, queue, size, structure in combos:
-        cost = CostModel(cluster, strategy=env.strategy)
-        for i, beta in enumerate(env.beta_dists):
-            workload = Workload(
-                graphs,
-                BetaDistribution(beta),
-                env.load,
-                cluster.num_devices,
-                env.episode_jobs,
-                env.arrival,
-                None,
-                cost.sequential_iteration_s,
-                SizeDistribution(size),
-                Structure(structure),
-            )
-            factory = decide_factory.tuned_for(cost, workload, queue, i) if hasattr(decide_factory, "tuned_for") else decide_factory
-            for k in range(episodes):
-                jobs = list(workload.jobs(np.random.default_rng([10_000 + k, i])))
-                rng = np.random.default_rng([10_000 + k, i, 1])
-                decide = factory(rng, jobs) if isinstance(factory, HeuristicFactory) else factory(rng)
-                run = simulate(cost, jobs, decide, queue=queue)
-                rates.append(run.metrics.blocking_rate)
+    for config in validation_configs(env, episodes, name):
+        runner = Runner(config, policies=[policy] if isinstance(policy, Policy) else None)
+        rates.extend(runner.run(task)[0]["blocking_rate"] for task in tasks(config))
     return np.array(rates)
 
 
-def validation_blocking(decide_factory, env: EnvConfig, episodes: int, discipline: str | None = None) -> float:
+def validation_blocking(policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int) -> float:
     """Mean of :func:`validation_rates`."""
-    return float(np.mean(validation_rates(decide_factory, env, episodes, discipline)))
-
-
-class HeuristicFactory:
-    """A decide-function factory for heuristic ``name`` (``NAME@DISCIPLINE`` picks its own queue discipline):
-    ``HeuristicFactory(name, max_degree)(rng) -> decide``.
-
-    ``lean:admit=best`` is tuned per validation cell (:meth:`tuned_for`) on streams apart from the validation ones.
-    """
-
-    def __init__(self, name: str, max_degree: int, admit: float | None = None) -> None:
-        self.name, self.max_degree, self.admit = name, max_degree, admit
-
-    def __call__(self, rng, jobs=None):
-        """A fresh decide function; ``jobs``, the stream it will decide, is told to a clairvoyant reference (``hindsight``)."""
-        policy = make_heuristic(self.name.partition("@")[0], max_degree=self.max_degree)
-        if isinstance(policy, BestLean):
-            if self.admit is None:
-                raise PlacerError(f"{self.name}: tune it on a workload first (tuned_for)")
-            policy.admit = self.admit
-        policy.reset(rng)
-        if hasattr(policy, "foresee"):
-            policy.foresee(jobs or ())
-        return policy.decide
-
-    def tuned_for(self, cost, workload, queue, beta_index: int):
-        policy = make_heuristic(self.name.partition("@")[0], max_degree=self.max_degree)
-        if not isinstance(policy, BestLean):
-            return self
-        admit = policy.choose_admit(tuning_blocking(policy, cost, tuning_streams(workload.jobs, beta_index), queue))
-        return HeuristicFactory(self.name, self.max_degree, admit)
+    return float(np.mean(validation_rates(policy, env, episodes)))
 
 
 class PairedRow(BaseModel):
@@ -109,12 +65,11 @@ class PairedRow(BaseModel):
 def online_reference(teacher: str) -> str:
     """The online rule a policy distilled from ``teacher`` must not be worse than: the teacher itself, or
     for the clairvoyant ``hindsight`` (which no online policy can match) the lean rule it plans around."""
-    name, _, discipline = teacher.partition("@")
-    if not name.startswith("hindsight"):
+    spec = PolicySpec.parse(teacher)
+    if spec.kind != "hindsight":
         return teacher
-    base, _, rule = name.partition("+")
-    lean = ":".join(p for p in base.split(":")[1:] if p.partition("=")[0] in ("admit", "free", "cap"))
-    return "lean" + (":" + lean if lean else "") + ("+" + rule if rule else "") + ("@" + discipline if discipline else "")
+    lean_args = tuple((key, text) for key, text in spec.args if key in ("admit", "free", "cap"))
+    return str(spec.replace(kind="lean", args=lean_args))
 
 
 class PairedSummary(BaseModel):
@@ -141,18 +96,18 @@ class PairedSummary(BaseModel):
         return out
 
 
-def paired_summary(learned_factory, config) -> PairedSummary:
+def paired_summary(learned: Policy, config) -> PairedSummary:
     """Validate the learned policy, its teacher and the configured heuristics on the same streams."""
     env, episodes = config.env.env_config(), config.train.eval_episodes
     teacher = config.train.imitation_teacher
     reference = online_reference(teacher)
-    learned = validation_rates(learned_factory, env, episodes)
-    rows = [_row("learned", learned, None)]
+    learned_rates = validation_rates(learned, env, episodes)
+    rows = [_row("learned", learned_rates, None)]
     for name in dict.fromkeys([teacher, reference, *config.train.baselines]):
-        rates = validation_rates(HeuristicFactory(name, env.max_degree), env, episodes, name.partition("@")[2] or None)
+        rates = validation_rates(name, env, episodes)
         label = f"{name} (teacher)" if name == teacher else name
-        rows.append(_row(label, rates, learned))
-    return PairedSummary(streams=len(learned), teacher=teacher, reference=reference, rows=rows)
+        rows.append(_row(label, rates, learned_rates))
+    return PairedSummary(streams=len(learned_rates), teacher=teacher, reference=reference, rows=rows)
 
 
 def _row(name: str, rates: np.ndarray, learned: np.ndarray | None) -> PairedRow:
@@ -180,13 +135,3 @@ def _verdict(row: PairedRow) -> str:
 
 def _names(value: str | tuple[str, ...]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
-
-
-def _queues(specs: str | tuple[str, ...], discipline: str | None) -> list[QueueConfig]:
-    out = []
-    for queue in map(QueueConfig.parse, _names(specs)):
-        if discipline and queue.enabled:
-            own = QueueConfig.parse(discipline)
-            queue = QueueConfig(queue.capacity, own.discipline, own.backfill)
-        out.append(queue)
-    return out

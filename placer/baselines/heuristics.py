@@ -26,10 +26,12 @@ rule (``first_fit`` by default; see :mod:`placer.cluster.placement`):
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from placer.baselines.policy import Policy, Tuning
+from placer.baselines.specs import PolicySpec
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import PolicyError
 from placer.sim.history import ArrivalHistory
@@ -42,12 +44,12 @@ ADMIT_GRID = (0.8, 0.85, 0.9, 0.95, 1.0)  # the thresholds lean:admit=best choos
 
 
 @dataclass
-class Heuristic:
+class Heuristic(Policy):
     """Base of the heuristics: ``decide(job, view)`` picks a :class:`~placer.sim.types.Decision`."""
 
     rule: str = "first_fit"
     max_degree: int = DEFAULT_MAX_DEGREE
-    name: str = ""
+    spec: PolicySpec | None = None
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0), repr=False)
 
     def reset(self, rng: np.random.Generator) -> None:
@@ -149,11 +151,25 @@ class BestLean(Lean):
     the training validation tune it per workload on streams apart from the evaluated ones)."""
 
     grid: tuple[float, ...] = ADMIT_GRID
+    tuning_blocking: dict[float, float] | None = field(default=None, repr=False)
 
     def choose_admit(self, blocking: dict[float, float]) -> float:
         """Fix ``admit`` to the quantile with the least ``blocking`` (quantile -> mean blocking rate); ties go to the larger."""
         self.admit = min(self.grid, key=lambda q: (blocking[q], -q))
+        self.tuning_blocking = dict(blocking)
         return self.admit
+
+    def tuned(self, tuning: Tuning) -> BestLean:
+        """A copy with ``admit`` fixed to the quantile of :attr:`grid` that blocks fewest jobs on the tuning streams."""
+        lean = {"rule": self.rule, "max_degree": self.max_degree, "cap": self.cap, "admit_free": self.admit_free}
+        variants = {q: Lean(**lean, admit=q) for q in self.grid}
+        copy = replace(self)
+        copy.reset(self.rng)  # its own run state, not this one's
+        copy.choose_admit({q: tuning.blocking(lean) for q, lean in variants.items()})
+        return copy
+
+    def stats(self) -> dict | None:
+        return None if self.admit is None else {"admit": self.admit, "tuning_blocking": self.tuning_blocking}
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
         if self.admit is None:

@@ -53,6 +53,9 @@ class Lookahead(Lean):
         super().reset(rng)
         self._history, self._offers, self._deviations = {}, 0, Counter()
 
+    def estimates(self) -> list[tuple[Decision, float]]:
+        return self.last_estimates
+
     def stats(self) -> dict:
         """Since the last reset: ``offers`` (decisions asked for) and ``deviations`` from lean, by kind."""
         return {"offers": self._offers, "deviations": dict(sorted(self._deviations.items()))}

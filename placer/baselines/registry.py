@@ -1,85 +1,65 @@
-"""Policies by name: the heuristics, plus plug-ins (the learned policy) found by entry point.
-
-A plug-in registers under the entry-point group ``placer.policies``; its callable takes
-``(spec, PolicyContext)`` and returns an object with ``reset(rng)`` and ``decide(job, view)``.
-This keeps ``placer`` free of torch: the learned policy lives in ``policies``.
-"""
+"""Policies by name: a :class:`~placer.baselines.specs.PolicySpec` becomes a heuristic, a planner or a
+plug-in's policy (the learned policy, found by entry point: :mod:`placer.baselines.plugins`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Protocol
 
-import numpy as np
-
-from placer.baselines.specs import make_heuristic
+from placer.baselines.heuristics import AutoAdmission, BestLean, Fixed, Heuristic, Lean, ParaMax, ParaMin, RandomDegree
+from placer.baselines.lookahead import Hindsight, Lookahead
+from placer.baselines.plugins import plugin_factory
+from placer.baselines.policy import Policy
+from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
 from placer.cluster.topology import Cluster
-from placer.common.errors import PolicyError, WorkloadError
+from placer.common.errors import PolicyError
 from placer.sim.options import DEFAULT_MAX_DEGREE
-from placer.sim.queueing import QueueConfig
-from placer.sim.simulator import ClusterView
-from placer.sim.types import Decision, Job
 
-ENTRY_POINT_GROUP = "placer.policies"
-
-
-class Policy(Protocol):
-    name: str
-
-    def reset(self, rng: np.random.Generator) -> None: ...
-
-    def decide(self, job: Job, view: ClusterView) -> Decision: ...
+_SIMPLE = {"para_max": ParaMax, "para_min": ParaMin, "random": RandomDegree}
+_PLANNER_FIELDS = {"k": "futures", "h": "horizon", "m": "margin"}
 
 
 @dataclass(frozen=True)
 class PolicyContext:
+    """What building a policy may need besides its name: the cluster, the largest degree, a policy file."""
+
     cluster: Cluster
     max_degree: int = DEFAULT_MAX_DEGREE
     policy_file: Path | None = None
 
 
-def plugin_names() -> list[str]:
-    return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
-
-
-def make_policy(spec: str, context: PolicyContext) -> Policy:
-    """A policy from its name: a heuristic (see :mod:`placer.baselines.heuristics`) or a plug-in, optionally ``@DISCIPLINE``."""
-    spec, at, discipline = spec.partition("@")
-    if at:
-        try:
-            QueueConfig.parse(discipline)
-        except WorkloadError:
-            message = f"bad queue discipline {discipline!r} in {spec + at + discipline!r}: use fifo, edf or sjf, optionally -bf"
-            raise PolicyError(message) from None
-    policy = _make(spec, context)
-    if at:
-        policy.discipline = discipline
-        policy.name = f"{spec}@{discipline}"
-    return policy
-
-
-def queue_for(policy: Policy, queue: QueueConfig) -> QueueConfig:
-    """The queue a run of ``policy`` uses: ``queue`` with the policy's own discipline, if it names one."""
-    discipline = getattr(policy, "discipline", None)
-    if not discipline or not queue.enabled:
-        return queue
-    own = QueueConfig.parse(discipline)
-    return QueueConfig(queue.capacity, own.discipline, own.backfill)
-
-
-def _make(spec: str, context: PolicyContext) -> Policy:
-    base = spec.partition("+")[0].partition(":")[0]
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == base:
-            try:
-                factory = ep.load()
-            except ImportError as exc:
-                raise PolicyError(f"policy {spec!r} needs optional packages: {exc} (pip install -e '.[all]')") from None
-            return factory(spec, context)
-    try:
+def make_policy(spec: str | PolicySpec, context: PolicyContext) -> Policy:
+    """The policy named ``spec``: a heuristic or planner of :mod:`placer.baselines`, or a plug-in's."""
+    spec = PolicySpec.parse(spec)
+    if spec.kind in HEURISTIC_KINDS:
         return make_heuristic(spec, max_degree=context.max_degree)
-    except PolicyError as exc:
-        plugins = plugin_names()
-        raise PolicyError(f"{exc}{'; plug-ins: ' + ', '.join(plugins) if plugins else ''}") from None
+    try:
+        factory = plugin_factory(spec.kind)
+    except ImportError as exc:
+        raise PolicyError(f"policy {str(spec)!r} needs optional packages: {exc} (pip install -e '.[all]')") from None
+    if factory is None:  # parse checked the name against the installed plug-ins
+        raise PolicyError(f"policy {str(spec)!r}: its plug-in is no longer installed")
+    return factory(spec, context)
+
+
+def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuristic:
+    """A heuristic or planner from its name, e.g. ``para_min``, ``fixed:8+best_fit``, ``lean:cap=8``, ``lean:admit=0.9@edf``."""
+    spec = PolicySpec.parse(spec, plugins={})
+    common = {"rule": spec.rule or "first_fit", "max_degree": max_degree, "spec": spec}
+    options = spec.options
+    if spec.kind in _SIMPLE:
+        return _SIMPLE[spec.kind](**common)
+    if spec.kind == "fixed":
+        degree = int(spec.positional or 0)
+        if degree > max_degree:
+            raise PolicyError(f"unknown policy {str(spec)!r}: fixed:K needs 1 <= K <= {max_degree}")
+        return Fixed(**common, degree=degree)
+    lean = {"cap": options.get("cap"), "admit": _admission(options.get("admit")), "admit_free": options.get("free", 0.5)}
+    if spec.kind == "lean":
+        return BestLean(**common, **(lean | {"admit": None})) if options.get("admit") == "best" else Lean(**common, **lean)
+    planner = {_PLANNER_FIELDS[key]: value for key, value in options.items() if key in _PLANNER_FIELDS}
+    return (Lookahead if spec.kind == "lookahead" else Hindsight)(**common, **lean, **planner)
+
+
+def _admission(value: float | str | None) -> float | AutoAdmission | None:
+    return AutoAdmission() if value == "auto" else None if value in (None, "best") else float(value)

@@ -1,85 +1,179 @@
-"""Policy names -> heuristics: the parser behind ``placer evaluate --policies`` for every rule in
-:mod:`placer.baselines.heuristics` and the planners of :mod:`placer.baselines.lookahead`."""
+"""Policy names, parsed once: ``KIND[:ARG...][+RULE][@DISCIPLINE]`` <-> :class:`PolicySpec`.
+
+``KIND`` is a heuristic or planner of this package (``para_max``, ``fixed:8``, ``lean:admit=0.9``,
+``lookahead:k=4:h=16`` ...) or a plug-in's name (``learned``, ``learned:history``); ``ARG`` is
+``key=value`` or one positional value (``fixed:8``, ``learned:history``); ``+RULE`` picks the
+placement rule (``first_fit``, ``best_fit``, ``spread``); ``@DISCIPLINE`` the order in which the
+queue offers waiting jobs (``fifo``, ``edf``, ``sjf``, optionally ``-bf``). ``str(spec)`` is the exact
+inverse of :meth:`PolicySpec.parse`. Every policy name in the project goes through here.
+"""
 
 from __future__ import annotations
 
-from placer.baselines.heuristics import AutoAdmission, BestLean, Fixed, Heuristic, Lean, ParaMax, ParaMin, RandomDegree
-from placer.baselines.lookahead import Hindsight, Lookahead
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from placer.cluster.placement import PLACEMENT_RULES
-from placer.common.errors import PolicyError
-from placer.sim.options import DEFAULT_MAX_DEGREE
+from placer.common.errors import PolicyError, WorkloadError
+from placer.sim.queueing import QueueConfig
+
+_GRAMMAR = re.compile(r"(?P<kind>[a-z_][a-z0-9_]*)(?P<args>(?::[^:+@]+)*)(?:\+(?P<rule>[a-z_]+))?(?:@(?P<discipline>[a-z-]+))?")
+HEURISTIC_USAGE = (
+    "para_max, para_min, fixed:K, random, lean, lean:cap=K:admit=Q:free=F (Q: a quantile, auto or best), "
+    "lookahead:k=K:h=H:m=M or hindsight:h=H:m=M, optionally +first_fit, +best_fit or +spread and @fifo, @edf or @sjf (-bf)"
+)
 
 
-def make_heuristic(spec: str, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuristic:
-    """Build a heuristic from its name, e.g. ``para_min``, ``fixed:8+best_fit``, ``lean:cap=8``."""
-    base, _, rule = spec.partition("+")
-    rule = rule or "first_fit"
-    if rule not in PLACEMENT_RULES:
-        raise PolicyError(f"unknown placement rule {rule!r} in {spec!r} (rules: {', '.join(PLACEMENT_RULES)})")
-    kind, _, arg = base.partition(":")
-    common = {"rule": rule, "max_degree": max_degree, "name": spec}
-    if kind == "para_max" and not arg:
-        return ParaMax(**common)
-    if kind == "para_min" and not arg:
-        return ParaMin(**common)
-    if kind == "random" and not arg:
-        return RandomDegree(**common)
-    if kind == "fixed" and arg.isdigit() and 1 <= int(arg) <= max_degree:
-        return Fixed(**common, degree=int(arg))
-    if kind == "lean" and (lean := _lean_options(arg)) is not None:
-        if lean["admit"] == "best":
-            return BestLean(**common, **(lean | {"admit": None}))
-        return Lean(**common, **lean)
-    if kind == "lookahead" and (planner := _lookahead_options(arg)) is not None:
-        return Lookahead(**common, **planner)
-    if kind == "hindsight" and (planner := _lookahead_options(arg)) is not None and "futures" not in planner:
-        return Hindsight(**common, **planner)
-    raise PolicyError(
-        f"unknown policy {spec!r}: use para_max, para_min, fixed:K (1 <= K <= {max_degree}), random, lean, "
-        "lean:cap=K:admit=Q:free=F (Q: a quantile, auto or best), lookahead:k=K:h=H:m=M or hindsight:h=H:m=M, "
-        "optionally +first_fit, +best_fit or +spread"
-    )
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
 
-def _key_values(arg: str, kinds: dict[str, type]) -> dict | None:
-    """``a=1:b=0.5`` -> {"a": 1, "b": 0.5} for the keys in ``kinds``; None if malformed."""
-    out: dict = {}
-    for part in filter(None, arg.split(":")):
-        key, eq, value = part.partition("=")
-        if not eq or key not in kinds or key in out:
-            return None
-        try:
-            out[key] = kinds[key](value)
-        except ValueError:
-            return None
-    return out
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise ValueError(text)
+    return value
 
 
-def _lean_options(arg: str, online: bool = False) -> dict | None:
-    """``cap``, ``admit`` (a quantile, ``auto``, or ``best`` unless ``online`` only), ``free``."""
-    values = _key_values(arg, {"cap": int, "admit": _admission, "free": float})
-    if values is None or values.get("cap", 1) < 1 or not 0 <= values.get("free", 0.5) <= 1:
-        return None
-    admit = values.get("admit")
-    if isinstance(admit, float) and not 0 < admit <= 1 or (online and admit == "best"):
-        return None
-    return {"cap": values.get("cap"), "admit": admit, "admit_free": values.get("free", 0.5)}
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise ValueError(text)
+    return value
 
 
-def _admission(text: str) -> float | AutoAdmission | str:
-    if text == "auto":
-        return AutoAdmission()
-    if text == "best":
+def _admission(text: str) -> float | str:
+    if text in ("auto", "best"):
         return text
-    return float(text)
+    value = float(text)
+    if not 0 < value <= 1:
+        raise ValueError(text)
+    return value
 
 
-def _lookahead_options(arg: str) -> dict | None:
-    """``k``, ``h``, ``m`` (the planner's) and ``admit``, ``free`` (its lean's)."""
-    planner = {k: v for k, v in (p.partition("=")[::2] for p in filter(None, arg.split(":"))) if k in ("k", "h", "m")}
-    lean = _lean_options(":".join(p for p in arg.split(":") if p.partition("=")[0] not in ("k", "h", "m")), online=True)
-    values = _key_values(":".join(f"{k}={v}" for k, v in planner.items()), {"k": int, "h": int, "m": float})
-    if lean is None or values is None or values.get("k", 1) < 1 or values.get("h", 1) < 1 or values.get("m", 0) < 0:
-        return None
-    renamed = {"k": "futures", "h": "horizon", "m": "margin"}
-    return {renamed[k]: v for k, v in values.items()} | lean
+def _online_admission(text: str) -> float | str:
+    if text == "best":
+        raise ValueError(text)  # tuned on other streams: no planner's rollouts can use it
+    return _admission(text)
+
+
+Converter = Callable[[str], Any]
+_LEAN: dict[str, Converter] = {"cap": _positive_int, "admit": _admission, "free": _fraction}
+_PLANNER: dict[str, Converter] = {**_LEAN, "admit": _online_admission, "h": _positive_int, "m": _non_negative}
+# heuristic kind -> (its key=value parameters, the converter of its one positional argument or None)
+HEURISTIC_KINDS: dict[str, tuple[dict[str, Converter], Converter | None]] = {
+    "para_max": ({}, None),
+    "para_min": ({}, None),
+    "random": ({}, None),
+    "fixed": ({}, _positive_int),
+    "lean": (_LEAN, None),
+    "lookahead": ({**_PLANNER, "k": _positive_int}, None),
+    "hindsight": (_PLANNER, None),
+}
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A parsed policy name.
+
+    ``kind``: the policy family; ``args``: its arguments in the order written, each ``(key, text)`` with
+    ``key`` None for the positional one; ``rule``: the placement rule, None for the policy's default;
+    ``discipline``: the queue discipline it asks for (``edf-bf``), None to use the run's.
+    """
+
+    kind: str
+    args: tuple[tuple[str | None, str], ...] = ()
+    rule: str | None = None
+    discipline: str | None = None
+
+    @classmethod
+    def parse(cls, text: str | PolicySpec, *, plugins: Mapping[str, object] | None = None) -> PolicySpec:
+        """The spec of ``text`` (a spec passes through). Heuristic kinds are checked fully here; a
+        plug-in's arguments are checked by the plug-in when it is built. ``plugins``: the names
+        accepted besides the heuristics (default: the installed ``placer.policies`` entry points)."""
+        if isinstance(text, PolicySpec):
+            return text
+        match = _GRAMMAR.fullmatch(text.strip()) if isinstance(text, str) else None
+        if match is None:
+            raise PolicyError(f"malformed policy name {text!r}: use KIND[:ARG...][+RULE][@DISCIPLINE]; {_valid(plugins)}")
+        args = tuple(_argument(part) for part in match["args"].split(":")[1:])
+        spec = cls(match["kind"], args, match["rule"], match["discipline"])
+        spec._check(text, plugins)
+        return spec
+
+    def __str__(self) -> str:
+        args = "".join(f":{text}" if key is None else f":{key}={text}" for key, text in self.args)
+        return f"{self.kind}{args}{'+' + self.rule if self.rule else ''}{'@' + self.discipline if self.discipline else ''}"
+
+    @property
+    def positional(self) -> str | None:
+        """The positional argument (``8`` of ``fixed:8``, ``history`` of ``learned:history``), if any."""
+        return next((text for key, text in self.args if key is None), None)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """A heuristic's ``key=value`` arguments, converted (``{"admit": 0.9, "cap": 8}``)."""
+        keys, _ = HEURISTIC_KINDS.get(self.kind, ({}, None))
+        return {key: keys[key](text) for key, text in self.args if key is not None and key in keys}
+
+    def queue(self, queue: QueueConfig) -> QueueConfig:
+        """The queue a run of this policy uses: ``queue`` with the policy's own discipline, if it names one."""
+        if self.discipline is None or not queue.enabled:
+            return queue
+        own = QueueConfig.parse(self.discipline)
+        return QueueConfig(queue.capacity, own.discipline, own.backfill)
+
+    def replace(self, **changes: Any) -> PolicySpec:
+        """A copy with some fields changed (``spec.replace(discipline=None)``)."""
+        return PolicySpec(**{"kind": self.kind, "args": self.args, "rule": self.rule, "discipline": self.discipline, **changes})
+
+    def _check(self, text: str, plugins: Mapping[str, object] | None) -> None:
+        if self.rule is not None and self.rule not in PLACEMENT_RULES:
+            raise PolicyError(f"unknown placement rule {self.rule!r} in {text!r} (rules: {', '.join(PLACEMENT_RULES)})")
+        if self.discipline is not None:
+            try:
+                QueueConfig.parse(self.discipline)
+            except WorkloadError:
+                raise PolicyError(f"bad queue discipline {self.discipline!r} in {text!r}: use fifo, edf or sjf, optionally -bf") from None
+        if self.kind in HEURISTIC_KINDS:
+            if not self._heuristic_args_valid():
+                raise PolicyError(f"unknown policy {text!r}: use {_valid(plugins)}")
+        elif self.kind not in _plugin_names(plugins):
+            raise PolicyError(f"unknown policy {text!r}: use {_valid(plugins)}")
+
+    def _heuristic_args_valid(self) -> bool:
+        keys, positional = HEURISTIC_KINDS[self.kind]
+        seen: set[str | None] = set()
+        for key, text in self.args:
+            converter = positional if key is None else keys.get(key)
+            if converter is None or key in seen:
+                return False
+            seen.add(key)
+            try:
+                converter(text)
+            except ValueError:
+                return False
+        return positional is None or None in seen
+
+
+def _argument(part: str) -> tuple[str | None, str]:
+    key, eq, value = part.partition("=")
+    return (key, value) if eq else (None, part)
+
+
+def _plugin_names(plugins: Mapping[str, object] | None) -> list[str]:
+    if plugins is not None:
+        return sorted(plugins)
+    from placer.baselines.plugins import plugin_names  # entry points: read only when a name is not a heuristic
+
+    return plugin_names()
+
+
+def _valid(plugins: Mapping[str, object] | None) -> str:
+    names = _plugin_names(plugins)
+    return HEURISTIC_USAGE + (f"; plug-ins: {', '.join(names)}" if names else "")

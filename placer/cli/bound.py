@@ -34,8 +34,6 @@ def bound(
     import dataclasses
     import json
 
-    import numpy as np
-
     from placer.baselines.clairvoyant import ClairvoyantResult, clairvoyant, summarize
     from placer.evaluate import EvaluationConfig, Runner
 
@@ -48,8 +46,7 @@ def bound(
         task = bar.add_task("solving", total=len(config.beta_dists) * seeds)
         for i, beta in enumerate(config.beta_dists):
             for seed in range(seeds):
-                stream = runner.workload(beta).jobs(np.random.default_rng([seed, i]))
-                result = clairvoyant(runner.cost, stream, max_degree=max_degree, time_limit_s=time_limit)
+                result = clairvoyant(runner.cost, runner.jobs(i, seed), max_degree=max_degree, time_limit_s=time_limit)
                 runs.append({"beta_dist": beta, "seed": seed, **dataclasses.asdict(result)})
                 bar.advance(task)
     out.mkdir(parents=True, exist_ok=True)

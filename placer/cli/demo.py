@@ -20,7 +20,7 @@ def demo(
     jobs: Annotated[int, typer.Option(help="arrivals per run")] = 300,
 ) -> None:
     """Load the shipped policy, place one job, predict a split, and compare with the heuristics on a short run."""
-    from placer.baselines.registry import plugin_names
+    from placer.baselines.plugins import plugin_names
     from placer.evaluate import EvaluationConfig, total_decisions, write_results
     from placer.evaluate import evaluate as run_evaluation
     from placer.evaluate.plots import plot_all

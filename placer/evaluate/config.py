@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from placer.baselines.specs import PolicySpec
 from placer.cost import STRATEGIES
 from placer.sim.options import DEFAULT_MAX_DEGREE
 from placer.sim.queueing import QueueConfig
@@ -22,6 +23,7 @@ class EvaluationConfig(BaseModel):
     load: float = Field(gt=0)
     jobs: int = Field(ge=1)
     seeds: int = Field(ge=1)
+    first_seed: int = Field(default=0, ge=0)  # seeds first_seed .. first_seed + seeds - 1 (validation streams start at 10,000)
     policies: list[str] = Field(min_length=1)
     arrival: str = "poisson"
     trace: str | None = None
@@ -49,6 +51,13 @@ class EvaluationConfig(BaseModel):
     @classmethod
     def _valid_size(cls, value: str) -> str:
         SizeDistribution(value)
+        return value
+
+    @field_validator("policies")
+    @classmethod
+    def _valid_policies(cls, value: list[str]) -> list[str]:
+        for spec in value:
+            PolicySpec.parse(spec)  # a plug-in checks its own arguments when the runner builds it
         return value
 
     @field_validator("strategy")

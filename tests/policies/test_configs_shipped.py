@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from policies.config import load_train_config
 
 CONFIGS = sorted((Path(__file__).parents[2] / "data" / "configs").glob("*.toml"))

@@ -3,7 +3,7 @@ import pytest
 
 import envs
 from envs.config import EnvConfig
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.sim.types import Outcome
 from policies.imitation import agreement, clone, collect, teacher_action
 from policies.model import build_policy
@@ -106,7 +106,9 @@ def test_soft_targets_by_hand():
             self.devices, self.feasible = devices, True
 
     table = [Option((0,)), Option((0, 1)), Option((0, 1, 2, 3))]
-    planner = type("Planner", (), {})()
+    from placer.baselines.policy import Policy
+
+    planner = type("Planner", (Policy,), {"estimates": lambda self: self.last_estimates})()  # a planner's declared hook
     # lean's choice (2 devices) estimated to block 3 jobs less its margin 0.5, holding 3, 4 devices 4: temperature 1
     planner.last_estimates = [(Place((0, 1)), 2.5), (Reject(), 3.0), (Place((0, 1, 2, 3)), 4.0)]
     row = teacher_targets(planner, 2, table, 4, temperature=1.0)

@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("scipy")
 
 from placer.baselines.clairvoyant import clairvoyant  # noqa: E402
-from placer.baselines.specs import make_heuristic  # noqa: E402
+from placer.baselines.registry import make_heuristic  # noqa: E402
 from placer.cluster.topology import load_cluster  # noqa: E402
 from placer.cost import CostModel  # noqa: E402
 from placer.graphs.catalog import resolve_graph  # noqa: E402

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from placer.baselines.heuristics import Fixed, Lean, ParaMax, ParaMin
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.common.errors import PolicyError
 from placer.cost import CostModel
 from placer.sim.simulator import Simulator

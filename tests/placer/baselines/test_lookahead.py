@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from placer.baselines.lookahead import Hindsight, Lookahead, deviation_kind
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.common.errors import PolicyError
 from placer.cost import CostModel
 from placer.sim.rollout import simulate

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.common.errors import PlacerError
 from placer.serve.query import ClusterState, place
 from tests.placer.toys import chain, toy_cluster

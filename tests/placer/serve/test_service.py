@@ -9,7 +9,7 @@ import httpx
 import pytest
 import uvicorn
 
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.graphs.job_graph import load_job_graph
 from placer.serve.http import create_app
 from tests.placer.toys import chain, toy_cluster

@@ -12,7 +12,7 @@ import sys
 import pytest
 from fastapi.testclient import TestClient
 
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.common.errors import PlacerError
 from placer.serve.http import create_app
 from placer.serve.reservations import Reservation, ReservationStore

@@ -9,7 +9,7 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.serve import occupancy as occupancy_module
 from placer.serve.http import create_app
 from tests.placer.toys import chain, toy_cluster

@@ -5,8 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.baselines.registry import PolicyContext, make_policy, queue_for
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import PolicyContext, make_heuristic, make_policy
 from placer.common.errors import PolicyError, WorkloadError
 from placer.cost import CostModel
 from placer.sim.queueing import QueueConfig
@@ -114,8 +113,8 @@ def test_policies_name_their_own_discipline():
     context = PolicyContext(toy_cluster(1, 2))
     policy = make_policy("lean@fifo", context)
     assert policy.name == "lean@fifo"
-    assert queue_for(policy, QueueConfig(8, "edf", True)) == QueueConfig(8, "fifo", False)
-    assert queue_for(policy, QueueConfig()) == QueueConfig()  # no queue, nothing to order
+    assert policy.queue(QueueConfig(8, "edf", True)) == QueueConfig(8, "fifo", False)
+    assert policy.queue(QueueConfig()) == QueueConfig()  # no queue, nothing to order
     with pytest.raises(PolicyError, match="bad queue discipline"):
         make_policy("lean@lifo", context)
 

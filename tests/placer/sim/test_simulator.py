@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.cost import CostModel
 from placer.sim.metrics import mean_utilization
 from placer.sim.rollout import simulate

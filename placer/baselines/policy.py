@@ -1,0 +1,100 @@
+"""The policy interface every policy implements, with its optional hooks declared once.
+
+A policy decides one offer at a time (``decide(job, view)``); the hooks have no-op defaults, so
+callers never probe for them: ``reset`` (a new run), ``foresee`` (told the whole stream: only a
+clairvoyant reference uses it), ``tuned`` (fitted to a workload on streams apart from the evaluated
+ones), ``stats`` (its own account of a run) and ``estimates`` (a planner's cost of each candidate
+it weighed at the last offer, for soft imitation targets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from placer.baselines.specs import PolicySpec
+from placer.cost import CostModel
+from placer.sim.queueing import QueueConfig
+from placer.sim.rollout import RunResult, simulate
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Decision, Job
+from placer.workloads.generator import JobSpec
+
+TUNING_SEED = 1_000_000  # tuning stream k of beta distribution i: np.random.default_rng([TUNING_SEED + k, i])
+TUNING_STREAMS = 4
+
+
+class Policy:
+    """Base of every policy (heuristics, planners, the learned policy). ``spec`` is its parsed name."""
+
+    spec: PolicySpec | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.spec) if self.spec is not None else type(self).__name__.lower()
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Start a new run: forget what the last run taught, draw randomness from ``rng``."""
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        raise NotImplementedError
+
+    def foresee(self, jobs: Sequence[JobSpec]) -> None:
+        """Told the stream this run will decide (after ``reset``); online policies ignore it."""
+
+    def tuned(self, tuning: Tuning) -> Policy:
+        """This policy fitted to the workload of ``tuning`` (itself, if it has nothing to tune)."""
+        return self
+
+    def stats(self) -> dict[str, Any] | None:
+        """The policy's own account of the run since ``reset`` (None: nothing to say)."""
+        return None
+
+    def estimates(self) -> Sequence[tuple[Decision, float]]:
+        """A planner's candidates at the last offer with their estimated cost (jobs blocked); empty for rules."""
+        return ()
+
+    def queue(self, queue: QueueConfig) -> QueueConfig:
+        """The queue a run of this policy uses: ``queue`` in the discipline the policy's name asks for (``@edf``)."""
+        return self.spec.queue(queue) if self.spec is not None else queue
+
+
+def run_policy(
+    policy: Policy,
+    cost: CostModel,
+    jobs: Sequence[JobSpec],
+    queue: QueueConfig,
+    rng: np.random.Generator,
+    on_job: Callable[[], None] | None = None,
+) -> RunResult:
+    """One run of ``policy`` on ``jobs``: reset with ``rng``, told the stream (a clairvoyant reference uses it), simulated."""
+    policy.reset(rng)
+    policy.foresee(jobs)
+    return simulate(cost, jobs, policy.decide, on_job, policy.queue(queue))
+
+
+@dataclass
+class Tuning:
+    """Where a policy is tuned: the cost model, the queue, and ``streams`` tuning streams of one
+    workload drawn by ``draw(rng)`` with seeds no evaluation or validation uses (``[TUNING_SEED + k, beta_index]``)."""
+
+    cost: CostModel
+    queue: QueueConfig
+    draw: Callable[[np.random.Generator], Sequence[JobSpec]]
+    beta_index: int = 0
+    streams: int = TUNING_STREAMS
+
+    @cached_property
+    def jobs(self) -> list[list[JobSpec]]:
+        """The tuning streams (drawn once)."""
+        return [list(self.draw(np.random.default_rng([TUNING_SEED + k, self.beta_index]))) for k in range(self.streams)]
+
+    def blocking(self, policy: Policy) -> float:
+        """Mean blocking rate of ``policy`` over the tuning streams (stream ``k`` run with rng ``[TUNING_SEED + k, 1]``)."""
+        rngs = (np.random.default_rng([TUNING_SEED + k, 1]) for k in range(self.streams))
+        runs = (run_policy(policy, self.cost, jobs, self.queue, rng) for jobs, rng in zip(self.jobs, rngs, strict=True))
+        return float(np.mean([run.metrics.blocking_rate for run in runs]))
