@@ -29,6 +29,7 @@ import numpy as np
 from placer.cluster.placement import PLACEMENT_RULES, FreeDevices
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
+from placer.sim.types import meets_deadline
 from placer.workloads.generator import JobSpec
 
 
@@ -67,7 +68,7 @@ def clairvoyant(cost: CostModel, jobs: Iterable[JobSpec], *, max_degree: int = 1
     for j, spec in enumerate(specs):
         deadline = spec.beta * cost.sequential_jct_s(spec.graph, spec.iterations)
         for degree, jct in degree_times(cost, spec, max_degree).items():
-            if jct <= deadline * (1 + 1e-9):
+            if meets_deadline(jct, deadline):
                 variables.append((j, degree, spec.arrival_s + jct))
     if not variables:
         return ClairvoyantResult(len(specs), 1.0, 1.0, True, {})

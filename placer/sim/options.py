@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from placer.cost import Strategy
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Job
+from placer.sim.types import Job, meets_deadline
 
 DEFAULT_MAX_DEGREE = 16
 
@@ -38,7 +38,7 @@ class Option(NamedTuple):
     @property
     def feasible(self) -> bool:
         """The job would be accepted: devices free, memory fits, deadline met."""
-        return self.jct_s is not None and self.jct_s <= self.deadline_s * (1 + 1e-9)
+        return self.jct_s is not None and meets_deadline(self.jct_s, self.deadline_s)
 
     @property
     def device_seconds(self) -> float:

@@ -31,7 +31,7 @@ import numpy as np
 from placer.cluster.placement import PLACEMENT_RULES, FreeDevices
 from placer.cost import CostModel
 from placer.sim.queueing import QueueConfig
-from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject
+from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject, meets_deadline
 from placer.workloads.generator import JobSpec
 
 _COMPLETION, _ARRIVAL, _EXPIRY = 0, 1, 2
@@ -187,7 +187,7 @@ class Simulator:
         if not self.cost.fits(job.graph, devices):
             return BlockReason.OUT_OF_MEMORY, None
         jct = self.cost.jct_s(job.graph, devices, job.iterations)
-        if jct > job.remaining_s(self.now) * (1 + 1e-9):
+        if not meets_deadline(jct, job.remaining_s(self.now)):
             return BlockReason.DEADLINE, jct
         return None, jct
 

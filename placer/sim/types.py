@@ -7,6 +7,13 @@ from enum import StrEnum
 
 from placer.graphs.job_graph import JobGraph
 
+DEADLINE_TOLERANCE = 1e-9  # relative: a completion this close to the deadline meets it (float rounding)
+
+
+def meets_deadline(jct_s: float, deadline_s: float) -> bool:
+    """True when a job that takes ``jct_s`` seconds from now meets a deadline ``deadline_s`` seconds from now."""
+    return jct_s <= deadline_s * (1 + DEADLINE_TOLERANCE)
+
 
 @dataclass(frozen=True)
 class Job:

@@ -9,6 +9,7 @@ import csv
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -32,24 +33,34 @@ class BetaDistribution:
     spec: str
 
     def __post_init__(self) -> None:
-        self.sample(np.random.default_rng(0), 1)  # validates the spec
+        _ = self.parsed  # validates the spec
+
+    @cached_property
+    def parsed(self) -> tuple[str, tuple[float, ...]]:
+        """(kind, its numbers): ``("C", ())``, ``("uniform", (0.2, 0.4))``; parsed once."""
+        kind, *args = self.spec.split(":")
+        if kind in ("A", *SKEW_NORMAL) and not args:
+            return kind, ()
+        try:
+            values = tuple(float(a) for a in args)
+        except ValueError:
+            values = ()
+        if kind == "uniform" and len(values) == 2 and 0 < values[0] <= values[1] <= 1:
+            return kind, values
+        if kind == "const" and len(values) == 1 and 0 < values[0] <= 1:
+            return kind, values
+        raise WorkloadError(f"bad beta distribution {self.spec!r}: use A, B, C, D, uniform:LO:HI or const:B with 0 < LO <= HI <= 1")
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        kind, *args = self.spec.split(":")
-        if kind == "A" and not args:
+        kind, values = self.parsed
+        if kind == "A":
             return rng.uniform(0.1, 1.0, size)
-        if kind in SKEW_NORMAL and not args:
+        if kind in SKEW_NORMAL:
             skew, loc, scale = SKEW_NORMAL[kind]
             return np.clip(loc + scale * _skew_normal(rng, skew, size), BETA_MIN, 1.0)
-        try:
-            values = [float(a) for a in args]
-        except ValueError:
-            values = []
-        if kind == "uniform" and len(values) == 2 and 0 < values[0] <= values[1] <= 1:
+        if kind == "uniform":
             return rng.uniform(values[0], values[1], size)
-        if kind == "const" and len(values) == 1 and 0 < values[0] <= 1:
-            return np.full(size, values[0])
-        raise WorkloadError(f"bad beta distribution {self.spec!r}: use A, B, C, D, uniform:LO:HI or const:B with 0 < LO <= HI <= 1")
+        return np.full(size, values[0])
 
 
 def _skew_normal(rng: np.random.Generator, skew: float, size: int) -> np.ndarray:
@@ -68,9 +79,11 @@ class SizeDistribution:
     spec: str = "const"
 
     def __post_init__(self) -> None:
-        self._bounds()  # validates the spec
+        _ = self.bounds  # validates the spec
 
-    def _bounds(self) -> tuple[float, float] | None:
+    @cached_property
+    def bounds(self) -> tuple[float, float] | None:
+        """(LO, HI) of ``loguniform:LO:HI``, None for ``const``; parsed once."""
         kind, *args = self.spec.split(":")
         if kind == "const" and not args:
             return None
@@ -84,14 +97,14 @@ class SizeDistribution:
 
     @property
     def mean(self) -> float:
-        bounds = self._bounds()
+        bounds = self.bounds
         if bounds is None or bounds[0] == bounds[1]:
             return bounds[0] if bounds else 1.0
         lo, hi = bounds
         return (hi - lo) / math.log(hi / lo)
 
     def sample(self, rng: np.random.Generator) -> float:
-        bounds = self._bounds()
+        bounds = self.bounds
         if bounds is None:
             return 1.0
         return float(math.exp(rng.uniform(math.log(bounds[0]), math.log(bounds[1]))))
@@ -171,7 +184,7 @@ class Workload:
         graph = self.graphs[int(rng.integers(len(self.graphs)))]
         beta = float(self.beta.sample(rng, 1)[0])
         iterations = self._iterations(graph)
-        if self.size.spec != "const":
+        if self.size.bounds is not None:
             iterations = max(1, round(iterations * self.size.sample(rng)))
         return graph, beta, iterations
 

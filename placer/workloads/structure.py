@@ -35,7 +35,7 @@ import csv
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -69,9 +69,9 @@ class Structure:
     def __post_init__(self) -> None:
         _ = self.parts  # validates the spec
 
-    @property
+    @cached_property
     def parts(self) -> dict[str, dict[str, float] | str]:
-        """kind -> its settings (``replay`` -> the trace's name)."""
+        """kind -> its settings (``replay`` -> the trace's name); parsed once."""
         if self.spec == "iid":
             return {}
         out: dict[str, dict[str, float] | str] = {}
