@@ -62,7 +62,7 @@ def main() -> None:
         cluster, structure = main_folder.name.split("-")
         hindsight = next((p for p in with_hindsight.config.policies if p.startswith("hindsight")), None)
         for policy in (p for p in policies if p in result.config.policies):
-            for beta in result.config.beta_dists:
+            for beta in result.config.beta_labels:
                 better = min(BASELINES, key=lambda b: rate(result, b, beta))
                 mean, half, _ = paired(result, policy, better, beta, "blocking_rate")
                 pooled.setdefault((cluster, policy), []).extend(differences(result, policy, better, beta))
@@ -83,8 +83,8 @@ def main() -> None:
                 )
 
     if args.compact:
-        print("| cluster | structure | policy | " + " | ".join(f"beta {b}" for b in result.config.beta_dists) + " |")
-        print("|---|---|---|" + "---:|" * len(result.config.beta_dists))
+        print("| cluster | structure | policy | " + " | ".join(f"beta {b}" for b in result.config.beta_labels) + " |")
+        print("|---|---|---|" + "---:|" * len(result.config.beta_labels))
         for (cluster, structure, policy), cells in compact.items():
             print(f"| {cluster} | {structure} | {policy} | " + " | ".join(cells) + " |")
     print("\n| cluster | policy | streams | minus better baseline, pooled over structures and betas (paired) |")

@@ -43,8 +43,8 @@ def bound(
     )  # fmt: skip
     runner, runs = Runner(config), []
     with progress_bar() as bar:
-        task = bar.add_task("solving", total=len(config.beta_dists) * seeds)
-        for i, beta in enumerate(config.beta_dists):
+        task = bar.add_task("solving", total=len(config.beta_labels) * seeds)
+        for i, beta in enumerate(config.beta_labels):
             for seed in range(seeds):
                 result = clairvoyant(runner.cost, runner.jobs(i, seed), max_degree=max_degree, time_limit_s=time_limit)
                 runs.append({"beta_dist": beta, "seed": seed, **dataclasses.asdict(result)})
@@ -54,7 +54,7 @@ def bound(
     table = Table(title=f"clairvoyant bound: {cluster}, load {load}, {seeds} seeds x {jobs} jobs, {time_limit:g} s each")
     for column in ("beta", "best schedule blocking", "lower bound", "solved to optimality"):
         table.add_column(column, justify="left" if column == "beta" else "right")
-    for beta in config.beta_dists:
+    for beta in config.beta_labels:
         mine = [ClairvoyantResult(**{k: v for k, v in r.items() if k not in ("beta_dist", "seed")}) for r in runs if r["beta_dist"] == beta]
         s = summarize(mine)
         table.add_row(beta, f"{s['blocking_rate']:.3f}", f"{s['lower_bound']:.3f}", f"{s['optimal']:.0%}")

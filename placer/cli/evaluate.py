@@ -89,9 +89,10 @@ def evaluate(
 def summary_table(result) -> Table:
     """The evaluation's summary for the terminal: one row per (beta, policy), the best blocking rate in bold."""
     c = result.config
-    setting = f"{c.cluster}, load {c.load}" + (f", queue {c.queue}" if c.queue != "none" else "")
-    setting += f", size {c.size}" if c.size != "const" else ""
-    setting += f", structure {c.structure}" if c.structure != "iid" else ""
+    w = c.workload
+    setting = f"{c.cluster}, load {w.load}" + (f", queue {w.queue[0]}" if w.queue[0] != "none" else "")
+    setting += f", size {w.size[0]}" if w.size[0] != "const" else ""
+    setting += f", structure {w.structure[0]}" if w.structure[0] != "iid" else ""
     rows = result.summary()
     body, bold = [], set()
     for i, row in enumerate(rows):

@@ -54,18 +54,18 @@ def report(
 
         err_console.print("wrote " + ", ".join(str(p) for p in plot_all(result, path.parent)))
     rows = result.summary()
+    w = result.config.workload
     if result.config.trace:
         jobs = result.runs[0]["jobs"] if result.runs else 0
         say(f"{result.config.cluster}, trace {result.config.trace} ({jobs} jobs), {result.config.strategy} cost model\n", fmt)
     else:
         say(
-            f"{result.config.cluster}, load {result.config.load}, queue {result.config.queue}, size {result.config.size}, "
-            f"structure {result.config.structure}, "
-            f"{result.config.jobs} jobs x {result.config.seeds} seeds, "
-            f"{result.config.strategy} cost model, graphs: {', '.join(result.config.graphs) or result.config.graphs_dir}\n",
+            f"{result.config.cluster}, load {w.load}, queue {w.queue[0]}, size {w.size[0]}, structure {w.structure[0]}, "
+            f"{w.jobs} jobs x {result.config.seeds} seeds, "
+            f"{result.config.strategy} cost model, graphs: {', '.join(w.graphs) or result.config.graphs_dir}\n",
             fmt,
         )
-    betas = result.config.beta_dists
+    betas = result.config.beta_labels
     best = {b: min(r["blocking_rate"] for r in rows if r["beta_dist"] == b) for b in betas}
     body, bold = [], set()
     for i, policy in enumerate(result.config.policies):
@@ -103,7 +103,7 @@ def _timelines(path: Path) -> list[dict]:
 def _paired_table(result, rows, against: str, fmt: TableFormat) -> None:
     if against not in result.config.policies:
         raise PlacerError(f"--against {against!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
-    betas = result.config.beta_dists
+    betas = result.config.beta_labels
     say(f"\nBlocking rate minus {against}'s on the same job streams (mean ± 95% CI over seeds; relative change):\n", fmt)
     body = []
     base = {r["beta_dist"]: r["blocking_rate"] for r in rows if r["policy"] == against}
@@ -123,7 +123,7 @@ def _gap_table(result, against: str, reference: str, fmt: TableFormat) -> None:
     """Per policy, the share of the gap between ``against`` and the clairvoyant ``reference`` it closes."""
     if reference not in result.config.policies:
         raise PlacerError(f"--hindsight {reference!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
-    betas = result.config.beta_dists
+    betas = result.config.beta_labels
     say(f"\nGap to {reference} closed: ({against} - policy) / ({against} - {reference}), paired means:\n", fmt)
     body = []
     for policy in result.config.policies:
@@ -148,7 +148,7 @@ def _tuned_table(result, fmt: TableFormat) -> None:
     tuned = _reporting(result, "admit")
     if not tuned:
         return
-    betas = result.config.beta_dists
+    betas = result.config.beta_labels
     say("\nThreshold chosen on tuning streams (apart from the evaluated ones):\n", fmt)
     body = []
     for policy in tuned:
@@ -164,7 +164,7 @@ def _deviations_table(result, fmt: TableFormat) -> None:
     planners = _reporting(result, "offers")
     if not planners:
         return
-    betas = result.config.beta_dists
+    betas = result.config.beta_labels
     say("\nOffers where a planner left its base rule (all seeds; by kind):\n", fmt)
     body = []
     for policy in planners:

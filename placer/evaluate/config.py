@@ -2,55 +2,50 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from placer.baselines.specs import PolicySpec
 from placer.cost import STRATEGIES
 from placer.sim.options import DEFAULT_MAX_DEGREE
-from placer.sim.queueing import QueueConfig
-from placer.workloads.generator import BetaDistribution, SizeDistribution
-from placer.workloads.structure import Structure
+from placer.sim.workload import WORKLOAD_FIELDS, WorkloadSpec
 
 
 class EvaluationConfig(BaseModel):
-    """Everything that determines an evaluation's results (saved beside them)."""
+    """Everything that determines an evaluation's results (saved beside them).
+
+    The workload's fields may also be given flat (``EvaluationConfig(cluster=..., load=0.9, ...)``), as
+    results files written before the workload was nested have them.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     cluster: str
-    graphs: list[str] = Field(default_factory=list)
+    workload: WorkloadSpec
     graphs_dir: str | None = None
-    beta_dists: list[str] = Field(min_length=1)
-    load: float = Field(gt=0)
-    jobs: int = Field(ge=1)
     seeds: int = Field(ge=1)
     first_seed: int = Field(default=0, ge=0)  # seeds first_seed .. first_seed + seeds - 1 (validation streams start at 10,000)
     policies: list[str] = Field(min_length=1)
-    arrival: str = "poisson"
     trace: str | None = None
-    iterations: int | None = Field(default=None, ge=1)
     max_degree: int = Field(default=DEFAULT_MAX_DEGREE, ge=1)
     policy_file: str | None = None
     strategy: str = "auto"
-    queue: str = "none"
-    size: str = "const"
-    structure: str = "iid"
 
-    @field_validator("structure")
+    @model_validator(mode="before")
     @classmethod
-    def _valid_structure(cls, value: str) -> str:
-        Structure(value)
-        return value
+    def _nest_workload(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not any(key in data for key in WORKLOAD_FIELDS):
+            return data
+        data = dict(data)
+        flat = {key: data.pop(key) for key in WORKLOAD_FIELDS if key in data}
+        if data.get("trace") and flat.get("beta_dists") == ["trace"]:
+            flat.pop("beta_dists")  # a replayed trace carries its own deadlines
+        return {**data, "workload": {**data.get("workload", {}), **flat}}
 
-    @field_validator("queue")
+    @field_validator("workload")
     @classmethod
-    def _valid_queue(cls, value: str) -> str:
-        QueueConfig.parse(value)
-        return value
-
-    @field_validator("size")
-    @classmethod
-    def _valid_size(cls, value: str) -> str:
-        SizeDistribution(value)
+    def _one_setting(cls, value: WorkloadSpec) -> WorkloadSpec:
+        value.single()
         return value
 
     @field_validator("policies")
@@ -67,15 +62,12 @@ class EvaluationConfig(BaseModel):
             raise ValueError(f"unknown strategy {value!r} (choose from {', '.join(STRATEGIES)})")
         return value
 
-    @field_validator("beta_dists")
-    @classmethod
-    def _valid_betas(cls, value: list[str]) -> list[str]:
-        for spec in value:
-            if spec != "trace":
-                BetaDistribution(spec)
-        return value
+    @property
+    def beta_labels(self) -> tuple[str, ...]:
+        """The runs' ``beta_dist`` labels: the workload's distributions, or ``trace`` for a replayed trace."""
+        return ("trace",) if self.trace else self.workload.beta_dists
 
 
 def total_decisions(config: EvaluationConfig) -> int:
     """Jobs an evaluation decides (without a trace, whose length is known only once read)."""
-    return config.jobs * len(config.beta_dists) * config.seeds * len(config.policies)
+    return config.workload.jobs * len(config.beta_labels) * config.seeds * len(config.policies)

@@ -27,14 +27,15 @@ def policy_style(policy: str, policies: list[str]) -> dict:
 def setting(result: EvaluationResult) -> str:
     """The evaluation's setting for a title: cluster, load or trace, queue and size spread."""
     c = result.config
-    source = f"trace {Path(c.trace).name}" if c.trace else f"load {c.load}"
-    return f"{c.cluster}, {source}, queue {c.queue}, size {c.size}, {c.strategy} cost model"
+    w = c.workload
+    source = f"trace {Path(c.trace).name}" if c.trace else f"load {w.load}"
+    return f"{c.cluster}, {source}, queue {w.queue[0]}, size {w.size[0]}, {c.strategy} cost model"
 
 
 def plot_metric(result: EvaluationResult, metric: str, path: Path) -> Path:
     """Grouped bars: one group per beta distribution, one bar per policy, 95% error bars."""
     rows = result.summary()
-    betas, policies = result.config.beta_dists, result.config.policies
+    betas, policies = result.config.beta_labels, result.config.policies
     width = 0.8 / len(policies)
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(betas) + 0.35 * len(policies) * len(betas)), 4.2))
     x = np.arange(len(betas))
@@ -70,7 +71,7 @@ def plot_metric(result: EvaluationResult, metric: str, path: Path) -> Path:
 
 def plot_blocking_over_time(result: EvaluationResult, path: Path) -> Path:
     """Blocked fraction of the arrivals in each time span, seed 0, one panel per beta distribution (or the trace)."""
-    betas = result.config.beta_dists
+    betas = result.config.beta_labels
     fig, axes = plt.subplots(len(betas), 1, figsize=(9, 2.2 * len(betas) + 1.0), squeeze=False)
     for ax, beta in zip(axes[:, 0], betas, strict=True):
         lines = [
@@ -114,7 +115,7 @@ def plot_utilization(result: EvaluationResult, path: Path) -> Path:
     Policies whose lines coincide (identical decisions) are drawn once and named together; the
     others differ in colour and line style, so no line hides another unannounced.
     """
-    betas = result.config.beta_dists
+    betas = result.config.beta_labels
     fig, axes = plt.subplots(len(betas), 1, figsize=(9, 2.2 * len(betas) + 1.0), sharex=False, squeeze=False)
     for ax, beta in zip(axes[:, 0], betas, strict=True):
         lines = [line for line in result.timelines if line["beta_dist"] == beta and line["seed"] == 0]

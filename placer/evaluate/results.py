@@ -28,7 +28,7 @@ class EvaluationResult:
     def summary(self) -> list[dict]:
         """Per (beta distribution, policy): mean and 95% half-width of each metric over seeds."""
         rows = []
-        for beta in self.config.beta_dists:
+        for beta in self.config.beta_labels:
             for policy in self.config.policies:
                 runs = [r for r in self.runs if r["beta_dist"] == beta and r["policy"] == policy]
                 row = {"beta_dist": beta, "policy": policy, "seeds": len(runs)}
@@ -57,11 +57,11 @@ def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
     seeds they share (the fewest).
     """
     first = results[0].config
-    keep = first.model_dump(exclude=STREAM_FIELDS_IGNORED)
+    keep = _stream_settings(first)
     seeds = min(result.config.seeds for result in results)
     policies, runs, timelines = [], [], []
     for result in results:
-        other = result.config.model_dump(exclude=STREAM_FIELDS_IGNORED)
+        other = _stream_settings(result.config)
         differing = sorted(k for k in keep if keep[k] != other[k])
         if differing:
             raise PlacerError(f"these evaluations drew different job streams (they differ in {', '.join(differing)}): nothing to pair")
@@ -101,3 +101,9 @@ def write_results(result: EvaluationResult, out: Path) -> list[Path]:
     write_atomic(paths[1], write_csv, newline="")
     write_atomic(paths[2], json.dumps(result.timelines) + "\n")
     return paths
+
+
+def _stream_settings(config: EvaluationConfig) -> dict:
+    """The settings that decide an evaluation's job streams, flat (the workload's fields by name)."""
+    settings = config.model_dump(exclude=STREAM_FIELDS_IGNORED)
+    return {**{k: v for k, v in settings.items() if k != "workload"}, **settings["workload"]}

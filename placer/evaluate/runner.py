@@ -21,9 +21,7 @@ from placer.cost import CostModel
 from placer.evaluate.config import EvaluationConfig
 from placer.graphs.catalog import resolve_graph, resolve_graphs
 from placer.sim.metrics import blocking_series, utilization_series
-from placer.sim.queueing import QueueConfig
-from placer.workloads.generator import BetaDistribution, JobSpec, SizeDistribution, Workload, read_trace
-from placer.workloads.structure import Structure
+from placer.workloads.generator import JobSpec, Workload, read_trace
 
 
 @dataclass(frozen=True)
@@ -38,7 +36,7 @@ class Task:
 def tasks(config: EvaluationConfig) -> list[Task]:
     """Every run of ``config``, in the order results are reported."""
     seeds = range(config.first_seed, config.first_seed + config.seeds)
-    return [Task(i, seed, k) for i in range(len(config.beta_dists)) for seed in seeds for k in range(len(config.policies))]
+    return [Task(i, seed, k) for i in range(len(config.beta_labels)) for seed in seeds for k in range(len(config.policies))]
 
 
 class Runner:
@@ -54,43 +52,33 @@ class Runner:
     def __init__(self, config: EvaluationConfig, policies: Sequence[Policy] | None = None) -> None:
         self.config = config
         self.cluster = load_cluster(config.cluster)
-        self.graphs = resolve_graphs(config.graphs or None, config.graphs_dir)
+        self.graphs = resolve_graphs(list(config.workload.graphs) or None, config.graphs_dir)
         if policies is None:
             context = PolicyContext(self.cluster, config.max_degree, Path(config.policy_file) if config.policy_file else None)
             policies = [make_policy(spec, context) for spec in config.policies]
         self.policies = list(policies)
         self.trace = read_trace(config.trace, {g.name: g for g in self.graphs}, resolve_graph) if config.trace else None
         self.cost = CostModel(self.cluster, strategy=config.strategy)  # caches are exact, so runs may share it
-        self.queue = QueueConfig.parse(config.queue)
+        self.queue = config.workload.queues[0]
         self._tuned: dict[tuple[int, int], Policy] = {}  # (policy, beta) -> the policy tuned for that workload
 
-    def workload(self, beta: str) -> Workload:
-        config = self.config
-        return Workload(
-            self.graphs,
-            BetaDistribution(beta),
-            config.load,
-            self.cluster.num_devices,
-            config.jobs,
-            config.arrival,
-            config.iterations,
-            self.cost.sequential_iteration_s,
-            SizeDistribution(config.size),
-            Structure(config.structure),
-        )
+    def workload(self, beta_index: int) -> Workload:
+        """The job stream of the ``beta_index``-th beta distribution."""
+        spec = self.config.workload
+        return spec.stream(self.graphs, spec.betas[beta_index], self.cluster.num_devices, self.cost.sequential_iteration_s)
 
     def jobs(self, beta_index: int, seed: int) -> list[JobSpec]:
         """The stream of a task: the trace, or the workload's draw from ``np.random.default_rng([seed, beta_index])``."""
         if self.trace is not None:
             return self.trace
-        return list(self.workload(self.config.beta_dists[beta_index]).jobs(np.random.default_rng([seed, beta_index])))
+        return list(self.workload(beta_index).jobs(np.random.default_rng([seed, beta_index])))
 
     def policy(self, task: Task) -> Policy:
         """The task's policy, tuned for the task's workload on streams apart from the evaluated ones (once per workload)."""
         key = (task.policy_index, task.beta_index)
         if key not in self._tuned:
             policy = self.policies[task.policy_index]
-            draw = self.workload(self.config.beta_dists[task.beta_index]).jobs
+            draw = self.workload(task.beta_index).jobs
             tuned = policy.tuned(Tuning(self.cost, policy.queue(self.queue), draw, task.beta_index))
             if tuned is not policy and self.trace is not None:
                 raise PolicyError(f"{policy.name} is tuned on generated streams: it cannot run on a replayed --trace")
@@ -100,10 +88,17 @@ class Runner:
     def run(self, task: Task, on_job: Callable[[], None] | None = None) -> tuple[dict, dict]:
         """The task's run summary and its timelines."""
         config, i, seed = self.config, task.beta_index, task.seed
-        beta, spec, policy = config.beta_dists[i], config.policies[task.policy_index], self.policy(task)
+        beta, spec, policy = config.beta_labels[i], config.policies[task.policy_index], self.policy(task)
         run = run_policy(policy, self.cost, self.jobs(i, seed), self.queue, np.random.default_rng([seed, i, 1]), on_job)
         m = run.metrics
-        summary = {"policy": spec, "seed": seed, "beta_dist": beta, "load": config.load, "cluster": self.cluster.name, **m.to_dict()}
+        summary = {
+            "policy": spec,
+            "seed": seed,
+            "beta_dist": beta,
+            "load": config.workload.load,
+            "cluster": self.cluster.name,
+            **m.to_dict(),
+        }
         if (stats := policy.stats()) is not None:  # a policy's own account of the run (lookahead: its deviations from lean)
             summary["policy_stats"] = stats
         times, busy = utilization_series(run.busy_timeline, self.cluster.num_devices, m.window_s)
