@@ -66,7 +66,8 @@ def place(
 # ``place`` with names keeps what it loaded (a cluster's cost model with its caches, a policy with
 # its weights) and reloads only when the file behind a name changes. What a policy learns online
 # is not kept: each call resets it.
-_LOADED: LRUCache[tuple, object] = LRUCache(32)
+_COST_MODELS: LRUCache[tuple, CostModel] = LRUCache(16)
+_POLICIES: LRUCache[tuple, tuple[Policy, threading.Lock]] = LRUCache(16)
 
 
 def _mtime(source: str | None) -> float | None:
@@ -78,19 +79,19 @@ def _mtime(source: str | None) -> float | None:
 
 def _cost_model(cluster: str, mtime: float | None, strategy: str) -> CostModel:
     key = ("cost", cluster, mtime, strategy)
-    cost = _LOADED.get(key)
+    cost = _COST_MODELS.get(key)
     if cost is None:
-        cost = _LOADED[key] = CostModel(load_cluster(cluster), strategy=strategy)
+        cost = _COST_MODELS[key] = CostModel(load_cluster(cluster), strategy=strategy)
     return cost
 
 
 def _policy(spec: str, cluster: Cluster, policy_file: str | None, mtime: float | None) -> tuple[Policy, threading.Lock]:
     """The policy of ``spec`` (loaded once) and the lock its users take."""
     key = ("policy", spec, id(cluster), policy_file, mtime)
-    loaded = _LOADED.get(key)
+    loaded = _POLICIES.get(key)
     if loaded is None:
         policy = make_policy(spec, PolicyContext(cluster, policy_file=Path(policy_file) if policy_file else None))
-        loaded = _LOADED[key] = (policy, threading.Lock())
+        loaded = _POLICIES[key] = (policy, threading.Lock())
     return loaded
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placer.api.types import ClusterState, PlacementDecision
+from placer.api.types import ClusterState, PlacementDecision, Reason
 from placer.baselines.registry import Policy, PolicyContext, make_policy
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.cluster.topology import Cluster, load_cluster
@@ -74,33 +74,44 @@ class Placer:
             raise PlacerError(f"beta must be in (0, 1], got {beta!r}")
         check_iterations(iterations)
         iterations = iterations or graph.iterations
-        cost, policy = self.cost, self.policy
-        seq = cost.sequential_jct_s(graph, iterations)
+        seq = self.cost.sequential_jct_s(graph, iterations)
         job = Job(next(self._job_ids), graph, 0.0, float(beta), iterations, seq)  # each query a new job of the session's stream
-        view = ClusterView(cost, 0.0, free, free_in, running)
-        choice = policy.decide(job, view)
-        name = getattr(policy, "name", "") or ""
-        common = {"sequential_jct_s": seq, "deadline_s": job.deadline_s, "policy": name, "graph_key": graph.key}
-        if isinstance(choice, Place) and choice.devices:
-            prediction = cost.predict(graph, choice.devices)
-            jct = prediction.iteration_s * iterations if prediction.fits else None
-            ok = jct is not None and jct <= job.deadline_s * (1 + 1e-9) and bool(free[list(choice.devices)].all())
-            if ok:
-                return PlacementDecision(
-                    accepted=True,
-                    degree=len(choice.devices),
-                    devices=[cost.cluster.device_name(d) for d in choice.devices],
-                    predicted_iteration_s=jct / iterations,
-                    predicted_jct_s=jct,
-                    meets_deadline=True,
-                    strategy=prediction.strategy.as_dict(),
-                    memory_per_device_bytes=prediction.memory_per_device_bytes,
-                    comm_s=prediction.comm_s,
-                    **common,
-                )
+        view = ClusterView(self.cost, 0.0, free, free_in, running)
+        choice = self.policy.decide(job, view)
+        if isinstance(choice, Place) and choice.devices and bool(free[list(choice.devices)].all()):
+            accepted = self._accepted(job, choice.devices)
+            if accepted is not None:
+                return accepted
+        return self._rejected(job, view)
+
+    def _common(self, job: Job) -> dict:
+        name = getattr(self.policy, "name", "") or ""
+        return {"sequential_jct_s": job.sequential_jct_s, "deadline_s": job.deadline_s, "policy": name, "graph_key": job.graph.key}
+
+    def _accepted(self, job: Job, devices: tuple[int, ...]) -> PlacementDecision | None:
+        """The decision for ``job`` on ``devices``; None unless it fits and meets the deadline."""
+        prediction = self.cost.predict(job.graph, devices)
+        jct = prediction.iteration_s * job.iterations
+        if not prediction.fits or jct > job.deadline_s * (1 + 1e-9):
+            return None
+        return PlacementDecision(
+            accepted=True,
+            degree=len(devices),
+            devices=[self.cost.cluster.device_name(d) for d in devices],
+            predicted_iteration_s=jct / job.iterations,
+            predicted_jct_s=jct,
+            meets_deadline=True,
+            strategy=prediction.strategy.as_dict() if prediction.strategy else None,
+            memory_per_device_bytes=prediction.memory_per_device_bytes,
+            comm_s=prediction.comm_s,
+            **self._common(job),
+        )
+
+    def _rejected(self, job: Job, view: ClusterView) -> PlacementDecision:
+        """A rejection of ``job``, with why and the fastest placement that fits (if any)."""
         table = options(job, view, degrees=degrees_for(view, self.max_degree), rules=tuple(PLACEMENT_RULES))
-        fitting = [o for o in table if o.fits]
-        fastest = min(fitting, key=lambda o: (o.jct_s, o.degree), default=None)
+        fastest = min((o for o in table if o.fits), key=lambda o: (o.jct_s, o.degree), default=None)
+        reason: Reason
         if fastest is None:
             reason = "does_not_fit"
         elif not any(o.feasible for o in table):
@@ -111,11 +122,11 @@ class Placer:
             accepted=False,
             degree=0,
             devices=[],
-            predicted_iteration_s=fastest.jct_s / iterations if fastest else None,
+            predicted_iteration_s=fastest.jct_s / job.iterations if fastest else None,
             predicted_jct_s=fastest.jct_s if fastest else None,
             meets_deadline=False,
             reason=reason,
-            **common,
+            **self._common(job),
         )
 
 

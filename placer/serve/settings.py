@@ -23,13 +23,13 @@ class ServiceSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1, description="larger bodies get 413")
-    body_timeout_s: float = Field(30.0, gt=0, description="seconds a client has to send a body (408 after)")
-    max_graph_ops: int = Field(DEFAULT_MAX_GRAPH_OPS, ge=1, description="larger graphs get 413")
-    max_cached_graphs: int = Field(512, ge=1)
-    cache_bytes: float = Field(DEFAULT_CACHE_BYTES, gt=0)
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1, description="larger bodies get 413")
+    body_timeout_s: float = Field(default=30.0, gt=0, description="seconds a client has to send a body (408 after)")
+    max_graph_ops: int = Field(default=DEFAULT_MAX_GRAPH_OPS, ge=1, description="larger graphs get 413")
+    max_cached_graphs: int = Field(default=512, ge=1)
+    cache_bytes: float = Field(default=DEFAULT_CACHE_BYTES, gt=0)
     state_path: Path | None = None
     reset_state: bool = False
     create_state_folder: bool = False
-    token: str | None = Field(None, repr=False)
+    token: str | None = Field(default=None, repr=False)
     allowed_hosts: tuple[str, ...] | None = None
