@@ -67,7 +67,7 @@ def place(
 # its weights) and reloads only when the file behind a name changes. What a policy learns online
 # is not kept: each call resets it.
 _COST_MODELS: LRUCache[tuple, CostModel] = LRUCache(16)
-_POLICIES: LRUCache[tuple, tuple[Policy, threading.Lock]] = LRUCache(16)
+_POLICIES: LRUCache[tuple, tuple[Cluster, Policy, threading.Lock]] = LRUCache(16)
 
 
 def _mtime(source: str | None) -> float | None:
@@ -86,13 +86,13 @@ def _cost_model(cluster: str, mtime: float | None, strategy: str) -> CostModel:
 
 
 def _policy(spec: str, cluster: Cluster, policy_file: str | None, mtime: float | None) -> tuple[Policy, threading.Lock]:
-    """The policy of ``spec`` (loaded once) and the lock its users take."""
+    """The policy of ``spec`` for ``cluster`` (loaded once) and the lock its users take."""
     key = ("policy", spec, id(cluster), policy_file, mtime)
     loaded = _POLICIES.get(key)
-    if loaded is None:
+    if loaded is None or loaded[0] is not cluster:  # the entry holds its cluster: an id reused by another is no match
         policy = make_policy(spec, PolicyContext(cluster, policy_file=Path(policy_file) if policy_file else None))
-        loaded = _POLICIES[key] = (policy, threading.Lock())
-    return loaded
+        loaded = _POLICIES[key] = (cluster, policy, threading.Lock())
+    return loaded[1], loaded[2]
 
 
 def predict(
