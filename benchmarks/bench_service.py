@@ -2,7 +2,7 @@
 
     python benchmarks/bench_service.py [--policy-file data/policies/pacml.pt] [--requests 200]
 
-1. In process: median and p99 of ``placer.serve.query.decide`` with the learned policy (or ``lean``
+1. In process: median and p99 of ``placer.Placer.decide`` with the learned policy (or ``lean``
    without a policy file), cold (a fresh cost model: every schedule computed) and warm (the
    graph seen before), on PipeDream graphs of several sizes, against the 10 ms target.
 2. Load test: starts ``placer serve`` on a free loopback port, then for each graph sends
@@ -33,8 +33,8 @@ import httpx
 import numpy as np
 
 from placer import CostModel, load_cluster, resolve_graph
+from placer.api import Placer
 from placer.baselines.registry import PolicyContext, make_policy
-from placer.serve.query import decide
 
 GRAPHS = ("resnet18", "resnet50", "densenet121", "nasnetamobile")
 
@@ -52,13 +52,13 @@ def in_process(policy_file: Path | None, repeats: int) -> None:
         cold, warm = [], []
         for _ in range(max(3, repeats // 10)):
             start = time.perf_counter()
-            decide(graph, CostModel(cluster), free, free_in, policy, beta=0.3)
+            Placer(CostModel(cluster), policy).decide(graph, free, free_in, beta=0.3)
             cold.append(time.perf_counter() - start)
-        cost = CostModel(cluster)
-        decide(graph, cost, free, free_in, policy, beta=0.3)
+        session = Placer(CostModel(cluster), policy)
+        session.decide(graph, free, free_in, beta=0.3)
         for _ in range(repeats):
             start = time.perf_counter()
-            decide(graph, cost, free, free_in, policy, beta=0.3)
+            session.decide(graph, free, free_in, beta=0.3)
             warm.append(time.perf_counter() - start)
         w = np.array(warm) * 1e3
         print(
@@ -135,10 +135,11 @@ def one_large(ops: int) -> None:
 
     from placer.baselines.registry import make_heuristic
     from placer.serve.occupancy import Occupancy
+    from placer.serve.settings import ServiceSettings
 
     body = json.dumps({"graph": synthetic_graph(ops), "beta": 1.0}).encode()
     gc.collect()
-    state = Occupancy(load_cluster("pacml"), make_heuristic("lean"), max_graph_ops=10**7)
+    state = Occupancy(load_cluster("pacml"), make_heuristic("lean"), ServiceSettings(max_graph_ops=10**7))
     state.place(json.dumps({"graph": resolve_graph("resnet18").to_dict(), "beta": 1.0}).encode())  # warm up the code paths
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     resident = int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
@@ -151,7 +152,7 @@ def one_large(ops: int) -> None:
 
 
 def large_graphs(sizes: tuple[int, ...] = LARGE_SIZES) -> None:
-    from placer.serve.occupancy import DEFAULT_MAX_GRAPH_OPS
+    from placer.serve.settings import DEFAULT_MAX_GRAPH_OPS
 
     print(f"large graphs through the request path (fresh process each; the service's default limit is {DEFAULT_MAX_GRAPH_OPS:,} ops):")
     for ops in sizes:

@@ -4,6 +4,7 @@ Core library (no torch, no gymnasium): job graphs, cluster specs, the cost model
 discrete-event simulator, heuristic policies and offline evaluation.
 """
 
+from placer.api import ClusterState, PlacementDecision, PlacementPrediction, Placer, place, predict
 from placer.baselines.registry import make_heuristic
 from placer.calibration import calibrate
 from placer.cluster.topology import Cluster, ClusterSpec, load_cluster
@@ -12,7 +13,6 @@ from placer.cost import CostModel, PlacementShape, Prediction, Strategy
 from placer.graphs.catalog import resolve_graph, shipped_graph_names
 from placer.graphs.job_graph import JobGraph, load_job_graph
 from placer.graphs.pipedream import load_pipedream
-from placer.serve.query import ClusterState, PlacementDecision, PlacementPrediction, place, predict
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
 from placer.sim.simulator import ClusterView, Simulator
@@ -32,6 +32,7 @@ __all__ = [
     "BetaDistribution",
     "ClusterState",
     "PlacementDecision",
+    "Placer",
     "place",
     "predict",
     "PlacementPrediction",

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 TREES = ("placer", "envs", "policies")
 
 # placer's sub-packages, lowest first: a module may import its own layer or any layer below it.
-PLACER_LAYERS = ("common", "cluster", "graphs", "cost", "calibration", "workloads", "sim", "baselines", "evaluate", "serve", "cli")
+PLACER_LAYERS = ("common", "cluster", "graphs", "cost", "calibration", "workloads", "sim", "baselines", "evaluate", "api", "serve", "cli")
 MAX_LINES = 450
 TORCH_READERS = {"placer.graphs.torch_import", "placer.graphs.gavel_models"}  # they exist to read PyTorch models
 
@@ -133,3 +133,11 @@ def imported_modules_top_level(path: Path, known: set[str]) -> set[str]:
     names = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module}
     return names & known
+
+
+HTTP_LAYER = {"placer.serve.http", "placer.serve.middleware"}  # the only modules that know HTTP
+
+
+def test_only_the_http_layer_imports_the_web_framework():
+    importers = {module_name(p) for p in source_files() if external_imports(p, top_level_only=False) & {"fastapi", "starlette"}}
+    assert importers == HTTP_LAYER

@@ -20,12 +20,12 @@ def demo(
     jobs: Annotated[int, typer.Option(help="arrivals per run")] = 300,
 ) -> None:
     """Load the shipped policy, place one job, predict a split, and compare with the heuristics on a short run."""
+    from placer.api.query import place as decide_placement
+    from placer.api.query import predict as predict_placement
     from placer.baselines.plugins import plugin_names
     from placer.evaluate import EvaluationConfig, total_decisions, write_results
     from placer.evaluate import evaluate as run_evaluation
     from placer.evaluate.plots import plot_all
-    from placer.serve.query import place as decide_placement
-    from placer.serve.query import predict as predict_placement
 
     shipped = data_dir() / "policies" / "pacml.pt"
     learned = "learned" in plugin_names() and shipped.exists()

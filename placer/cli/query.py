@@ -26,7 +26,7 @@ def predict(
     iterations: Annotated[int | None, typer.Option(min=1, help="training iterations (default: the graph's)")] = None,
 ) -> None:
     """Print the cost model's prediction (iteration time, strategy, memory, communication) as JSON."""
-    from placer.serve.query import predict as predict_placement
+    from placer.api.query import predict as predict_placement
 
     if (degree is None) == (devices is None):
         raise PlacerError("give exactly one of --degree or --devices")
@@ -52,8 +52,8 @@ def place(
     """Print the partitioning degree, devices and predicted JCT for one job, as JSON."""
     import json
 
-    from placer.serve.query import ClusterState
-    from placer.serve.query import place as decide_placement
+    from placer.api.query import ClusterState
+    from placer.api.query import place as decide_placement
 
     if policy_file and heuristic:
         raise PlacerError("give --policy-file or --heuristic, not both")

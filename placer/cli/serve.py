@@ -52,6 +52,7 @@ def serve(
 
     from placer.baselines.registry import PolicyContext, make_policy
     from placer.serve.http import create_app
+    from placer.serve.settings import ServiceSettings
 
     token = _token(token_file)
     if token is None and not _is_loopback(host):
@@ -61,9 +62,7 @@ def serve(
     context = PolicyContext(topology, policy_file=policy_file)
     policy = make_policy("learned" if policy_file else heuristic, context)
     state_path = None if memory_only else (state or Path(".placer") / f"{topology.name}.sqlite3")
-    app_ = create_app(
-        topology,
-        policy,
+    settings = ServiceSettings(
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         max_graph_ops=max_graph_ops,
         body_timeout_s=body_timeout_s,
@@ -72,8 +71,9 @@ def serve(
         reset_state=reset_state,
         create_state_folder=state is None,  # only the default .placer/ is made; an explicit folder must exist
         token=token,
-        allowed_hosts=sorted({*LOOPBACK_NAMES, "[::1]", host, *(allowed_host or [])}),
+        allowed_hosts=tuple(sorted({*LOOPBACK_NAMES, "[::1]", host, *(allowed_host or [])})),
     )
+    app_ = create_app(topology, policy, settings)
     restored = len(app_.state.occupancy.jobs)
     where = f"reservations in {state_path} ({restored} restored)" if state_path else "reservations in memory only"
     access = "bearer token required" if token else "no token (loopback only)"

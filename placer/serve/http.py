@@ -19,7 +19,8 @@ Routes (OpenAPI docs at ``/docs``):
 
 The policy is loaded once at start from a server-side path: no request names a file. Bodies over
 ``max_body_bytes`` get 413, bodies not received within ``body_timeout_s`` 408. Graphs and their
-cost-model work are cached up to ``cache_bytes``.
+cost-model work are cached up to ``cache_bytes`` (the settings: :class:`~placer.serve.settings.ServiceSettings`).
+The state raises domain errors (:mod:`placer.serve.errors`); :data:`ERROR_STATUS` maps them to statuses.
 
 Access: with a ``token`` every route but ``/v1/health`` needs ``Authorization: Bearer TOKEN``
 (401 otherwise); with ``allowed_hosts`` a request whose ``Host`` header names another host gets
@@ -35,7 +36,6 @@ import logging
 import uuid
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import FastAPI, Header, Request
@@ -45,15 +45,37 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.responses import JSONResponse
 
-from placer.baselines.registry import Policy
+from placer.api.types import PlacementDecision
+from placer.baselines.policy import Policy
 from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
+from placer.serve.errors import (
+    GraphTooLargeError,
+    IdempotencyConflictError,
+    InvalidRequestError,
+    JobGraphUnavailableError,
+    LeaseExpiredError,
+    NoLeaseError,
+    UnknownGraphKeyError,
+    UnknownJobError,
+)
 from placer.serve.middleware import BearerToken, BodyLimit
-from placer.serve.occupancy import DEFAULT_CACHE_BYTES, DEFAULT_MAX_GRAPH_OPS, Occupancy
-from placer.serve.query import PlacementDecision
+from placer.serve.occupancy import Occupancy
 from placer.serve.schemas import CalibrationState, ClusterOccupancy, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
+from placer.serve.settings import ServiceSettings
 
-DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # a 20,000-op graph is 4.4 MB of compact JSON
+# The one map from domain errors to HTTP statuses; an error takes the row of its nearest class here.
+ERROR_STATUS: dict[type[PlacerError], int] = {
+    PlacerError: 422,  # bad input: a graph document, beta, an implausible step time
+    InvalidRequestError: 422,
+    IdempotencyConflictError: 422,
+    NoLeaseError: 422,
+    UnknownGraphKeyError: 404,
+    UnknownJobError: 404,
+    JobGraphUnavailableError: 409,
+    LeaseExpiredError: 410,
+    GraphTooLargeError: 413,
+}
 MAX_ERROR_CHARS = 1000  # per message in an error body
 MAX_ERRORS = 20  # validation errors listed in one body
 LEASE_SWEEP_S = 1.0
@@ -76,36 +98,15 @@ def _validation_errors(errors) -> list[dict]:
     return out
 
 
-def create_app(
-    cluster: Cluster,
-    policy: Policy,
-    *,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    body_timeout_s: float = 30.0,
-    max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS,
-    state_path: str | Path | None = None,
-    max_cached_graphs: int = 512,
-    cache_bytes: float = DEFAULT_CACHE_BYTES,
-    reset_state: bool = False,
-    create_state_folder: bool = False,
-    token: str | None = None,
-    allowed_hosts: list[str] | None = None,
-) -> FastAPI:
-    """The service app. ``state_path``: the SQLite file of reservations (None: memory only; see
-    :class:`~placer.serve.reservations.ReservationStore` for ``reset_state`` and
-    ``create_state_folder``); ``max_cached_graphs`` and ``cache_bytes``: graphs whose cost-model
-    work is kept (LRU); ``token``: the bearer token every request but the health check must carry
-    (None: none); ``allowed_hosts``: the host names a request's ``Host`` header may name (None: any)."""
-    state = Occupancy(
-        cluster,
-        policy,
-        max_graph_ops=max_graph_ops,
-        state=state_path,
-        max_cached_graphs=max_cached_graphs,
-        cache_bytes=cache_bytes,
-        reset_state=reset_state,
-        create_state_folder=create_state_folder,
-    )
+def error_status(exc: PlacerError) -> int:
+    """The HTTP status of a domain error: the :data:`ERROR_STATUS` row of its nearest class."""
+    return next(ERROR_STATUS[kind] for kind in type(exc).__mro__ if kind in ERROR_STATUS)
+
+
+def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | None = None) -> FastAPI:
+    """The service app: ``policy`` decides on ``cluster`` under ``settings`` (default: :class:`ServiceSettings`'s)."""
+    settings = settings or ServiceSettings()
+    state = Occupancy(cluster, policy, settings)
     instance = {"instance_id": uuid.uuid4().hex, "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
 
     @asynccontextmanager
@@ -126,7 +127,9 @@ def create_app(
 
     @app.exception_handler(PlacerError)
     async def placer_error(request: Request, exc: PlacerError) -> JSONResponse:
-        return JSONResponse({"detail": _text(exc)}, status_code=422)
+        if isinstance(exc, InvalidRequestError) and exc.errors is not None:
+            return JSONResponse({"detail": _validation_errors(exc.errors)}, status_code=error_status(exc))
+        return JSONResponse({"detail": _text(exc)}, status_code=error_status(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -173,14 +176,14 @@ def create_app(
 
     @app.get("/v1/health")
     def health() -> dict:
-        return {"status": "ok", "cluster": cluster.name, "policy": getattr(policy, "name", ""), "jobs": len(state.jobs), **instance}
+        return {"status": "ok", "cluster": cluster.name, "policy": policy.name, "jobs": len(state.jobs), **instance}
 
     _register_schemas(app, PlacementRequest)
-    app.add_middleware(BodyLimit, limit=max_body_bytes, timeout_s=body_timeout_s)
-    if token is not None:
-        app.add_middleware(BearerToken, token=token)
-    if allowed_hosts is not None:
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)  # outermost: checked first
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
+    if settings.token is not None:
+        app.add_middleware(BearerToken, token=settings.token)
+    if settings.allowed_hosts is not None:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))  # outermost: checked first
     return app
 
 

@@ -12,62 +12,69 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
-from fastapi import HTTPException
-from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from placer.baselines.registry import Policy
-from placer.calibration.measurements import CalibrationError
+from placer.api.session import Placer
+from placer.api.types import PlacementDecision
+from placer.baselines.policy import Policy
 from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.common.lru import LRUCache
 from placer.cost import CostModel
 from placer.graphs.document import describe
 from placer.graphs.job_graph import JobGraph, job_graph_from_document
-from placer.serve.query import PlacementDecision, decide
+from placer.serve.errors import (
+    GraphTooLargeError,
+    IdempotencyConflictError,
+    InvalidRequestError,
+    JobGraphUnavailableError,
+    LeaseExpiredError,
+    NoLeaseError,
+    UnknownGraphKeyError,
+    UnknownJobError,
+)
 from placer.serve.refit import Refitter, graph_document
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
+from placer.serve.settings import ServiceSettings
 
 log = logging.getLogger("placer.serve")
 
-DEFAULT_MAX_GRAPH_OPS = 20_000  # ops (forward + backward): parsed and compiled in < 2 s, < 100 MB (bench_service.py)
-DEFAULT_CACHE_BYTES = 256 * 1024 * 1024  # graphs and their cost-model work kept between requests
 BYTES_PER_GRAPH_ELEMENT = 500  # a JobGraph in memory, per op or edge (measured 493: python benchmarks/bench_service.py --large-only)
 EXPIRED_REMEMBERED = 10_000  # job ids whose lease ran out, to answer 410 rather than 404
 
 
 class Occupancy:
-    """Which job holds each device, backed by a :class:`ReservationStore`."""
+    """Which job holds each device, backed by a :class:`ReservationStore`; decisions by one :class:`Placer`.
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        policy: Policy,
-        *,
-        max_graph_ops: int = DEFAULT_MAX_GRAPH_OPS,
-        state: str | Path | None = None,
-        max_cached_graphs: int = 512,
-        cache_bytes: float = DEFAULT_CACHE_BYTES,
-        reset_state: bool = False,
-        create_state_folder: bool = False,
-    ) -> None:
-        self.cluster, self.policy = cluster, policy
-        self.max_graph_ops, self.max_cached_graphs, self.cache_bytes = max_graph_ops, max_cached_graphs, cache_bytes
-        self.cost = self._cost_model(cluster)
+    Requests it refuses raise the domain errors of :mod:`placer.serve.errors` (or another
+    :class:`PlacerError` for bad input); it knows nothing of HTTP.
+    """
+
+    def __init__(self, cluster: Cluster, policy: Policy, settings: ServiceSettings | None = None) -> None:
+        settings = settings or ServiceSettings()
+        self.cluster, self.policy, self.settings = cluster, policy, settings
+        self.max_graph_ops, self.max_cached_graphs = settings.max_graph_ops, settings.max_cached_graphs
+        self.cache_bytes = settings.cache_bytes
+        self.placer = Placer(self._cost_model(cluster), policy)  # one policy for the server's life: it learns the workload online
         self.holder: list[str | None] = [None] * cluster.num_devices
         self.jobs: dict[str, RunningJob] = {}
         self.job_graphs: dict[str, JobGraph] = {}  # running jobs' graphs (for their step-time reports); at most one per device
         self.expired: LRUCache[str, float] = LRUCache(EXPIRED_REMEMBERED)
         names = [cluster.device_name(d) for d in range(cluster.num_devices)]
-        self.store = ReservationStore(state, cluster=cluster.name, devices=names, reset=reset_state, create_folder=create_state_folder)
+        self.store = ReservationStore(
+            settings.state_path,
+            cluster=cluster.name,
+            devices=names,
+            reset=settings.reset_state,
+            create_folder=settings.create_state_folder,
+        )
         for r in self.store.load():  # reservations that survived a restart
             self._hold(r)
         self.graphs: LRUCache[str, JobGraph] = LRUCache(
-            max_cached_graphs, max_bytes=cache_bytes / 2, sizeof=lambda g: (g.num_ops + g.num_edges) * BYTES_PER_GRAPH_ELEMENT
+            self.max_cached_graphs, max_bytes=self.cache_bytes / 2, sizeof=lambda g: (g.num_ops + g.num_edges) * BYTES_PER_GRAPH_ELEMENT
         )
         self.lock = threading.Lock()
         try:
@@ -76,6 +83,11 @@ class Occupancy:
             self.store.close()
             raise
 
+    @property
+    def cost(self) -> CostModel:
+        """The cost model in use (a refit swaps it)."""
+        return self.placer.cost
+
     def _cost_model(self, cluster: Cluster) -> CostModel:
         return CostModel(cluster, max_graphs=self.max_cached_graphs, max_graph_bytes=self.cache_bytes / 2)
 
@@ -83,7 +95,7 @@ class Occupancy:
         """Swap in the cost model of a refitted cluster (called by the refit thread)."""
         cost = self._cost_model(fitted)
         with self.lock:
-            self.cost = cost
+            self.placer.cost = cost
 
     def _hold(self, r: Reservation) -> None:
         self.jobs[r.job_id] = _running(r)
@@ -99,14 +111,14 @@ class Occupancy:
 
     # -- requests ---------------------------------------------------------------------
     def parse(self, body: bytes) -> PlacementRequest:
-        """The request in ``body`` (JSON), validated as it is parsed; 413 for a graph over ``max_graph_ops``."""
+        """The request in ``body`` (JSON), validated as it is parsed; :class:`GraphTooLargeError` for a graph over ``max_graph_ops``."""
         try:
             request = PlacementRequest.model_validate_json(body)
         except ValidationError as exc:
             raise _invalid(exc, body) from None
         if request.graph is not None and len(request.graph.graph.nodes) > self.max_graph_ops:
             ops = len(request.graph.graph.nodes)
-            raise HTTPException(status_code=413, detail=f"graph has {ops} ops; this server accepts at most {self.max_graph_ops}")
+            raise GraphTooLargeError(f"graph has {ops} ops; this server accepts at most {self.max_graph_ops}")
         return request
 
     def graph(self, request: PlacementRequest) -> JobGraph:
@@ -114,12 +126,9 @@ class Occupancy:
         if request.graph_key is not None:
             graph = self.graphs.get(request.graph_key)
             if graph is None:
-                raise HTTPException(status_code=404, detail=f"unknown graph_key {request.graph_key!r}: send the graph")
+                raise UnknownGraphKeyError(f"unknown graph_key {request.graph_key!r}: send the graph")
             return graph
-        try:
-            graph = job_graph_from_document(request.graph, source="graph")
-        except PlacerError as exc:
-            raise HTTPException(status_code=422, detail=str(exc)) from None
+        graph = job_graph_from_document(request.graph, source="graph")  # a PlacerError (bad input) if it is not a valid graph
         request.graph = None  # the document's dicts now belong to the graph: drop the other reference
         self._warm(graph)
         self.graphs[graph.key] = graph
@@ -151,9 +160,7 @@ class Occupancy:
             for job in self.jobs.values():
                 remaining = max(job.reserved_at_s + job.predicted_jct_s - now, 0.0)
                 free_in[[self.cluster.device_index[d] for d in job.devices]] = remaining
-            decision = decide(
-                graph, self.cost, free, free_in, self.policy, beta=request.beta, iterations=request.iterations, running=len(self.jobs)
-            )
+            decision = self.placer.decide(graph, free, free_in, beta=request.beta, iterations=request.iterations, running=len(self.jobs))
             reservation = None
             if decision.accepted:
                 decision.job_id = uuid.uuid4().hex
@@ -181,7 +188,7 @@ class Occupancy:
         if stored is None:
             return None
         if stored[0] != digest:
-            raise HTTPException(status_code=422, detail=f"idempotency key {key[:64]!r} was used for a different request")
+            raise IdempotencyConflictError(f"idempotency key {key[:64]!r} was used for a different request")
         return PlacementDecision.model_validate_json(stored[1])
 
     def release(self, job_id: str) -> RunningJob:
@@ -198,24 +205,20 @@ class Occupancy:
             job = self._running_or_raise(job_id)
             lease = renewal.lease_s or job.lease_s
             if lease is None:
-                raise HTTPException(status_code=422, detail=f"job {job_id!r} has no lease: give lease_s to start one")
+                raise NoLeaseError(f"job {job_id!r} has no lease: give lease_s to start one")
             expires = time.time() + lease
             self.store.renew(job_id, lease, expires)
             self.jobs[job_id] = job.model_copy(update={"lease_s": lease, "expires_at_s": expires})
             return self.jobs[job_id]
 
     def report(self, job_id: str, report: StepTimeReport) -> None:
-        """Keep a running job's measured step time and queue a refit (422 for an implausible one: nothing changes)."""
+        """Keep a running job's measured step time and queue a refit (:class:`CalibrationError` for an implausible one: nothing changes)."""
         with self.lock:
             job = self._running_or_raise(job_id)
             graph = self.job_graphs.get(job_id)
         if graph is None:
-            detail = f"job {job_id!r} was placed before this server started: its graph is not known here"
-            raise HTTPException(status_code=409, detail=detail)
-        try:
-            row = self.refitter.check(graph, tuple(job.devices), report.step_time_s)
-        except CalibrationError as exc:
-            raise HTTPException(status_code=422, detail=str(exc)) from None
+            raise JobGraphUnavailableError(f"job {job_id!r} was placed before this server started: its graph is not known here")
+        row = self.refitter.check(graph, tuple(job.devices), report.step_time_s)  # CalibrationError (bad input) if implausible
         document = graph_document(graph)  # serialised outside the lock
         with self.lock:
             self.refitter.keep(row, time.time(), document)
@@ -227,8 +230,8 @@ class Occupancy:
         expired = self.expired.get(job_id)
         if expired is not None:
             stamp = datetime.fromtimestamp(expired, UTC).isoformat(timespec="seconds")
-            raise HTTPException(status_code=410, detail=f"job {job_id[:64]!r}: its lease ran out at {stamp} and its devices were freed")
-        raise HTTPException(status_code=404, detail=f"no running job {job_id[:64]!r}")
+            raise LeaseExpiredError(f"job {job_id[:64]!r}: its lease ran out at {stamp} and its devices were freed")
+        raise UnknownJobError(f"no running job {job_id[:64]!r}")
 
     def expire_leases(self) -> list[str]:
         with self.lock:
@@ -281,8 +284,8 @@ def _running(r: Reservation) -> RunningJob:
     )
 
 
-def _invalid(exc: ValidationError, body: bytes) -> Exception:
-    """A request that does not validate: one line for the graph document's first problem, else FastAPI's error list."""
+def _invalid(exc: ValidationError, body: bytes) -> InvalidRequestError:
+    """A request that does not validate: one line for the graph document's first problem, else pydantic's error list."""
     errors = exc.errors(include_url=False)
     first = errors[0]
     if first["loc"][:1] == ("graph",) and len(first["loc"]) > 1 and first["type"] != "json_invalid":
@@ -290,5 +293,5 @@ def _invalid(exc: ValidationError, body: bytes) -> Exception:
             data = json.loads(body).get("graph")
         except (ValueError, AttributeError):
             data = None
-        return HTTPException(status_code=422, detail=f"graph: {describe(exc, data, strip=1)}")
-    return RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in errors])
+        return InvalidRequestError(f"graph: {describe(exc, data, strip=1)}")
+    return InvalidRequestError(f"invalid request ({len(errors)} errors)", [{**e, "loc": ("body", *e["loc"])} for e in errors])

@@ -153,7 +153,7 @@ def test_import_pipedream_round_trips(tmp_path, pipedream_dir):
 
 def test_core_imports_neither_torch_nor_gymnasium():
     code = (
-        "import sys, placer, placer.cli, placer.evaluate, placer.serve.query, placer.serve.http\n"
+        "import sys, placer, placer.cli, placer.evaluate, placer.api, placer.serve.http\n"
         "heavy = {m.split('.')[0] for m in sys.modules} & {'torch', 'gymnasium', 'stable_baselines3', 'envs', 'policies'}\n"
         "assert not heavy, heavy\n"
     )

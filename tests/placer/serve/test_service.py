@@ -12,6 +12,7 @@ import uvicorn
 from placer.baselines.registry import make_heuristic
 from placer.graphs.job_graph import load_job_graph
 from placer.serve.http import create_app
+from placer.serve.settings import ServiceSettings
 from tests.placer.toys import chain, toy_cluster
 
 SOAK_STATE: dict = {}
@@ -20,7 +21,7 @@ SOAK_STATE: dict = {}
 @pytest.fixture(scope="module")
 def server():
     cluster = toy_cluster(2, 4, inter=(1e9, 0.0))
-    app = create_app(cluster, make_heuristic("fixed:2+best_fit"), max_body_bytes=200_000, max_cached_graphs=64)
+    app = create_app(cluster, make_heuristic("fixed:2+best_fit"), ServiceSettings(max_body_bytes=200_000, max_cached_graphs=64))
     SOAK_STATE["app"] = app
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error")
     srv = uvicorn.Server(config)
@@ -144,7 +145,7 @@ def test_memory_stays_bounded_over_many_distinct_graphs(server):
 def test_a_graph_over_the_size_cap_gets_413_naming_the_limit():
     from fastapi.testclient import TestClient
 
-    app = create_app(toy_cluster(1, 2), make_heuristic("lean"), max_graph_ops=1)
+    app = create_app(toy_cluster(1, 2), make_heuristic("lean"), ServiceSettings(max_graph_ops=1))
     with TestClient(app) as client:
         response = client.post("/v1/placements", json={"graph": chain().to_dict(), "beta": 1.0})  # 2 ops > 1
     assert response.status_code == 413 and "accepts at most 1" in response.json()["detail"]

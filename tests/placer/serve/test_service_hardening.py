@@ -16,6 +16,7 @@ from placer.baselines.registry import make_heuristic
 from placer.common.errors import PlacerError
 from placer.serve.http import create_app
 from placer.serve.reservations import Reservation, ReservationStore
+from placer.serve.settings import ServiceSettings
 from tests.placer.toys import chain, toy_cluster
 
 CLUSTER = toy_cluster(2, 2, inter=(1e9, 0.0))
@@ -27,7 +28,7 @@ def _store(path, **kwargs) -> ReservationStore:
 
 
 def _app(**kwargs):
-    return create_app(CLUSTER, make_heuristic("fixed:1"), **kwargs)
+    return create_app(CLUSTER, make_heuristic("fixed:1"), ServiceSettings(**kwargs))
 
 
 # The state file

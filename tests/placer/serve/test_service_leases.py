@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from placer.baselines.registry import make_heuristic
 from placer.serve import occupancy as occupancy_module
 from placer.serve.http import create_app
+from placer.serve.settings import ServiceSettings
 from tests.placer.toys import chain, toy_cluster
 
 CLUSTER = toy_cluster(1, 4)
@@ -19,7 +20,7 @@ CLUSTER = toy_cluster(1, 4)
 
 def _client(tmp_path=None, **kwargs) -> TestClient:
     state = {"state_path": tmp_path / "s.sqlite3"} if tmp_path is not None else {}
-    return TestClient(create_app(CLUSTER, make_heuristic("fixed:1"), **state, **kwargs))
+    return TestClient(create_app(CLUSTER, make_heuristic("fixed:1"), ServiceSettings(**state, **kwargs)))
 
 
 def _matmul_chain(name: str) -> dict:
@@ -174,7 +175,7 @@ def test_the_graph_cache_is_bounded_by_bytes():
 
 @pytest.fixture
 def live():
-    app = create_app(CLUSTER, make_heuristic("fixed:1"), max_body_bytes=10_000, body_timeout_s=0.5)
+    app = create_app(CLUSTER, make_heuristic("fixed:1"), ServiceSettings(max_body_bytes=10_000, body_timeout_s=0.5))
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()

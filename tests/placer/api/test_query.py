@@ -4,9 +4,10 @@ import sys
 
 import pytest
 
+import placer
+from placer.api import ClusterState, place
 from placer.baselines.registry import make_heuristic
 from placer.common.errors import PlacerError
-from placer.serve.query import ClusterState, place
 from tests.placer.toys import chain, toy_cluster
 
 
@@ -78,3 +79,40 @@ def test_predict_with_a_degree_takes_the_fastest_device_type_and_names_it():
     assert mixed.device_types == {"A100-80GB": 4} and mixed.servers == 1
     v100 = placer.predict(placer.resolve_graph("resnet50"), "mixed", ["s4-g0", "s4-g1", "s4-g2", "s4-g3"])
     assert v100.device_types == {"V100-16GB": 4} and v100.iteration_s > mixed.iteration_s
+
+
+def _twelve_free() -> dict:
+    """pacml with all but its first 12 devices busy for 100 s."""
+    cluster = placer.load_cluster("pacml")
+    return {"busy": {cluster.device_name(d): 100.0 for d in range(12, cluster.num_devices)}}
+
+
+def test_place_answers_the_same_arguments_the_same_way_whatever_came_before():
+    # lean:admit=0.5 declines a job longer than the median of the lengths it has seen while fewer than half
+    # the devices are free (12 of 32): when the five shorter gnmt jobs were remembered across calls, alexnet
+    # became "long" and the same query was declined (policy_declined).
+    alexnet, gnmt, state = placer.resolve_graph("alexnet"), placer.resolve_graph("gnmt"), _twelve_free()
+    first = placer.place(alexnet, "pacml", state, "lean:admit=0.5")
+    for _ in range(5):
+        placer.place(gnmt, "pacml", state, "lean:admit=0.5")
+    again = placer.place(alexnet, "pacml", state, "lean:admit=0.5")
+    assert first.accepted and first.reason is None
+    assert again == first
+
+
+def test_a_placer_keeps_what_its_policy_learns_across_queries():
+    alexnet, gnmt, state = placer.resolve_graph("alexnet"), placer.resolve_graph("gnmt"), _twelve_free()
+    session = placer.Placer.open("pacml", "lean:admit=0.5")
+    assert session.place(alexnet, state).accepted
+    for _ in range(5):
+        session.place(gnmt, state)
+    assert session.place(alexnet, state).reason == "policy_declined"  # now larger than the median size seen
+    assert placer.Placer.open("pacml", "lean:admit=0.5").place(alexnet, state).accepted  # a new session starts afresh
+
+
+def test_place_resets_a_policy_object_it_is_given():
+    heuristic = make_heuristic("lean:admit=0.5")
+    alexnet, gnmt, state = placer.resolve_graph("alexnet"), placer.resolve_graph("gnmt"), _twelve_free()
+    for _ in range(5):
+        placer.place(gnmt, "pacml", state, heuristic)
+    assert placer.place(alexnet, "pacml", state, heuristic).accepted

@@ -1,0 +1,51 @@
+"""What the service's state refuses, as domain errors: nothing here knows HTTP.
+
+Each is a :class:`~placer.common.errors.PlacerError`; the HTTP layer maps each class to a status
+in one table (:data:`placer.serve.http.ERROR_STATUS`). Any other ``PlacerError`` (a graph that
+does not validate, an implausible step time) is bad input: 422.
+"""
+
+from __future__ import annotations
+
+from placer.common.errors import PlacerError
+
+
+class ServiceError(PlacerError):
+    """Base of the errors the service's state raises for a request it refuses."""
+
+
+class InvalidRequestError(ServiceError):
+    """A request body that does not validate. ``errors``: pydantic's error list (locations start
+    with ``"body"``), or None when the message says it all (the graph document's first problem)."""
+
+    def __init__(self, message: str, errors: list[dict] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors
+
+
+class GraphTooLargeError(ServiceError):
+    """A graph with more ops than the service accepts (``max_graph_ops``)."""
+
+
+class UnknownGraphKeyError(ServiceError):
+    """A request names a graph by a key this server does not keep: send the graph."""
+
+
+class IdempotencyConflictError(ServiceError):
+    """An idempotency key used before for a different request body."""
+
+
+class UnknownJobError(ServiceError):
+    """No running job has this id (and no lease of that id ran out recently)."""
+
+
+class LeaseExpiredError(ServiceError):
+    """The job's lease ran out and its devices were freed."""
+
+
+class NoLeaseError(ServiceError):
+    """A lease renewal without ``lease_s`` for a job that holds its devices without a lease."""
+
+
+class JobGraphUnavailableError(ServiceError):
+    """A step time reported for a job placed before this server started: its graph is not known here."""
