@@ -86,7 +86,12 @@ class Placer:
         return self._rejected(job, view)
 
     def _common(self, job: Job) -> dict:
-        return {"sequential_jct_s": job.sequential_jct_s, "deadline_s": job.deadline_s, "policy": self.policy.name, "graph_key": job.graph.key}
+        return {
+            "sequential_jct_s": job.sequential_jct_s,
+            "deadline_s": job.deadline_s,
+            "policy": self.policy.name,
+            "graph_key": job.graph.key,
+        }
 
     def _accepted(self, job: Job, devices: tuple[int, ...]) -> PlacementDecision | None:
         """The decision for ``job`` on ``devices``; None unless it fits and meets the deadline."""
