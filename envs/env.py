@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
@@ -11,16 +10,13 @@ import numpy as np
 from envs import action as act
 from envs.config import EnvConfig
 from envs.observation import JobHistory, dynamic_arrays, graph_arrays, observation_space
-from envs.reward import REWARDS, reward
+from envs.reward import reward
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
-from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import Simulator
 from placer.sim.types import Job, Reject
-from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
-from placer.workloads.structure import Structure
 
 
 class ClusterPlacementEnv(gym.Env):
@@ -38,19 +34,12 @@ class ClusterPlacementEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, config: EnvConfig | None = None, **kwargs: Any) -> None:
-        self.config = config = replace(config or EnvConfig(), **kwargs)
-        if config.reward not in REWARDS:
-            raise PlacerError(f"unknown reward {config.reward!r} (choose from {', '.join(REWARDS)})")
-        if not config.clusters:
-            raise PlacerError("the environment needs at least one cluster")
-        clusters = _names(config.clusters)
-        self.costs = [CostModel(load_cluster(c), strategy=config.strategy) for c in clusters]
+        self.config = config = (config or EnvConfig()).with_changes(**kwargs) if kwargs else (config or EnvConfig())
+        self.costs = [CostModel(load_cluster(c), strategy=config.strategy) for c in config.clusters]
         self.cost = self.costs[0]
-        self.graphs = [resolve_graph(g) for g in config.graphs]
-        self.betas = [BetaDistribution(b) for b in config.beta_dists]
-        self.queues = [QueueConfig.parse(q) for q in _names(config.queue)]
-        self.sizes = [SizeDistribution(z) for z in _names(config.size)]
-        self.structures = [Structure(s) for s in _names(config.structure)]
+        workload = config.workload
+        self.graphs = [resolve_graph(g) for g in workload.graphs]
+        self.betas, self.queues, self.sizes, self.structures = workload.betas, workload.queues, workload.sizes, workload.structures
         self._static = {g.key: graph_arrays(g, config.max_nodes, config.max_edges) for g in self.graphs}
         self.num_options = config.max_degree * len(config.rules)
         self.observation_space = observation_space(config.max_nodes, config.max_edges, self.num_options, config.max_groups, config.history)
@@ -72,18 +61,7 @@ class ClusterPlacementEnv(gym.Env):
         size = self.sizes[int(rng.integers(len(self.sizes)))] if len(self.sizes) > 1 else self.sizes[0]
         structure = self.structures[int(rng.integers(len(self.structures)))] if len(self.structures) > 1 else self.structures[0]
         devices = self.cost.cluster.num_devices
-        workload = Workload(
-            self.graphs,
-            beta,
-            self.config.load,
-            devices,
-            self.config.episode_jobs,
-            self.config.arrival,
-            None,
-            self.cost.sequential_iteration_s,
-            size,
-            structure,
-        )
+        workload = self.config.workload.stream(self.graphs, beta, devices, self.cost.sequential_iteration_s, size, structure)
         self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
         self.sim = Simulator(self.cost, self.stream, queue=queue)
         self._history = JobHistory()
@@ -144,8 +122,3 @@ class ClusterPlacementEnv(gym.Env):
         obs = {k: v.copy() for k, v in static.items() if k != "num_forward_ops"} | dynamic
         self._last_obs = obs
         return obs
-
-
-def _names(value: str | tuple[str, ...]) -> tuple[str, ...]:
-    """One name or several (each episode draws one)."""
-    return (value,) if isinstance(value, str) else tuple(value)

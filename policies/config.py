@@ -11,31 +11,6 @@ from envs.config import EnvConfig
 from placer.common.tomlfile import load_toml
 
 
-class EnvSection(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    clusters: list[str] = ["pacml"]
-    graphs: list[str]
-    beta_dists: list[str] = ["A", "B", "C", "D"]
-    load: float = Field(0.9, gt=0)
-    arrival: str = "poisson"
-    episode_jobs: int = Field(256, ge=1)
-    max_degree: int = Field(16, ge=1)
-    rules: list[str] = ["first_fit", "best_fit", "spread"]
-    reward: str = "acceptance"
-    strategy: str = "auto"
-    queue: str | list[str] = "none"
-    size: str | list[str] = "const"
-    structure: str | list[str] = "iid"
-    history: bool = False
-    max_nodes: int = Field(512, ge=1)
-    max_edges: int = Field(1024, ge=1)
-    max_groups: int = Field(64, ge=1)
-
-    def env_config(self) -> EnvConfig:
-        data = self.model_dump()
-        return EnvConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
-
-
 class PPOSection(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     n_envs: int = Field(4, ge=1)
@@ -80,7 +55,7 @@ class TrainSection(BaseModel):
 
 class TrainConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    env: EnvSection
+    env: EnvConfig
     ppo: PPOSection = PPOSection()
     policy: PolicySection = PolicySection()
     train: TrainSection = TrainSection()

@@ -12,7 +12,6 @@ plain containers, into a policy built here in code.
 from __future__ import annotations
 
 import warnings
-from dataclasses import asdict
 from pathlib import Path
 
 import gymnasium as gym
@@ -21,7 +20,7 @@ import torch
 from envs.config import EnvConfig
 from envs.observation import observation_space
 from placer.common.atomic import atomic_path
-from placer.common.errors import PolicyError
+from placer.common.errors import PlacerError, PolicyError
 from policies.extractor import PlacementExtractor
 from policies.scorer import OptionPolicy
 
@@ -49,7 +48,7 @@ def save_policy_file(path: Path, policy: torch.nn.Module, env: EnvConfig, arch: 
     payload = {
         "format": FORMAT,
         "version": VERSION,
-        "env": _plain(asdict(env)),
+        "env": env.model_dump(mode="json"),
         "policy": dict(arch),
         "state_dict": {k: v.detach().cpu() for k, v in policy.state_dict().items()},
     }
@@ -70,10 +69,10 @@ def load_policy_file(path: str | Path) -> tuple[OptionPolicy, EnvConfig]:
     if not isinstance(payload, dict) or payload.get("format") != FORMAT or payload.get("version") != VERSION:
         raise PolicyError(f"{path}: not a placer policy file (format {FORMAT} v{VERSION})")
     try:
-        env = EnvConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in payload["env"].items()})
+        env = EnvConfig.model_validate(payload["env"])  # files written before the workload was nested have it flat
         arch = payload["policy"]
         policy = build_policy(env, arch["hidden"], arch["rounds"], arch["net_arch"])
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError, PlacerError) as exc:
         raise PolicyError(f"{path}: malformed policy file: missing or bad field {exc}") from None
     try:
         policy.load_state_dict(payload["state_dict"])
@@ -81,7 +80,3 @@ def load_policy_file(path: str | Path) -> tuple[OptionPolicy, EnvConfig]:
         raise PolicyError(f"{path}: weights do not match the policy architecture: {str(exc).splitlines()[0]}") from None
     policy.eval()
     return policy, env
-
-
-def _plain(data: dict) -> dict:
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}

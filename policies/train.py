@@ -48,7 +48,7 @@ class TrainingCallback(BaseCallback):
     def __init__(self, out: Path, config: TrainConfig) -> None:
         super().__init__()
         self.out, self.config = out, config
-        self.env = config.env.env_config()
+        self.env = config.env
         self.arch = config.policy.model_dump()
         self.last_checkpoint = self.last_eval = 0
         self.best = float("inf")
@@ -139,7 +139,7 @@ def resolve_device(name: str) -> str:
 
 
 def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
-    env_config, ppo, arch = config.env.env_config(), config.ppo, config.policy
+    env_config, ppo, arch = config.env, config.ppo, config.policy
     # Monitor records episode returns and lengths, so rollout/ep_rew_mean reaches TensorBoard.
     factories = [partial(_monitored_env, env_config, ppo.vec_env == "subproc") for _ in range(ppo.n_envs)]
     vec_env = SubprocVecEnv(factories, start_method="spawn") if ppo.vec_env == "subproc" else DummyVecEnv(factories)
@@ -171,7 +171,7 @@ def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: boo
 
 def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool) -> None:
     settings = config.train
-    env_config = config.env.env_config()
+    env_config = config.env
     temperature = settings.imitation_temperature
     data = collect(
         env_config,
@@ -316,7 +316,7 @@ def train(
         save_checkpoint(model, checkpoint)
         raise
     save_checkpoint(model, checkpoint)
-    env_config = config.env.env_config()
+    env_config = config.env
     save_policy_file(out / "last.pt", model.policy, env_config, config.policy.model_dump())
     report("validating the final policy")
     callback.evaluate()  # logs the final policy; best.pt changes only if it beats every earlier one

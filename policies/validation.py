@@ -26,12 +26,11 @@ VALIDATION_SEED = 10_000  # validation stream k of beta distribution i: np.rando
 
 def validation_configs(env: EnvConfig, episodes: int, policy: str | PolicySpec) -> Iterator[EvaluationConfig]:
     """The evaluations that make up a validation of ``policy``: one per cluster x queue x size x structure of ``env``."""
-    cells = itertools.product(_names(env.clusters), _names(env.queue), _names(env.size), _names(env.structure))
-    for cluster, queue, size, structure in cells:
+    w = env.workload
+    for cluster, queue, size, structure in itertools.product(env.clusters, w.queue, w.size, w.structure):
         yield EvaluationConfig(
-            cluster=cluster, graphs=list(env.graphs), beta_dists=list(env.beta_dists), load=env.load, jobs=env.episode_jobs,
-            seeds=episodes, first_seed=VALIDATION_SEED, policies=[str(policy)], arrival=env.arrival, max_degree=env.max_degree,
-            strategy=env.strategy, queue=queue, size=size, structure=structure,
+            cluster=cluster, workload=w.model_copy(update={"queue": (queue,), "size": (size,), "structure": (structure,)}),
+            seeds=episodes, first_seed=VALIDATION_SEED, policies=[str(policy)], max_degree=env.max_degree, strategy=env.strategy,
         )  # fmt: skip
 
 
@@ -98,7 +97,7 @@ class PairedSummary(BaseModel):
 
 def paired_summary(learned: Policy, config) -> PairedSummary:
     """Validate the learned policy, its teacher and the configured heuristics on the same streams."""
-    env, episodes = config.env.env_config(), config.train.eval_episodes
+    env, episodes = config.env, config.train.eval_episodes
     teacher = config.train.imitation_teacher
     reference = online_reference(teacher)
     learned_rates = validation_rates(learned, env, episodes)
@@ -131,7 +130,3 @@ def _verdict(row: PairedRow) -> str:
     if mean + half < 0:
         return "(learned blocks more)"
     return "(no difference resolved)"
-
-
-def _names(value: str | tuple[str, ...]) -> tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value)

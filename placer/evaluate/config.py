@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from placer.baselines.specs import PolicySpec
 from placer.cost import STRATEGIES
 from placer.sim.options import DEFAULT_MAX_DEGREE
-from placer.sim.workload import WORKLOAD_FIELDS, WorkloadSpec
+from placer.sim.workload import WorkloadSpec, nest_workload
 
 
 class EvaluationConfig(BaseModel):
@@ -34,13 +34,9 @@ class EvaluationConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _nest_workload(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not any(key in data for key in WORKLOAD_FIELDS):
-            return data
-        data = dict(data)
-        flat = {key: data.pop(key) for key in WORKLOAD_FIELDS if key in data}
-        if data.get("trace") and flat.get("beta_dists") == ["trace"]:
-            flat.pop("beta_dists")  # a replayed trace carries its own deadlines
-        return {**data, "workload": {**data.get("workload", {}), **flat}}
+        if isinstance(data, dict) and data.get("trace") and data.get("beta_dists") == ["trace"]:
+            data = {k: v for k, v in data.items() if k != "beta_dists"}  # a replayed trace carries its own deadlines
+        return nest_workload(data)
 
     @field_validator("workload")
     @classmethod

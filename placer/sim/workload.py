@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
@@ -16,6 +16,25 @@ from placer.workloads.generator import BetaDistribution, SizeDistribution, Workl
 from placer.workloads.structure import Structure
 
 WORKLOAD_FIELDS = ("graphs", "beta_dists", "load", "arrival", "jobs", "size", "structure", "queue", "iterations")
+
+
+def nest_workload(data: Any, aliases: dict[str, str] | None = None) -> Any:
+    """A config's input with the workload's fields given flat (``load=0.9``) moved into its ``workload``.
+
+    For configs that nest a :class:`WorkloadSpec` (a ``mode="before"`` validator): keyword arguments,
+    TOML sections and files written before the workload was nested stay valid. ``aliases`` maps older
+    names to the workload's (``episode_jobs`` -> ``jobs``).
+    """
+    if not isinstance(data, dict):
+        return data
+    aliases = {**dict.fromkeys(WORKLOAD_FIELDS), **(aliases or {})}
+    flat = {aliases[key] or key: data[key] for key in data if key in aliases}
+    if not flat:
+        return data
+    rest = {key: value for key, value in data.items() if key not in aliases}
+    nested = rest.get("workload", {})
+    nested = nested.model_dump() if isinstance(nested, WorkloadSpec) else dict(nested)
+    return {**rest, "workload": {**nested, **flat}}
 
 
 def _several(value: object) -> object:

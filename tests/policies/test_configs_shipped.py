@@ -18,4 +18,4 @@ def test_the_shipped_configs_are_found():
 def test_a_shipped_config_loads_and_its_policies_exist(path):
     train = load_train_config(path).train
     for spec in (train.imitation_teacher, *train.baselines):
-        make_heuristic(spec.partition("@")[0])
+        make_heuristic(spec)

@@ -65,7 +65,7 @@ def test_undiscounted_return_of_the_first_decision_is_the_episodes_accepted_minu
         _, reward, done, _, _ = env.step(teacher_action(teacher.decide(env.job, env.sim.view()), env._table))
         total += reward
     records = env.sim.records
-    assert total == sum(1 if r.outcome is Outcome.ACCEPTED else -1 for r in records) and len(records) == CONFIG.episode_jobs
+    assert total == sum(1 if r.outcome is Outcome.ACCEPTED else -1 for r in records) and len(records) == CONFIG.workload.jobs
     assert len(data) == len(data.returns) > 1 and data.returns[0] == total
 
 
@@ -91,7 +91,7 @@ def test_a_clairvoyant_teacher_is_told_each_episodes_stream_and_labels_in_proces
 def test_the_env_keeps_the_episodes_stream_for_a_clairvoyant_teacher():
     env = envs.ClusterPlacementEnv(CONFIG)
     env.reset(seed=1)
-    assert len(env.stream) == CONFIG.episode_jobs
+    assert len(env.stream) == CONFIG.workload.jobs
     assert [s.arrival_s for s in env.stream] == sorted(s.arrival_s for s in env.stream)
     offered = [s.arrival_s for s in env.stream].index(env.job.arrival_s)  # earlier jobs had no feasible option
     assert [r.outcome for r in env.sim.records] == [Outcome.BLOCKED] * offered

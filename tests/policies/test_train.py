@@ -5,19 +5,20 @@ import sys
 import numpy as np
 import pytest
 
+from envs.config import EnvConfig
 from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.sim.rollout import simulate
 from placer.workloads.generator import BetaDistribution, Workload
-from policies.config import EnvSection, PolicySection, PPOSection, TrainConfig, TrainSection
+from policies.config import PolicySection, PPOSection, TrainConfig, TrainSection
 from policies.loading import LearnedPolicy
 from policies.train import train
 
 
 def tiny_config(timesteps=256):
     return TrainConfig(
-        env=EnvSection(graphs=["alexnet", "gnmt"], episode_jobs=32, max_nodes=64, max_edges=128),
+        env=EnvConfig(graphs=["alexnet", "gnmt"], episode_jobs=32, max_nodes=64, max_edges=128),
         ppo=PPOSection(n_envs=2, n_steps=64, batch_size=64, n_epochs=1),
         policy=PolicySection(hidden=8, rounds=1, net_arch=[16]),
         train=TrainSection(timesteps=timesteps, checkpoint_every=128, eval_every=128, eval_episodes=1, torch_threads=1),
