@@ -8,21 +8,19 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from placer.cli.app import app, console, progress_bar, split_list
-from placer.graphs.catalog import PACML_GRAPHS
+from placer.cli.app import app, console, progress_bar
+from placer.cli.options import model_options
+from placer.sim.workload import WorkloadSpec
 
 
 @app.command()
+@model_options(WorkloadSpec, "workload", defaults={"jobs": 1000}, names={"beta_dists": "--beta-dist"}, exclude=("queue",))
 def bound(
+    workload: dict,
     cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
-    graphs: Annotated[str, typer.Option(help="comma-separated graph names or JSON paths")] = ",".join(PACML_GRAPHS),
-    beta_dist: Annotated[str, typer.Option(help="comma-separated: A, B, C, D, uniform:LO:HI, const:B")] = "A,B,C,D",
-    load: Annotated[float, typer.Option(help="offered load (arrived work / cluster capacity)")] = 0.9,
-    jobs: Annotated[int, typer.Option(help="arrivals per run")] = 1000,
     seeds: Annotated[int, typer.Option(help="runs per beta distribution")] = 3,
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
     strategy: Annotated[str, typer.Option(help="cost model: auto, dp, tp, pp, or sipml")] = "auto",
-    size: Annotated[str, typer.Option(help="job length spread: const, or loguniform:LO:HI")] = "const",
     time_limit: Annotated[float, typer.Option(min=1, help="seconds of solver time per run")] = 60.0,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/bound"),
 ) -> None:
@@ -37,10 +35,7 @@ def bound(
     from placer.baselines.clairvoyant import ClairvoyantResult, clairvoyant, summarize
     from placer.evaluate import EvaluationConfig, Runner
 
-    config = EvaluationConfig(
-        cluster=cluster, graphs=split_list(graphs), beta_dists=split_list(beta_dist), load=load, jobs=jobs, seeds=seeds,
-        policies=["lean"], max_degree=max_degree, strategy=strategy, size=size,
-    )  # fmt: skip
+    config = EvaluationConfig(cluster=cluster, workload=workload, seeds=seeds, policies=["lean"], max_degree=max_degree, strategy=strategy)
     runner, runs = Runner(config), []
     with progress_bar() as bar:
         task = bar.add_task("solving", total=len(config.beta_labels) * seeds)
@@ -51,7 +46,8 @@ def bound(
                 bar.advance(task)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bound.json").write_text(json.dumps({"config": config.model_dump(), "runs": runs}, indent=1) + "\n")
-    table = Table(title=f"clairvoyant bound: {cluster}, load {load}, {seeds} seeds x {jobs} jobs, {time_limit:g} s each")
+    w = config.workload
+    table = Table(title=f"clairvoyant bound: {cluster}, load {w.load}, {seeds} seeds x {w.jobs} jobs, {time_limit:g} s each")
     for column in ("beta", "best schedule blocking", "lower bound", "solved to optimality"):
         table.add_column(column, justify="left" if column == "beta" else "right")
     for beta in config.beta_labels:

@@ -9,33 +9,25 @@ import typer
 from rich.table import Table
 
 from placer.cli.app import app, console, progress_bar, split_list
+from placer.cli.options import model_options
 from placer.cli.tables import terminal_table
 from placer.common.errors import PlacerError
 from placer.evaluate.stats import plus_minus
-from placer.graphs.catalog import PACML_GRAPHS
+from placer.sim.workload import WorkloadSpec
 
 
 @app.command()
+@model_options(WorkloadSpec, "workload", defaults={"jobs": 1000}, names={"beta_dists": "--beta-dist"})
 def evaluate(
+    workload: dict,
     cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
-    graphs: Annotated[str, typer.Option(help="comma-separated graph names or JSON paths")] = ",".join(PACML_GRAPHS),
-    graphs_dir: Annotated[Path | None, typer.Option(help="use every *.json graph in this folder instead")] = None,
-    beta_dist: Annotated[str, typer.Option(help="comma-separated: A, B, C, D, uniform:LO:HI, const:B")] = "A,B,C,D",
-    load: Annotated[float, typer.Option(help="offered load (arrived work / cluster capacity)")] = 0.9,
-    jobs: Annotated[int, typer.Option(help="arrivals per run")] = 1000,
+    graphs_dir: Annotated[Path | None, typer.Option(help="use every *.json graph in this folder instead of --graphs")] = None,
     seeds: Annotated[int, typer.Option(help="runs per policy and beta distribution")] = 3,
     policies: Annotated[str, typer.Option(help="comma-separated policy names")] = "para_max,para_min,fixed:4,fixed:8,random,lean",
-    arrival: Annotated[str, typer.Option(help="poisson or fixed")] = "poisson",
     trace: Annotated[Path | None, typer.Option(help="CSV trace (arrival_s,graph,beta,iterations) to replay")] = None,
-    iterations: Annotated[int | None, typer.Option(min=1, help="override every graph's iteration count")] = None,
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
     policy_file: Annotated[Path | None, typer.Option(help="trained policy for the 'learned' policy")] = None,
     strategy: Annotated[str, typer.Option(help="cost model: auto (data x tensor x pipeline), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
-    queue: Annotated[str, typer.Option(help="waiting queue: none (loss system), fifo, edf, sjf, optionally -bf and :CAPACITY")] = "none",
-    size: Annotated[str, typer.Option(help="job length spread: const, or loguniform:LO:HI (iterations x a factor)")] = "const",
-    structure: Annotated[
-        str, typer.Option(help="stream structure: iid, daily, sweeps, recurring, replay:philly, or several joined by + (daily+sweeps)")
-    ] = "iid",
     workers: Annotated[int, typer.Option(min=1, help="local processes to spread the runs over (same results)")] = 1,
     ray: Annotated[str | None, typer.Option(help="spread the runs over a Ray cluster: its address, or 'local'")] = None,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/eval"),
@@ -54,22 +46,14 @@ def evaluate(
 
     config = EvaluationConfig(
         cluster=str(cluster),
-        graphs=[] if graphs_dir else split_list(graphs),
+        workload=workload | ({"graphs": []} if graphs_dir else {}),
         graphs_dir=str(graphs_dir) if graphs_dir else None,
-        beta_dists=["trace"] if trace else split_list(beta_dist),
-        load=load,
-        jobs=jobs,
         seeds=seeds,
         policies=split_list(policies),
-        arrival=arrival,
         trace=str(trace) if trace else None,
-        iterations=iterations,
         max_degree=max_degree,
         policy_file=str(policy_file) if policy_file else None,
         strategy=strategy,
-        queue=queue,
-        size=size,
-        structure=structure,
     )
     parallel = workers > 1 or ray is not None
     with progress_bar() as bar:

@@ -1,0 +1,83 @@
+"""Command-line options made from a config model's fields, so that each option is written once (in the model).
+
+:func:`model_options` gives a command one ``--option`` per field of a pydantic model, with the field's
+description as help and its default (or the command's own); the command receives the values as one dict.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel
+
+from placer.cli.app import split_list
+
+
+def model_options(
+    model: type[BaseModel],
+    into: str,
+    *,
+    defaults: dict[str, Any] | None = None,
+    names: dict[str, str] | None = None,
+    exclude: tuple[str, ...] = (),
+) -> Callable[[Callable], Callable]:
+    """Decorate a command so that it takes one option per field of ``model`` and gets them as the dict ``into``.
+
+    ``defaults``: the command's own defaults (else the model's); ``names``: option names other than
+    ``--field-name`` (``{"beta_dists": "--beta-dist"}``); ``exclude``: fields that get no option.
+    Tuple fields are comma-separated on the command line. Options left at None are left out of the dict.
+    """
+    defaults, names = defaults or {}, names or {}
+    fields = {name: field for name, field in model.model_fields.items() if name not in exclude}
+
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.name != into]
+        added = []
+        for name, field in fields.items():
+            listed = _is_tuple(field.annotation)
+            default = defaults.get(name, field.default)
+            default = ",".join(default) if listed and isinstance(default, tuple | list) else default
+            kind = str if listed else _scalar(field.annotation)
+            option = typer.Option(names.get(name, "--" + name.replace("_", "-")), help=field.description or "")
+            added.append(
+                inspect.Parameter(f"{into}_{name}", inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, option])
+            )
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            values = {name: kwargs.pop(f"{into}_{name}") for name in fields}
+            values = {name: split_list(v) if _is_tuple(fields[name].annotation) else v for name, v in values.items() if v is not None}
+            return command(*args, **kwargs, **{into: values})
+
+        run.__signature__ = signature.replace(parameters=own + added)  # type: ignore[attr-defined]
+        return run
+
+    return decorate
+
+
+def _is_tuple(annotation: Any) -> bool:
+    annotation = _plain(annotation)
+    return typing.get_origin(annotation) is tuple or annotation is tuple
+
+
+def _scalar(annotation: Any) -> Any:
+    """The type typer parses an option of a scalar field as (``int | None`` -> ``int | None``, ``Literal[...]`` -> ``str``)."""
+    annotation = _plain(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return str
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _scalar(inner[0]) | None
+    return annotation
+
+
+def _plain(annotation: Any) -> Any:
+    """``Annotated[X, ...]`` -> ``X``."""
+    return typing.get_args(annotation)[0] if typing.get_origin(annotation) is Annotated else annotation
