@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 
 import envs
 from envs.config import EnvConfig
@@ -34,6 +35,7 @@ def test_cloning_learns_the_teacher():
     data = collect(CONFIG, "para_min+best_fit", 300, seed=0)
     assert len(data) >= 300 and data.masks[np.arange(len(data)), data.actions].all()
     assert set(data.dynamic["graph"][:, 0]) == {0, 1} and "nodes" not in data.dynamic  # graphs by id, no arrays per sample
+    torch.manual_seed(0)  # the initial weights: unseeded, the accuracy varied by process (0.895 to 0.914, before graph ids too)
     policy = build_policy(CONFIG, 16, 1, [32], TABLE)
     accuracy = clone(policy, data, epochs=40, batch_size=64, learning_rate=3e-3, seed=0)
     assert accuracy > 0.9
