@@ -66,8 +66,10 @@ class ClusterPlacementEnv(gym.Env):
         self._history = JobHistory()
 
     @property
-    def offer(self) -> Offer | None:
-        """What the current step decides (after the episode: its last offer; None before ``reset``)."""
+    def offer(self) -> Offer:
+        """What the current step decides (after the episode: its last offer)."""
+        if self._offer is None:
+            raise RuntimeError("call reset() before reading the offer")
         return self._offer
 
     @property
@@ -115,7 +117,7 @@ class ClusterPlacementEnv(gym.Env):
     def step(self, action):
         if self.sim is None or self.job is None:
             raise RuntimeError("call reset() before step()")
-        record = self.sim.decide(act.decision(int(action), self._offer.options))
+        record = self.sim.decide(act.decision(int(action), self.offer.options))
         self.job = self._next_choice()
         terminated = self.job is None
         if terminated:
@@ -145,7 +147,7 @@ class ClusterPlacementEnv(gym.Env):
         return None
 
     def _observe(self) -> dict[str, np.ndarray]:
-        offer = self._offer
+        offer = self.offer
         obs = observe(offer, self._history, self.config, self.graph_table.ref(offer.job.graph))
         self._last_obs = obs
         return obs

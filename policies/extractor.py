@@ -43,7 +43,7 @@ class PlacementExtractor(BaseFeaturesExtractor):
 
     def set_graphs(self, graphs: GraphTable | None) -> None:
         """Hold ``graphs``' arrays (the ids observations name), on the module's device."""
-        device = self.job[0].weight.device
+        device = next(self.parameters()).device
         for key in GRAPH_KEYS:
             value = None if graphs is None else torch.as_tensor(graphs.arrays[key], device=device)
             self.register_buffer(f"graph_{key}", value, persistent=False)
@@ -71,7 +71,7 @@ class PlacementExtractor(BaseFeaturesExtractor):
             raise RuntimeError("this extractor holds no graph table: encode with encode_arrays and call forward_with_graph")
         ids = ids.reshape(-1).long()
         if self.rollout_cache is not None and not torch.is_grad_enabled():
-            return self._cached(ids)
+            return self._cached(ids, self.rollout_cache)
         if not self.dedupe_graphs:
             return self._encode(ids)
         unique, inverse = torch.unique(ids, return_inverse=True)
@@ -80,11 +80,11 @@ class PlacementExtractor(BaseFeaturesExtractor):
     def _encode(self, ids: torch.Tensor) -> torch.Tensor:
         return self.graph(*(getattr(self, f"graph_{k}")[ids] for k in GRAPH_KEYS))
 
-    def _cached(self, ids: torch.Tensor) -> torch.Tensor:
-        """Encodings looked up by id in ``rollout_cache`` (rollouts: no gradients, fixed weights)."""
+    def _cached(self, ids: torch.Tensor, cache: dict[int, torch.Tensor]) -> torch.Tensor:
+        """Encodings looked up by id in ``cache`` (rollouts: no gradients, fixed weights), the missing ones encoded once."""
         rows = ids.tolist()
-        missing = sorted(set(rows) - set(self.rollout_cache))
+        missing = sorted(set(rows) - set(cache))
         if missing:
             encoded = self._encode(torch.tensor(missing, device=ids.device))
-            self.rollout_cache.update(zip(missing, encoded, strict=True))
-        return torch.stack([self.rollout_cache[row] for row in rows])
+            cache.update(zip(missing, encoded, strict=True))
+        return torch.stack([cache[row] for row in rows])

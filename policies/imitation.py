@@ -103,7 +103,11 @@ def collect(
     policy.reset(np.random.default_rng(seed))
     obs, _ = env.reset(seed=seed)
     _foresee(policy, env)
-    dynamic, masks, actions, returns, targets = {}, [], [], [], []
+    dynamic: dict[str, list[np.ndarray]] = {}
+    masks: list[np.ndarray] = []
+    actions: list[int] = []
+    returns: list[float] = []
+    targets: list[np.ndarray] = []
     episode_rewards, episode_recorded = [], []  # this episode: every step's reward; whether it was recorded
     bar = tqdm(total=steps, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
     while True:
@@ -158,7 +162,8 @@ class _GreedyLearner:
     """The policy network's greedy action on an env observation, each graph encoded once (by id)."""
 
     def __init__(self, policy) -> None:
-        self.policy, self.encodings = policy, {}
+        self.policy = policy
+        self.encodings: dict[int, torch.Tensor] = {}
 
     def __call__(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
         from policies.loading import greedy_action

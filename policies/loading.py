@@ -86,7 +86,7 @@ class LearnedPolicy:
             batch = {k: torch.from_numpy(arrays[k]).unsqueeze(0).float() for k in GRAPH_KEYS}
             with torch.inference_mode():
                 encoding = self.policy.pi_features_extractor.encode_arrays(batch)[0].numpy()
-            cached = self._graphs[job.graph.key] = (encoding, GraphRef(UNLISTED, arrays["num_forward_ops"]))
+            cached = self._graphs[job.graph.key] = (encoding, GraphRef(UNLISTED, nodes))
         return cached
 
 
