@@ -8,6 +8,8 @@ feasible, and every feasible one is unmasked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from placer.sim.options import Option, options
@@ -29,7 +31,7 @@ def option_table(job: Job, view: ClusterView, max_degree: int, rules: tuple[str,
     return table
 
 
-def action_mask(table: list[Option], max_degree: int, num_rules: int) -> np.ndarray:
+def action_mask(table: Sequence[Option], max_degree: int, num_rules: int) -> np.ndarray:
     """(num_actions,) bool; ``table`` is degree-major over degrees 1.. and the rules."""
     mask = np.zeros(num_actions(max_degree, num_rules), dtype=bool)
     mask[REJECT] = True
@@ -38,7 +40,7 @@ def action_mask(table: list[Option], max_degree: int, num_rules: int) -> np.ndar
     return mask
 
 
-def decision(action: int, table: list[Option]) -> Decision:
+def decision(action: int, table: Sequence[Option]) -> Decision:
     if action == REJECT:
         return Reject()
     option = table[action - 1] if action - 1 < len(table) else None

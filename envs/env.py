@@ -9,12 +9,11 @@ import numpy as np
 
 from envs import action as act
 from envs.config import EnvConfig
-from envs.observation import JobHistory, dynamic_arrays, graph_arrays, observation_space
+from envs.observation import GraphTable, JobHistory, Offer, observation_space, observe
 from envs.reward import reward
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
-from placer.graphs.catalog import resolve_graph
 from placer.sim.simulator import Simulator
 from placer.sim.types import Job, Reject
 
@@ -29,6 +28,10 @@ class ClusterPlacementEnv(gym.Env):
     or blocked: rejected, expired, queue full). ``info`` of a step holds the offered job's
     ``record`` (:class:`placer.sim.types.JobRecord`, None when held) and ``settled`` (the records
     behind the reward). Seed only through ``reset(seed=...)``.
+
+    Public state for teachers and tests: ``offer`` (the job, cluster view and option table the
+    current step decides), ``history`` (the run's jobs seen so far, every offered job once) and
+    ``graph_table`` (the graphs observations name by id, in ``config.workload.graphs`` order).
     """
 
     metadata = {"render_modes": []}
@@ -37,19 +40,31 @@ class ClusterPlacementEnv(gym.Env):
         self.config = config = (config or EnvConfig()).with_changes(**kwargs) if kwargs else (config or EnvConfig())
         self.costs = [CostModel(load_cluster(c), strategy=config.strategy) for c in config.clusters]
         self.cost = self.costs[0]
+        self.graph_table = GraphTable.from_config(config)  # every graph's arrays, once: observations hold its id
+        self.graphs = list(self.graph_table.graphs)
         workload = config.workload
-        self.graphs = [resolve_graph(g) for g in workload.graphs]
         self.betas, self.queues, self.sizes, self.structures = workload.betas, workload.queues, workload.sizes, workload.structures
-        self._static = {g.key: graph_arrays(g, config.max_nodes, config.max_edges) for g in self.graphs}
         self.num_options = config.max_degree * len(config.rules)
-        self.observation_space = observation_space(config.max_nodes, config.max_edges, self.num_options, config.max_groups, config.history)
+        self.observation_space = observation_space(len(self.graph_table), self.num_options, config.max_groups, config.history)
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
         self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
         self.sim: Simulator | None = None
         self.stream: tuple = ()
         self.job: Job | None = None
-        self._table: list = []
+        self._offer: Offer | None = None
         self._history = JobHistory()
+
+    @property
+    def offer(self) -> Offer:
+        """What the current step decides (after the episode: its last offer)."""
+        if self._offer is None:
+            raise RuntimeError("call reset() before reading the offer")
+        return self._offer
+
+    @property
+    def history(self) -> JobHistory:
+        """The episode's jobs seen so far: every offered job, with a step or rejected without one."""
+        return self._history
 
     # -- gymnasium API ----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -80,7 +95,7 @@ class ClusterPlacementEnv(gym.Env):
     def step(self, action):
         if self.sim is None or self.job is None:
             raise RuntimeError("call reset() before step()")
-        record = self.sim.decide(act.decision(int(action), self._table))
+        record = self.sim.decide(act.decision(int(action), self.offer.options))
         self.job = self._next_choice()
         terminated = self.job is None
         if terminated:
@@ -93,32 +108,24 @@ class ClusterPlacementEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         """(num_actions,) bool: reject and exactly the feasible (degree, rule) choices."""
-        return act.action_mask(self._table, self.config.max_degree, len(self.config.rules))
+        options = self._offer.options if self._offer is not None else ()
+        return act.action_mask(options, self.config.max_degree, len(self.config.rules))
 
     # -- internals --------------------------------------------------------------------
     def _next_choice(self) -> Job | None:
         """The next offered job with a feasible option; offers with none are rejected or held without a step."""
         while (job := self.sim.next_job()) is not None:
             self._history.observe(job)
-            self._table = act.option_table(job, self.sim.view(), self.config.max_degree, self.config.rules)
-            if any(option.feasible for option in self._table):
+            view = self.sim.view()
+            offer = Offer(job, view, tuple(act.option_table(job, view, self.config.max_degree, self.config.rules)))
+            if any(option.feasible for option in offer.options):
+                self._offer = offer
                 return job
             self.sim.decide(Reject())
         return None
 
     def _observe(self) -> dict[str, np.ndarray]:
-        job, view = self.job, self.sim.view()
-        static = self._static.get(job.graph.key) or graph_arrays(job.graph, self.config.max_nodes, self.config.max_edges)
-        dynamic = dynamic_arrays(
-            job,
-            view,
-            self._table,
-            self.config.max_degree,
-            self.config.max_groups,
-            static["num_forward_ops"],
-            self._history,
-            self.config.history,
-        )
-        obs = {k: v.copy() for k, v in static.items() if k != "num_forward_ops"} | dynamic
+        offer = self.offer
+        obs = observe(offer, self._history, self.config, self.graph_table.ref(offer.job.graph))
         self._last_obs = obs
         return obs

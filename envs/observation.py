@@ -1,16 +1,28 @@
-"""Observations: a padded ``Dict`` of the job graph, the job, the choices and the cluster.
+"""Observations: a ``Dict`` naming the job's graph, with the job, the choices and the cluster.
 
-The graph part holds the job's forward ops only; each forward op carries its mirrored
-backward op's costs as features (the backward graph is the forward graph reversed). Keys,
-shapes (``N`` = max_nodes, ``E`` = max_edges, ``O`` = max_degree x rules, ``G`` = max_groups)
-and features, all float32 unless said:
+:func:`observe` is the one builder: a pure function of an :class:`Offer` (the job, the cluster
+view, the option table), the run's :class:`JobHistory`, the config and a :class:`GraphRef`. The
+env and the inference adapter (:class:`policies.loading.LearnedPolicy`) both call it.
 
+The graph is not copied into the observation: ``graph`` holds its id, an index into a
+:class:`GraphTable` (the env config's graph list) whose arrays the env and the policy's features
+extractor hold once. A graph in no table (the service places any graph) has the id
+:data:`UNLISTED` and its encoding is fed to the network directly. The table's arrays hold the
+job's forward ops only; each forward op carries its mirrored backward op's costs as features
+(the backward graph is the forward graph reversed). Keys, shapes (``N`` = the table's largest
+forward op count, at most max_nodes; ``E`` likewise, at most max_edges; ``O`` = max_degree x rules,
+``G`` = max_groups) and features, all float32 unless said:
+
+- ``graph`` (1,) int64: the graph's id in the table (observation); the table's arrays, per graph:
 - ``nodes`` (N, 8): forward and backward compute as fractions of the job's total;
   log10(1 + forward ms) / 3, log10(1 + backward ms) / 3; log10(1 + parameter bytes) / 10,
   log10(1 + activation bytes) / 10; in-degree / 4, out-degree / 4.
 - ``node_mask`` (N,): 1 for real ops, 0 for padding.
 - ``edge_index`` (2, E) int64: forward edges (source, target) as node positions; padding is 0.
 - ``edges`` (E, 1): log10(1 + tensor bytes) / 10. ``edge_mask`` (E,).
+
+The rest is per decision:
+
 - ``job`` (12,): beta; log10(sequential JCT / the median sequential JCT of the jobs seen so far) / 2;
   log10(memory at degree 1 / smallest device memory) / 2; log10(1 + forward ops) / 4;
   log10(sequential iteration s) / 2; the fraction of jobs seen so far with a shorter sequential
@@ -43,11 +55,16 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from gymnasium import spaces
 
+from envs.config import EnvConfig
 from placer.common.errors import PlacerError
+from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
 from placer.sim.history import RATE_WINDOWS, RECENT, ArrivalHistory
 from placer.sim.options import Option
@@ -58,6 +75,8 @@ NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, GROUP_FEATURES, CLU
 HISTORY_FEATURES = 8
 RULE_INDEX = {"first_fit": 0, "best_fit": 1, "spread": 2}  # the option's placement rule, one-hot
 REFERENCE_MEMORY_BYTES = 80e9
+GRAPH_KEYS = ("nodes", "node_mask", "edge_index", "edges", "edge_mask")  # a graph's arrays, in the GNN's argument order
+UNLISTED = -1  # the id of a graph in no table: its encoding is fed to the network directly
 
 
 class _Split(dict):
@@ -76,17 +95,15 @@ class GraphTooLargeError(PlacerError):
     """A job graph or cluster exceeds the observation's padding limits."""
 
 
-def observation_space(max_nodes: int, max_edges: int, num_options: int, max_groups: int, history: bool = False) -> spaces.Dict:
+def observation_space(num_graphs: int, num_options: int, max_groups: int, history: bool = False) -> spaces.Dict:
+    """The ``Dict`` space of :func:`observe` for a table of ``num_graphs`` graphs."""
+
     def box(*shape, low=0.0, high=1.0):
         return spaces.Box(low=low, high=high, shape=shape, dtype=np.float32)
 
     return spaces.Dict(
         {
-            "nodes": box(max_nodes, NODE_FEATURES, high=4.0),
-            "node_mask": box(max_nodes),
-            "edge_index": spaces.Box(0, max_nodes - 1, shape=(2, max_edges), dtype=np.int64),
-            "edges": box(max_edges, EDGE_FEATURES, high=4.0),
-            "edge_mask": box(max_edges),
+            "graph": spaces.Box(0, max(num_graphs - 1, 0), shape=(1,), dtype=np.int64),
             "job": box(JOB_FEATURES, low=-4.0, high=4.0),
             "options": box(num_options, OPTION_FEATURES),
             "groups": box(max_groups, GROUP_FEATURES, high=4.0),
@@ -95,6 +112,71 @@ def observation_space(max_nodes: int, max_edges: int, num_options: int, max_grou
         }
         | ({"history": box(HISTORY_FEATURES, low=-1.0)} if history else {})
     )
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One choice a policy faces: the offered ``job``, the cluster as it is (``view``, a snapshot) and
+    the ``options`` table (:func:`envs.action.option_table`: degree-major over degrees 1..max_degree x the rules)."""
+
+    job: Job
+    view: ClusterView
+    options: tuple[Option, ...]
+
+
+class GraphRef(NamedTuple):
+    """What an observation needs of the job's graph: its id in a :class:`GraphTable` (or :data:`UNLISTED`) and its forward op count."""
+
+    id: int
+    forward_ops: int
+
+
+class GraphTable:
+    """The graphs observations name by id (their position in ``graphs``), each one's arrays held once.
+
+    ``arrays`` maps each of :data:`GRAPH_KEYS` to a (len(graphs), ...) array, padded to the table's
+    largest graph; a graph over ``max_nodes`` forward ops or ``max_edges`` forward edges is an error.
+    """
+
+    def __init__(self, graphs: Sequence[JobGraph], max_nodes: int, max_edges: int) -> None:
+        if not graphs:
+            raise PlacerError("a graph table needs at least one graph")
+        self.graphs = tuple(graphs)
+        sizes = [forward_size(g) for g in self.graphs]
+        for graph, (nodes, edges) in zip(self.graphs, sizes, strict=True):
+            _check_size(graph, nodes, edges, max_nodes, max_edges)
+        pad_nodes, pad_edges = max(1, *(n for n, _ in sizes)), max(1, *(e for _, e in sizes))
+        per_graph = [graph_arrays(g, pad_nodes, pad_edges) for g in self.graphs]
+        self.arrays = {k: np.stack([a[k] for a in per_graph]) for k in GRAPH_KEYS}
+        self._refs: dict[str, GraphRef] = {}
+        for i, (graph, (nodes, _)) in enumerate(zip(self.graphs, sizes, strict=True)):
+            self._refs.setdefault(graph.key, GraphRef(i, nodes))
+
+    @classmethod
+    def from_config(cls, config: EnvConfig) -> GraphTable:
+        """The table of ``config.workload.graphs`` (shipped names or JSON paths), in that order."""
+        return cls([resolve_graph(g) for g in config.workload.graphs], config.max_nodes, config.max_edges)
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def ref(self, graph: JobGraph) -> GraphRef:
+        """``graph``'s id and forward op count; a graph not in the table is an error."""
+        try:
+            return self._refs[graph.key]
+        except KeyError:
+            raise PlacerError(f"graph {graph.name!r} is not in the observation's graph table") from None
+
+
+def observe(offer: Offer, history: JobHistory, config: EnvConfig, graph: GraphRef) -> dict[str, np.ndarray]:
+    """The observation of ``offer`` (module docstring): the one builder, pure (it writes nothing).
+
+    ``history`` is the run's state and must already hold ``offer.job`` (whoever offers a job records
+    it, :meth:`JobHistory.observe`); ``config`` gives max_degree, max_groups and whether to add
+    ``history``; ``graph`` names the job's graph.
+    """
+    out = {"graph": np.array([graph.id], dtype=np.int64)}
+    return out | _decision_arrays(offer, history, config, graph.forward_ops)
 
 
 def forward_size(graph: JobGraph) -> tuple[int, int]:
@@ -110,11 +192,7 @@ def graph_arrays(graph: JobGraph, max_nodes: int, max_edges: int) -> dict[str, n
     forward = sorted(v for v, d in g.nodes(data=True) if d["pass"] == "forward")
     position = {v: i for i, v in enumerate(forward)}
     edges = sorted((position[u], position[v], d["tensor_bytes"]) for u, v, d in g.edges(data=True) if u in position and v in position)
-    if len(forward) > max_nodes or len(edges) > max_edges:
-        raise GraphTooLargeError(
-            f"graph {graph.name!r} has {len(forward)} forward ops and {len(edges)} forward edges; the observation holds at most "
-            f"{max_nodes} and {max_edges} (raise max_nodes / max_edges)"
-        )
+    _check_size(graph, len(forward), len(edges), max_nodes, max_edges)
     total = max(graph.sequential_iteration_s, 1e-12)
     nodes = np.zeros((max_nodes, NODE_FEATURES), dtype=np.float32)
     for v, i in position.items():
@@ -152,6 +230,14 @@ def graph_arrays(graph: JobGraph, max_nodes: int, max_edges: int) -> dict[str, n
     }
 
 
+def _check_size(graph: JobGraph, nodes: int, edges: int, max_nodes: int, max_edges: int) -> None:
+    if nodes > max_nodes or edges > max_edges:
+        raise GraphTooLargeError(
+            f"graph {graph.name!r} has {nodes} forward ops and {edges} forward edges; the observation holds at most "
+            f"{max_nodes} and {max_edges} (raise max_nodes / max_edges)"
+        )
+
+
 class JobHistory:
     """The jobs seen so far in one run (each counted once, however often offered): their sequential
     JCTs, and their arrivals (``arrivals``: rates and recurrence).
@@ -178,23 +264,13 @@ class JobHistory:
         return seconds / max(median, 1e-9), bisect.bisect_left(self._sizes, seconds) / len(self._sizes)
 
 
-def dynamic_arrays(
-    job: Job,
-    view: ClusterView,
-    table: list[Option],
-    max_degree: int,
-    max_groups: int,
-    num_forward_ops: int,
-    history: JobHistory,
-    with_history: bool = False,
-) -> dict[str, np.ndarray]:
-    """The per-decision part: job, options, server groups and cluster features (and ``history`` if
-    ``with_history``); records ``job`` in ``history``."""
+def _decision_arrays(offer: Offer, history: JobHistory, config: EnvConfig, num_forward_ops: int) -> dict[str, np.ndarray]:
+    """The per-decision part: job, options, server groups and cluster features (and ``history`` if ``config.history``)."""
+    job, view, table, max_degree, max_groups = offer.job, offer.view, offer.options, config.max_degree, config.max_groups
     cluster, cost = view.cluster, view.cost
     seq = job.sequential_jct_s
     left = max(job.remaining_s(view.now), 1e-9)
     memory_ratio = cost.memory_per_device(job.graph, 1) / cluster.memory_bytes.min()
-    history.observe(job)
     ratio, rank = history.relative(seq)
     job_feats = np.array(
         [
@@ -242,7 +318,7 @@ def dynamic_arrays(
         [view.num_free / n, whole / cluster.num_servers, min(view.running / n, 1.0), math.log2(n) / 13, soon], dtype=np.float32
     )
     out = {"job": np.clip(job_feats, -4, 4), "options": options, "groups": groups, "group_mask": group_mask, "cluster": cluster_feats}
-    if with_history:
+    if config.history:
         out["history"] = history_features(history.arrivals)
     return out
 

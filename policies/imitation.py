@@ -8,8 +8,8 @@ several candidates, a softmax over them of minus the jobs each is estimated to b
 ``clone`` fits the policy's masked logits to those actions (cross-entropy; or to the soft
 targets), then its value head to those returns (mean squared error). PPO then starts from a policy as good as the
 teacher and a critic that already knows what the teacher's states are worth, instead of from
-noise (a random critic's advantages would first pull the policy anywhere); the graph part of each
-observation is stored once per graph.
+noise (a random critic's advantages would first pull the policy anywhere). Observations name their
+graph by id (:mod:`envs.observation`): the policy's graph table holds the arrays.
 """
 
 from __future__ import annotations
@@ -30,14 +30,10 @@ from placer.baselines.registry import make_heuristic
 from placer.baselines.specs import PolicySpec
 from placer.sim.types import Place
 
-GRAPH_KEYS = ("nodes", "node_mask", "edge_index", "edges", "edge_mask")
-
 
 @dataclass
 class Demonstrations:
-    graph_of: list[str]  # per sample: graph key
-    graphs: dict[str, dict[str, np.ndarray]]  # graph key -> padded graph arrays
-    dynamic: dict[str, np.ndarray]  # per-sample arrays, stacked
+    dynamic: dict[str, np.ndarray]  # per-sample observation arrays, stacked (the graph as its id)
     masks: np.ndarray  # (S, num_actions) bool
     actions: np.ndarray  # (S,) int64
     returns: np.ndarray  # (S,) float32: the teacher's discounted return from each step (its episode played out)
@@ -47,10 +43,7 @@ class Demonstrations:
         return len(self.actions)
 
     def batch(self, index: np.ndarray) -> dict[str, torch.Tensor]:
-        out = {k: torch.from_numpy(v[index]).float() for k, v in self.dynamic.items()}
-        for key in GRAPH_KEYS:
-            out[key] = torch.from_numpy(np.stack([self.graphs[self.graph_of[i]][key] for i in index])).float()
-        return out
+        return {k: torch.from_numpy(v[index]).float() for k, v in self.dynamic.items()}
 
 
 def teacher_action(decision, table) -> int:
@@ -112,16 +105,19 @@ def collect(
     policy.reset(np.random.default_rng(seed))
     obs, _ = env.reset(seed=seed)
     policy.foresee(env.stream)  # a clairvoyant teacher (hindsight) is told the episode's jobs; the learner never sees them
-    graph_of, dynamic, masks, actions, graphs, returns, targets = [], {}, [], [], {}, [], []
+    dynamic: dict[str, list[np.ndarray]] = {}
+    masks: list[np.ndarray] = []
+    actions: list[int] = []
+    returns: list[float] = []
+    targets: list[np.ndarray] = []
     episode_rewards, episode_recorded = [], []  # this episode: every step's reward; whether it was recorded
     bar = tqdm(total=steps, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
     while True:
-        key = env.job.graph.key
-        mask = env.action_masks()
-        action = teacher_action(policy.decide(env.job, env.sim.view()), env._table)
-        target = teacher_targets(policy, action, env._table, len(mask), temperature)
+        offer, mask = env.offer, env.action_masks()
+        action = teacher_action(policy.decide(offer.job, offer.view), offer.options)
+        target = teacher_targets(policy, action, offer.options, len(mask), temperature)
         obs_now = obs
-        obs, reward, terminated, truncated, _ = env.step(action if drive is None else drive(key, obs, mask))
+        obs, reward, terminated, truncated, _ = env.step(action if drive is None else drive(obs, mask))
         episode_rewards.append(reward)
         episode_recorded.append(mask.sum() > 1)
         if terminated or truncated:
@@ -141,11 +137,8 @@ def collect(
                 break
             continue  # nothing to choose (only reject or hold is open): no lesson in it
         bar.update()
-        graphs.setdefault(key, {k: obs_now[k] for k in GRAPH_KEYS})
-        graph_of.append(key)
         for k, v in obs_now.items():
-            if k not in GRAPH_KEYS:
-                dynamic.setdefault(k, []).append(v)
+            dynamic.setdefault(k, []).append(v)
         masks.append(mask)
         actions.append(action)
         targets.append(target)
@@ -153,8 +146,6 @@ def collect(
             break
     bar.close()
     return Demonstrations(
-        graph_of,
-        graphs,
         {k: np.stack(v) for k, v in dynamic.items()},
         np.stack(masks),
         np.asarray(actions, dtype=np.int64),
@@ -164,26 +155,25 @@ def collect(
 
 
 class _GreedyLearner:
-    """The policy network's greedy action on an env observation, its graph encoded once per graph."""
+    """The policy network's greedy action on an env observation, each graph encoded once (by id)."""
 
     def __init__(self, policy) -> None:
-        self.policy, self.encodings = policy, {}
+        self.policy = policy
+        self.encodings: dict[int, torch.Tensor] = {}
 
-    def __call__(self, key: str, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+    def __call__(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
         from policies.loading import greedy_action
 
-        if key not in self.encodings:
-            graph = {k: torch.from_numpy(obs[k]).unsqueeze(0).float() for k in GRAPH_KEYS}
+        graph = int(obs["graph"][0])
+        if graph not in self.encodings:
             with torch.inference_mode():
-                self.encodings[key] = self.policy.pi_features_extractor.encode_graphs(graph)
-        return greedy_action(self.policy, {k: v for k, v in obs.items() if k not in GRAPH_KEYS}, mask, self.encodings[key])
+                self.encodings[graph] = self.policy.pi_features_extractor.encode_graphs(torch.tensor([graph]))
+        return greedy_action(self.policy, obs, mask, self.encodings[graph])
 
 
 def merge(parts: list[Demonstrations]) -> Demonstrations:
-    """One set of demonstrations from several (graphs shared by key)."""
+    """One set of demonstrations from several (recorded with the same config: graph ids agree)."""
     return Demonstrations(
-        [key for part in parts for key in part.graph_of],
-        {key: arrays for part in parts for key, arrays in part.graphs.items()},
         {k: np.concatenate([part.dynamic[k] for part in parts]) for k in parts[0].dynamic},
         np.concatenate([part.masks for part in parts]),
         np.concatenate([part.actions for part in parts]),

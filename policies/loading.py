@@ -9,7 +9,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from envs.action import action_mask, decision, option_table
-from envs.observation import JobHistory, dynamic_arrays, forward_size, graph_arrays
+from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, forward_size, graph_arrays, observe
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext
 from placer.baselines.specs import PolicySpec
@@ -34,6 +34,11 @@ class LearnedPolicy(Policy):
     ``rules`` replaces the placement rules with one fixed rule for every degree (the
     ablation "learned degree, first-fit placement"): the policy's choice among degrees is kept
     and its placement choice is overridden.
+
+    :meth:`decide` is the simulator's hook: it records the offered job in the run's ``history`` and
+    calls :meth:`choose`, which decides an :class:`envs.observation.Offer` given that history, through the
+    same observation builder as the env. Each graph is encoded once and its encoding cached by the
+    graph's key, so graphs in no table (the service's) work as well as the training graphs.
     """
 
     def __init__(self, policy, env, spec: PolicySpec | None = None, rule_override: str | None = None) -> None:
@@ -42,11 +47,9 @@ class LearnedPolicy(Policy):
         self.rule_override = rule_override
         if rule_override is not None and rule_override not in self.env.rules:
             raise PolicyError(f"placement rule {rule_override!r} is not one of the policy's {self.env.rules}")
-        self._history = JobHistory()  # job sizes seen in this run: the job features are relative to them
+        self.history = JobHistory()  # the jobs seen in this run: the job features are relative to them
         self.actor = NumpyActor(policy)  # the weights as they are now: build a new LearnedPolicy after training more
-        self._graphs: LRUCache[str, tuple[np.ndarray, int]] = LRUCache(
-            GRAPH_CACHE_SIZE
-        )  # graph encodings, bounded for long-running services
+        self._graphs: LRUCache[str, tuple[np.ndarray, GraphRef]] = LRUCache(GRAPH_CACHE_SIZE)  # bounded for long-running services
 
     @classmethod
     def from_file(cls, path: Path, spec: PolicySpec | None = None, rule_override: str | None = None) -> LearnedPolicy:
@@ -54,34 +57,38 @@ class LearnedPolicy(Policy):
         return cls(policy, env, spec, rule_override)
 
     def reset(self, rng: np.random.Generator) -> None:
-        self._history = JobHistory()
+        self.history = JobHistory()
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
+        """Record ``job`` in this run's history and choose among its options."""
+        self.history.observe(job)
+        table = tuple(option_table(job, view, self.env.max_degree, self.env.rules))
+        return self.choose(Offer(job, view, table), self.history)
+
+    def choose(self, offer: Offer, history: JobHistory) -> Decision:
+        """The decision for ``offer`` given the run's ``history`` (which holds ``offer.job``); writes nothing but the encoding cache."""
         env = self.env
-        table = option_table(job, view, env.max_degree, env.rules)
-        mask = action_mask(table, env.max_degree, len(env.rules))
+        mask = action_mask(offer.options, env.max_degree, len(env.rules))
         if mask.sum() == 1:
-            self._history.observe(job)
-            return decision(0, table)  # only reject (or hold) is open: no need to ask the network
-        graph, num_forward_ops = self._graph(job)
-        obs = dynamic_arrays(job, view, table, env.max_degree, env.max_groups, num_forward_ops, self._history, env.history)
-        action = self.actor.act(graph, obs, mask)
+            return decision(0, offer.options)  # only reject (or hold) is open: no need to ask the network
+        encoding, graph = self._graph(offer.job)
+        action = self.actor.act(encoding, observe(offer, history, env, graph), mask)
         if self.rule_override is not None and action > 0:
             rules = len(env.rules)
             degree_block = (action - 1) // rules
             action = 1 + degree_block * rules + env.rules.index(self.rule_override)
-        return decision(action, table)
+        return decision(action, offer.options)
 
-    def _graph(self, job: Job) -> tuple[np.ndarray, int]:
-        """The GNN's encoding of the job's graph (2 * hidden,), computed once per graph key."""
+    def _graph(self, job: Job) -> tuple[np.ndarray, GraphRef]:
+        """The GNN's encoding of the job's graph (2 * hidden,) and its :class:`GraphRef` (in no table), once per graph key."""
         cached = self._graphs.get(job.graph.key)
         if cached is None:
             nodes, edges = forward_size(job.graph)
             arrays = graph_arrays(job.graph, max(nodes, 1), max(edges, 1))
-            batch = {k: torch.from_numpy(v).unsqueeze(0).float() for k, v in arrays.items() if k != "num_forward_ops"}
+            batch = {k: torch.from_numpy(arrays[k]).unsqueeze(0).float() for k in GRAPH_KEYS}
             with torch.inference_mode():
-                encoding = self.policy.pi_features_extractor.encode_graphs(batch)[0].numpy()
-            cached = self._graphs[job.graph.key] = (encoding, arrays["num_forward_ops"])
+                encoding = self.policy.pi_features_extractor.encode_arrays(batch)[0].numpy()
+            cached = self._graphs[job.graph.key] = (encoding, GraphRef(UNLISTED, nodes))
         return cached
 
 
@@ -89,7 +96,7 @@ def greedy_action(policy, obs: dict[str, np.ndarray], mask: np.ndarray, graph: t
     """The most likely unmasked action for one observation: masked argmax of the logits.
 
     The lean inference path: no gradients, no distribution objects, one forward pass. ``graph``:
-    the job graph's encoding, when known (then ``obs`` needs no graph arrays).
+    the job graph's (1, 2 * hidden) encoding, when known (else the policy's graph table encodes ``obs["graph"]``).
     """
     with torch.inference_mode():
         batch = {k: torch.from_numpy(np.ascontiguousarray(v)).unsqueeze(0).float() for k, v in obs.items()}

@@ -18,7 +18,7 @@ import gymnasium as gym
 import torch
 
 from envs.config import EnvConfig
-from envs.observation import observation_space
+from envs.observation import GraphTable, observation_space
 from placer.common.atomic import atomic_path
 from placer.common.errors import PlacerError, PolicyError
 from policies.extractor import PlacementExtractor
@@ -27,20 +27,25 @@ from policies.scorer import OptionPolicy
 FORMAT, VERSION = "placer.policy", 3
 
 
-def policy_kwargs(hidden: int, rounds: int, net_arch: list[int]) -> dict:
+def policy_kwargs(hidden: int, rounds: int, net_arch: list[int], graphs: GraphTable | None = None) -> dict:
+    """SB3's ``policy_kwargs``; ``graphs``: the table the observations' graph ids index (training needs it)."""
     return {
         "features_extractor_class": PlacementExtractor,
-        "features_extractor_kwargs": {"hidden": hidden, "rounds": rounds},
+        "features_extractor_kwargs": {"hidden": hidden, "rounds": rounds, "graphs": graphs},
         "net_arch": list(net_arch),
     }
 
 
-def build_policy(env: EnvConfig, hidden: int, rounds: int, net_arch: list[int]) -> OptionPolicy:
-    """A fresh policy whose weights fit any policy file made with the same settings."""
+def build_policy(env: EnvConfig, hidden: int, rounds: int, net_arch: list[int], graphs: GraphTable | None = None) -> OptionPolicy:
+    """A fresh policy whose weights fit any policy file made with the same settings.
+
+    ``graphs``: the table observations' graph ids index (``GraphTable.from_config(env)``), for
+    whole observations; without it the caller feeds graph encodings (:class:`policies.loading.LearnedPolicy`).
+    """
     num_options = env.max_degree * len(env.rules)
-    obs_space = observation_space(env.max_nodes, env.max_edges, num_options, env.max_groups, env.history)
+    obs_space = observation_space(len(env.graphs), num_options, env.max_groups, env.history)
     action_space = gym.spaces.Discrete(1 + num_options)
-    return OptionPolicy(obs_space, action_space, lambda _: 0.0, **policy_kwargs(hidden, rounds, net_arch))
+    return OptionPolicy(obs_space, action_space, lambda _: 0.0, **policy_kwargs(hidden, rounds, net_arch, graphs))
 
 
 def save_policy_file(path: Path, policy: torch.nn.Module, env: EnvConfig, arch: dict) -> None:

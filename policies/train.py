@@ -32,6 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
+from envs.observation import GraphTable
 from placer.common.atomic import atomic_path, write_atomic
 from placer.common.errors import PlacerError
 from policies.config import TrainConfig
@@ -151,7 +152,7 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
         tensorboard_log=str(out / "tb"),
         verbose=0,
         device=resolve_device(config.train.device),
-        policy_kwargs=policy_kwargs(arch.hidden, arch.rounds, arch.net_arch),
+        policy_kwargs=policy_kwargs(arch.hidden, arch.rounds, arch.net_arch, GraphTable.from_config(env_config)),
         **ppo.model_dump(exclude={"n_envs", "vec_env"}),
     )
 

@@ -55,7 +55,7 @@ def test_mask_is_exactly_the_feasible_set(cluster):
         mask = env.action_masks()
         assert mask[REJECT]
         for action in range(1, env.action_space.n):
-            reason, _ = env.sim.check(env.job, decision(action, env._table))
+            reason, _ = env.sim.check(env.offer.job, decision(action, env.offer.options))
             assert mask[action] == (reason is None), (action, reason)
             checked += 1
         _, _, done, _, info = env.step(int(np.flatnonzero(mask)[-1]))

@@ -1,16 +1,20 @@
-"""Observation features by hand: sizes relative to the jobs seen, option rows."""
+"""Observation features by hand: sizes relative to the jobs seen, option rows, graphs by id."""
 
 import math
 
 import numpy as np
 import pytest
 
-from envs.observation import JobHistory, dynamic_arrays
+from envs.config import EnvConfig
+from envs.observation import GraphRef, GraphTable, JobHistory, Offer, observe
+from placer.common.errors import PlacerError
 from placer.cost import CostModel
 from placer.sim.options import options
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Job
-from tests.placer.toys import chain, toy_cluster
+from tests.placer.toys import chain, equal_sum_paths, toy_cluster
+
+SMALL = EnvConfig(max_degree=2, max_groups=4)
 
 
 def job(job_id: int, seconds: float, graph=None) -> Job:
@@ -36,10 +40,10 @@ def test_job_features_read_the_same_for_a_workload_scaled_1000_fold():
     for scale in (1.0, 1000.0):
         history = JobHistory()
         jobs = [job(i, seconds * scale) for i, seconds in enumerate((3.0, 1.0, 2.0))]
-        for j in jobs[:2]:
+        for j in jobs:  # the offered job too: whoever offers it records it
             history.observe(j)
-        table = options(jobs[2], view, degrees=range(1, 3))
-        rows.append(dynamic_arrays(jobs[2], view, table, 2, 4, 5, history)["job"])
+        table = tuple(options(jobs[2], view, degrees=range(1, 3)))
+        rows.append(observe(Offer(jobs[2], view, table), history, SMALL, GraphRef(0, 5))["job"])
     # seen 1, 2, 3 (the offered job counts): median 2, so the job is 1x the median; 1 of 3 is shorter
     assert rows[0][1] == pytest.approx(0.0) and rows[0][5] == pytest.approx(1 / 3)
     assert rows[0][3] == pytest.approx(math.log10(6) / 4)  # log10(1 + forward ops) / 4
@@ -50,9 +54,38 @@ def test_option_rows_name_the_rule_and_count_the_whole_servers_left():
     cost = CostModel(toy_cluster(servers=2, per_server=2))
     view = ClusterView(cost, 0.0, np.ones(4, dtype=bool), np.zeros(4), 0)
     offered = job(0, 100.0)
-    table = options(offered, view, degrees=(2,), rules=("best_fit", "spread"))
+    table = tuple(options(offered, view, degrees=(2,), rules=("best_fit", "spread")))
     assert [o.devices for o in table] == [(0, 1), (0, 2)]
-    rows = dynamic_arrays(offered, view, table, 2, 4, 2, JobHistory())["options"]
+    rows = observe(Offer(offered, view, table), JobHistory(), SMALL, GraphRef(0, 2))["options"]
     # best_fit packs server 0 (one whole server left of 2); spread breaks both (none left)
     assert rows[0, 9:].tolist() == [0.0, 1.0, 0.0, 0.5] and rows[1, 9:].tolist() == [0.0, 0.0, 1.0, 0.0]
     assert rows[0, 3] == 0.5 and rows[1, 3] == 1.0  # servers spanned / degree
+
+
+def test_observe_is_pure_and_names_the_graph_by_id():
+    cost = CostModel(toy_cluster(servers=2, per_server=2))
+    view = ClusterView(cost, 0.0, np.ones(4, dtype=bool), np.zeros(4), 0)
+    history = JobHistory()
+    offered = job(0, 100.0)
+    history.observe(offered)
+    offer = Offer(offered, view, tuple(options(offered, view, degrees=range(1, 3))))
+    config = EnvConfig(max_degree=2, max_groups=4, history=True)
+    first = observe(offer, history, config, GraphRef(3, 2))
+    again = observe(offer, history, config, GraphRef(3, 2))
+    assert first.keys() == again.keys() == {"graph", "job", "options", "groups", "group_mask", "cluster", "history"}
+    assert all(np.array_equal(first[k], again[k]) for k in first)  # nothing was written between the calls
+    assert history.relative(100.0) == (1.0, 0.0) and history.arrivals.arrivals == 1
+    assert first["graph"].tolist() == [3] and first["graph"].dtype == np.int64
+
+
+def test_graphs_with_equal_array_sums_get_their_own_ids():
+    table = GraphTable(equal_sum_paths(), max_nodes=8, max_edges=8)
+    arrays = table.arrays
+    for key in arrays:
+        assert arrays[key][0].sum() == pytest.approx(arrays[key][1].sum())
+    weights = np.arange(1, arrays["nodes"].shape[1] + 1)
+    assert (arrays["nodes"][0].sum(1) * weights).sum() == pytest.approx((arrays["nodes"][1].sum(1) * weights).sum())
+    assert not np.array_equal(arrays["edge_index"][0], arrays["edge_index"][1])
+    assert [table.ref(g).id for g in table.graphs] == [0, 1]
+    with pytest.raises(PlacerError, match="not in the observation's graph table"):
+        table.ref(chain())

@@ -26,6 +26,13 @@ def chain() -> JobGraph:
     return toy_graph({"a": op(2.0), "b": op(4.0)}, {("a", "b"): 8e9})
 
 
+def equal_sum_paths() -> tuple[JobGraph, JobGraph]:
+    """a->b->c->d and b->a->d->c over four ops of different lengths (1 MB per edge): different graphs whose
+    observation arrays have equal sums, position-weighted ones included."""
+    nodes = {v: op(1e-3 * (1 + i)) for i, v in enumerate("abcd")}
+    return tuple(toy_graph(nodes, {(u, v): 1e6 for u, v in zip(order, order[1:], strict=False)}, name=order) for order in ("abcd", "badc"))
+
+
 def toy_cluster(servers: int, per_server: int, *, intra=(8e9, 0.0), inter=(4e9, 0.0), memory=80e9, speed=1.0) -> Cluster:
     return Cluster(
         parse_cluster_spec(

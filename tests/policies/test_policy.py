@@ -8,6 +8,7 @@ import torch
 import envs
 from envs.action import decision
 from envs.config import EnvConfig
+from envs.observation import GRAPH_KEYS, graph_arrays
 from placer.common.errors import PolicyError
 from policies.extractor import PlacementExtractor
 from policies.gnn import GraphEncoder
@@ -30,9 +31,9 @@ def _observations(graphs, n=6, **kwargs):
 
 def test_extractor_shapes_on_variable_size_graphs():
     env, observations = _observations(("alexnet", "densenet121", "gnmt"), n=8)
-    sizes = {int(o["node_mask"].sum()) for o in observations}
+    sizes = {int(env.graph_table.arrays["node_mask"][int(o["graph"][0])].sum()) for o in observations}
     assert len(sizes) > 1  # the batch mixes graph sizes
-    extractor = PlacementExtractor(env.observation_space, hidden=16, rounds=2)
+    extractor = PlacementExtractor(env.observation_space, hidden=16, rounds=2, graphs=env.graph_table)
     features = extractor(_batch(observations))
     assert features.shape == (8, extractor.features_dim)
     assert extractor.features_dim == extractor.context_dim + 48 * 13 and extractor.context_dim == 2 * 16 + 32 + 64 + 5
@@ -42,7 +43,7 @@ def test_extractor_shapes_on_variable_size_graphs():
 
 def test_deduplicated_and_cached_graph_encodings_equal_the_plain_ones():
     env, observations = _observations(("alexnet", "densenet121", "gnmt"), n=12)
-    extractor = PlacementExtractor(env.observation_space, hidden=16, rounds=2)
+    extractor = PlacementExtractor(env.observation_space, hidden=16, rounds=2, graphs=env.graph_table)
     batch = _batch(observations)
     extractor.dedupe_graphs = False
     plain = extractor(batch)
@@ -51,15 +52,29 @@ def test_deduplicated_and_cached_graph_encodings_equal_the_plain_ones():
     extractor.rollout_cache = {}
     with torch.no_grad():
         torch.testing.assert_close(extractor(batch), plain)
-        assert len(extractor.rollout_cache) == len({int(o["node_mask"].sum()) for o in observations})  # one per graph
+        assert len(extractor.rollout_cache) == len({int(o["graph"][0]) for o in observations}) > 1  # one per graph
         torch.testing.assert_close(extractor(_batch(observations[::-1])), plain.flip(0))  # served from the cache
+
+
+def test_graphs_with_equal_array_sums_are_encoded_apart():
+    from envs.observation import GraphTable, observation_space
+    from tests.placer.toys import equal_sum_paths
+
+    table = GraphTable(equal_sum_paths(), max_nodes=8, max_edges=8)  # the old fingerprint (sums of the arrays) collided
+    extractor = PlacementExtractor(observation_space(2, 6, 4), hidden=8, rounds=2, graphs=table)
+    with torch.no_grad():
+        encoded = extractor.encode_graphs(torch.tensor([0, 1, 0]))
+        extractor.rollout_cache = {}
+        cached = extractor.encode_graphs(torch.tensor([1, 0]))
+    assert not torch.allclose(encoded[0], encoded[1]) and torch.equal(encoded[0], encoded[2])
+    assert torch.equal(cached, encoded[[1, 0]]) and set(extractor.rollout_cache) == {0, 1}
 
 
 def test_graph_encoding_ignores_padding():
     encoder = GraphEncoder(8, 1, hidden=8, rounds=2)
-    _, small = _observations(("alexnet",), n=1, max_nodes=512, max_edges=1024)
-    _, big = _observations(("alexnet",), n=1, max_nodes=900, max_edges=2000)
-    enc = [encoder(*(_batch(o)[k] for k in ("nodes", "node_mask", "edge_index", "edges", "edge_mask"))) for o in (small, big)]
+    graph = envs.ClusterPlacementEnv(graphs=("alexnet",)).graphs[0]
+    small, big = graph_arrays(graph, 512, 1024), graph_arrays(graph, 900, 2000)
+    enc = [encoder(*(torch.as_tensor(o[k]).unsqueeze(0).float() for k in GRAPH_KEYS)) for o in (small, big)]
     torch.testing.assert_close(enc[0], enc[1])
 
 
@@ -94,7 +109,7 @@ def test_lean_inference_picks_the_sb3_distribution_mode():
     from policies.loading import greedy_action
 
     env = envs.ClusterPlacementEnv(graphs=("alexnet", "gnmt"), episode_jobs=40, load=2.0)
-    policy = build_policy(env.config, 16, 2, [32])
+    policy = build_policy(env.config, 16, 2, [32], env.graph_table)
     policy.eval()
     obs, _ = env.reset(seed=0)
     for _ in range(30):
@@ -123,17 +138,16 @@ def test_cached_graph_encodings_give_the_same_decisions_as_full_observations():
     from policies.loading import LearnedPolicy, greedy_action
 
     env = envs.ClusterPlacementEnv(graphs=("alexnet", "gnmt", "resnet18"), episode_jobs=40, load=2.0, queue="edf-bf")
-    policy = build_policy(env.config, 16, 2, [32])
+    policy = build_policy(env.config, 16, 2, [32], env.graph_table)
     policy.eval()
     learned = LearnedPolicy(policy, env.config)
     obs, _ = env.reset(seed=1)
     done, checked = False, 0
     while not done:
         mask = env.action_masks()
-        expected = greedy_action(policy, obs, mask)  # the whole observation, graph included
-        learned._history = env._history  # the env also counts offers it rejects without a step
-        chosen = learned.decide(env.job, env.sim.view())
-        assert chosen == decision(expected, env._table)
+        expected = greedy_action(policy, obs, mask)  # the whole observation, the graph encoded from the policy's table
+        chosen = learned.choose(env.offer, env.history)  # the same offer and run state: the same observation
+        assert chosen == decision(expected, env.offer.options)
         checked += mask.sum() > 1
         obs, _, done, _, _ = env.step(expected)
     assert checked > 10 and len(learned._graphs) == 3  # one encoding per distinct graph
@@ -151,9 +165,11 @@ def test_env_and_policy_at_8192_devices_and_a_5000_op_graph(tmp_path):
         clusters=(str(tmp_path / "big.toml"),), graphs=(str(tmp_path / "deep.json"),), episode_jobs=4, max_nodes=5000, max_edges=6000
     )
     obs, _ = env.reset(seed=0)
-    assert env.cost.cluster.num_devices == 8192 and obs["node_mask"].sum() == 5000 and obs["edge_mask"].sum() == 4999 + 499
+    table = env.graph_table.arrays
+    assert env.cost.cluster.num_devices == 8192 and table["node_mask"][obs["graph"][0]].sum() == 5000
+    assert table["edge_mask"][obs["graph"][0]].sum() == 4999 + 499
     assert obs["groups"].shape == (64, 6) and obs["group_mask"].sum() == 64  # 1,024 servers in 64 groups of 16
-    policy = build_policy(env.config, 16, 2, [32])
+    policy = build_policy(env.config, 16, 2, [32], env.graph_table)
     policy.eval()
     steps = 0
     done = False
