@@ -286,12 +286,12 @@ def train(
     saved = out / "config.json"
     if resume and saved.exists():
         try:
-            previous = json.loads(saved.read_text())
-        except json.JSONDecodeError:
-            raise PlacerError(f"{saved} is not valid JSON; it cannot be resumed") from None
-        if _without_budget(previous) != _without_budget(config.model_dump()):
+            previous = TrainConfig.model_validate_json(saved.read_text()).model_dump(mode="json")  # older layouts read too
+        except ValueError:
+            raise PlacerError(f"{saved} is not a training config; it cannot be resumed") from None
+        if _without_budget(previous) != _without_budget(config.model_dump(mode="json")):
             raise PlacerError(f"{out} was trained with another config; resume with the same --config")
-    write_atomic(saved, json.dumps(config.model_dump(), indent=1) + "\n")
+    write_atomic(saved, config.model_dump_json(indent=1) + "\n")
     model = build_model(config, out)
     checkpoint = out / "checkpoint.pt"
     if resume and checkpoint.exists():

@@ -45,7 +45,7 @@ def bound(
                 runs.append({"beta_dist": beta, "seed": seed, **dataclasses.asdict(result)})
                 bar.advance(task)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bound.json").write_text(json.dumps({"config": config.model_dump(), "runs": runs}, indent=1) + "\n")
+    (out / "bound.json").write_text(json.dumps({"config": config.model_dump(mode="json"), "runs": runs}, indent=1) + "\n")
     w = config.workload
     table = Table(title=f"clairvoyant bound: {cluster}, load {w.load}, {seeds} seeds x {w.jobs} jobs, {time_limit:g} s each")
     for column in ("beta", "best schedule blocking", "lower bound", "solved to optimality"):
