@@ -47,7 +47,7 @@ def rate(result: EvaluationResult, policy: str, beta: str) -> float:
 def smoke() -> None:
     """Evaluate the baselines and ``lean`` on two 20-job daily streams into a temporary root, then report it."""
     config = EvaluationConfig(
-        cluster="pacml", beta_dists=["A"], load=0.9, jobs=20, seeds=2, queue="edf-bf", structure="daily",
+        cluster="pacml", beta_dists=["A"], load=1.5, jobs=40, seeds=2, queue="edf-bf", structure="daily",
         graphs=["alexnet", "resnet18"], policies=[*BASELINES, "lean"],
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,12 +89,13 @@ def main() -> None:
                     closed = f"{saved / room:+.0%} ({n} seeds)" if room > 0 else "no gap"
                 base = rate(result, better, beta)
                 gap = f", gap {closed.split(' (')[0]}" if closed not in ("-", "no gap") else ""
-                compact.setdefault((cluster, structure, policy), []).append(f"{mean:+.3f} ± {half:.3f} ({mean / base:+.0%}){gap}")
+                relative = f"{mean / base:+.0%}" if base > 0 else "n/a"  # nothing blocked by the baseline: no relative change
+                compact.setdefault((cluster, structure, policy), []).append(f"{mean:+.3f} ± {half:.3f} ({relative}){gap}")
                 if args.compact:
                     continue
                 print(
                     f"| {cluster} | {structure} | {policy} | {beta} | {rate(result, policy, beta):.3f} | "
-                    f"{mean:+.3f} ± {half:.3f} ({mean / base:+.0%} vs {better}) | {jobs:+.1f} | {closed} |"
+                    f"{mean:+.3f} ± {half:.3f} ({relative} vs {better}) | {jobs:+.1f} | {closed} |"
                 )
 
     if args.compact:
