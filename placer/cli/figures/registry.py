@@ -12,6 +12,8 @@ LEARNED = "--policy-file data/policies/pacml.pt --workers 2"
 LOSS = "learned,para_max,para_min,para_min+best_fit,lean"
 QUEUE = "--queue edf-bf --size loguniform:0.1:10 --beta-dist A,B,C,D --seeds 5 --jobs 300"
 QUEUE_POLICIES = "learned,lean,lean@edf,lean@fifo,lean@fifo-bf,lean@sjf-bf,para_min+best_fit,lean:admit=0.9,lean:admit=0.9:free=0.3"
+LOOKAHEAD, HINDSIGHT = "lookahead:admit=0.9:k=2:h=8", "hindsight:admit=0.9:h=24:m=0.5"
+PLANNERS = (("results", ""), ("lookahead", "-lookahead"), ("hindsight", "-hindsight"))
 HELD_OUT = "--graphs resnet101,resnext50,resnext101,gnmt_large,nasnetamobile,nasnetalarge"
 TRACE_QUEUE = "learned,lean,lean@edf,para_min+best_fit,lean:admit=0.9"
 GAVEL_IMPORT = "placer import trace gavel data/traces/gavel_msr_0e4a51.trace --out runs/figures/gavel.csv"
@@ -92,14 +94,23 @@ FIGURES: tuple[Figure, ...] = (
         f"--cluster dgx8x8 --trace runs/figures/philly.csv --seeds 1 --queue edf-bf --policies {TRACE_QUEUE} {LEARNED}",
         before=(PHILLY_IMPORT,),
     ),
-    _evaluate(
+    Figure(
         "queue-dgx8x8",
         LEARNING_MD,
         ("dgx8x8",),
-        f"--cluster dgx8x8 {QUEUE} --policies {QUEUE_POLICIES} {LEARNED}",
-        against="lean:admit=0.9",
-        image="docs/blocking_rate_queue_dgx8x8.png",
-        alt="blocking rate with a queue on dgx8x8",
+        tuple(
+            Step(f"placer evaluate --cluster dgx8x8 {QUEUE} --policies {policies} {LEARNED} --out runs/figures/queue-dgx8x8{suffix}")
+            for policies, suffix in ((QUEUE_POLICIES, ""), (LOOKAHEAD, "-lookahead"), (HINDSIGHT, "-hindsight"))
+        ),
+        evaluation(
+            "results.json",
+            "lookahead.json",
+            "hindsight.json",
+            against="lean:admit=0.9",
+            image="docs/blocking_rate_queue_dgx8x8.png",
+            alt="blocking rate with a queue on dgx8x8",
+        ),
+        keep={f"{name}.json": f"runs/figures/queue-dgx8x8{suffix}/results.json" for name, suffix in PLANNERS},
     ),
     _evaluate(
         "queue-mixed",
