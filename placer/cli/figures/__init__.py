@@ -57,6 +57,8 @@ def figures(
     from placer.cli.figures.registry import FIGURES
 
     root = repo_root()
+    if not (root / "docs").is_dir():
+        raise PlacerError(f"placer figures works in a source checkout (no docs/ beside the package at {root})")
     chosen = select(list(FIGURES), names or [])
     if check:
         found = stale(root, chosen)
