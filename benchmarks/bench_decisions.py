@@ -1,11 +1,14 @@
 """Decision latency of lean and the learned policy at 32 and 8,192 devices, against a baseline release.
 
-    python benchmarks/bench_decisions.py [--baseline bfdd20c] [--decisions 300]
+    python benchmarks/bench_decisions.py [--baseline bfdd20c] [--decisions 300] [--smoke]
 
 Measures the same thing twice in one run, on one core and one torch thread: in this checkout and
 in a throwaway ``git worktree`` of ``--baseline`` (default: the release before the speed-ups,
-with its own shipped policy), on the same Python and packages. Prints per-decision medians (µs)
-and the ratios the speed targets are stated in:
+with its own shipped policy), on the same Python and packages. Each tree is measured with a
+measurement written for its own module layout, in a process whose ``sys.path`` is that tree: this
+checkout with :data:`MEASURE`, the baseline with the ``MEASURE`` of ``--baseline-measure`` (default
+``e5df7dc``, the last commit of the flat layout ``bfdd20c`` has), read from git. Prints
+per-decision medians (µs) and the ratios the speed targets are stated in:
 
 - ``lean`` on ``pacml`` (32 devices) and on 1,024 DGX A100 servers (8,192 devices): >= 3x;
 - ``learned`` (the shipped policy) on the same two clusters: >= 4x;
@@ -17,11 +20,14 @@ exponential) and one of six graphs, so caches warm as they would in a long run. 
 recur, so the placement table memoised per free-device mask (``CostModel.placements``) is hit
 after the first 40 decisions, as it is for every offer after the first at one decision point of
 a queue; on a cluster whose occupancy never repeats each decision pays for its table once.
+
+``--smoke`` runs this checkout's measurement on 20 decisions, without the baseline, and times nothing it reports.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import subprocess
@@ -96,10 +102,24 @@ print(json.dumps(out))
 TARGETS = {"lean@32": 3.0, "lean@8192": 3.0, "learned@32": 4.0, "learned@8192": 4.0}
 
 
-def measure(tree: Path, decisions: int) -> dict[str, float]:
+def measurement_at(revision: str) -> str:
+    """The ``MEASURE`` script of this benchmark as it stood at ``revision`` (read from git, never run here)."""
+    source = subprocess.run(
+        ["git", "show", f"{revision}:benchmarks/bench_decisions.py"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if source.returncode != 0:
+        raise SystemExit(f"cannot read benchmarks/bench_decisions.py at {revision}: {source.stderr.strip()}")
+    for node in ast.parse(source.stdout).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "MEASURE" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise SystemExit(f"benchmarks/bench_decisions.py at {revision} has no MEASURE script")
+
+
+def measure(tree: Path, decisions: int, script: str = MEASURE, *, pin: bool = True) -> dict[str, float]:
+    """Run ``script`` in a fresh interpreter whose ``sys.path`` starts at ``tree`` (so it imports that tree's code)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
-        ["taskset", "-c", "0", sys.executable, "-c", MEASURE, str(decisions)],
+        [*(["taskset", "-c", "0"] if pin else []), sys.executable, "-c", script, str(decisions)],
         cwd=tree,
         env=env,
         capture_output=True,
@@ -114,13 +134,19 @@ def measure(tree: Path, decisions: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--baseline", default="bfdd20c", help="git revision to compare against")
+    parser.add_argument("--baseline-measure", default="e5df7dc", help="git revision whose MEASURE fits the baseline's module layout")
     parser.add_argument("--decisions", type=int, default=300)
+    parser.add_argument("--smoke", action="store_true", help="20 decisions here, no baseline, nothing timed worth reading")
     args = parser.parse_args()
+    if args.smoke:
+        print(f"smoke: measured {', '.join(measure(ROOT, 20, pin=False))}")
+        return
+    script = measurement_at(args.baseline_measure)
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "baseline"
         subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.baseline], cwd=ROOT, check=True, capture_output=True)
         try:
-            before = measure(tree, args.decisions)
+            before = measure(tree, args.decisions, script)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False, capture_output=True)
     now = measure(ROOT, args.decisions)

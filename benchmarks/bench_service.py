@@ -1,6 +1,6 @@
 """Placement query latency, in process and through the HTTP service on loopback.
 
-    python benchmarks/bench_service.py [--policy-file data/policies/pacml.pt] [--requests 200]
+    python benchmarks/bench_service.py [--policy-file data/policies/pacml.pt] [--requests 200] [--smoke]
 
 1. In process: median and p99 of ``placer.Placer.decide`` with the learned policy (or ``lean``
    without a policy file), cold (a fresh cost model: every schedule computed) and warm (the
@@ -195,17 +195,21 @@ def cache_entry_bytes(ops: int = 20_000) -> None:
 
 
 def main() -> None:
+    global GRAPHS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--policy-file", type=Path, default=Path("data/policies/pacml.pt"))
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--large-only", action="store_true", help="only the large-graph phases")
     parser.add_argument("--one-large", type=int, help=argparse.SUPPRESS)  # the per-size child process
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one graph, 2 requests: checks it runs")
     args = parser.parse_args()
     if args.one_large:
         return one_large(args.one_large)
-    large_graphs()
-    cache_entry_bytes()
+    if args.smoke:
+        GRAPHS, args.requests, args.time_limit = GRAPHS[:1], 2, 5.0
+    large_graphs((2_000,) if args.smoke else LARGE_SIZES)
+    cache_entry_bytes(2_000 if args.smoke else 20_000)
     if args.large_only:
         return
     policy_file = args.policy_file if args.policy_file.exists() else None

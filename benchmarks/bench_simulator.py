@@ -1,6 +1,6 @@
 """Simulator and cost-model speed.
 
-    python benchmarks/bench_simulator.py [--arrivals 1000] [--repeats 3]
+    python benchmarks/bench_simulator.py [--arrivals 1000] [--repeats 3] [--smoke]
 
 Prints, on one core, for the ``sipml`` cost model (PAC-ML's op splitting, the model before the
 parallelism strategies) and ``auto`` (data x tensor x pipeline), measured in the same run:
@@ -59,7 +59,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--arrivals", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="20 arrivals, one repeat: checks it runs, times nothing worth reading")
     args = parser.parse_args()
+    if args.smoke:
+        args.arrivals, args.repeats = 20, 1
     rates = {}
     for cluster in ("pacml", "dgx8x8"):
         for policy in ("para_min", "lean"):
@@ -73,7 +76,7 @@ def main() -> None:
                     f"{baseline:.0f}/s{versus})"
                 )
     for strategy in ("sipml", "auto"):
-        cold, warm = cost_evaluations_per_second(20, strategy)
+        cold, warm = cost_evaluations_per_second(1 if args.smoke else 20, strategy)
         print(
             f"cost model {strategy:5s}, nasnetalarge (2502 ops) degree 16 on dgx8x8: cold {cold:7.0f} evals/s, "
             f"cached {warm:9.0f} evals/s ({warm / cold:.0f}x)"

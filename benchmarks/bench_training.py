@@ -1,6 +1,6 @@
 """PPO training speed with and without encoding each distinct graph of a minibatch once.
 
-    python benchmarks/bench_training.py [--steps 2048] [--threads 1]
+    python benchmarks/bench_training.py [--steps 2048] [--threads 1] [--smoke]
 
 Builds the shipped policy's model (``data/configs/pacml.toml``: 4 envs, minibatches of 256,
 PAC-ML's and three more graphs), collects ``--steps`` environment steps with and without the
@@ -32,7 +32,10 @@ def main() -> None:
     parser.add_argument("--scale", action="store_true", help="also measure rollouts in processes and the network on --device")
     parser.add_argument("--envs", type=int, default=os.cpu_count() or 1, help="environments (processes) with --scale")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="the network's device with --scale")
+    parser.add_argument("--smoke", action="store_true", help="32 steps: checks it runs, times nothing worth reading")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps = 32
     torch.set_num_threads(args.threads)
     config = load_train_config(data_dir() / "configs" / "pacml.toml")
     n_steps = max(args.steps // config.ppo.n_envs, 8)

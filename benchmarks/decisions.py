@@ -1,7 +1,7 @@
 """How decisions change from the old cost model (``sipml``, PAC-ML's op splitting) to the new
 one (``auto``: the fastest data x tensor x pipeline split), on the same job streams.
 
-    python benchmarks/decisions.py [--seeds 3] [--jobs 500] [--policy-file data/policies/pacml.pt]
+    python benchmarks/decisions.py [--seeds 3] [--jobs 500] [--policy-file data/policies/pacml.pt] [--smoke]
 
 For each cluster, cost model and policy: blocking rate, mean degree of accepted jobs, servers
 spanned per accepted job and the mix of strategies, averaged over beta distributions A-D and seeds.
@@ -24,7 +24,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=500)
     parser.add_argument("--policies", default="para_min+best_fit,lean,learned")
     parser.add_argument("--policy-file", default="data/policies/pacml.pt")
+    parser.add_argument("--smoke", action="store_true", help="one seed of 10 jobs, heuristics only")
     args = parser.parse_args()
+    if args.smoke:
+        args.seeds, args.jobs, args.policies = 1, 10, "para_min+best_fit,lean"
     print("| cluster | cost model | policy | blocking | mean degree | servers spanned | strategies (share of accepted jobs) |")
     print("|---|---|---|---:|---:|---:|---|")
     for cluster in ("pacml", "dgx8x8"):

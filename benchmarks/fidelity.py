@@ -2,6 +2,8 @@
 
     python benchmarks/fidelity.py            # both tables and the calibration timing
     python benchmarks/fidelity.py --no-gavel # the published rows only
+    python benchmarks/fidelity.py --gavel-only # the Gavel table only (no timing)
+    python benchmarks/fidelity.py --smoke    # the published rows and one Gavel GPU type, nothing timed
 
 First table: each published figure, its source, placer's prediction and the relative error
 (calibration rows are marked: they were fitted, not predicted; see :mod:`placer.cost.fidelity`).
@@ -30,12 +32,12 @@ def published() -> None:
         print(f"| {row['what']}{mark} | {row['published']:g} | {row['source']} | {predicted} | {row['error']:+.1%} |")
 
 
-def gavel() -> None:
+def gavel(gpu_types: tuple[str, ...] | None = None) -> None:
     from placer.calibration.gavel import GPU_TYPES, validate_on_gavel
 
-    print("\n| GPU | placements | held-out rows | nominal median / p90 | calibrated median / p90 | calibrated on |")
+    print("| GPU | placements | held-out rows | nominal median / p90 | calibrated median / p90 | calibrated on |")
     print("|---|---|---:|---:|---:|---:|")
-    for gpu in GPU_TYPES:
+    for gpu in gpu_types or GPU_TYPES:
         validation = validate_on_gavel(gpu)
         for kind in ("all", "single", "packed", "spread"):
             s = validation.summary(kind)
@@ -60,8 +62,16 @@ def calibration_speed() -> None:
 
 
 def main() -> None:
+    args = sys.argv[1:]
+    if "--gavel-only" in args:
+        gavel()
+        return
     published()
-    if "--no-gavel" not in sys.argv[1:]:
+    if "--smoke" in args:
+        print()
+        gavel(("k80",))
+    elif "--no-gavel" not in args:
+        print()
         gavel()
         calibration_speed()
 

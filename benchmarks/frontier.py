@@ -1,6 +1,7 @@
 """The structured-workload frontier: each policy against the better of ``lean:admit=auto`` and ``lean:admit=best``.
 
     python benchmarks/frontier.py runs/issue20 [--policies learned,learned:history]
+    python benchmarks/frontier.py --smoke   # evaluates two 20-job streams into a temporary root first
 
 Reads the evaluations ``placer evaluate --out DIR/CLUSTER-STRUCTURE`` wrote (and
 ``DIR/CLUSTER-STRUCTURE-*`` folders of the same streams: a policy evaluated later, and
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import tempfile
 from pathlib import Path
 
-from placer.evaluate import EvaluationConfig, EvaluationResult, merge_results
+from placer.evaluate import EvaluationConfig, EvaluationResult, evaluate, merge_results, write_results
 from placer.evaluate.stats import mean_ci95
 
 BASELINES = ("lean:admit=auto", "lean:admit=best")
@@ -39,6 +42,18 @@ def paired(result: EvaluationResult, policy: str, reference: str, beta: str, met
 def rate(result: EvaluationResult, policy: str, beta: str) -> float:
     values = [r["blocking_rate"] for r in result.runs if r["policy"] == policy and r["beta_dist"] == beta]
     return sum(values) / len(values)
+
+
+def smoke() -> None:
+    """Evaluate the baselines and ``lean`` on two 20-job daily streams into a temporary root, then report it."""
+    config = EvaluationConfig(
+        cluster="pacml", beta_dists=["A"], load=1.5, jobs=40, seeds=2, queue="edf-bf", structure="daily",
+        graphs=["alexnet", "resnet18"], policies=[*BASELINES, "lean"],
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        write_results(evaluate(config), Path(tmp) / "pacml-daily")
+        sys.argv = [sys.argv[0], tmp, "--policies", "lean"]
+        main()
 
 
 def main() -> None:
@@ -74,12 +89,13 @@ def main() -> None:
                     closed = f"{saved / room:+.0%} ({n} seeds)" if room > 0 else "no gap"
                 base = rate(result, better, beta)
                 gap = f", gap {closed.split(' (')[0]}" if closed not in ("-", "no gap") else ""
-                compact.setdefault((cluster, structure, policy), []).append(f"{mean:+.3f} ± {half:.3f} ({mean / base:+.0%}){gap}")
+                relative = f"{mean / base:+.0%}" if base > 0 else "n/a"  # nothing blocked by the baseline: no relative change
+                compact.setdefault((cluster, structure, policy), []).append(f"{mean:+.3f} ± {half:.3f} ({relative}){gap}")
                 if args.compact:
                     continue
                 print(
                     f"| {cluster} | {structure} | {policy} | {beta} | {rate(result, policy, beta):.3f} | "
-                    f"{mean:+.3f} ± {half:.3f} ({mean / base:+.0%} vs {better}) | {jobs:+.1f} | {closed} |"
+                    f"{mean:+.3f} ± {half:.3f} ({relative} vs {better}) | {jobs:+.1f} | {closed} |"
                 )
 
     if args.compact:
@@ -102,4 +118,4 @@ def differences(result: EvaluationResult, policy: str, reference: str, beta: str
 
 
 if __name__ == "__main__":
-    main()
+    smoke() if sys.argv[1:] == ["--smoke"] else main()

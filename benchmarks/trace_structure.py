@@ -1,6 +1,6 @@
 """Measure the structure of the shipped Philly trace that the workload defaults are set from.
 
-    python benchmarks/trace_structure.py
+    python benchmarks/trace_structure.py [--smoke]   # --smoke: the first 2,000 jobs only
 
 Prints, for ``data/traces/philly_pollux.csv`` (Pollux's processed Philly trace): the hourly arrival
 profile and the amplitude of ``1 + A cos`` fitted to it (``daily:amp``), a day in mean job durations
@@ -12,6 +12,7 @@ next to a Poisson stream's. The constants in :mod:`placer.workloads.structure` c
 from __future__ import annotations
 
 import csv
+import sys
 from datetime import datetime
 
 import numpy as np
@@ -25,6 +26,8 @@ def main() -> None:
     path = data_dir() / "traces" / "philly_pollux.csv"
     with path.open() as fh:
         rows = list(csv.DictReader(fh))
+    if "--smoke" in sys.argv[1:]:
+        rows = rows[:2000]
     times = np.sort([datetime.fromisoformat(r["timestamp"]).timestamp() for r in rows])
     durations = np.array([float(r["duration"]) for r in rows])
     print(f"{path.name}: {len(times):,} jobs over {(times[-1] - times[0]) / 86400:.1f} days")

@@ -1,0 +1,160 @@
+"""Every figure of the README and ``docs/``: its block, the presets it reads, the commands that make its
+result files and how they render. Add a figure here and a ``<!-- figure: NAME -->`` block where it goes."""
+
+from __future__ import annotations
+
+from placer.cli.figures.core import Figure, Step
+from placer.cli.figures.render import evaluation, printed, scaling
+
+ABCD = "--beta-dist A,B,C,D"
+FIVE, THREE = "--seeds 5 --jobs 1000", "--seeds 3 --jobs 1000"
+LEARNED = "--policy-file data/policies/pacml.pt --workers 2"
+LOSS = "learned,para_max,para_min,para_min+best_fit,lean"
+QUEUE = "--queue edf-bf --size loguniform:0.1:10 --beta-dist A,B,C,D --seeds 5 --jobs 300"
+QUEUE_POLICIES = "learned,lean,lean@edf,lean@fifo,lean@fifo-bf,lean@sjf-bf,para_min+best_fit,lean:admit=0.9,lean:admit=0.9:free=0.3"
+LOOKAHEAD, HINDSIGHT = "lookahead:admit=0.9:k=2:h=8", "hindsight:admit=0.9:h=24:m=0.5"
+PLANNERS = (("results", ""), ("lookahead", "-lookahead"), ("hindsight", "-hindsight"))
+HELD_OUT = "--graphs resnet101,resnext50,resnext101,gnmt_large,nasnetamobile,nasnetalarge"
+TRACE_QUEUE = "learned,lean,lean@edf,para_min+best_fit,lean:admit=0.9"
+GAVEL_IMPORT = "placer import trace gavel data/traces/gavel_msr_0e4a51.trace --out runs/figures/gavel.csv"
+PHILLY_IMPORT = "placer import trace philly data/traces/philly_pollux.csv --vc 6214e9 --jobs 600 --out runs/figures/philly.csv"
+
+
+def _evaluate(name: str, document: str, presets: tuple[str, ...], options: str, *, before: tuple[str, ...] = (), **render) -> Figure:
+    """A figure made by ``placer evaluate OPTIONS`` (after the ``before`` commands) and shown by ``placer report``."""
+    steps = (*(Step(c) for c in before), Step(f"placer evaluate {options} --out runs/figures/{name}"))
+    return Figure(
+        name, document, presets, steps, evaluation("results.json", **render), keep={"results.json": f"runs/figures/{name}/results.json"}
+    )
+
+
+RESULTS_MD = "docs/results.md"
+LEARNING_MD = "docs/learning.md"
+COST_MD = "docs/cost-model.md"
+
+FIGURES: tuple[Figure, ...] = (
+    _evaluate(
+        "readme-pacml",
+        "README.md",
+        ("pacml",),
+        f"--cluster pacml --beta-dist A,B,C,D --seeds 5 --jobs 1000 --policies para_max,fixed:4,para_min,lean,learned {LEARNED}",
+        against="para_max",
+    ),
+    _evaluate(
+        "pacml-sipml",
+        RESULTS_MD,
+        ("pacml",),
+        f"--cluster pacml --strategy sipml --beta-dist A,B,C,D --seeds 5 --jobs 1000 "
+        f"--policies learned,para_max,para_min,para_min+best_fit,fixed:4,fixed:8,random,lean {LEARNED}",
+        against="para_max",
+    ),
+    _evaluate("pacml-auto", RESULTS_MD, ("pacml",), f"--cluster pacml {ABCD} {FIVE} --policies {LOSS} {LEARNED}", against="lean"),
+    _evaluate(
+        "dgx8x8-loss",
+        RESULTS_MD,
+        ("dgx8x8",),
+        f"--cluster dgx8x8 --beta-dist A,B,C,D --seeds 5 --jobs 1000 --policies {LOSS},lean:admit=0.9 {LEARNED}",
+        against="lean",
+        image="docs/blocking_rate_dgx8x8.png",
+        alt="blocking rate on dgx8x8",
+    ),
+    _evaluate("heldout-loss", RESULTS_MD, ("dgx8x8",), f"--cluster dgx8x8 {HELD_OUT} {ABCD} {THREE} --policies {LOSS} {LEARNED}"),
+    _evaluate("mixed-loss", RESULTS_MD, ("mixed",), f"--cluster mixed {ABCD} --seeds 3 --jobs 1000 --policies {LOSS} {LEARNED}"),
+    _evaluate(
+        "transformers-loss",
+        RESULTS_MD,
+        ("dgx8x8",),
+        f"--cluster dgx8x8 --graphs gpt2_small,gpt2_medium,bert_base,llama_850m {ABCD} --seeds 3 --jobs 1000 --policies {LOSS} {LEARNED}",
+    ),
+    _evaluate(
+        "gavel-loss",
+        RESULTS_MD,
+        ("dgx8x8",),
+        f"--cluster dgx8x8 --trace runs/figures/gavel.csv --seeds 1 --policies {LOSS} {LEARNED}",
+        before=(GAVEL_IMPORT,),
+    ),
+    _evaluate(
+        "gavel-queue",
+        RESULTS_MD,
+        ("dgx8x8",),
+        f"--cluster dgx8x8 --trace runs/figures/gavel.csv --seeds 1 --queue edf-bf --policies {TRACE_QUEUE} {LEARNED}",
+        before=(GAVEL_IMPORT,),
+    ),
+    _evaluate(
+        "philly-loss",
+        RESULTS_MD,
+        ("dgx8x8",),
+        f"--cluster dgx8x8 --trace runs/figures/philly.csv --seeds 1 --policies {LOSS} {LEARNED}",
+        before=(PHILLY_IMPORT,),
+    ),
+    _evaluate(
+        "philly-queue",
+        RESULTS_MD,
+        ("dgx8x8",),
+        f"--cluster dgx8x8 --trace runs/figures/philly.csv --seeds 1 --queue edf-bf --policies {TRACE_QUEUE} {LEARNED}",
+        before=(PHILLY_IMPORT,),
+    ),
+    Figure(
+        "queue-dgx8x8",
+        LEARNING_MD,
+        ("dgx8x8",),
+        tuple(
+            Step(f"placer evaluate --cluster dgx8x8 {QUEUE} --policies {policies} {LEARNED} --out runs/figures/queue-dgx8x8{suffix}")
+            for policies, suffix in ((QUEUE_POLICIES, ""), (LOOKAHEAD, "-lookahead"), (HINDSIGHT, "-hindsight"))
+        ),
+        evaluation(
+            "results.json",
+            "lookahead.json",
+            "hindsight.json",
+            against="lean:admit=0.9",
+            image="docs/blocking_rate_queue_dgx8x8.png",
+            alt="blocking rate with a queue on dgx8x8",
+        ),
+        keep={f"{name}.json": f"runs/figures/queue-dgx8x8{suffix}/results.json" for name, suffix in PLANNERS},
+    ),
+    _evaluate(
+        "queue-mixed",
+        LEARNING_MD,
+        ("mixed",),
+        f"--cluster mixed {QUEUE} --policies {QUEUE_POLICIES} {LEARNED}",
+        against="lean:admit=0.9",
+        image="docs/blocking_rate_queue_mixed.png",
+        alt="blocking rate with a queue on the unseen mixed cluster",
+    ),
+    _evaluate(
+        "heldout-queue",
+        LEARNING_MD,
+        ("dgx8x8",),
+        f"--cluster dgx8x8 {HELD_OUT} {QUEUE.replace('--seeds 5', '--seeds 3')} --policies {TRACE_QUEUE} {LEARNED}",
+        against="lean:admit=0.9",
+    ),
+    Figure(
+        "fidelity-published",
+        COST_MD,
+        ("dgx8x8",),
+        (Step("python benchmarks/fidelity.py --no-gavel", stdout="output.md"),),
+        printed("output.md"),
+    ),
+    Figure(
+        "fidelity-gavel",
+        COST_MD,
+        ("testbeds/gavel_k80", "testbeds/gavel_p100", "testbeds/gavel_v100"),
+        (Step("python benchmarks/fidelity.py --gavel-only", stdout="output.md"),),
+        printed("output.md"),
+    ),
+    Figure(
+        "scaling-dgx8x8",
+        COST_MD,
+        ("dgx8x8",),
+        (Step("python benchmarks/scaling_plot.py --json runs/figures/scaling-dgx8x8/scaling.json"),),
+        scaling("scaling.json", "docs/scaling_dgx8x8.png", "scaling efficiency, sipml against auto"),
+        keep={"scaling.json": "runs/figures/scaling-dgx8x8/scaling.json"},
+    ),
+    Figure(
+        "decisions",
+        COST_MD,
+        ("pacml", "dgx8x8"),
+        (Step("python benchmarks/decisions.py --seeds 2 --jobs 500", stdout="output.md"),),
+        printed("output.md"),
+    ),
+)
