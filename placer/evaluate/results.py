@@ -88,7 +88,11 @@ def write_results(result: EvaluationResult, out: Path) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PlacerError(f"cannot write results to {str(out)!r}: {exc.strerror or exc}") from None
-    record = {"config": result.config.model_dump(mode="json"), "versions": versions(), "created": datetime.now(UTC).isoformat(timespec="seconds")}
+    record = {
+        "config": result.config.model_dump(mode="json"),
+        "versions": versions(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     paths = [out / "results.json", out / "summary.csv", out / "timelines.json"]
     write_atomic(paths[0], json.dumps({"record": record, "runs": result.runs}, indent=1) + "\n")
     rows = result.summary()
