@@ -7,22 +7,26 @@ constant                            fitted when the rows include
 ==================================  =========================================================
 ``links.intra_server.bandwidth_Bps``  a placement with two or more devices on one server
 ``links.inter_server.bandwidth_Bps``  a placement that spans servers
-``links.*.latency_s``                 such placements of three or more distinct jobs
+``links.*.latency_s``                 such placements (bounded and held by its prior)
 ``device_types.T.compute_scale``      a placement on device type ``T``
 ``overheads.iteration_s``             two or more distinct jobs (graph, batch, precision)
 ``overheads.sync_s``                  placements of two or more devices, of two or more jobs
 ==================================  =========================================================
 
 Bounds keep the fit physical: a bandwidth at most the cluster file's line rate (at least
-1/1000 of it), a latency in [0.1 us, 0.1 s], a ``compute_scale`` that lifts no sustained rate
-above the device's datasheet peak, overheads in [0, 60 s].
+1/1000 of it), a latency within its link type's physical range unless the rows prove more
+(:mod:`placer.calibration.priors`), a ``compute_scale`` that lifts no sustained rate above the
+device's datasheet peak, overheads in [0, 60 s].
 
-The fit is bounded robust least squares (``scipy.optimize.least_squares``, soft-L1 loss with a
-5 % scale) on ``log(predicted) - log(measured)``, started at the nominal constants. Each row is
-predicted with the split (``dp x tp x pp``) the cost model picks for it; splits are re-picked at
-the fitted constants and the fit repeated until they no longer change (three rounds at most).
-The cross-validated error refits without each row (leave-one-out up to 30 rows, else 10 folds),
-starting from the full fit.
+The fit is MAP in log space (:mod:`placer.calibration.priors`: a soft-L1 loss with a 5 % scale on
+``log(predicted) - log(measured)`` plus a Gaussian prior around each nominal constant, bounded,
+``scipy.optimize.least_squares``), started at the nominal constants. Each row is predicted with
+the split (``dp x tp x pp``) the cost model picks for it; splits are re-picked at the fitted
+constants and the fit repeated until they no longer change (three rounds at most). The report
+says which constants the rows identified and which came from the prior, and flags any on a
+bound. The cross-validated error measures extrapolation: each placement shape (devices per
+server, device type) is left out in turn, the constants refitted on the other shapes' rows, and
+the left-out rows predicted (with one shape only: each row in turn, up to 30 rows, else 10 folds).
 
 Refused, in one line: fewer rows than fitted constants plus one; two rows of the same job on
 the same placement shape more than 1.5x apart; a row faster than its devices' datasheet peaks
@@ -32,54 +36,40 @@ allow (a wrong device type or batch size).
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from placer.calibration.measurements import CalibrationError, Row, read_measurements
+from placer.calibration.priors import (
+    BANDWIDTH_SIGMA,
+    NOISE,
+    OVERHEAD_SIGMA_S,
+    SCALE_SIGMA,
+    Parameter,
+    identified,
+    latency_bounds,
+    prior_loss,
+)
 from placer.cluster.devices import device_model
 from placer.cluster.topology import Cluster, JobCalibration, Overheads, load_cluster, parse_cluster_spec
 from placer.cost.collectives import Fabric
+from placer.cost.data_parallel import BUCKET_BYTES
 from placer.cost.model import CostModel, Strategy
 
 MIN_BANDWIDTH_FRACTION = 1e-3
-LATENCY_BOUNDS_S = (1e-7, 0.1)
 MAX_OVERHEAD_S = 60.0
 MAX_GENERIC_SCALE = 100.0
 CONTRADICTION_RATIO = 1.5
 PEAK_SLACK = 0.8  # a row may be this much faster than the optimistic bound (measurement noise)
 LOO_MAX_ROWS = 30
 FOLDS = 10
-LOSS_SCALE = 0.05
+MESSAGE_SPREAD = 4.0  # all-reduce messages this many times apart in size separate a link's latency from its bandwidth
 DENSE_JACOBIAN_ROWS = 40  # up to this many rows the dense Jacobian is cheap, and its finite differences are the more accurate
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """One fitted constant: its ``keys`` in the cluster file, nominal value and bounds, in ``log`` or linear units."""
-
-    keys: tuple[str, ...]
-    nominal: float
-    low: float
-    high: float
-    log: bool
-
-    @property
-    def path(self) -> str:
-        return ".".join(self.keys)
-
-    def to_x(self, value: float) -> float:
-        return math.log(value) if self.log else value
-
-    def from_x(self, x: float) -> float:
-        return min(max(math.exp(x) if self.log else x, self.low), self.high)  # exp(log(v)) may land a hair outside
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        return self.to_x(self.low), self.to_x(self.high)
 
 
 @dataclass(frozen=True)
@@ -87,7 +77,10 @@ class Calibration:
     """A fit's outcome: the calibrated cluster and what it rests on.
 
     ``fitted``: path -> (nominal, fitted); ``kept``: path -> why it stayed nominal; ``errors`` and
-    ``cv_errors``: per row, predicted / measured - 1, in-sample and cross-validated (``cv_method``).
+    ``cv_errors``: per row, predicted / measured - 1, in-sample and cross-validated (``cv_method``);
+    ``identified``: path -> ``"rows"`` or ``"prior"`` (which set it); ``at_bound``: path -> ``"lower"``
+    / ``"upper"`` for constants on a bound; ``shapes``: the placement shapes calibrated on (counts
+    of devices per server, largest first).
     """
 
     cluster: Cluster
@@ -99,6 +92,22 @@ class Calibration:
     cv_errors: np.ndarray
     cv_method: str
     nominal_errors: np.ndarray
+    identified: dict[str, str] = field(default_factory=dict)
+    at_bound: dict[str, str] = field(default_factory=dict)
+    shapes: tuple[tuple[int, ...], ...] = ()
+
+    def constant_line(self, path: str) -> str:
+        """``path = nominal -> fitted (from the rows | from the prior)[, at its upper bound]``."""
+        nominal, fitted = self.fitted[path]
+        source = {"rows": "from the rows", "prior": "from the prior"}.get(self.identified.get(path, ""), "")
+        bound = f", AT ITS {self.at_bound[path].upper()} BOUND" if path in self.at_bound else ""
+        note = f" ({source}{bound})" if source or bound else ""
+        return f"  {path} = {nominal:.4g} -> {fitted:.4g}{note}"
+
+    @property
+    def max_servers(self) -> int:
+        """The most servers any calibration row spans (predictions beyond it extrapolate)."""
+        return max((len(s) for s in self.shapes), default=0)
 
     def report(self) -> list[str]:
         """The comment block a calibrated cluster file carries: what was fitted, from what, and how well."""
@@ -106,7 +115,7 @@ class Calibration:
             f"Calibrated by `placer calibrate` from {self.rows} measured step time(s) in {self.source}.",
             "Fitted (nominal -> fitted):",
         ]
-        lines += [f"  {path} = {nominal:.4g} -> {fitted:.4g}" for path, (nominal, fitted) in self.fitted.items()]
+        lines += [self.constant_line(path) for path in self.fitted]
         return lines + self.outcome()
 
     def outcome(self) -> list[str]:
@@ -116,7 +125,11 @@ class Calibration:
             f"Relative error of step time (median / 90th percentile): nominal {_stats(self.nominal_errors)}, fitted {_stats(self.errors)}"
         )
         if self.cv_method != "none":
-            lines.append(f"  {self.cv_method}: {_stats(self.cv_errors)}")
+            lines.append(f"  cross-validated, {self.cv_method}: {_stats(self.cv_errors)}")
+            if np.median(np.abs(self.cv_errors)) > np.median(np.abs(self.nominal_errors)):
+                lines.append("  WARNING: the cross-validated error is worse than the nominal constants': the fit does not extrapolate")
+        if self.at_bound:
+            lines.append(f"On a bound (the rows want more than the bounds allow): {', '.join(sorted(self.at_bound))}")
         return lines
 
 
@@ -147,6 +160,12 @@ def fit_rows(cluster: Cluster, rows: list[Row], *, source: str = "measurements",
     errors = problem.errors(x)
     cv_errors, method = problem.cross_validate(x) if cross_validate else (np.full(len(rows), np.nan), "none")
     values = {p.keys: float(p.from_x(v)) for p, v in zip(problem.params, x, strict=True)}
+    sources = identified(problem.params, problem.jacobian, x)
+    bounds = {  # a constant the prior left at a nominal that is its bound (a line rate) is not news
+        p.path: side
+        for p in problem.params
+        if (side := p.bound_hit(values[p.keys])) is not None and (sources[p.path] == "rows" or p.bound_hit(p.nominal) != side)
+    }
     return Calibration(
         cluster=problem.cluster_with(values),
         source=source,
@@ -157,6 +176,9 @@ def fit_rows(cluster: Cluster, rows: list[Row], *, source: str = "measurements",
         cv_errors=cv_errors,
         cv_method=method,
         nominal_errors=problem.errors(problem.x0),
+        identified=sources,
+        at_bound=bounds,
+        shapes=tuple(sorted({s.counts for s in problem.shapes})),
     )
 
 
@@ -198,28 +220,31 @@ class _Problem:
         jobs = lambda rows: {(r.graph.key, r.graph.batch_size, r.graph.precision) for r in rows}  # noqa: E731
         intra = [r for r, s in zip(self.rows, self.shapes, strict=True) if s.max_per_server > 1]
         inter = [r for r, s in zip(self.rows, self.shapes, strict=True) if s.servers > 1]
+        variety = {  # distinct numbers of servers spanned / of devices on one server: latency and bandwidth separate
+            "intra_server": {s.max_per_server for s in self.shapes if s.max_per_server > 1},
+            "inter_server": {s.servers for s in self.shapes if s.servers > 1},
+        }
+        messages = {"intra_server": self._message_spread(intra), "inter_server": self._message_spread(inter)}
         spread = [r for r in self.rows if len(r.devices) > 1]
         params, kept = [], {}
 
-        def add(keys: tuple[str, ...], nominal: float, low: float, high: float, log: bool, informed: bool, why: str) -> None:
+        def add(keys: tuple[str, ...], nominal: float, low: float, high: float, log: bool, informed: bool, why: str, sigma: float) -> None:
             if informed:
-                params.append(Parameter(keys, min(max(nominal, low), high), low, high, log))
+                params.append(Parameter(keys, min(max(nominal, low), high), low, high, log, sigma))
             else:
                 kept[".".join(keys)] = why
 
         for name, link, group in (("intra_server", links.intra_server, intra), ("inter_server", links.inter_server, inter)):
             where = "two or more devices on one server" if name == "intra_server" else "placements spanning servers"
             bw = link.bandwidth_Bps
-            add(("links", name, "bandwidth_Bps"), bw, bw * MIN_BANDWIDTH_FRACTION, bw, True, bool(group), f"no rows with {where}")
+            informed = bool(group)
+            low_bw = bw * MIN_BANDWIDTH_FRACTION
+            add(("links", name, "bandwidth_Bps"), bw, low_bw, bw, True, informed, f"no rows with {where}", BANDWIDTH_SIGMA)
             latency_informed = len(jobs(group)) >= 3
-            add(
-                ("links", name, "latency_s"),
-                link.latency_s,
-                *LATENCY_BOUNDS_S,
-                True,
-                latency_informed,
-                f"{where}: fewer than 3 distinct jobs",
-            )
+            proven = latency_informed and (len(variety[name]) >= 2 or messages[name] >= MESSAGE_SPREAD)
+            low, high, sigma = latency_bounds(name, link.latency_s, proven)
+            why = f"{where}: fewer than 3 distinct jobs"
+            add(("links", name, "latency_s"), link.latency_s, low, high, True, latency_informed, why, sigma)
         add(
             ("overheads", "sync_s"),
             spec.overheads.sync_s,
@@ -228,6 +253,7 @@ class _Problem:
             False,
             len(jobs(spread)) >= 2,
             "multi-device rows of fewer than 2 jobs",
+            OVERHEAD_SIGMA_S,
         )
         kept["overheads.iteration_s"] = "fitted per job instead (jobs.NAME.iteration_s)"
         types_of: dict[str, set[str]] = {}
@@ -237,12 +263,12 @@ class _Problem:
             high = device_model(dtype.model).max_compute_scale() if dtype.model else MAX_GENERIC_SCALE
             shared = any(type_name in kinds and len(kinds) > 1 for kinds in types_of.values())
             why = "no job measured on it and on another type (each job's own scale absorbs it)"
-            add(("device_types", type_name, "compute_scale"), dtype.compute_scale, 0.01, high, True, shared, why)
+            add(("device_types", type_name, "compute_scale"), dtype.compute_scale, 0.01, high, True, shared, why, SCALE_SIGMA)
         peak = max((device_model(d.model).max_compute_scale() for d in spec.device_types.values() if d.model), default=MAX_GENERIC_SCALE)
         for job in sorted(types_of):
             own = spec.jobs.get(job)
             mine = [r for r in self.rows if r.graph.name == job]
-            add(("jobs", job, "compute_scale"), own.compute_scale if own else 1.0, 0.01, min(peak, 10.0), True, True, "")
+            add(("jobs", job, "compute_scale"), own.compute_scale if own else 1.0, 0.01, min(peak, 10.0), True, True, "", SCALE_SIGMA)
             batches = len({r.graph.batch_size for r in mine})
             add(
                 ("jobs", job, "iteration_s"),
@@ -252,8 +278,19 @@ class _Problem:
                 False,
                 batches >= 2,
                 "one batch size only",
+                OVERHEAD_SIGMA_S,
             )
         return params, kept
+
+    def _message_spread(self, rows: list[Row]) -> float:
+        """Largest over smallest all-reduce message (a DDP bucket: gradients up to 25 MB) among ``rows``' graphs (1 if none)."""
+        sizes = []
+        for row in rows:
+            profile = self.base.profile(row.graph, None, 1.0)
+            grads = float(profile.param_bytes.sum()) * profile.grad_bytes_per_param_byte
+            if grads > 0:
+                sizes.append(grads / math.ceil(grads / BUCKET_BYTES))
+        return max(sizes) / min(sizes) if sizes else 1.0
 
     # -- predictions ------------------------------------------------------------------
     def values(self, x: np.ndarray) -> dict[tuple[str, ...], float]:
@@ -328,31 +365,39 @@ class _Problem:
 
     # -- fitting ----------------------------------------------------------------------
     def fit(self, x0: np.ndarray, rows: list[int] | None = None) -> np.ndarray:
+        """MAP constants (module docstring) on all rows, or refitted on ``rows`` only (cross-validation: splits kept)."""
+        self.jacobian = np.zeros((len(self.rows), len(self.params)))
         if not self.params:
             return x0
         keep = np.arange(len(self.rows)) if rows is None else np.asarray(rows)
         low, high = (np.array(b) for b in zip(*(p.bounds for p in self.params), strict=True))
+        prior_x = self.x0
+        weight = NOISE / np.array([p.sigma for p in self.params])
         x = np.clip(x0, low, high)
         for _ in range(3):
             splits = self.splits
 
             def residuals(x: np.ndarray, splits=splits) -> np.ndarray:
-                return np.log(self.predicted(x, keep.tolist(), splits)) - self.log_measured[keep]
+                data = np.log(self.predicted(x, keep.tolist(), splits)) - self.log_measured[keep]
+                return np.concatenate([data, weight * (x - prior_x)])
 
-            x = least_squares(
+            result = least_squares(
                 residuals,
                 x,
                 bounds=(low, high),
-                loss="soft_l1",
-                f_scale=LOSS_SCALE,
+                loss=prior_loss(len(keep)),
+                f_scale=NOISE,
                 diff_step=1e-4,
                 jac_sparsity=self._sparsity(keep) if len(keep) > DENSE_JACOBIAN_ROWS else None,
                 xtol=1e-8 if rows is None else 1e-6,
                 ftol=1e-8 if rows is None else 1e-6,
                 max_nfev=200 if rows is None else 30,
-            ).x
+            )
+            x = result.x
             if rows is not None:
                 return x
+            jac = result.jac.toarray() if hasattr(result.jac, "toarray") else np.asarray(result.jac)
+            self.jacobian = jac[: len(keep)]
             repicked = self._pick_splits(x)
             if repicked == self.splits:
                 break
@@ -360,21 +405,37 @@ class _Problem:
         return x
 
     def _sparsity(self, rows: np.ndarray) -> np.ndarray:
-        """(rows, params) bool: a job's own constants move only its rows (fewer evaluations per Jacobian)."""
+        """(rows + params, params) bool: a job's own constants move only its rows; a prior only its constant."""
         names = [self.rows[i].graph.name for i in rows]
-        return np.array([[p.keys[0] != "jobs" or p.keys[1] == name for p in self.params] for name in names], dtype=bool)
+        data = np.array([[p.keys[0] != "jobs" or p.keys[1] == name for p in self.params] for name in names], dtype=bool)
+        return np.vstack([data, np.eye(len(self.params), dtype=bool)])
+
+    def folds(self) -> tuple[list[list[int]], str]:
+        """Held-out row groups: one placement shape each (at most :data:`FOLDS`, shapes dealt round), or rows with one shape only."""
+        groups: dict[tuple, list[int]] = defaultdict(list)
+        for i, (shape, kind) in enumerate(zip(self.shapes, self.types, strict=True)):
+            groups[(shape.counts, kind)].append(i)
+        n = len(self.rows)
+        if len(groups) >= 2:
+            shapes = list(groups.values())
+            if len(shapes) <= FOLDS:
+                return shapes, f"leave one placement shape out ({len(shapes)} shapes, refitted each time)"
+            merged = [sum(shapes[k::FOLDS], []) for k in range(FOLDS)]
+            return merged, f"{FOLDS} folds of whole placement shapes ({len(shapes)} shapes, refitted each time)"
+        if n <= LOO_MAX_ROWS:
+            return [[i] for i in range(n)], "leave one row out (one placement shape only: no extrapolation measured)"
+        return [list(range(k, n, FOLDS)) for k in range(FOLDS)], f"{FOLDS}-fold (one placement shape only: no extrapolation measured)"
 
     def cross_validate(self, x: np.ndarray) -> tuple[np.ndarray, str]:
-        n = len(self.rows)
-        if n <= LOO_MAX_ROWS:
-            folds, method = [[i] for i in range(n)], "leave-one-out"
-        else:
-            folds, method = [list(range(k, n, FOLDS)) for k in range(FOLDS)], f"{FOLDS}-fold"
-        out = np.empty(n)
+        """Per row, predicted / measured - 1 from a fit that did not see the row's fold (:meth:`folds`); always refitted."""
+        folds, method = self.folds()
+        out = np.empty(len(self.rows))
+        jacobian = self.jacobian
         for held in folds:
-            train = sorted(set(range(n)) - set(held))
-            x_fold = self.fit(x, train) if len(train) > len(self.params) else x
+            train = sorted(set(range(len(self.rows))) - set(held))
+            x_fold = self.fit(x, train) if train else self.x0
             out[held] = self.predicted(x_fold, held) / np.exp(self.log_measured[held]) - 1
+        self.jacobian = jacobian
         return out, method
 
     def cluster_with(self, values: dict[tuple[str, ...], float]) -> Cluster:
