@@ -68,6 +68,7 @@ CONTRADICTION_RATIO = 1.5
 PEAK_SLACK = 0.8  # a row may be this much faster than the optimistic bound (measurement noise)
 LOO_MAX_ROWS = 30
 FOLDS = 10
+EVIDENCE = 3.84  # chi-square, 1 degree of freedom, 5 %
 MESSAGE_SPREAD = 4.0  # all-reduce messages this many times apart in size separate a link's latency from its bandwidth
 DENSE_JACOBIAN_ROWS = 40  # up to this many rows the dense Jacobian is cheap, and its finite differences are the more accurate
 
@@ -95,6 +96,7 @@ class Calibration:
     identified: dict[str, str] = field(default_factory=dict)
     at_bound: dict[str, str] = field(default_factory=dict)
     shapes: tuple[tuple[int, ...], ...] = ()
+    notes: tuple[str, ...] = ()
 
     def constant_line(self, path: str) -> str:
         """``path = nominal -> fitted (from the rows | from the prior)[, at its upper bound]``."""
@@ -128,6 +130,7 @@ class Calibration:
             lines.append(f"  cross-validated, {self.cv_method}: {_stats(self.cv_errors)}")
             if np.median(np.abs(self.cv_errors)) > np.median(np.abs(self.nominal_errors)):
                 lines.append("  WARNING: the cross-validated error is worse than the nominal constants': the fit does not extrapolate")
+        lines += list(self.notes)
         if self.at_bound:
             lines.append(f"On a bound (the rows want more than the bounds allow): {', '.join(sorted(self.at_bound))}")
         return lines
@@ -157,6 +160,7 @@ def fit_rows(cluster: Cluster, rows: list[Row], *, source: str = "measurements",
     """:func:`fit_calibration` on rows already resolved against ``cluster``."""
     problem = _Problem(cluster, rows)
     x = problem.fit(problem.x0)
+    problem, x, notes = _latency_evidence(problem, x)
     errors = problem.errors(x)
     cv_errors, method = problem.cross_validate(x) if cross_validate else (np.full(len(rows), np.nan), "none")
     values = {p.keys: float(p.from_x(v)) for p, v in zip(problem.params, x, strict=True)}
@@ -179,7 +183,23 @@ def fit_rows(cluster: Cluster, rows: list[Row], *, source: str = "measurements",
         identified=sources,
         at_bound=bounds,
         shapes=tuple(sorted({s.counts for s in problem.shapes})),
+        notes=notes,
     )
+
+
+def _latency_evidence(problem: _Problem, x: np.ndarray) -> tuple[_Problem, np.ndarray, tuple[str, ...]]:
+    """For each link latency the tight prior held: refit with a wide prior (bounds kept); keep that fit when its
+    data cost falls by more than :data:`EVIDENCE` (a likelihood-ratio test at 5 %, one constant): the rows prefer it."""
+    notes = []
+    for link in list(problem.unproven):
+        alt = _Problem(problem.base_cluster, problem.rows, evidence=problem.evidence | {link})
+        x_alt = alt.fit(alt.x0)
+        gain = problem.data_cost(x) - alt.data_cost(x_alt)
+        if gain > EVIDENCE:
+            problem, x = alt, x_alt
+            why = f"the rows prefer a latency explanation (likelihood ratio {gain:.1f} > {EVIDENCE}): wide prior"
+            notes.append(f"links.{link}.latency_s: {why}")
+    return problem, x, tuple(notes)
 
 
 def constants_needed(cluster: Cluster, rows: list[Row]) -> int:
@@ -195,9 +215,11 @@ def check_plausible(cluster: Cluster, rows: list[Row]) -> None:
 class _Problem:
     """The rows, the constants they inform, and predictions at any values of those constants."""
 
-    def __init__(self, cluster: Cluster, rows: list[Row], *, checked: bool = True) -> None:
-        """``checked``: refuse too few rows and implausible ones now (False: only set up)."""
-        self.base_cluster, self.rows = cluster, rows
+    def __init__(self, cluster: Cluster, rows: list[Row], *, checked: bool = True, evidence: frozenset[str] = frozenset()) -> None:
+        """``checked``: refuse too few rows and implausible ones now (False: only set up); ``evidence``: links whose
+        latency the rows were shown to prefer (:func:`_latency_evidence`): a wide prior inside the physical range."""
+        self.base_cluster, self.rows, self.evidence = cluster, rows, evidence
+        self.unproven: list[str] = []  # links whose latency is held by the tight prior
         self.base = CostModel(cluster)
         self.shapes = [self.base.shape(r.devices) for r in rows]
         self.types = [cluster.device_type[self.base.slowest(r.devices)] for r in rows]
@@ -242,7 +264,9 @@ class _Problem:
             add(("links", name, "bandwidth_Bps"), bw, low_bw, bw, True, informed, f"no rows with {where}", BANDWIDTH_SIGMA)
             latency_informed = len(jobs(group)) >= 3
             proven = latency_informed and (len(variety[name]) >= 2 or messages[name] >= MESSAGE_SPREAD)
-            low, high, sigma = latency_bounds(name, link.latency_s, proven)
+            low, high, sigma = latency_bounds(name, link.latency_s, proven, name in self.evidence)
+            if latency_informed and not proven and name not in self.evidence:
+                self.unproven.append(name)
             why = f"{where}: fewer than 3 distinct jobs"
             add(("links", name, "latency_s"), link.latency_s, low, high, True, latency_informed, why, sigma)
         add(
@@ -403,6 +427,11 @@ class _Problem:
                 break
             self.splits = repicked
         return x
+
+    def data_cost(self, x: np.ndarray) -> float:
+        """Sum of the soft-L1 data loss at ``x`` in units of :data:`NOISE` squared (about the chi-square of the rows)."""
+        z = ((np.log(self.predicted(x)) - self.log_measured) / NOISE) ** 2
+        return float(np.sum(2 * (np.sqrt(1 + z) - 1)))
 
     def _sparsity(self, rows: np.ndarray) -> np.ndarray:
         """(rows + params, params) bool: a job's own constants move only its rows; a prior only its constant."""

@@ -20,7 +20,9 @@ scales as ring and tree all-reduce do (``2 (k - 1) / k``, bounded), not by laten
 with every added server. A latency is also bounded to its link type's physical range
 (:data:`LATENCY_RANGE_S`) unless the rows prove more: rows spanning two or more different
 numbers of servers (inter-server) or of devices per server (intra-server), of three or more
-distinct jobs, widen it to :data:`WIDE_LATENCY_S` with a prior as wide as a bandwidth's.
+distinct jobs, widen it to :data:`WIDE_LATENCY_S` with a prior as wide as a bandwidth's; rows
+whose data cost a latency explanation lowers significantly (a likelihood-ratio test at 5 %,
+:func:`placer.calibration.fit.fit_rows`) get the wide prior inside the physical range.
 
 After the fit, a constant was *identified by the rows* when its posterior standard deviation
 (Gauss-Newton, data and prior together) is under half its prior's; otherwise its value came from
@@ -78,12 +80,13 @@ class Parameter:
         return None
 
 
-def latency_bounds(link: str, nominal: float, proven: bool) -> tuple[float, float, float]:
-    """(low, high, sigma) of a link's latency: the link type's physical range (stretched to hold the nominal) unless ``proven``."""
+def latency_bounds(link: str, nominal: float, proven: bool, preferred: bool = False) -> tuple[float, float, float]:
+    """(low, high, sigma) of a link's latency: the link type's physical range (stretched to hold the nominal) unless ``proven``;
+    a prior as wide as a bandwidth's where ``proven`` or ``preferred`` (the rows fit a latency explanation significantly better)."""
     if proven:
         return *WIDE_LATENCY_S, BANDWIDTH_SIGMA
     low, high = LATENCY_RANGE_S[link]
-    return min(low, nominal), max(high, nominal), LATENCY_SIGMA
+    return min(low, nominal), max(high, nominal), BANDWIDTH_SIGMA if preferred else LATENCY_SIGMA
 
 
 def prior_loss(rows: int):
