@@ -38,7 +38,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +54,7 @@ from placer.calibration.priors import (
     latency_bounds,
     prior_loss,
 )
+from placer.calibration.result import Calibration
 from placer.cluster.devices import device_model
 from placer.cluster.topology import Cluster, JobCalibration, Overheads, load_cluster, parse_cluster_spec
 from placer.cost.collectives import Fabric
@@ -71,74 +71,6 @@ FOLDS = 10
 EVIDENCE = 3.84  # chi-square, 1 degree of freedom, 5 %
 MESSAGE_SPREAD = 4.0  # all-reduce messages this many times apart in size separate a link's latency from its bandwidth
 DENSE_JACOBIAN_ROWS = 40  # up to this many rows the dense Jacobian is cheap, and its finite differences are the more accurate
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """A fit's outcome: the calibrated cluster and what it rests on.
-
-    ``fitted``: path -> (nominal, fitted); ``kept``: path -> why it stayed nominal; ``errors`` and
-    ``cv_errors``: per row, predicted / measured - 1, in-sample and cross-validated (``cv_method``);
-    ``identified``: path -> ``"rows"`` or ``"prior"`` (which set it); ``at_bound``: path -> ``"lower"``
-    / ``"upper"`` for constants on a bound; ``shapes``: the placement shapes calibrated on (counts
-    of devices per server, largest first).
-    """
-
-    cluster: Cluster
-    source: str
-    rows: int
-    fitted: dict[str, tuple[float, float]]
-    kept: dict[str, str]
-    errors: np.ndarray
-    cv_errors: np.ndarray
-    cv_method: str
-    nominal_errors: np.ndarray
-    identified: dict[str, str] = field(default_factory=dict)
-    at_bound: dict[str, str] = field(default_factory=dict)
-    shapes: tuple[tuple[int, ...], ...] = ()
-    notes: tuple[str, ...] = ()
-
-    def constant_line(self, path: str) -> str:
-        """``path = nominal -> fitted (from the rows | from the prior)[, at its upper bound]``."""
-        nominal, fitted = self.fitted[path]
-        source = {"rows": "from the rows", "prior": "from the prior"}.get(self.identified.get(path, ""), "")
-        bound = f", AT ITS {self.at_bound[path].upper()} BOUND" if path in self.at_bound else ""
-        note = f" ({source}{bound})" if source or bound else ""
-        return f"  {path} = {nominal:.4g} -> {fitted:.4g}{note}"
-
-    @property
-    def max_servers(self) -> int:
-        """The most servers any calibration row spans (predictions beyond it extrapolate)."""
-        return max((len(s) for s in self.shapes), default=0)
-
-    def report(self) -> list[str]:
-        """The comment block a calibrated cluster file carries: what was fitted, from what, and how well."""
-        lines = [
-            f"Calibrated by `placer calibrate` from {self.rows} measured step time(s) in {self.source}.",
-            "Fitted (nominal -> fitted):",
-        ]
-        lines += [self.constant_line(path) for path in self.fitted]
-        return lines + self.outcome()
-
-    def outcome(self) -> list[str]:
-        """What stayed as given, and the errors before and after (the report's tail)."""
-        lines = ["Kept as given:", *(f"  {path}: {why}" for path, why in self.kept.items())] if self.kept else []
-        lines.append(
-            f"Relative error of step time (median / 90th percentile): nominal {_stats(self.nominal_errors)}, fitted {_stats(self.errors)}"
-        )
-        if self.cv_method != "none":
-            lines.append(f"  cross-validated, {self.cv_method}: {_stats(self.cv_errors)}")
-            if np.median(np.abs(self.cv_errors)) > np.median(np.abs(self.nominal_errors)):
-                lines.append("  WARNING: the cross-validated error is worse than the nominal constants': the fit does not extrapolate")
-        lines += list(self.notes)
-        if self.at_bound:
-            lines.append(f"On a bound (the rows want more than the bounds allow): {', '.join(sorted(self.at_bound))}")
-        return lines
-
-
-def _stats(errors: np.ndarray) -> str:
-    values = np.abs(errors)
-    return f"{np.median(values):.1%} / {np.percentile(values, 90):.1%}"
 
 
 def calibrate(cluster: Cluster | str | Path, measurements: str | Path | Iterable[Mapping]) -> Cluster:
@@ -165,10 +97,11 @@ def fit_rows(cluster: Cluster, rows: list[Row], *, source: str = "measurements",
     cv_errors, method = problem.cross_validate(x) if cross_validate else (np.full(len(rows), np.nan), "none")
     values = {p.keys: float(p.from_x(v)) for p, v in zip(problem.params, x, strict=True)}
     sources = identified(problem.params, problem.jacobian, x)
-    bounds = {  # a constant the prior left at a nominal that is its bound (a line rate) is not news
+    outward = -problem.jacobian.T @ (np.log(problem.predicted(x)) - problem.log_measured)  # where the rows pull each constant
+    bounds = {  # only where the rows pull past the bound (a line rate the prior left alone is not news)
         p.path: side
-        for p in problem.params
-        if (side := p.bound_hit(values[p.keys])) is not None and (sources[p.path] == "rows" or p.bound_hit(p.nominal) != side)
+        for p, pull in zip(problem.params, outward, strict=True)
+        if (side := p.bound_hit(values[p.keys])) is not None and (pull > 1e-9 if side == "upper" else pull < -1e-9)
     }
     return Calibration(
         cluster=problem.cluster_with(values),

@@ -57,7 +57,7 @@ def true_cluster(changes: dict[tuple[str, ...], float] = TRUTH) -> Cluster:
     return Cluster(parse_cluster_spec(data, source="synthetic testbed truth"))
 
 
-def rows(shapes, truth: Cluster, rng: np.random.Generator) -> list[dict]:
+def rows(shapes, truth: Cluster, rng: np.random.Generator, noise: float = NOISE) -> list[dict]:
     """Measurement rows (dicts) of every model and per-GPU batch on each (servers, GPUs per server) shape."""
     model, out = CostModel(truth), []
     from placer.graphs.catalog import resolve_graph
@@ -69,7 +69,7 @@ def rows(shapes, truth: Cluster, rng: np.random.Generator) -> list[dict]:
                 devices = [f"s{s}-g{g}" for s in range(servers) for g in range(per_server)]
                 graph = base.with_batch_size(per_gpu * len(devices))
                 ids = [truth.device_index[d] for d in devices]
-                step = model.predict(graph, ids, "dp").iteration_s * (1 + rng.uniform(-NOISE, NOISE))
+                step = model.predict(graph, ids, "dp").iteration_s * (1 + rng.uniform(-noise, noise))
                 row = {"graph": name, "devices": devices, "batch_size": graph.batch_size, "precision": "fp16"}
                 out.append(row | {"step_time_s": step, "strategy": "dp"})
     return out
@@ -96,15 +96,15 @@ class TestbedValidation:
         }
 
 
-def validate_on_testbed(truth: Cluster | None = None, seed: int = SEED) -> TestbedValidation:
+def validate_on_testbed(truth: Cluster | None = None, seed: int = SEED, noise: float = NOISE) -> TestbedValidation:
     """Calibrate the nominal cluster on :data:`CALIBRATION_SHAPES`, predict every other shape (module docstring)."""
     truth = truth or true_cluster()
     rng = np.random.default_rng(seed)
     nominal = nominal_cluster()
-    calibration = fit_calibration(nominal, rows(CALIBRATION_SHAPES, truth, rng), cross_validate=True)
+    calibration = fit_calibration(nominal, rows(CALIBRATION_SHAPES, truth, rng, noise), cross_validate=True)
     per_server = nominal.max_devices_per_server
     shapes = [(s, c) for s in HELD_OUT_SERVERS for c in (1, 2, per_server) if (s, c) not in CALIBRATION_SHAPES]
-    held = rows(shapes, truth, rng)
+    held = rows(shapes, truth, rng, noise)
     measured = read_measurements(held, nominal)
     errors = lambda model: np.array([model.predict(r.graph, r.devices, r.strategy).iteration_s / r.step_time_s - 1 for r in measured])  # noqa: E731
     return TestbedValidation(calibration, held, errors(CostModel(nominal)), errors(CostModel(calibration.cluster)))

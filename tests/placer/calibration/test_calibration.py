@@ -187,3 +187,62 @@ def test_gavel_held_out_rows_after_calibrating_on_a_few(gpu):
     summary = validation.summary()
     assert summary["rows"] >= 100
     assert summary["median"] <= 0.20 and summary["median"] < summary["nominal_median"] / 2
+
+
+def test_synthetic_testbed_extrapolates_from_two_servers_to_sixteen():
+    """Issue 30: calibrated on 4 placements per model of at most 2 servers, every shape up to 16 servers within 10 %."""
+    from placer.calibration.testbed import validate_on_testbed
+
+    validation = validate_on_testbed()
+    summary = validation.summary()
+    assert summary["rows"] >= 70 and summary["max"] <= 0.10 and summary["nominal_median"] > 0.4
+    assert validation.calibration.max_servers == 2
+    assert validation.calibration.identified["links.inter_server.latency_s"] == "prior"  # 2-server rows cannot tell it from bandwidth
+    assert validation.calibration.identified["links.inter_server.bandwidth_Bps"] == "rows"
+
+
+def test_rows_that_cannot_separate_latency_from_bandwidth_get_the_bandwidth_explanation():
+    """Only 2-server rows, noisy: the old free fit put one seed's cross-server cost into 1.5 ms of latency (15 % / 44 %)."""
+    from placer.calibration.testbed import TRUTH, validate_on_testbed
+
+    for seed in range(4):
+        validation = validate_on_testbed(seed=seed, noise=0.10)
+        fitted = validation.calibration.fitted
+        assert fitted["links.inter_server.latency_s"][1] < 1e-4
+        assert fitted["links.inter_server.bandwidth_Bps"][1] == pytest.approx(TRUTH[("links", "inter_server", "bandwidth_Bps")], rel=0.2)
+        summary = validation.summary()
+        assert summary["median"] <= 0.10 and summary["p90"] <= 0.15 and summary["median"] < summary["nominal_median"]
+
+
+def test_cross_validation_leaves_a_shape_out_and_refits_even_at_the_minimum_row_count():
+    """Rows = constants + 1: the old leave-one-out skipped the refit and printed the in-sample error."""
+    truth = _with(links__inter_server__bandwidth_Bps=25e9 / 12, jobs__resnet50__compute_scale=0.8)
+    cost, graph = CostModel(truth), placer.resolve_graph("resnet50")
+    rows = [
+        {"graph": "resnet50", "devices": [truth.device_name(d) for d in devices], "step_time_s": cost.predict(graph, devices).iteration_s}
+        for devices in ([0], [1], [0, 8], [0, 16], [8, 24])
+    ]
+    result = fit_calibration("dgx8x8", rows)
+    assert set(result.fitted) == {"links.inter_server.bandwidth_Bps", "jobs.resnet50.compute_scale"}
+    assert result.cv_method.startswith("leave one placement shape out (2 shapes")
+    # the 2-server shape held out: nothing informs the bandwidth, the prior keeps it at line rate, and the error shows it
+    spread = [i for i, r in enumerate(rows) if len(r["devices"]) > 1]
+    assert min(abs(result.cv_errors[spread])) > 0.05 and max(abs(result.errors)) < 0.01
+    assert any("cross-validated" in line for line in result.outcome())
+
+
+def test_a_constant_on_its_bound_is_flagged():
+    faster = _with(links__inter_server__bandwidth_Bps=100e9)  # the rows want more than the file's line rate
+    result = fit_calibration("dgx8x8", _rows(faster, graphs=("bert_base",)), cross_validate=False)
+    assert result.at_bound["links.inter_server.bandwidth_Bps"] == "upper"
+    assert any("AT ITS UPPER BOUND" in line for line in result.report())
+    assert "links.intra_server.bandwidth_Bps" not in result.at_bound  # left at a nominal that is its bound: not news
+
+
+@pytest.mark.parametrize("gpu", GPU_TYPES)
+def test_gavel_extrapolation_from_one_and_two_servers(gpu):
+    """Fit on rows on one server or spread over 2, predict those spread over 4 and 8 (docs/cost-model.md)."""
+    from placer.calibration.gavel import validate_extrapolation
+
+    summary = validate_extrapolation(gpu).summary()
+    assert summary["rows"] >= 30 and summary["median"] <= 0.20 and summary["median"] < summary["nominal_median"] / 2
