@@ -88,9 +88,12 @@ def fit_calibration(
     return fit_rows(base_cluster, rows, source=source, cross_validate=cross_validate)
 
 
-def fit_rows(cluster: Cluster, rows: list[Row], *, source: str = "measurements", cross_validate: bool = True) -> Calibration:
-    """:func:`fit_calibration` on rows already resolved against ``cluster``."""
-    problem = _Problem(cluster, rows)
+def fit_rows(
+    cluster: Cluster, rows: list[Row], *, source: str = "measurements", cross_validate: bool = True, shared: bool = True
+) -> Calibration:
+    """:func:`fit_calibration` on rows already resolved against ``cluster``; ``shared=False`` fits each job's own
+    constants only (``jobs.NAME.*``), the cluster's links, overheads and device rates held as given."""
+    problem = _Problem(cluster, rows, shared=shared)
     x = problem.fit(problem.x0)
     problem, x, notes = _latency_evidence(problem, x)
     errors = problem.errors(x)
@@ -125,7 +128,7 @@ def _latency_evidence(problem: _Problem, x: np.ndarray) -> tuple[_Problem, np.nd
     data cost falls by more than :data:`EVIDENCE` (a likelihood-ratio test at 5 %, one constant): the rows prefer it."""
     notes = []
     for link in list(problem.unproven):
-        alt = _Problem(problem.base_cluster, problem.rows, evidence=problem.evidence | {link})
+        alt = _Problem(problem.base_cluster, problem.rows, evidence=problem.evidence | {link}, shared=problem.shared)
         x_alt = alt.fit(alt.x0)
         gain = problem.data_cost(x) - alt.data_cost(x_alt)
         if gain > EVIDENCE:
@@ -135,9 +138,9 @@ def _latency_evidence(problem: _Problem, x: np.ndarray) -> tuple[_Problem, np.nd
     return problem, x, tuple(notes)
 
 
-def constants_needed(cluster: Cluster, rows: list[Row]) -> int:
+def constants_needed(cluster: Cluster, rows: list[Row], *, shared: bool = True) -> int:
     """How many constants ``rows`` would fit (a fit needs one row more)."""
-    return len(_Problem(cluster, rows, checked=False).params)
+    return len(_Problem(cluster, rows, checked=False, shared=shared).params)
 
 
 def check_plausible(cluster: Cluster, rows: list[Row]) -> None:
@@ -148,7 +151,9 @@ def check_plausible(cluster: Cluster, rows: list[Row]) -> None:
 class _Problem:
     """The rows, the constants they inform, and predictions at any values of those constants."""
 
-    def __init__(self, cluster: Cluster, rows: list[Row], *, checked: bool = True, evidence: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, cluster: Cluster, rows: list[Row], *, checked: bool = True, evidence: frozenset[str] = frozenset(), shared: bool = True
+    ) -> None:
         """``checked``: refuse too few rows and implausible ones now (False: only set up); ``evidence``: links whose
         latency the rows were shown to prefer (:func:`_latency_evidence`): a wide prior inside the physical range."""
         self.base_cluster, self.rows, self.evidence = cluster, rows, evidence
@@ -157,7 +162,12 @@ class _Problem:
         self.shapes = [self.base.shape(r.devices) for r in rows]
         self.types = [cluster.device_type[self.base.slowest(r.devices)] for r in rows]
         self.log_measured = np.log([r.step_time_s for r in rows])
+        self.shared = shared
         self.params, self.kept = self._parameters()
+        if not shared:
+            self.kept |= {p.path: "held: a job's own constants only" for p in self.params if p.keys[0] != "jobs"}
+            self.params = [p for p in self.params if p.keys[0] == "jobs"]
+            self.unproven = []
         self.x0 = np.array([p.to_x(p.nominal) for p in self.params])
         if not checked:
             return
