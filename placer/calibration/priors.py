@@ -86,7 +86,8 @@ def latency_bounds(link: str, nominal: float, proven: bool, preferred: bool = Fa
     if proven:
         return *WIDE_LATENCY_S, BANDWIDTH_SIGMA
     low, high = LATENCY_RANGE_S[link]
-    return min(low, nominal), max(high, nominal), BANDWIDTH_SIGMA if preferred else LATENCY_SIGMA
+    low = min(low, nominal) if nominal > 0 else low  # a nominal 0 (an idealised link) starts at the range's low end
+    return low, max(high, nominal), BANDWIDTH_SIGMA if preferred else LATENCY_SIGMA
 
 
 def prior_loss(rows: int):

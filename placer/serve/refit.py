@@ -7,7 +7,7 @@ and changes nothing), then compared with the prediction of the model in use:
 - more than :data:`SUSPECT_RATIO` (100x) from it, either way, it is held as suspect (shown in
   ``GET /v1/calibration``, never fitted): no honest job runs 100x off a calibrated prediction;
 - more than :data:`DOUBT_RATIO` (10x) from it, it is held as suspect until a report of the same
-  graph on other devices (another job) agrees within 2x; then both are kept;
+  graph on other devices (another job), held or kept, is as far off within 2x; then both are kept;
 - otherwise it is committed to the service's store, and a refit is queued on one background thread.
 
 Requests go on with the model in use until the new one is swapped in. Refits coalesce: reports
@@ -16,10 +16,10 @@ that arrive during one lead to one more. Each refit is MAP (:mod:`placer.calibra
 1. each reported graph's own constants (``jobs.NAME.compute_scale``, ``iteration_s``) absorb its
    reports, the cluster's shared constants (links, overheads, device rates) held: one graph's
    outliers change that graph's predictions only;
-2. the shared constants are refitted too only on evidence from several jobs *and* graphs
-   (:data:`MIN_JOBS` placements of :data:`MIN_GRAPHS` graphs or more), and that fit is used only
-   if its cross-validated error (each placement shape left out) beats both the own-constants fit's
-   and the model in use's error on the same rows; the bounds keep it physical.
+2. the shared constants are refitted too (from the cluster file's, MAP, within physical bounds)
+   only on evidence from several jobs *and* graphs (:data:`MIN_JOBS` placements of
+   :data:`MIN_GRAPHS` graphs or more), and that fit is used only if its cross-validated error (each
+   placement shape left out) beats the fit of step 1, which holds the shared constants in use.
 
 A fit needs a row more than it has constants (:func:`placer.calibration.fit.constants_needed`);
 until then, and when a fit fails, the model in use stays. At start the kept rows are read back and
@@ -65,6 +65,8 @@ class Refitter:
         self.rows: list[Row] = []
         self.suspects: list[tuple[Row, float, float]] = []  # (row, predicted, ratio), oldest first
         self.model = CostModel(cluster)  # the model in use (reports are judged against it)
+        self.shared_base = cluster  # the shared constants in use (held by a refit of jobs' own constants)
+        self.shared_fitted: dict[str, float] = {}  # and their fitted values, once a refit moved them
         self.state = CalibrationState(
             measurements=0, needed=None, fitted={}, median_error=None, refits=0, refit_at=None, pending=False, last_error=None
         )
@@ -118,6 +120,8 @@ class Refitter:
         ratio = row.step_time_s / predicted if predicted > 0 else float("inf")
         far = max(ratio, 1 / ratio) if ratio > 0 else float("inf")
         released = [row]
+        if DOUBT_RATIO < far <= SUSPECT_RATIO and self._kept_agree(model, row, ratio):
+            far = 1.0
         if far > DOUBT_RATIO:
             with self._lock:
                 released = self._hold(row, predicted, ratio, far)
@@ -130,6 +134,16 @@ class Refitter:
             self.rows = [*self.rows, *released][-MAX_MEASUREMENTS:]
             self.state = self.state.model_copy(update={"measurements": len(self.rows)})
         self.schedule()
+
+    def _kept_agree(self, model: CostModel, row: Row, ratio: float) -> bool:
+        """Whether a kept report of ``row``'s graph from another job is as far from ``model`` (within 2x)."""
+        with self._lock:
+            others = [r for r in self.rows if r.graph.key == row.graph.key and r.devices != row.devices][-10:]
+        for other in others:
+            q = other.step_time_s / model.predict(other.graph, other.devices).iteration_s
+            if max(q / ratio, ratio / q) <= AGREE_RATIO:
+                return True
+        return False
 
     def _hold(self, row: Row, predicted: float, ratio: float, far: float) -> list[Row]:
         """Hold ``row`` as suspect, or release it with the suspects of other jobs of its graph that agree (lock held)."""
@@ -205,25 +219,29 @@ class Refitter:
         update: dict = {"needed": needed}
         if len(rows) < needed:
             return update
-        chosen = fit_rows(self.base, rows, source="reported step times", shared=False)
+        with self._lock:
+            held = self.shared_base
+        chosen = fit_rows(held, rows, source="reported step times", shared=False)
         shared = f"held: reports of {len(jobs)} job(s) of {len(graphs)} graph(s); they move on {MIN_JOBS}+ jobs of {MIN_GRAPHS}+ graphs"
         if evidence and len(rows) >= constants_needed(self.base, rows) + 1:
             both = fit_rows(self.base, rows, source="reported step times")
-            with self._lock:
-                model = self.model
-            in_use = float(np.median([abs(model.predict(r.graph, r.devices).iteration_s / r.step_time_s - 1) for r in rows]))
-            if _cv(both) < min(_cv(chosen), in_use):
-                chosen, shared = both, f"moved: cross-validated error {_cv(both):.1%} against {_cv(chosen):.1%} (own constants only)"
+            if _cv(both) < _cv(chosen):
+                chosen, shared = both, f"moved: cross-validated error {_cv(both):.1%} against {_cv(chosen):.1%} with them held"
+                with self._lock:
+                    self.shared_base = both.cluster
+                    self.shared_fitted = {p: v for p, (_, v) in both.fitted.items() if not p.startswith("jobs.")}
             else:
-                best = min(_cv(chosen), in_use)
-                shared = f"held: refitting them would not lower the cross-validated error ({_cv(both):.1%} against {best:.1%})"
+                where = "the values in use" if self.shared_fitted else "the cluster file's"
+                shared = (
+                    f"held at {where}: refitting them would not lower the cross-validated error ({_cv(both):.1%} against {_cv(chosen):.1%})"
+                )
         model = CostModel(chosen.cluster)
         with self._lock:
             self.model = model
         self.use(chosen.cluster)
         log.info("refitted the cost model to %d reported step times (shared constants %s)", len(rows), shared.split(":")[0])
         return update | {
-            "fitted": {path: value for path, (_, value) in chosen.fitted.items()},
+            "fitted": self.shared_fitted | {path: value for path, (_, value) in chosen.fitted.items()},
             "median_error": float(np.median(np.abs(chosen.errors))),
             "cv_error": _cv(chosen),
             "shared": shared,
