@@ -106,8 +106,14 @@ def fit_rows(
         for p, pull in zip(problem.params, outward, strict=True)
         if (side := p.bound_hit(values[p.keys])) is not None and (pull > 1e-9 if side == "upper" else pull < -1e-9)
     }
+    finite = np.abs(cv_errors[np.isfinite(cv_errors)])
+    calibrated = {
+        "rows": len(rows),
+        "max_servers": max(s.servers for s in problem.shapes),
+        "max_devices_per_server": max(s.max_per_server for s in problem.shapes),
+    } | ({"cv_median": float(np.median(finite)), "cv_p90": float(np.percentile(finite, 90))} if len(finite) else {})
     return Calibration(
-        cluster=problem.cluster_with(values),
+        cluster=problem.cluster_with(values, calibrated),
         source=source,
         rows=len(rows),
         fitted={p.path: (p.nominal, values[p.keys]) for p in problem.params},
@@ -410,8 +416,9 @@ class _Problem:
         self.jacobian = jacobian
         return out, method
 
-    def cluster_with(self, values: dict[tuple[str, ...], float]) -> Cluster:
+    def cluster_with(self, values: dict[tuple[str, ...], float], calibrated: dict | None = None) -> Cluster:
         data = self.base_cluster.spec.model_dump()
+        data["calibrated"] = calibrated
         for keys, value in values.items():
             node = data
             for key in keys[:-1]:

@@ -246,3 +246,26 @@ def test_gavel_extrapolation_from_one_and_two_servers(gpu):
 
     summary = validate_extrapolation(gpu).summary()
     assert summary["rows"] >= 30 and summary["median"] <= 0.20 and summary["median"] < summary["nominal_median"] / 2
+
+
+def test_predictions_beyond_the_calibrated_servers_say_so(tmp_path):
+    """issue 30: a calibrated file records the shapes it rests on; placer predict flags a placement beyond them."""
+    from placer.serve.query import predict
+
+    truth = _with(links__inter_server__bandwidth_Bps=5e9)
+    rows = [r for r in _rows(truth, graphs=("resnet50",)) if len({d.split("-")[0] for d in r["devices"]}) <= 2]
+    result = fit_calibration("dgx8x8", rows)
+    calibrated = result.cluster.spec.calibrated
+    assert calibrated.max_servers == 2 and calibrated.rows == len(rows) and calibrated.cv_p90 is not None
+    path = tmp_path / "c.toml"
+    path.write_text(cluster_toml(result.cluster.spec, result.report()))
+    assert load_cluster(path).spec == result.cluster.spec  # [calibrated] round-trips
+    graph = placer.resolve_graph("resnet50")
+    near, far = predict(graph, result.cluster, ["s0-g0", "s1-g0"]), predict(graph, result.cluster, ["s0-g0", "s1-g0", "s2-g0", "s3-g0"])
+    assert not near.extrapolated and far.extrapolated and far.calibrated_max_servers == 2
+    low, high = far.interval_s
+    assert low < far.iteration_s < high and (high - low) / far.iteration_s > (near.interval_s[1] - near.interval_s[0]) / near.iteration_s
+    plain = predict(graph, "dgx8x8", ["s0-g0", "s1-g0", "s2-g0"])
+    assert not plain.extrapolated and plain.interval_s is None and plain.calibrated_max_servers is None
+    out = CliRunner().invoke(app, ["predict", "resnet50", "--cluster", str(path), "--devices", "s0-g0,s1-g0,s2-g0"])
+    assert out.exit_code == 0 and '"extrapolated": true' in out.output
