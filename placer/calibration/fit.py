@@ -131,9 +131,15 @@ def fit_rows(
 
 def _latency_evidence(problem: _Problem, x: np.ndarray) -> tuple[_Problem, np.ndarray, tuple[str, ...]]:
     """For each link latency the tight prior held: refit with a wide prior (bounds kept); keep that fit when its
-    data cost falls by more than :data:`EVIDENCE` (a likelihood-ratio test at 5 %, one constant): the rows prefer it."""
+    data cost falls by more than :data:`EVIDENCE` (a likelihood-ratio test at 5 %, one constant): the rows prefer it.
+
+    Only where some row puts more than 2 servers (inter-server) or more than 2 devices on one server
+    (intra-server) on the link's ring: at 2 the latency (``2 L`` per message) and bandwidth terms differ
+    only by message size, which says nothing of how the cost grows with the ring, and a latency fitted
+    there grows the most when extrapolated (15x from 2 servers to 16)."""
     notes = []
-    for link in list(problem.unproven):
+    longest = {"inter_server": max(s.servers for s in problem.shapes), "intra_server": max(s.max_per_server for s in problem.shapes)}
+    for link in [name for name in problem.unproven if longest[name] > 2]:
         alt = _Problem(problem.base_cluster, problem.rows, evidence=problem.evidence | {link}, shared=problem.shared)
         x_alt = alt.fit(alt.x0)
         gain = problem.data_cost(x) - alt.data_cost(x_alt)

@@ -29,6 +29,7 @@ def calibrate(
 ) -> None:
     """Fit link bandwidths and latencies, device and per-job compute rates and fixed overheads to measured step times."""
     from placer.calibration import cluster_toml, fit_calibration
+    from placer.common.atomic import write_atomic
     from placer.common.errors import PlacerError
 
     with console.status(f"fitting {measurements} ..."):
@@ -42,7 +43,7 @@ def calibrate(
     for line in result.outcome():
         console.print(line, highlight=False)
     try:
-        out.write_text(cluster_toml(result.cluster.spec, result.report()), encoding="utf-8")
+        write_atomic(out, cluster_toml(result.cluster.spec, result.report()))
     except OSError as exc:
         raise PlacerError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
     console.print(f"wrote {out}")

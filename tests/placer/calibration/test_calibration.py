@@ -269,3 +269,16 @@ def test_predictions_beyond_the_calibrated_servers_say_so(tmp_path):
     assert not plain.extrapolated and plain.interval_s is None and plain.calibrated_max_servers is None
     out = CliRunner().invoke(app, ["predict", "resnet50", "--cluster", str(path), "--devices", "s0-g0,s1-g0,s2-g0"])
     assert out.exit_code == 0 and '"extrapolated": true' in out.output
+
+
+def test_two_server_rows_never_buy_a_latency_explanation():
+    """Even a truth of 1 ms per message: 2-server rows cannot show how the cost grows with servers, so bandwidth explains it."""
+    import numpy as np
+
+    from placer.calibration import testbed
+
+    truth = testbed.true_cluster({("links", "inter_server", "latency_s"): 1e-3})
+    rows = testbed.rows(testbed.CALIBRATION_SHAPES, truth, np.random.default_rng(0), noise=0.0)
+    result = fit_calibration(testbed.nominal_cluster(), rows, cross_validate=False)
+    assert result.fitted["links.inter_server.latency_s"][1] < 1e-4 and result.notes == ()
+    assert result.fitted["links.inter_server.bandwidth_Bps"][1] < 0.8 * 6.25e9  # the cross-server cost went to bandwidth
