@@ -22,7 +22,8 @@ with every added server. A latency is also bounded to its link type's physical r
 numbers of servers (inter-server) or of devices per server (intra-server), of three or more
 distinct jobs, widen it to :data:`WIDE_LATENCY_S` with a prior as wide as a bandwidth's; rows
 whose data cost a latency explanation lowers significantly (a likelihood-ratio test at 5 %,
-:func:`placer.calibration.fit.fit_rows`) get the wide prior inside the physical range.
+:func:`placer.calibration.fit.fit_rows`; only where a row spans more than 2 servers) get the wide
+prior inside the physical range.
 
 After the fit, a constant was *identified by the rows* when its posterior standard deviation
 (Gauss-Newton, data and prior together) is under half its prior's; otherwise its value came from
