@@ -11,7 +11,8 @@ and changes nothing), then compared with the prediction of the model in use:
 - otherwise it is committed to the service's store, and a refit is queued on one background thread.
 
 Requests go on with the model in use until the new one is swapped in. Refits coalesce: reports
-that arrive during one lead to one more. Each refit is MAP (:mod:`placer.calibration.fit`):
+that arrive during one lead to one more, after a rest of twice the last refit's duration (a flood
+of reports takes at most a third of a core; per-client rate limits are the HTTP layer's). Each refit is MAP (:mod:`placer.calibration.fit`):
 
 1. each reported graph's own constants (``jobs.NAME.compute_scale``, ``iteration_s``) absorb its
    reports, the cluster's shared constants (links, overheads, device rates) held: one graph's
@@ -31,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -55,6 +57,8 @@ AGREE_RATIO = 2.0
 MAX_SUSPECTS = 100
 MIN_JOBS = 5
 MIN_GRAPHS = 3
+REST_FACTOR = 2.0
+MAX_REST_S = 60.0
 
 
 class Refitter:
@@ -72,6 +76,7 @@ class Refitter:
         )
         self._lock = threading.Lock()  # guards rows, suspects, model and state
         self._dirty = False
+        self._last_refit_s, self._last_refit_end = 0.0, 0.0
         self._predicted: dict[tuple, float] = {}  # check() -> keep(): the prediction a report is judged against
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="placer-refit")
         self._restore()
@@ -189,10 +194,18 @@ class Refitter:
         self._worker.submit(self._refit_until_clean)
 
     def _refit_until_clean(self) -> None:
+        """Refit until no report came in during the last one; a refit waits :data:`REST_FACTOR` times the last one's
+        duration after it, so refits take at most a third of a core from requests under a flood of reports."""
         while True:
+            rest = self._last_refit_s * REST_FACTOR - (time.monotonic() - self._last_refit_end)
+            if rest > 0:
+                time.sleep(min(rest, MAX_REST_S))
             with self._lock:
                 rows, self._dirty = list(self.rows), False
+            start = time.monotonic()
             self._refit(rows)
+            self._last_refit_end = time.monotonic()
+            self._last_refit_s = self._last_refit_end - start
             with self._lock:
                 if not self._dirty:
                     self.state = self.state.model_copy(update={"pending": False})
