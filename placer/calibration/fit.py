@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +99,16 @@ def fit_rows(
     problem, x, notes = _latency_evidence(problem, x)
     errors = problem.errors(x)
     cv_errors, method = problem.cross_validate(x) if cross_validate else (np.full(len(rows), np.nan), "none")
+    if (
+        shared
+        and cross_validate
+        and _median(cv_errors) > _median(problem.errors(problem.x0))
+        and any(p.keys[0] != "jobs" for p in problem.params)
+    ):
+        held = fit_rows(cluster, rows, source=source, shared=False)
+        if _median(held.cv_errors) < _median(cv_errors):  # refitting the cluster's constants would predict left-out shapes worse
+            why = f"{_median(cv_errors):.1%} cross-validated with them refitted, {_median(held.cv_errors):.1%} held"
+            return replace(held, notes=(*held.notes, f"the cluster's shared constants held at the file's values: {why}"))
     values = {p.keys: float(p.from_x(v)) for p, v in zip(problem.params, x, strict=True)}
     sources = identified(problem.params, problem.jacobian, x)
     outward = -problem.jacobian.T @ (np.log(problem.predicted(x)) - problem.log_measured)  # where the rows pull each constant
@@ -148,6 +159,10 @@ def _latency_evidence(problem: _Problem, x: np.ndarray) -> tuple[_Problem, np.nd
             why = f"the rows prefer a latency explanation (likelihood ratio {gain:.1f} > {EVIDENCE}): wide prior"
             notes.append(f"links.{link}.latency_s: {why}")
     return problem, x, tuple(notes)
+
+
+def _median(errors: np.ndarray) -> float:
+    return float(np.median(np.abs(errors)))
 
 
 def constants_needed(cluster: Cluster, rows: list[Row], *, shared: bool = True) -> int:

@@ -282,3 +282,16 @@ def test_two_server_rows_never_buy_a_latency_explanation():
     result = fit_calibration(testbed.nominal_cluster(), rows, cross_validate=False)
     assert result.fitted["links.inter_server.latency_s"][1] < 1e-4 and result.notes == ()
     assert result.fitted["links.inter_server.bandwidth_Bps"][1] < 0.8 * 6.25e9  # the cross-server cost went to bandwidth
+
+
+def test_shared_constants_stay_nominal_when_refitting_them_predicts_left_out_shapes_worse():
+    """Rows that are the nominal model plus 30 % noise: refitting the links predicts held-out shapes worse than holding them."""
+    import numpy as np
+
+    from placer.calibration import testbed
+
+    rows = testbed.rows(testbed.CALIBRATION_SHAPES, testbed.nominal_cluster(), np.random.default_rng(4), noise=0.3)
+    result = fit_calibration(testbed.nominal_cluster(), rows)
+    assert all(path.startswith("jobs.") for path in result.fitted)
+    assert any("shared constants held at the file's values: 20.9% cross-validated" in note for note in result.notes)
+    assert result.cluster.spec.links == testbed.nominal_cluster().spec.links
