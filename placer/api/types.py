@@ -63,3 +63,8 @@ class PlacementPrediction(BaseModel):
     batch_size: int | None
     precision: str | None
     profiled_on: dict[str, str] | None
+    extrapolated: bool = Field(False, description="the placement spans more servers than any the cluster was calibrated on")
+    calibrated_max_servers: int | None = Field(None, description="the most servers a calibration row spanned (null: not calibrated)")
+    interval_s: list[float] | None = Field(
+        None, description="iteration_s -/+ the calibration's 90th-percentile error with each placement shape left out (null: none)"
+    )

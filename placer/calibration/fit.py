@@ -7,22 +7,26 @@ constant                            fitted when the rows include
 ==================================  =========================================================
 ``links.intra_server.bandwidth_Bps``  a placement with two or more devices on one server
 ``links.inter_server.bandwidth_Bps``  a placement that spans servers
-``links.*.latency_s``                 such placements of three or more distinct jobs
+``links.*.latency_s``                 such placements (bounded and held by its prior)
 ``device_types.T.compute_scale``      a placement on device type ``T``
 ``overheads.iteration_s``             two or more distinct jobs (graph, batch, precision)
 ``overheads.sync_s``                  placements of two or more devices, of two or more jobs
 ==================================  =========================================================
 
 Bounds keep the fit physical: a bandwidth at most the cluster file's line rate (at least
-1/1000 of it), a latency in [0.1 us, 0.1 s], a ``compute_scale`` that lifts no sustained rate
-above the device's datasheet peak, overheads in [0, 60 s].
+1/1000 of it), a latency within its link type's physical range unless the rows prove more
+(:mod:`placer.calibration.priors`), a ``compute_scale`` that lifts no sustained rate above the
+device's datasheet peak, overheads in [0, 60 s].
 
-The fit is bounded robust least squares (``scipy.optimize.least_squares``, soft-L1 loss with a
-5 % scale) on ``log(predicted) - log(measured)``, started at the nominal constants. Each row is
-predicted with the split (``dp x tp x pp``) the cost model picks for it; splits are re-picked at
-the fitted constants and the fit repeated until they no longer change (three rounds at most).
-The cross-validated error refits without each row (leave-one-out up to 30 rows, else 10 folds),
-starting from the full fit.
+The fit is MAP in log space (:mod:`placer.calibration.priors`: a soft-L1 loss with a 5 % scale on
+``log(predicted) - log(measured)`` plus a Gaussian prior around each nominal constant, bounded,
+``scipy.optimize.least_squares``), started at the nominal constants. Each row is predicted with
+the split (``dp x tp x pp``) the cost model picks for it; splits are re-picked at the fitted
+constants and the fit repeated until they no longer change (three rounds at most). The report
+says which constants the rows identified and which came from the prior, and flags any on a
+bound. The cross-validated error measures extrapolation: each placement shape (devices per
+server, device type) is left out in turn, the constants refitted on the other shapes' rows, and
+the left-out rows predicted (with one shape only: each row in turn, up to 30 rows, else 10 folds).
 
 Refused, in one line: fewer rows than fitted constants plus one; two rows of the same job on
 the same placement shape more than 1.5x apart; a row faster than its devices' datasheet peaks
@@ -32,97 +36,42 @@ allow (a wrong device type or batch size).
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from placer.calibration.measurements import CalibrationError, Row, read_measurements
+from placer.calibration.priors import (
+    BANDWIDTH_SIGMA,
+    NOISE,
+    OVERHEAD_SIGMA_S,
+    SCALE_SIGMA,
+    Parameter,
+    identified,
+    latency_bounds,
+    prior_loss,
+)
+from placer.calibration.result import Calibration
 from placer.cluster.devices import device_model
 from placer.cluster.topology import Cluster, JobCalibration, Overheads, load_cluster, parse_cluster_spec
 from placer.cost.collectives import Fabric
+from placer.cost.data_parallel import BUCKET_BYTES
 from placer.cost.model import CostModel, Strategy
 
 MIN_BANDWIDTH_FRACTION = 1e-3
-LATENCY_BOUNDS_S = (1e-7, 0.1)
 MAX_OVERHEAD_S = 60.0
 MAX_GENERIC_SCALE = 100.0
 CONTRADICTION_RATIO = 1.5
 PEAK_SLACK = 0.8  # a row may be this much faster than the optimistic bound (measurement noise)
 LOO_MAX_ROWS = 30
 FOLDS = 10
-LOSS_SCALE = 0.05
+EVIDENCE = 3.84  # chi-square, 1 degree of freedom, 5 %
+MESSAGE_SPREAD = 4.0  # all-reduce messages this many times apart in size separate a link's latency from its bandwidth
 DENSE_JACOBIAN_ROWS = 40  # up to this many rows the dense Jacobian is cheap, and its finite differences are the more accurate
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """One fitted constant: its ``keys`` in the cluster file, nominal value and bounds, in ``log`` or linear units."""
-
-    keys: tuple[str, ...]
-    nominal: float
-    low: float
-    high: float
-    log: bool
-
-    @property
-    def path(self) -> str:
-        return ".".join(self.keys)
-
-    def to_x(self, value: float) -> float:
-        return math.log(value) if self.log else value
-
-    def from_x(self, x: float) -> float:
-        return min(max(math.exp(x) if self.log else x, self.low), self.high)  # exp(log(v)) may land a hair outside
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        return self.to_x(self.low), self.to_x(self.high)
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """A fit's outcome: the calibrated cluster and what it rests on.
-
-    ``fitted``: path -> (nominal, fitted); ``kept``: path -> why it stayed nominal; ``errors`` and
-    ``cv_errors``: per row, predicted / measured - 1, in-sample and cross-validated (``cv_method``).
-    """
-
-    cluster: Cluster
-    source: str
-    rows: int
-    fitted: dict[str, tuple[float, float]]
-    kept: dict[str, str]
-    errors: np.ndarray
-    cv_errors: np.ndarray
-    cv_method: str
-    nominal_errors: np.ndarray
-
-    def report(self) -> list[str]:
-        """The comment block a calibrated cluster file carries: what was fitted, from what, and how well."""
-        lines = [
-            f"Calibrated by `placer calibrate` from {self.rows} measured step time(s) in {self.source}.",
-            "Fitted (nominal -> fitted):",
-        ]
-        lines += [f"  {path} = {nominal:.4g} -> {fitted:.4g}" for path, (nominal, fitted) in self.fitted.items()]
-        return lines + self.outcome()
-
-    def outcome(self) -> list[str]:
-        """What stayed as given, and the errors before and after (the report's tail)."""
-        lines = ["Kept as given:", *(f"  {path}: {why}" for path, why in self.kept.items())] if self.kept else []
-        lines.append(
-            f"Relative error of step time (median / 90th percentile): nominal {_stats(self.nominal_errors)}, fitted {_stats(self.errors)}"
-        )
-        if self.cv_method != "none":
-            lines.append(f"  {self.cv_method}: {_stats(self.cv_errors)}")
-        return lines
-
-
-def _stats(errors: np.ndarray) -> str:
-    values = np.abs(errors)
-    return f"{np.median(values):.1%} / {np.percentile(values, 90):.1%}"
 
 
 def calibrate(cluster: Cluster | str | Path, measurements: str | Path | Iterable[Mapping]) -> Cluster:
@@ -140,15 +89,42 @@ def fit_calibration(
     return fit_rows(base_cluster, rows, source=source, cross_validate=cross_validate)
 
 
-def fit_rows(cluster: Cluster, rows: list[Row], *, source: str = "measurements", cross_validate: bool = True) -> Calibration:
-    """:func:`fit_calibration` on rows already resolved against ``cluster``."""
-    problem = _Problem(cluster, rows)
+def fit_rows(
+    cluster: Cluster, rows: list[Row], *, source: str = "measurements", cross_validate: bool = True, shared: bool = True
+) -> Calibration:
+    """:func:`fit_calibration` on rows already resolved against ``cluster``; ``shared=False`` fits each job's own
+    constants only (``jobs.NAME.*``), the cluster's links, overheads and device rates held as given."""
+    problem = _Problem(cluster, rows, shared=shared)
     x = problem.fit(problem.x0)
+    problem, x, notes = _latency_evidence(problem, x)
     errors = problem.errors(x)
     cv_errors, method = problem.cross_validate(x) if cross_validate else (np.full(len(rows), np.nan), "none")
+    if (
+        shared
+        and cross_validate
+        and _median(cv_errors) > _median(problem.errors(problem.x0))
+        and any(p.keys[0] != "jobs" for p in problem.params)
+    ):
+        held = fit_rows(cluster, rows, source=source, shared=False)
+        if _median(held.cv_errors) < _median(cv_errors):  # refitting the cluster's constants would predict left-out shapes worse
+            why = f"{_median(cv_errors):.1%} cross-validated with them refitted, {_median(held.cv_errors):.1%} held"
+            return replace(held, notes=(*held.notes, f"the cluster's shared constants held at the file's values: {why}"))
     values = {p.keys: float(p.from_x(v)) for p, v in zip(problem.params, x, strict=True)}
+    sources = identified(problem.params, problem.jacobian, x)
+    outward = -problem.jacobian.T @ (np.log(problem.predicted(x)) - problem.log_measured)  # where the rows pull each constant
+    bounds = {  # only where the rows pull past the bound (a line rate the prior left alone is not news)
+        p.path: side
+        for p, pull in zip(problem.params, outward, strict=True)
+        if (side := p.bound_hit(values[p.keys])) is not None and (pull > 1e-9 if side == "upper" else pull < -1e-9)
+    }
+    finite = np.abs(cv_errors[np.isfinite(cv_errors)])
+    calibrated = {
+        "rows": len(rows),
+        "max_servers": max(s.servers for s in problem.shapes),
+        "max_devices_per_server": max(s.max_per_server for s in problem.shapes),
+    } | ({"cv_median": float(np.median(finite)), "cv_p90": float(np.percentile(finite, 90))} if len(finite) else {})
     return Calibration(
-        cluster=problem.cluster_with(values),
+        cluster=problem.cluster_with(values, calibrated),
         source=source,
         rows=len(rows),
         fitted={p.path: (p.nominal, values[p.keys]) for p in problem.params},
@@ -157,12 +133,41 @@ def fit_rows(cluster: Cluster, rows: list[Row], *, source: str = "measurements",
         cv_errors=cv_errors,
         cv_method=method,
         nominal_errors=problem.errors(problem.x0),
+        identified=sources,
+        at_bound=bounds,
+        shapes=tuple(sorted({s.counts for s in problem.shapes})),
+        notes=notes,
     )
 
 
-def constants_needed(cluster: Cluster, rows: list[Row]) -> int:
+def _latency_evidence(problem: _Problem, x: np.ndarray) -> tuple[_Problem, np.ndarray, tuple[str, ...]]:
+    """For each link latency the tight prior held: refit with a wide prior (bounds kept); keep that fit when its
+    data cost falls by more than :data:`EVIDENCE` (a likelihood-ratio test at 5 %, one constant): the rows prefer it.
+
+    Only where some row puts more than 2 servers (inter-server) or more than 2 devices on one server
+    (intra-server) on the link's ring: at 2 the latency (``2 L`` per message) and bandwidth terms differ
+    only by message size, which says nothing of how the cost grows with the ring, and a latency fitted
+    there grows the most when extrapolated (15x from 2 servers to 16)."""
+    notes = []
+    longest = {"inter_server": max(s.servers for s in problem.shapes), "intra_server": max(s.max_per_server for s in problem.shapes)}
+    for link in [name for name in problem.unproven if longest[name] > 2]:
+        alt = _Problem(problem.base_cluster, problem.rows, evidence=problem.evidence | {link}, shared=problem.shared)
+        x_alt = alt.fit(alt.x0)
+        gain = problem.data_cost(x) - alt.data_cost(x_alt)
+        if gain > EVIDENCE:
+            problem, x = alt, x_alt
+            why = f"the rows prefer a latency explanation (likelihood ratio {gain:.1f} > {EVIDENCE}): wide prior"
+            notes.append(f"links.{link}.latency_s: {why}")
+    return problem, x, tuple(notes)
+
+
+def _median(errors: np.ndarray) -> float:
+    return float(np.median(np.abs(errors)))
+
+
+def constants_needed(cluster: Cluster, rows: list[Row], *, shared: bool = True) -> int:
     """How many constants ``rows`` would fit (a fit needs one row more)."""
-    return len(_Problem(cluster, rows, checked=False).params)
+    return len(_Problem(cluster, rows, checked=False, shared=shared).params)
 
 
 def check_plausible(cluster: Cluster, rows: list[Row]) -> None:
@@ -173,14 +178,23 @@ def check_plausible(cluster: Cluster, rows: list[Row]) -> None:
 class _Problem:
     """The rows, the constants they inform, and predictions at any values of those constants."""
 
-    def __init__(self, cluster: Cluster, rows: list[Row], *, checked: bool = True) -> None:
-        """``checked``: refuse too few rows and implausible ones now (False: only set up)."""
-        self.base_cluster, self.rows = cluster, rows
+    def __init__(
+        self, cluster: Cluster, rows: list[Row], *, checked: bool = True, evidence: frozenset[str] = frozenset(), shared: bool = True
+    ) -> None:
+        """``checked``: refuse too few rows and implausible ones now (False: only set up); ``evidence``: links whose
+        latency the rows were shown to prefer (:func:`_latency_evidence`): a wide prior inside the physical range."""
+        self.base_cluster, self.rows, self.evidence = cluster, rows, evidence
+        self.unproven: list[str] = []  # links whose latency is held by the tight prior
         self.base = CostModel(cluster)
         self.shapes = [self.base.shape(r.devices) for r in rows]
         self.types = [cluster.device_type[self.base.slowest(r.devices)] for r in rows]
         self.log_measured = np.log([r.step_time_s for r in rows])
+        self.shared = shared
         self.params, self.kept = self._parameters()
+        if not shared:
+            self.kept |= {p.path: "held: a job's own constants only" for p in self.params if p.keys[0] != "jobs"}
+            self.params = [p for p in self.params if p.keys[0] == "jobs"]
+            self.unproven = []
         self.x0 = np.array([p.to_x(p.nominal) for p in self.params])
         if not checked:
             return
@@ -198,28 +212,33 @@ class _Problem:
         jobs = lambda rows: {(r.graph.key, r.graph.batch_size, r.graph.precision) for r in rows}  # noqa: E731
         intra = [r for r, s in zip(self.rows, self.shapes, strict=True) if s.max_per_server > 1]
         inter = [r for r, s in zip(self.rows, self.shapes, strict=True) if s.servers > 1]
+        variety = {  # distinct numbers of servers spanned / of devices on one server: latency and bandwidth separate
+            "intra_server": {s.max_per_server for s in self.shapes if s.max_per_server > 1},
+            "inter_server": {s.servers for s in self.shapes if s.servers > 1},
+        }
+        messages = {"intra_server": self._message_spread(intra), "inter_server": self._message_spread(inter)}
         spread = [r for r in self.rows if len(r.devices) > 1]
         params, kept = [], {}
 
-        def add(keys: tuple[str, ...], nominal: float, low: float, high: float, log: bool, informed: bool, why: str) -> None:
+        def add(keys: tuple[str, ...], nominal: float, low: float, high: float, log: bool, informed: bool, why: str, sigma: float) -> None:
             if informed:
-                params.append(Parameter(keys, min(max(nominal, low), high), low, high, log))
+                params.append(Parameter(keys, min(max(nominal, low), high), low, high, log, sigma))
             else:
                 kept[".".join(keys)] = why
 
         for name, link, group in (("intra_server", links.intra_server, intra), ("inter_server", links.inter_server, inter)):
             where = "two or more devices on one server" if name == "intra_server" else "placements spanning servers"
             bw = link.bandwidth_Bps
-            add(("links", name, "bandwidth_Bps"), bw, bw * MIN_BANDWIDTH_FRACTION, bw, True, bool(group), f"no rows with {where}")
+            informed = bool(group)
+            low_bw = bw * MIN_BANDWIDTH_FRACTION
+            add(("links", name, "bandwidth_Bps"), bw, low_bw, bw, True, informed, f"no rows with {where}", BANDWIDTH_SIGMA)
             latency_informed = len(jobs(group)) >= 3
-            add(
-                ("links", name, "latency_s"),
-                link.latency_s,
-                *LATENCY_BOUNDS_S,
-                True,
-                latency_informed,
-                f"{where}: fewer than 3 distinct jobs",
-            )
+            proven = latency_informed and (len(variety[name]) >= 2 or messages[name] >= MESSAGE_SPREAD)
+            low, high, sigma = latency_bounds(name, link.latency_s, proven, name in self.evidence)
+            if latency_informed and not proven and name not in self.evidence:
+                self.unproven.append(name)
+            why = f"{where}: fewer than 3 distinct jobs"
+            add(("links", name, "latency_s"), link.latency_s, low, high, True, latency_informed, why, sigma)
         add(
             ("overheads", "sync_s"),
             spec.overheads.sync_s,
@@ -228,6 +247,7 @@ class _Problem:
             False,
             len(jobs(spread)) >= 2,
             "multi-device rows of fewer than 2 jobs",
+            OVERHEAD_SIGMA_S,
         )
         kept["overheads.iteration_s"] = "fitted per job instead (jobs.NAME.iteration_s)"
         types_of: dict[str, set[str]] = {}
@@ -237,12 +257,12 @@ class _Problem:
             high = device_model(dtype.model).max_compute_scale() if dtype.model else MAX_GENERIC_SCALE
             shared = any(type_name in kinds and len(kinds) > 1 for kinds in types_of.values())
             why = "no job measured on it and on another type (each job's own scale absorbs it)"
-            add(("device_types", type_name, "compute_scale"), dtype.compute_scale, 0.01, high, True, shared, why)
+            add(("device_types", type_name, "compute_scale"), dtype.compute_scale, 0.01, high, True, shared, why, SCALE_SIGMA)
         peak = max((device_model(d.model).max_compute_scale() for d in spec.device_types.values() if d.model), default=MAX_GENERIC_SCALE)
         for job in sorted(types_of):
             own = spec.jobs.get(job)
             mine = [r for r in self.rows if r.graph.name == job]
-            add(("jobs", job, "compute_scale"), own.compute_scale if own else 1.0, 0.01, min(peak, 10.0), True, True, "")
+            add(("jobs", job, "compute_scale"), own.compute_scale if own else 1.0, 0.01, min(peak, 10.0), True, True, "", SCALE_SIGMA)
             batches = len({r.graph.batch_size for r in mine})
             add(
                 ("jobs", job, "iteration_s"),
@@ -252,8 +272,19 @@ class _Problem:
                 False,
                 batches >= 2,
                 "one batch size only",
+                OVERHEAD_SIGMA_S,
             )
         return params, kept
+
+    def _message_spread(self, rows: list[Row]) -> float:
+        """Largest over smallest all-reduce message (a DDP bucket: gradients up to 25 MB) among ``rows``' graphs (1 if none)."""
+        sizes = []
+        for row in rows:
+            profile = self.base.profile(row.graph, None, 1.0)
+            grads = float(profile.param_bytes.sum()) * profile.grad_bytes_per_param_byte
+            if grads > 0:
+                sizes.append(grads / math.ceil(grads / BUCKET_BYTES))
+        return max(sizes) / min(sizes) if sizes else 1.0
 
     # -- predictions ------------------------------------------------------------------
     def values(self, x: np.ndarray) -> dict[tuple[str, ...], float]:
@@ -328,57 +359,87 @@ class _Problem:
 
     # -- fitting ----------------------------------------------------------------------
     def fit(self, x0: np.ndarray, rows: list[int] | None = None) -> np.ndarray:
+        """MAP constants (module docstring) on all rows, or refitted on ``rows`` only (cross-validation: splits kept)."""
+        self.jacobian = np.zeros((len(self.rows), len(self.params)))
         if not self.params:
             return x0
         keep = np.arange(len(self.rows)) if rows is None else np.asarray(rows)
         low, high = (np.array(b) for b in zip(*(p.bounds for p in self.params), strict=True))
+        prior_x = self.x0
+        weight = NOISE / np.array([p.sigma for p in self.params])
         x = np.clip(x0, low, high)
         for _ in range(3):
             splits = self.splits
 
             def residuals(x: np.ndarray, splits=splits) -> np.ndarray:
-                return np.log(self.predicted(x, keep.tolist(), splits)) - self.log_measured[keep]
+                data = np.log(self.predicted(x, keep.tolist(), splits)) - self.log_measured[keep]
+                return np.concatenate([data, weight * (x - prior_x)])
 
-            x = least_squares(
+            result = least_squares(
                 residuals,
                 x,
                 bounds=(low, high),
-                loss="soft_l1",
-                f_scale=LOSS_SCALE,
+                loss=prior_loss(len(keep)),
+                f_scale=NOISE,
                 diff_step=1e-4,
                 jac_sparsity=self._sparsity(keep) if len(keep) > DENSE_JACOBIAN_ROWS else None,
                 xtol=1e-8 if rows is None else 1e-6,
                 ftol=1e-8 if rows is None else 1e-6,
                 max_nfev=200 if rows is None else 30,
-            ).x
+            )
+            x = result.x
             if rows is not None:
                 return x
+            jac = result.jac.toarray() if hasattr(result.jac, "toarray") else np.asarray(result.jac)
+            self.jacobian = jac[: len(keep)]
             repicked = self._pick_splits(x)
             if repicked == self.splits:
                 break
             self.splits = repicked
         return x
 
+    def data_cost(self, x: np.ndarray) -> float:
+        """Sum of the soft-L1 data loss at ``x`` in units of :data:`NOISE` squared (about the chi-square of the rows)."""
+        z = ((np.log(self.predicted(x)) - self.log_measured) / NOISE) ** 2
+        return float(np.sum(2 * (np.sqrt(1 + z) - 1)))
+
     def _sparsity(self, rows: np.ndarray) -> np.ndarray:
-        """(rows, params) bool: a job's own constants move only its rows (fewer evaluations per Jacobian)."""
+        """(rows + params, params) bool: a job's own constants move only its rows; a prior only its constant."""
         names = [self.rows[i].graph.name for i in rows]
-        return np.array([[p.keys[0] != "jobs" or p.keys[1] == name for p in self.params] for name in names], dtype=bool)
+        data = np.array([[p.keys[0] != "jobs" or p.keys[1] == name for p in self.params] for name in names], dtype=bool)
+        return np.vstack([data, np.eye(len(self.params), dtype=bool)])
+
+    def folds(self) -> tuple[list[list[int]], str]:
+        """Held-out row groups: one placement shape each (at most :data:`FOLDS`, shapes dealt round), or rows with one shape only."""
+        groups: dict[tuple, list[int]] = defaultdict(list)
+        for i, (shape, kind) in enumerate(zip(self.shapes, self.types, strict=True)):
+            groups[(shape.counts, kind)].append(i)
+        n = len(self.rows)
+        if len(groups) >= 2:
+            shapes = list(groups.values())
+            if len(shapes) <= FOLDS:
+                return shapes, f"leave one placement shape out ({len(shapes)} shapes, refitted each time)"
+            merged = [sum(shapes[k::FOLDS], []) for k in range(FOLDS)]
+            return merged, f"{FOLDS} folds of whole placement shapes ({len(shapes)} shapes, refitted each time)"
+        if n <= LOO_MAX_ROWS:
+            return [[i] for i in range(n)], "leave one row out (one placement shape only: no extrapolation measured)"
+        return [list(range(k, n, FOLDS)) for k in range(FOLDS)], f"{FOLDS}-fold (one placement shape only: no extrapolation measured)"
 
     def cross_validate(self, x: np.ndarray) -> tuple[np.ndarray, str]:
-        n = len(self.rows)
-        if n <= LOO_MAX_ROWS:
-            folds, method = [[i] for i in range(n)], "leave-one-out"
-        else:
-            folds, method = [list(range(k, n, FOLDS)) for k in range(FOLDS)], f"{FOLDS}-fold"
-        out = np.empty(n)
+        """Per row, predicted / measured - 1 from a fit that did not see the row's fold (:meth:`folds`); always refitted."""
+        folds, method = self.folds()
+        out = np.empty(len(self.rows))
+        jacobian = self.jacobian
         for held in folds:
-            train = sorted(set(range(n)) - set(held))
-            x_fold = self.fit(x, train) if len(train) > len(self.params) else x
+            train = sorted(set(range(len(self.rows))) - set(held))
+            x_fold = self.fit(x, train) if train else self.x0
             out[held] = self.predicted(x_fold, held) / np.exp(self.log_measured[held]) - 1
+        self.jacobian = jacobian
         return out, method
 
-    def cluster_with(self, values: dict[tuple[str, ...], float]) -> Cluster:
+    def cluster_with(self, values: dict[tuple[str, ...], float], calibrated: dict | None = None) -> Cluster:
         data = self.base_cluster.spec.model_dump()
+        data["calibrated"] = calibrated
         for keys, value in values.items():
             node = data
             for key in keys[:-1]:

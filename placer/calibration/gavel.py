@@ -21,6 +21,10 @@ Calibration subset, per GPU type and model: one GPU at the smallest and at the l
 four GPUs on one server and eight spread over servers at the middle batch: at most 4 rows per
 model (Recommendation, measured on one GPU only, gives 2; A3C and CycleGAN, one row each, give
 theirs and have none held out). Every other row is held out.
+
+Extrapolation (:func:`validate_extrapolation`): calibrate on every row on one server and every
+row spread over 2 servers, predict the rows spread over 4 and 8 servers (beyond any calibrated
+shape).
 """
 
 from __future__ import annotations
@@ -142,8 +146,18 @@ def _kind(row: GavelRow) -> str:
 
 def validate_on_gavel(gpu: str) -> GavelValidation:
     """Calibrate ``gavel_<gpu>`` on the subset, predict the held-out rows before and after."""
+    return _validate(gpu, *calibration_subset(gavel_rows(gpu)))
+
+
+def validate_extrapolation(gpu: str) -> GavelValidation:
+    """Calibrate ``gavel_<gpu>`` on the rows on one server or spread over 2, predict those spread over 4 and 8 (module docstring)."""
+    rows = gavel_rows(gpu)
+    near = [r for r in rows if not r.spread or r.gpus <= 2]
+    return _validate(gpu, near, [r for r in rows if r not in near])
+
+
+def _validate(gpu: str, chosen: list[GavelRow], held: list[GavelRow]) -> GavelValidation:
     cluster = gavel_cluster(gpu)
-    chosen, held = calibration_subset(gavel_rows(gpu))
     calibration = fit_calibration(cluster, [r.measurement(cluster) for r in chosen], cross_validate=False)
     measured = read_measurements([r.measurement(cluster) for r in held], cluster)  # device ids hold on the calibrated cluster too
     return GavelValidation(gpu, calibration, held, _errors(CostModel(cluster), measured), _errors(CostModel(calibration.cluster), measured))

@@ -20,6 +20,8 @@ def cluster_toml(spec: ClusterSpec, comment: list[str] = ()) -> str:
     out += ["", "[overheads]", *_pairs(spec.overheads.model_dump())]
     for job_name, job in spec.jobs.items():
         out += ["", f"[jobs.{json.dumps(job_name)}]", *_pairs(job.model_dump())]
+    if spec.calibrated is not None:
+        out += ["", "[calibrated]", *_pairs(spec.calibrated.model_dump(exclude_none=True))]
     return "\n".join(out) + "\n"
 
 

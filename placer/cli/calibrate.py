@@ -4,7 +4,10 @@
 
 The CSV's columns are ``graph,devices,batch_size,precision,step_time_s[,strategy]`` (see
 :mod:`placer.calibration.measurements`); the file written is an ordinary cluster file, usable
-wherever ``--cluster`` is, with a comment block saying what was fitted and how well.
+wherever ``--cluster`` is, with a comment block saying what was fitted and how well. The table says
+which constants the rows set and which the prior (:mod:`placer.calibration.priors`), and any on a
+bound; the errors printed include the cross-validated one, each placement shape predicted by a
+refit without it.
 """
 
 from __future__ import annotations
@@ -26,20 +29,21 @@ def calibrate(
 ) -> None:
     """Fit link bandwidths and latencies, device and per-job compute rates and fixed overheads to measured step times."""
     from placer.calibration import cluster_toml, fit_calibration
+    from placer.common.atomic import write_atomic
     from placer.common.errors import PlacerError
 
     with console.status(f"fitting {measurements} ..."):
         result = fit_calibration(cluster, measurements)
     table = Table(title=f"{result.cluster.name}: {result.rows} measurements")
-    for column in ("constant", "nominal", "fitted"):
-        table.add_column(column, justify="left" if column == "constant" else "right")
+    for column in ("constant", "nominal", "fitted", "set by", "bound"):
+        table.add_column(column, justify="right" if column in ("nominal", "fitted") else "left")
     for path, (nominal, fitted) in result.fitted.items():
-        table.add_row(path, f"{nominal:.4g}", f"{fitted:.4g}")
+        table.add_row(path, f"{nominal:.4g}", f"{fitted:.4g}", result.identified.get(path, ""), result.at_bound.get(path, ""))
     console.print(table)
     for line in result.outcome():
         console.print(line, highlight=False)
     try:
-        out.write_text(cluster_toml(result.cluster.spec, result.report()), encoding="utf-8")
+        write_atomic(out, cluster_toml(result.cluster.spec, result.report()))
     except OSError as exc:
         raise PlacerError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
     console.print(f"wrote {out}")

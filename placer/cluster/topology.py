@@ -23,6 +23,12 @@ A spec names device types, groups of identical servers and two link classes::
     [jobs.resnet50]          # optional, per job (graph name): what calibration measured
     compute_scale = 1.0      # factor on its predicted GPU rate
     iteration_s = 0.0        # seconds added to each of its iterations (launches, Python, input)
+    [calibrated]             # optional, written by placer calibrate: the shapes it was fitted on
+    rows = 16
+    max_servers = 2          # predictions on more servers are flagged as extrapolated
+    max_devices_per_server = 4
+    cv_median = 0.02         # |error| with each placement shape left out (placer predict's interval)
+    cv_p90 = 0.05
 
 A device type may also carry ``compute_scale`` (default 1): a factor on its device model's
 sustained matmul rates, as ``placer calibrate`` fits it from measured step times; it may not lift
@@ -99,6 +105,17 @@ class JobCalibration(BaseModel):
     iteration_s: float = Field(0.0, ge=0, le=60, description="seconds added to each of its iterations")
 
 
+class CalibratedRange(BaseModel):
+    """The placements a calibrated file's constants were fitted on, and how well they predicted shapes left out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    rows: int = Field(ge=1, description="measured step times fitted")
+    max_servers: int = Field(ge=1, description="the most servers any of them spanned: predictions beyond extrapolate")
+    max_devices_per_server: int = Field(ge=1, description="the most devices any of them used on one server")
+    cv_median: float | None = Field(None, ge=0, description="median |error| with each placement shape left out of the fit")
+    cv_p90: float | None = Field(None, ge=0, description="90th percentile of the same")
+
+
 class ClusterSpec(BaseModel):
     """A validated cluster description (see the module docstring for the file format)."""
 
@@ -109,6 +126,7 @@ class ClusterSpec(BaseModel):
     links: Links
     overheads: Overheads = Overheads()
     jobs: dict[str, JobCalibration] = Field(default_factory=dict, description="per-job corrections, by graph name")
+    calibrated: CalibratedRange | None = Field(None, description="written by placer calibrate: what the constants rest on")
 
     @model_validator(mode="after")
     def _known_device_types(self) -> ClusterSpec:

@@ -2,11 +2,29 @@
 
 A report is checked before it is kept (a step time faster than the devices' datasheet peaks allow,
 or more than 1.5x from an earlier report of the same job on the same placement shape, is refused
-and changes nothing), committed to the service's store, and a refit is queued on one background
-thread; requests go on with the model in use until the new one is swapped in. Refits coalesce:
-reports that arrive during one lead to one more. A fit needs a row more than it has constants
-(:func:`placer.calibration.fit.constants_needed`); until then, and when a fit fails, the model in
-use stays. At start the kept rows are read back and fitted once.
+and changes nothing), then compared with the prediction of the model in use:
+
+- more than :data:`SUSPECT_RATIO` (100x) from it, either way, it is held as suspect (shown in
+  ``GET /v1/calibration``, never fitted): no honest job runs 100x off a calibrated prediction;
+- more than :data:`DOUBT_RATIO` (10x) from it, it is held as suspect until a report of the same
+  graph on other devices (another job), held or kept, is as far off within 2x; then both are kept;
+- otherwise it is committed to the service's store, and a refit is queued on one background thread.
+
+Requests go on with the model in use until the new one is swapped in. Refits coalesce: reports
+that arrive during one lead to one more, after a rest of twice the last refit's duration (a flood
+of reports takes at most a third of a core; per-client rate limits are the HTTP layer's). Each refit is MAP (:mod:`placer.calibration.fit`):
+
+1. each reported graph's own constants (``jobs.NAME.compute_scale``, ``iteration_s``) absorb its
+   reports, the cluster's shared constants (links, overheads, device rates) held: one graph's
+   outliers change that graph's predictions only;
+2. the shared constants are refitted too (from the cluster file's, MAP, within physical bounds)
+   only on evidence from several jobs *and* graphs (:data:`MIN_JOBS` placements of
+   :data:`MIN_GRAPHS` graphs or more), and that fit is used only if its cross-validated error (each
+   placement shape left out) beats the fit of step 1, which holds the shared constants in use.
+
+A fit needs a row more than it has constants (:func:`placer.calibration.fit.constants_needed`);
+until then, and when a fit fails, the model in use stays. At start the kept rows are read back and
+fitted once (suspects are not kept across restarts). Rate limits per client are the HTTP layer's.
 """
 
 from __future__ import annotations
@@ -14,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -22,13 +41,24 @@ import numpy as np
 
 from placer.calibration.fit import check_plausible, constants_needed, fit_rows
 from placer.calibration.measurements import Row
+from placer.calibration.result import Calibration
 from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
+from placer.cost.model import CostModel
 from placer.graphs.job_graph import JobGraph, job_graph_from_json
 from placer.serve.reservations import MAX_MEASUREMENTS, ReservationStore, StoredMeasurement
-from placer.serve.schemas import CalibrationState
+from placer.serve.schemas import CalibrationState, SuspectReport
 
 log = logging.getLogger("placer.serve")
+
+SUSPECT_RATIO = 100.0
+DOUBT_RATIO = 10.0
+AGREE_RATIO = 2.0
+MAX_SUSPECTS = 100
+MIN_JOBS = 5
+MIN_GRAPHS = 3
+REST_FACTOR = 2.0
+MAX_REST_S = 60.0
 
 
 class Refitter:
@@ -37,11 +67,17 @@ class Refitter:
     def __init__(self, cluster: Cluster, store: ReservationStore, use: Callable[[Cluster], None]) -> None:
         self.base, self.store, self.use = cluster, store, use
         self.rows: list[Row] = []
+        self.suspects: list[tuple[Row, float, float]] = []  # (row, predicted, ratio), oldest first
+        self.model = CostModel(cluster)  # the model in use (reports are judged against it)
+        self.shared_base = cluster  # the shared constants in use (held by a refit of jobs' own constants)
+        self.shared_fitted: dict[str, float] = {}  # and their fitted values, once a refit moved them
         self.state = CalibrationState(
             measurements=0, needed=None, fitted={}, median_error=None, refits=0, refit_at=None, pending=False, last_error=None
         )
-        self._lock = threading.Lock()  # guards rows and state
+        self._lock = threading.Lock()  # guards rows, suspects, model and state
         self._dirty = False
+        self._last_refit_s, self._last_refit_end = 0.0, 0.0
+        self._predicted: dict[tuple, float] = {}  # check() -> keep(): the prediction a report is judged against
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="placer-refit")
         self._restore()
 
@@ -70,16 +106,84 @@ class Refitter:
         with self._lock:
             same_job = [r for r in self.rows if r.graph.key == graph.key]
         check_plausible(self.base, [*same_job, row])
+        with self._lock:
+            model = self.model
+        predicted = model.predict(graph, row.devices).iteration_s  # here, outside the service's lock (a first sight costs ms)
+        with self._lock:
+            if len(self._predicted) > MAX_SUSPECTS:
+                self._predicted.clear()
+            self._predicted[(graph.key, row.devices, step_time_s)] = predicted
         return row
 
     def keep(self, row: Row, measured_at_s: float, document: str) -> None:
-        """Commit a checked row with its graph's JSON (:func:`graph_document`; the caller holds the store's lock) and queue a refit."""
-        names = tuple(self.base.device_name(d) for d in row.devices)
-        self.store.add_measurement(StoredMeasurement(row.graph.key, names, row.step_time_s, measured_at_s), document)
+        """Commit a checked row with its graph's JSON (:func:`graph_document`; the caller holds the store's lock) and queue a
+        refit; or hold it as suspect (module docstring)."""
         with self._lock:
-            self.rows = [*self.rows, row][-MAX_MEASUREMENTS:]
+            model, predicted = self.model, self._predicted.pop((row.graph.key, row.devices, row.step_time_s), None)
+        if predicted is None:
+            predicted = model.predict(row.graph, row.devices).iteration_s
+        ratio = row.step_time_s / predicted if predicted > 0 else float("inf")
+        far = max(ratio, 1 / ratio) if ratio > 0 else float("inf")
+        released = [row]
+        if DOUBT_RATIO < far <= SUSPECT_RATIO and self._kept_agree(model, row, ratio):
+            far = 1.0
+        if far > DOUBT_RATIO:
+            with self._lock:
+                released = self._hold(row, predicted, ratio, far)
+            if not released:
+                return
+        for r in released:
+            names = tuple(self.base.device_name(d) for d in r.devices)
+            self.store.add_measurement(StoredMeasurement(r.graph.key, names, r.step_time_s, measured_at_s), document)
+        with self._lock:
+            self.rows = [*self.rows, *released][-MAX_MEASUREMENTS:]
             self.state = self.state.model_copy(update={"measurements": len(self.rows)})
         self.schedule()
+
+    def _kept_agree(self, model: CostModel, row: Row, ratio: float) -> bool:
+        """Whether a kept report of ``row``'s graph from another job is as far from ``model`` (within 2x)."""
+        with self._lock:
+            others = [r for r in self.rows if r.graph.key == row.graph.key and r.devices != row.devices][-10:]
+        for other in others:
+            q = other.step_time_s / model.predict(other.graph, other.devices).iteration_s
+            if max(q / ratio, ratio / q) <= AGREE_RATIO:
+                return True
+        return False
+
+    def _hold(self, row: Row, predicted: float, ratio: float, far: float) -> list[Row]:
+        """Hold ``row`` as suspect, or release it with the suspects of other jobs of its graph that agree (lock held)."""
+        if far <= SUSPECT_RATIO:
+            agree = [
+                (r, p, q)
+                for r, p, q in self.suspects
+                if r.graph.key == row.graph.key and r.devices != row.devices and max(q / ratio, ratio / q) <= AGREE_RATIO
+            ]
+            if agree:
+                same = [(r, p, q) for r, p, q in self.suspects if r.graph.key == row.graph.key and max(q / ratio, ratio / q) <= AGREE_RATIO]
+                self.suspects = [s for s in self.suspects if s not in same]
+                self._show_suspects()
+                return [r for r, _, _ in same] + [row]
+        self.suspects = [*self.suspects, (row, predicted, ratio)][-MAX_SUSPECTS:]
+        self._show_suspects()
+        return []
+
+    def _show_suspects(self) -> None:
+        shown = [
+            SuspectReport(
+                graph=r.graph.name,
+                devices=[self.base.device_name(d) for d in r.devices],
+                step_time_s=r.step_time_s,
+                predicted_s=p,
+                ratio=q,
+                why=(
+                    f"more than {SUSPECT_RATIO:g}x from the prediction"
+                    if max(q, 1 / q) > SUSPECT_RATIO
+                    else f"more than {DOUBT_RATIO:g}x from the prediction, no other job of the graph agrees yet"
+                ),
+            )
+            for r, p, q in self.suspects
+        ]
+        self.state = self.state.model_copy(update={"suspects": shown})
 
     def schedule(self) -> None:
         with self._lock:
@@ -90,10 +194,18 @@ class Refitter:
         self._worker.submit(self._refit_until_clean)
 
     def _refit_until_clean(self) -> None:
+        """Refit until no report came in during the last one; a refit waits :data:`REST_FACTOR` times the last one's
+        duration after it, so refits take at most a third of a core from requests under a flood of reports."""
         while True:
+            rest = self._last_refit_s * REST_FACTOR - (time.monotonic() - self._last_refit_end)
+            if rest > 0:
+                time.sleep(min(rest, MAX_REST_S))
             with self._lock:
                 rows, self._dirty = list(self.rows), False
+            start = time.monotonic()
             self._refit(rows)
+            self._last_refit_end = time.monotonic()
+            self._last_refit_s = self._last_refit_end - start
             with self._lock:
                 if not self._dirty:
                     self.state = self.state.model_copy(update={"pending": False})
@@ -101,19 +213,7 @@ class Refitter:
 
     def _refit(self, rows: list[Row]) -> None:
         try:
-            needed = constants_needed(self.base, rows) + 1
-            update: dict = {"needed": needed}
-            if len(rows) >= needed:
-                calibration = fit_rows(self.base, rows, source="reported step times", cross_validate=False)
-                self.use(calibration.cluster)
-                update |= {
-                    "fitted": {path: value for path, (_, value) in calibration.fitted.items()},
-                    "median_error": float(np.median(np.abs(calibration.errors))),
-                    "refits": self.state.refits + 1,
-                    "refit_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                    "last_error": None,
-                }
-                log.info("refitted the cost model to %d reported step times", len(rows))
+            update = self._fit(rows)
         except PlacerError as exc:
             update = {"last_error": str(exc)[:1000]}
             log.warning("refit kept the previous model: %s", exc)
@@ -123,6 +223,46 @@ class Refitter:
         with self._lock:
             self.state = self.state.model_copy(update=update)
 
+    def _fit(self, rows: list[Row]) -> dict:
+        """The state update of one refit (module docstring); swaps the chosen model in."""
+        jobs = {(r.graph.key, r.devices) for r in rows}
+        graphs = {r.graph.key for r in rows}
+        evidence = len(jobs) >= MIN_JOBS and len(graphs) >= MIN_GRAPHS
+        needed = constants_needed(self.base, rows, shared=False) + 1
+        update: dict = {"needed": needed}
+        if len(rows) < needed:
+            return update
+        with self._lock:
+            held = self.shared_base
+        chosen = fit_rows(held, rows, source="reported step times", shared=False)
+        shared = f"held: reports of {len(jobs)} job(s) of {len(graphs)} graph(s); they move on {MIN_JOBS}+ jobs of {MIN_GRAPHS}+ graphs"
+        if evidence and len(rows) >= constants_needed(self.base, rows) + 1:
+            both = fit_rows(self.base, rows, source="reported step times")
+            if _cv(both) < _cv(chosen):
+                chosen, shared = both, f"moved: cross-validated error {_cv(both):.1%} against {_cv(chosen):.1%} with them held"
+                with self._lock:
+                    self.shared_base = both.cluster
+                    self.shared_fitted = {p: v for p, (_, v) in both.fitted.items() if not p.startswith("jobs.")}
+            else:
+                where = "the values in use" if self.shared_fitted else "the cluster file's"
+                shared = (
+                    f"held at {where}: refitting them would not lower the cross-validated error ({_cv(both):.1%} against {_cv(chosen):.1%})"
+                )
+        model = CostModel(chosen.cluster)
+        with self._lock:
+            self.model = model
+        self.use(chosen.cluster)
+        log.info("refitted the cost model to %d reported step times (shared constants %s)", len(rows), shared.split(":")[0])
+        return update | {
+            "fitted": self.shared_fitted | {path: value for path, (_, value) in chosen.fitted.items()},
+            "median_error": float(np.median(np.abs(chosen.errors))),
+            "cv_error": _cv(chosen),
+            "shared": shared,
+            "refits": self.state.refits + 1,
+            "refit_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "last_error": None,
+        }
+
     def wait(self, timeout_s: float = 60.0) -> None:
         """Block until no refit is queued or running (tests, shutdown)."""
         done = threading.Event()
@@ -131,6 +271,10 @@ class Refitter:
 
     def close(self) -> None:
         self._worker.shutdown(wait=True, cancel_futures=True)
+
+
+def _cv(calibration: Calibration) -> float:
+    return float(np.median(np.abs(calibration.cv_errors)))
 
 
 def graph_document(graph: JobGraph) -> str:

@@ -77,6 +77,17 @@ class ClusterOccupancy(BaseModel):
     devices: list[DeviceState]
 
 
+class SuspectReport(BaseModel):
+    """A reported step time held out of the fit: too far from the prediction of the model in use."""
+
+    graph: str
+    devices: list[str]
+    step_time_s: float
+    predicted_s: float
+    ratio: float = Field(description="step_time_s / predicted_s")
+    why: str
+
+
 class CalibrationState(BaseModel):
     """What the service's cost model has learned from reported step times."""
 
@@ -88,3 +99,6 @@ class CalibrationState(BaseModel):
     refit_at: str | None = Field(description="when the model in use was fitted (ISO 8601 UTC)")
     pending: bool = Field(description="a refit is queued or running")
     last_error: str | None = Field(description="why the last refit kept the previous model, if it did")
+    cv_error: float | None = Field(None, description="median cross-validated |error| of the model in use (a placement shape held out)")
+    shared: str | None = Field(None, description="why the cluster's shared constants (links, overheads) moved or were held")
+    suspects: list[SuspectReport] = Field(default_factory=list, description="reports held out of the fit (the newest)")

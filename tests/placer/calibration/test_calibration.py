@@ -84,9 +84,9 @@ def test_calibration_recovers_known_constants():
     assert fitted["links.inter_server.bandwidth_Bps"] == pytest.approx(25e9 / 12, rel=1e-3)
     assert fitted["overheads.sync_s"] == pytest.approx(0.03, rel=1e-3)
     assert fitted["jobs.resnet50.compute_scale"] == pytest.approx(0.8, rel=1e-3)
-    assert fitted["jobs.resnet50.iteration_s"] == pytest.approx(0.01, rel=1e-3)
+    assert fitted["jobs.resnet50.iteration_s"] == pytest.approx(0.01, abs=1e-4)  # the priors shrink a little toward nominal
     assert fitted["jobs.bert_base.compute_scale"] == pytest.approx(0.7, rel=1e-3)
-    assert max(abs(result.errors)) < 1e-3 and max(abs(result.cv_errors)) < 1e-3
+    assert max(abs(result.errors)) < 1e-3 and max(abs(result.cv_errors)) < 1e-2  # cv: each shape predicted by a refit without it
     assert min(result.nominal_errors) < -0.3  # the nominal model was far off: the fit did the work
 
 
@@ -158,7 +158,7 @@ def test_cli_writes_a_cluster_file_and_refuses_bad_csvs(tmp_path):
     out = tmp_path / "c.toml"
     result = CliRunner().invoke(app, ["calibrate", str(path), "--cluster", "dgx8x8", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert load_cluster(out).spec.links.inter_server.bandwidth_Bps == pytest.approx(5e9, rel=1e-3)
+    assert load_cluster(out).spec.links.inter_server.bandwidth_Bps == pytest.approx(5e9, rel=1e-2)  # the prior shrinks it a hair
     (tmp_path / "bad.csv").write_bytes(b"\xff\xfe binary")
     bad = CliRunner().invoke(app, ["calibrate", str(tmp_path / "bad.csv"), "--out", str(out)])
     assert isinstance(bad.exception, placer.PlacerError) and "not UTF-8" in str(bad.exception)
@@ -182,8 +182,116 @@ def test_catalogue_has_the_common_cloud_gpus():
 
 @pytest.mark.parametrize("gpu", GPU_TYPES)
 def test_gavel_held_out_rows_after_calibrating_on_a_few(gpu):
-    """Issue 21's target: a median of <= 20 % on held-out rows (docs/cost-model.md: 10.9 / 9.9 / 18.9 %)."""
+    """Issue 21's target: a median of <= 20 % on held-out rows (docs/cost-model.md: 11.9 / 12.3 / 18.8 %)."""
     validation = validate_on_gavel(gpu)
     summary = validation.summary()
     assert summary["rows"] >= 100
     assert summary["median"] <= 0.20 and summary["median"] < summary["nominal_median"] / 2
+
+
+def test_synthetic_testbed_extrapolates_from_two_servers_to_sixteen():
+    """Issue 30: calibrated on 4 placements per model of at most 2 servers, every shape up to 16 servers within 10 %."""
+    from placer.calibration.testbed import validate_on_testbed
+
+    validation = validate_on_testbed()
+    summary = validation.summary()
+    assert summary["rows"] >= 70 and summary["max"] <= 0.10 and summary["nominal_median"] > 0.4
+    assert validation.calibration.max_servers == 2
+    assert validation.calibration.identified["links.inter_server.latency_s"] == "prior"  # 2-server rows cannot tell it from bandwidth
+    assert validation.calibration.identified["links.inter_server.bandwidth_Bps"] == "rows"
+
+
+def test_rows_that_cannot_separate_latency_from_bandwidth_get_the_bandwidth_explanation():
+    """Only 2-server rows, noisy: the old free fit put one seed's cross-server cost into 1.5 ms of latency (15 % / 44 %)."""
+    from placer.calibration.testbed import TRUTH, validate_on_testbed
+
+    for seed in range(4):
+        validation = validate_on_testbed(seed=seed, noise=0.10)
+        fitted = validation.calibration.fitted
+        assert fitted["links.inter_server.latency_s"][1] < 1e-4
+        assert fitted["links.inter_server.bandwidth_Bps"][1] == pytest.approx(TRUTH[("links", "inter_server", "bandwidth_Bps")], rel=0.2)
+        summary = validation.summary()
+        assert summary["median"] <= 0.10 and summary["p90"] <= 0.15 and summary["median"] < summary["nominal_median"]
+
+
+def test_cross_validation_leaves_a_shape_out_and_refits_even_at_the_minimum_row_count():
+    """Rows = constants + 1: the old leave-one-out skipped the refit and printed the in-sample error."""
+    truth = _with(links__inter_server__bandwidth_Bps=25e9 / 12, jobs__resnet50__compute_scale=0.8)
+    cost, graph = CostModel(truth), placer.resolve_graph("resnet50")
+    rows = [
+        {"graph": "resnet50", "devices": [truth.device_name(d) for d in devices], "step_time_s": cost.predict(graph, devices).iteration_s}
+        for devices in ([0], [1], [0, 8], [0, 16], [8, 24])
+    ]
+    result = fit_calibration("dgx8x8", rows)
+    assert set(result.fitted) == {"links.inter_server.bandwidth_Bps", "jobs.resnet50.compute_scale"}
+    assert result.cv_method.startswith("leave one placement shape out (2 shapes")
+    # the 2-server shape held out: nothing informs the bandwidth, the prior keeps it at line rate, and the error shows it
+    spread = [i for i, r in enumerate(rows) if len(r["devices"]) > 1]
+    assert min(abs(result.cv_errors[spread])) > 0.05 and max(abs(result.errors)) < 0.01
+    assert any("cross-validated" in line for line in result.outcome())
+
+
+def test_a_constant_on_its_bound_is_flagged():
+    faster = _with(links__inter_server__bandwidth_Bps=100e9)  # the rows want more than the file's line rate
+    result = fit_calibration("dgx8x8", _rows(faster, graphs=("bert_base",)), cross_validate=False)
+    assert result.at_bound["links.inter_server.bandwidth_Bps"] == "upper"
+    assert any("AT ITS UPPER BOUND" in line for line in result.report())
+    assert "links.intra_server.bandwidth_Bps" not in result.at_bound  # left at a nominal that is its bound: not news
+
+
+@pytest.mark.parametrize("gpu", GPU_TYPES)
+def test_gavel_extrapolation_from_one_and_two_servers(gpu):
+    """Fit on rows on one server or spread over 2, predict those spread over 4 and 8 (docs/cost-model.md)."""
+    from placer.calibration.gavel import validate_extrapolation
+
+    summary = validate_extrapolation(gpu).summary()
+    assert summary["rows"] >= 30 and summary["median"] <= 0.20 and summary["median"] < summary["nominal_median"] / 2
+
+
+def test_predictions_beyond_the_calibrated_servers_say_so(tmp_path):
+    """issue 30: a calibrated file records the shapes it rests on; placer predict flags a placement beyond them."""
+    from placer.api.query import predict
+
+    truth = _with(links__inter_server__bandwidth_Bps=5e9)
+    rows = [r for r in _rows(truth, graphs=("resnet50",)) if len({d.split("-")[0] for d in r["devices"]}) <= 2]
+    result = fit_calibration("dgx8x8", rows)
+    calibrated = result.cluster.spec.calibrated
+    assert calibrated.max_servers == 2 and calibrated.rows == len(rows) and calibrated.cv_p90 is not None
+    path = tmp_path / "c.toml"
+    path.write_text(cluster_toml(result.cluster.spec, result.report()))
+    assert load_cluster(path).spec == result.cluster.spec  # [calibrated] round-trips
+    graph = placer.resolve_graph("resnet50")
+    near, far = predict(graph, result.cluster, ["s0-g0", "s1-g0"]), predict(graph, result.cluster, ["s0-g0", "s1-g0", "s2-g0", "s3-g0"])
+    assert not near.extrapolated and far.extrapolated and far.calibrated_max_servers == 2
+    low, high = far.interval_s
+    assert low < far.iteration_s < high and (high - low) / far.iteration_s > (near.interval_s[1] - near.interval_s[0]) / near.iteration_s
+    plain = predict(graph, "dgx8x8", ["s0-g0", "s1-g0", "s2-g0"])
+    assert not plain.extrapolated and plain.interval_s is None and plain.calibrated_max_servers is None
+    out = CliRunner().invoke(app, ["predict", "resnet50", "--cluster", str(path), "--devices", "s0-g0,s1-g0,s2-g0"])
+    assert out.exit_code == 0 and '"extrapolated": true' in out.output
+
+
+def test_two_server_rows_never_buy_a_latency_explanation():
+    """Even a truth of 1 ms per message: 2-server rows cannot show how the cost grows with servers, so bandwidth explains it."""
+    import numpy as np
+
+    from placer.calibration import testbed
+
+    truth = testbed.true_cluster({("links", "inter_server", "latency_s"): 1e-3})
+    rows = testbed.rows(testbed.CALIBRATION_SHAPES, truth, np.random.default_rng(0), noise=0.0)
+    result = fit_calibration(testbed.nominal_cluster(), rows, cross_validate=False)
+    assert result.fitted["links.inter_server.latency_s"][1] < 1e-4 and result.notes == ()
+    assert result.fitted["links.inter_server.bandwidth_Bps"][1] < 0.8 * 6.25e9  # the cross-server cost went to bandwidth
+
+
+def test_shared_constants_stay_nominal_when_refitting_them_predicts_left_out_shapes_worse():
+    """Rows that are the nominal model plus 30 % noise: refitting the links predicts held-out shapes worse than holding them."""
+    import numpy as np
+
+    from placer.calibration import testbed
+
+    rows = testbed.rows(testbed.CALIBRATION_SHAPES, testbed.nominal_cluster(), np.random.default_rng(4), noise=0.3)
+    result = fit_calibration(testbed.nominal_cluster(), rows)
+    assert all(path.startswith("jobs.") for path in result.fitted)
+    assert any("shared constants held at the file's values: 20.9% cross-validated" in note for note in result.notes)
+    assert result.cluster.spec.links == testbed.nominal_cluster().spec.links
