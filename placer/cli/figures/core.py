@@ -74,7 +74,10 @@ def fingerprint(presets: Sequence[str]) -> dict[str, str]:
         spec = load_cluster(name).spec
         models = sorted({t.model or key for key, t in spec.device_types.items()})
         constants = {m: dataclasses.asdict(DEVICE_MODELS[m]) for m in models if m in DEVICE_MODELS}
-        canonical = json.dumps({"spec": spec.model_dump(mode="json"), "devices": constants, "bucket_bytes": BUCKET_BYTES}, sort_keys=True)
+        dumped = spec.model_dump(mode="json")
+        if dumped.get("calibrated") is None:  # where a calibrated file's fit came from: no constant of the cost model
+            dumped.pop("calibrated", None)
+        canonical = json.dumps({"spec": dumped, "devices": constants, "bucket_bytes": BUCKET_BYTES}, sort_keys=True)
         out[name] = hashlib.sha256(canonical.encode()).hexdigest()[:16]
     return out
 
