@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.cluster.placement import PLACEMENT_RULES, FreeDevices
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
+from placer.sim.simulator import idle_iteration_s
 from placer.sim.types import meets_deadline
 from placer.workloads.generator import JobSpec
 
@@ -44,14 +44,7 @@ class ClairvoyantResult:
 
 def degree_times(cost: CostModel, spec: JobSpec, max_degree: int) -> dict[int, float]:
     """{degree: the fastest JCT (s) of any rule's placement on the idle cluster}, degrees that fit in memory."""
-    idle = FreeDevices(cost.cluster, np.ones(cost.cluster.num_devices, dtype=bool))
-    out: dict[int, float] = {}
-    for degree in range(1, min(max_degree, cost.cluster.num_devices) + 1):
-        predictions = [cost.predict(spec.graph, rule(idle, degree)) for rule in PLACEMENT_RULES.values()]
-        fitting = [p.iteration_s * spec.iterations for p in predictions if p.fits]
-        if fitting:
-            out[degree] = min(fitting)
-    return out
+    return {degree: seconds * spec.iterations for degree, seconds in idle_iteration_s(cost, spec.graph, max_degree).items()}
 
 
 def clairvoyant(cost: CostModel, jobs: Iterable[JobSpec], *, max_degree: int = 16, time_limit_s: float = 60.0) -> ClairvoyantResult:

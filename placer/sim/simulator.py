@@ -301,20 +301,29 @@ class Simulator:
         self._seq += 1
 
 
-_FASTEST: WeakKeyDictionary[CostModel, dict[str, float]] = WeakKeyDictionary()
+_IDLE: WeakKeyDictionary[CostModel, dict[tuple[str, int], dict[int, float]]] = WeakKeyDictionary()
+
+
+def idle_iteration_s(cost: CostModel, graph, max_degree: int = FASTEST_MAX_DEGREE) -> dict[int, float]:
+    """{degree: the shortest iteration (s) any rule's placement of that many devices gives on the idle cluster},
+    for the degrees 1..``max_degree`` that fit in memory (computed once per cost model, graph and ``max_degree``)."""
+    known = _IDLE.setdefault(cost, {})
+    key = (graph.key, max_degree)
+    if key not in known:
+        idle = FreeDevices(cost.cluster, np.ones(cost.cluster.num_devices, dtype=bool))
+        out: dict[int, float] = {}
+        for degree in range(1, min(max_degree, cost.cluster.num_devices) + 1):
+            predictions = [cost.predict(graph, rule(idle, degree)) for rule in PLACEMENT_RULES.values()]
+            fitting = [p.iteration_s for p in predictions if p.fits]
+            if fitting:
+                out[degree] = min(fitting)
+        known[key] = out
+    return known[key]
 
 
 def fastest_iteration_s(cost: CostModel, graph) -> float:
     """The shortest iteration any rule's placement of degree 1..16 gives on the idle cluster (inf: fits nowhere)."""
-    known = _FASTEST.setdefault(cost, {})
-    seconds = known.get(graph.key)
-    if seconds is None:
-        idle = FreeDevices(cost.cluster, np.ones(cost.cluster.num_devices, dtype=bool))
-        degrees = range(1, min(FASTEST_MAX_DEGREE, cost.cluster.num_devices) + 1)
-        placements = {rule(idle, d) for d in degrees for rule in PLACEMENT_RULES.values()}
-        predictions = [cost.predict(graph, devices) for devices in placements]
-        seconds = known[graph.key] = min((p.iteration_s for p in predictions if p.fits), default=math.inf)
-    return seconds
+    return min(idle_iteration_s(cost, graph).values(), default=math.inf)
 
 
 def _record(
