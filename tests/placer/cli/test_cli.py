@@ -131,6 +131,8 @@ def test_evaluate_is_deterministic(tmp_path):
         (["evaluate", "--size", "loguniform:5:1"], "bad size distribution 'loguniform:5:1'"),
         (["evaluate", "--policies", "lean@lifo"], "bad queue discipline 'lifo'"),
         (["evaluate", "--policies", "lookahead:k=0"], "unknown policy 'lookahead:k=0'"),
+        (["evaluate", "--policies", "learned,learned:nonsense"], "unknown policy 'learned:nonsense': use learned"),
+        (["evaluate", "--policies", "lean:admit=2"], "unknown policy 'lean:admit=2'"),
         (["import", "pipedream", "missing.txt", "--out", "x.json"], "cannot read PipeDream file"),
     ],
 )
