@@ -143,6 +143,20 @@ FIGURES: tuple[Figure, ...] = (
         printed("output.md"),
     ),
     Figure(
+        "fidelity-extrapolation",
+        COST_MD,
+        ("testbeds/gavel_k80", "testbeds/gavel_p100", "testbeds/gavel_v100"),
+        (Step("python benchmarks/fidelity.py --extrapolation-only", stdout="output.md"),),
+        printed("output.md"),
+    ),
+    Figure(
+        "fidelity-testbed",
+        COST_MD,
+        ("testbeds/t4x16",),
+        (Step("python benchmarks/fidelity.py --testbed-only", stdout="output.md"),),
+        printed("output.md"),
+    ),
+    Figure(
         "scaling-dgx8x8",
         COST_MD,
         ("dgx8x8",),

@@ -61,7 +61,7 @@ def printed(name: str) -> Renderer:
     """What the figure's command printed (kept as ``name``), verbatim under the command."""
 
     def render(folder: Path) -> Rendered:
-        return Rendered(_commands(folder) + (folder / name).read_text().rstrip("\n") + "\n")
+        return Rendered(_commands(folder) + (folder / name).read_text().strip("\n") + "\n")
 
     return render
 
