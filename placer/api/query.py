@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from collections import Counter
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placer.api.session import Placer, check_iterations
+from placer.api.session import Placer, check_iterations, extrapolation
 from placer.api.types import ClusterState, PlacementDecision, PlacementPrediction
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_policy
@@ -148,23 +147,6 @@ def predict(
         profiled_on={"device": graph.profiled_on[0], "precision": graph.profiled_on[1]} if graph.profiled_on else None,
         **extrapolation(cluster, len(set(cluster.server_of[list(devices)].tolist())), p.iteration_s),
     )
-
-
-def extrapolation(cluster: Cluster, servers: int, iteration_s: float) -> dict:
-    """``extrapolated``, ``calibrated_max_servers`` and ``interval_s`` of a prediction on ``servers`` servers.
-
-    The interval is the calibration's 90th-percentile cross-validated error (each placement shape left
-    out), widened in proportion to the servers beyond the most calibrated on: a heuristic, not a
-    measured coverage. Uncalibrated clusters (no ``[calibrated]``) get no flag and no interval.
-    """
-    calibrated = cluster.spec.calibrated
-    if calibrated is None:
-        return {}
-    out: dict = {"extrapolated": servers > calibrated.max_servers, "calibrated_max_servers": calibrated.max_servers}
-    if calibrated.cv_p90 is not None and math.isfinite(iteration_s):
-        width = calibrated.cv_p90 * max(1.0, servers / calibrated.max_servers)
-        out["interval_s"] = [iteration_s / (1 + width), iteration_s / max(1 - width, 0.1)]
-    return out
 
 
 def _fastest_placement(cluster: Cluster, cost: CostModel, graph: JobGraph, degree: int) -> tuple[tuple[int, ...], Prediction]:
