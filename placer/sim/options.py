@@ -67,7 +67,7 @@ def options(
     for degree, rule, devices, shape, repeat in cost.placements(view.free, degrees, rules):
         if repeat and distinct:
             continue
-        if devices is None:
+        if devices is None or shape is None:  # both None together: too few devices free
             out.append(Option(degree, rule, None, None, deadline, None))
             continue
         prediction = cost.predict(graph, shape)  # the same shape twice is one cached lookup

@@ -24,6 +24,7 @@ import heapq
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import cast
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -118,9 +119,9 @@ class Simulator:
         if kind == _COMPLETION:
             self._release(payload)
         elif kind == _ARRIVAL:
-            self._arrive(payload)
+            self._arrive(cast(JobSpec, payload))  # the kind tags its payload's type
         else:
-            self._expire(payload)
+            self._expire(cast(int, payload))
         return True
 
     def run(self, until: float = math.inf) -> None:
@@ -171,6 +172,7 @@ class Simulator:
         reason, jct = self.check(job, decision)
         if reason is not None:
             return self._leave(job, reason, decision)
+        assert isinstance(decision, Place) and jct is not None  # check accepts only a Place, with its JCT
         self._start(job, decision.devices, jct)
         return self.records[-1]
 
