@@ -37,7 +37,7 @@ from placer.common.errors import PolicyError
 from placer.sim.history import ArrivalHistory
 from placer.sim.options import DEFAULT_MAX_DEGREE, Option, degrees_for, options
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Decision, Job, Place, Reject
+from placer.sim.types import Decision, Job, Reject
 
 LEAN_TIE = 1e-3
 ADMIT_GRID = (0.8, 0.85, 0.9, 0.95, 1.0)  # the thresholds lean:admit=best chooses from
@@ -57,7 +57,7 @@ class Heuristic(Policy):
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
         chosen = self.choose(job, view, options(job, view, degrees=degrees_for(view, self.max_degree), rules=(self.rule,)))
-        return Place(chosen.devices) if chosen is not None else Reject()
+        return chosen.place() if chosen is not None else Reject()
 
     def choose(self, job: Job, view: ClusterView, table: list[Option]) -> Option | None:
         raise NotImplementedError
@@ -118,7 +118,7 @@ class Lean(Heuristic):
         self._sizes, self._seen, self._arrival_history = [], set(), ArrivalHistory()
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
-        if self.admit is not None and self._large(job, view):
+        if self.admit is not None and self._large(job, view, self.admit):
             return Reject()
         degrees = degrees_for(view, min(self.max_degree, self.cap or self.max_degree))
         table = options(job, view, degrees=degrees, rules=tuple(PLACEMENT_RULES), distinct=True)
@@ -128,16 +128,16 @@ class Lean(Heuristic):
         least = min(o.device_seconds for o in feasible)
         thrifty = [o for o in feasible if o.device_seconds <= least * (1 + LEAN_TIE)]
         best = min(thrifty, key=lambda o: (o.degree, o.jct_s, o.device_seconds))
-        return Place(best.devices)
+        return best.place()
 
-    def _large(self, job: Job, view: ClusterView) -> bool:
+    def _large(self, job: Job, view: ClusterView, admit: float | AutoAdmission) -> bool:
         """True when ``job`` should wait (or be declined) under the size admission rule."""
         if job.job_id not in self._seen:
             self._seen.add(job.job_id)
             bisect.insort(self._sizes, job.sequential_jct_s)
-            if isinstance(self.admit, AutoAdmission):  # only the online rule reads arrivals: planners' rollouts skip the cost
+            if isinstance(admit, AutoAdmission):  # only the online rule reads arrivals: planners' rollouts skip the cost
                 self._arrival_history.observe(job)
-        quantile = self.admit.quantile(self._arrival_history) if isinstance(self.admit, AutoAdmission) else self.admit
+        quantile = admit.quantile(self._arrival_history) if isinstance(admit, AutoAdmission) else admit
         threshold = self._sizes[min(len(self._sizes) - 1, int(quantile * len(self._sizes)))]
         if job.sequential_jct_s <= threshold:
             return False
@@ -161,8 +161,9 @@ class BestLean(Lean):
 
     def tuned(self, tuning: Tuning) -> BestLean:
         """A copy with ``admit`` fixed to the quantile of :attr:`grid` that blocks fewest jobs on the tuning streams."""
-        lean = {"rule": self.rule, "max_degree": self.max_degree, "cap": self.cap, "admit_free": self.admit_free}
-        variants = {q: Lean(**lean, admit=q) for q in self.grid}
+        variants = {
+            q: Lean(rule=self.rule, max_degree=self.max_degree, cap=self.cap, admit_free=self.admit_free, admit=q) for q in self.grid
+        }
         copy = replace(self)
         copy.reset(self.rng)  # its own run state, not this one's
         copy.choose_admit({q: tuning.blocking(lean) for q, lean in variants.items()})

@@ -36,7 +36,7 @@ class LRUCache(Generic[K, V]):
 
     def __setitem__(self, key: K, value: V) -> None:
         max_bytes = self.max_bytes
-        if self.sizeof is None or max_bytes is None:  # bounded by count only (__init__ sets both or neither): the hot path of the cost model's caches
+        if self.sizeof is None or max_bytes is None:  # by count only (both or neither): the cost model's hot path
             with self._lock:
                 self._data[key] = value
                 self._data.move_to_end(key)

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from placer.cost import Strategy
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Job, meets_deadline
+from placer.sim.types import Job, Place, meets_deadline
 
 DEFAULT_MAX_DEGREE = 16
 
@@ -43,6 +43,12 @@ class Option(NamedTuple):
     @property
     def device_seconds(self) -> float:
         return self.degree * self.jct_s if self.jct_s is not None else float("inf")
+
+    def place(self) -> Place:
+        """The decision that takes this option (one with devices: a feasible option has them)."""
+        if self.devices is None:
+            raise ValueError(f"option (degree {self.degree}, {self.rule}) has no devices to place on")
+        return Place(self.devices)
 
 
 def degrees_for(view: ClusterView, max_degree: int = DEFAULT_MAX_DEGREE) -> range:
