@@ -115,7 +115,9 @@ def predict(
     check_iterations(iterations)
     cluster = load_cluster(cluster) if isinstance(cluster, str) else cluster
     cost = CostModel(cluster, strategy=strategy)
-    if isinstance(devices_or_degree, int) and not isinstance(devices_or_degree, bool):
+    if isinstance(devices_or_degree, bool):
+        raise PlacerError(f"devices_or_degree must be a degree or device names, got {devices_or_degree!r}")
+    if isinstance(devices_or_degree, int):
         devices, p = _fastest_placement(cluster, cost, graph, devices_or_degree)
     else:
         devices = _devices(cluster, devices_or_degree)
@@ -155,7 +157,7 @@ def _fastest_placement(cluster: Cluster, cost: CostModel, graph: JobGraph, degre
         raise PlacerError(f"degree must be between 1 and {cluster.num_devices} on {cluster.name!r}, got {degree}")
     kinds = np.asarray(cluster.device_type)
     masks = [np.ones(cluster.num_devices, dtype=bool)] + [kinds == t for t in sorted(set(cluster.device_type))]
-    candidates = {rule(cluster, mask, degree) for mask in masks for rule in (best_fit, first_fit, spread)} - {None}
+    candidates = {d for mask in masks for rule in (best_fit, first_fit, spread) if (d := rule(cluster, mask, degree)) is not None}
     scored = [(devices, cost.predict(graph, devices)) for devices in sorted(candidates)]
     return min(scored, key=lambda pair: (not pair[1].fits, pair[1].iteration_s, len(set(cluster.server_of[list(pair[0])]))))
 

@@ -125,12 +125,13 @@ class Placer:
             reason = "deadline_unreachable"
         else:
             reason = "policy_declined"
+        jct = fastest.jct_s if fastest is not None else None
         return PlacementDecision(
             accepted=False,
             degree=0,
             devices=[],
-            predicted_iteration_s=fastest.jct_s / job.iterations if fastest else None,
-            predicted_jct_s=fastest.jct_s if fastest else None,
+            predicted_iteration_s=jct / job.iterations if jct is not None else None,
+            predicted_jct_s=jct,
             meets_deadline=False,
             reason=reason,
             **self._common(job),

@@ -9,7 +9,7 @@ it weighed at the last offer, for soft imitation targets).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -84,7 +84,7 @@ class Tuning:
 
     cost: CostModel
     queue: QueueConfig
-    draw: Callable[[np.random.Generator], Sequence[JobSpec]]
+    draw: Callable[[np.random.Generator], Iterable[JobSpec]]
     beta_index: int = 0
     streams: int = TUNING_STREAMS
 
