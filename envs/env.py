@@ -34,6 +34,8 @@ class ClusterPlacementEnv(gym.Env):
     ``graph_table`` (the graphs observations name by id, in ``config.workload.graphs`` order).
     """
 
+    action_space: gym.spaces.Discrete
+
     metadata = {"render_modes": []}
 
     def __init__(self, config: EnvConfig | None = None, **kwargs: Any) -> None:
