@@ -29,10 +29,12 @@ class LRUCache(Generic[K, V]):
 
     def get(self, key: K, default: V | None = None) -> V | None:
         with self._lock:
-            if key not in self._data:
+            try:
+                value = self._data[key]
+            except KeyError:
                 return default
             self._data.move_to_end(key)
-            return self._data[key]
+            return value
 
     def __setitem__(self, key: K, value: V) -> None:
         max_bytes = self.max_bytes
