@@ -9,7 +9,7 @@ import typer
 from pydantic import ValidationError
 
 from placer.cli.app import app, err_console
-from placer.cli.tables import TableFormat, emit_by_beta, say
+from placer.cli.tables import TableFormat, emit, emit_by_beta, say
 from placer.common.errors import PlacerError
 from placer.common.textfile import read_text
 from placer.evaluate.stats import plus_minus
@@ -24,6 +24,9 @@ def report(
         str | None, typer.Option(help="with --against: the clairvoyant reference for the gap closed (default: the evaluated hindsight:...)")
     ] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", help="markdown, csv, or table (fitted to the terminal)")] = TableFormat.markdown,
+    outcomes: Annotated[
+        bool, typer.Option(help="also print what a policy can change: avoidable blocking, unavoidable share, JCT, slowdown, device-hours")
+    ] = False,
 ) -> None:
     """Print an evaluation's summary (blocking rate and throughput, mean ± 95% CI) as markdown, CSV or a terminal table.
 
@@ -59,12 +62,33 @@ def report(
         jobs = result.runs[0]["jobs"] if result.runs else 0
         say(f"{result.config.cluster}, trace {result.config.trace} ({jobs} jobs), {result.config.strategy} cost model\n", fmt)
     else:
+        loads_text = ", ".join(map(str, result.config.load_values))
         say(
-            f"{result.config.cluster}, load {w.load}, queue {w.queue[0]}, size {w.size[0]}, structure {w.structure[0]}, "
+            f"{result.config.cluster}, load {loads_text}, queue {w.queue[0]}, size {w.size[0]}, structure {w.structure[0]}, "
             f"{w.jobs} jobs x {result.config.seeds} seeds, "
             f"{result.config.strategy} cost model, graphs: {', '.join(w.graphs) or result.config.graphs_dir}\n",
             fmt,
         )
+    loads = result.config.load_values
+    for load in loads:
+        if len(loads) > 1:
+            say(f"\nload {load}:\n", fmt)
+        _blocking_table(result, [r for r in rows if r["load"] == load], fmt)
+    if outcomes:
+        _outcomes_table(result, rows, fmt)
+    if against is not None:
+        _paired_table(result, rows, against, fmt)
+        reference = hindsight or next((p for p in result.config.policies if p.startswith("hindsight")), None)
+        if reference is not None:
+            _gap_table(result, against, reference, fmt)
+    elif hindsight is not None:
+        raise PlacerError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
+    _deviations_table(result, fmt)
+    _tuned_table(result, fmt)
+
+
+def _blocking_table(result, rows: list[dict], fmt: TableFormat) -> None:
+    """One row per policy: blocking rate and jobs/hour per beta distribution (the best blocking in bold), of one load's ``rows``."""
     betas = result.config.beta_labels
     best = {b: min(r["blocking_rate"] for r in rows if r["beta_dist"] == b) for b in betas}
     body, bold = [], set()
@@ -80,15 +104,51 @@ def report(
                 bold.add((i, 1 + 2 * k))
         body.append(row)
     emit_by_beta(body, betas, ["blocking", "jobs/h"], fmt, bold=bold)
-    if against is not None:
-        _paired_table(result, rows, against, fmt)
-        reference = hindsight or next((p for p in result.config.policies if p.startswith("hindsight")), None)
-        if reference is not None:
-            _gap_table(result, against, reference, fmt)
-    elif hindsight is not None:
-        raise PlacerError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
-    _deviations_table(result, fmt)
-    _tuned_table(result, fmt)
+
+
+OUTCOME_HEADER = [
+    "load",
+    "beta",
+    "policy",
+    "blocking",
+    "unavoidable",
+    "avoidable blocking",
+    "mean JCT (s)",
+    "p95 JCT (s)",
+    "slowdown",
+    "jobs/h",
+    "device-h/job",
+]
+
+
+def _outcomes_table(result, rows: list[dict], fmt: TableFormat) -> None:
+    """One row per (load, beta, policy): what a policy can change (placer.sim.metrics), means over seeds;
+    the least avoidable blocking of each (load, beta) in bold."""
+    say(
+        "\nWhat a policy can change (blocked among the jobs the fastest placement on the idle cluster serves in time; mean ± 95% CI):\n",
+        fmt,
+    )
+    body, bold = [], set()
+    for i, r in enumerate(rows):
+        same = [o["avoidable_blocking_rate"] for o in rows if (o["load"], o["beta_dist"]) == (r["load"], r["beta_dist"])]
+        if r["avoidable_blocking_rate"] == min(same):
+            bold.add((i, 5))
+        body.append(
+            [
+                str(r["load"]),
+                r["beta_dist"],
+                r["policy"],
+                f"{r['blocking_rate']:.3f}",
+                f"{r['unavoidable_share']:.3f}",
+                plus_minus(r["avoidable_blocking_rate"], r["avoidable_blocking_rate_ci95"]),
+                f"{r['mean_jct_s']:.0f}",
+                f"{r['p95_jct_s']:.0f}",
+                f"{r['mean_slowdown']:.2f}",
+                f"{r['throughput_jobs_per_hour']:.1f}",
+                f"{r['device_hours_per_job']:.3f}",
+            ]
+        )
+    emit(OUTCOME_HEADER, body, fmt, bold=bold)
 
 
 def _timelines(path: Path) -> list[dict]:
