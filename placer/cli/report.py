@@ -85,6 +85,7 @@ def report(
         raise PlacerError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
     _deviations_table(result, fmt)
     _tuned_table(result, fmt)
+    _chosen_table(result, fmt)
 
 
 def _blocking_table(result, rows: list[dict], fmt: TableFormat) -> None:
@@ -215,6 +216,22 @@ def _tuned_table(result, fmt: TableFormat) -> None:
         chosen = {r["beta_dist"]: r["policy_stats"]["admit"] for r in result.runs if r["policy"] == policy}
         body.append([policy, *(f"admit={chosen[b]}" for b in betas)])
     emit_by_beta(body, betas, ["threshold"], fmt)
+
+
+def _chosen_table(result, fmt: TableFormat) -> None:
+    """The member each ``best`` policy chose per load and beta distribution, on its tuning streams."""
+    tuned = _reporting(result, "chosen")
+    if not tuned:
+        return
+    betas = result.config.beta_labels
+    say("\nMember chosen on tuning streams (apart from the evaluated ones), by load:\n", fmt)
+    body = []
+    for policy in tuned:
+        for load in result.config.load_values:
+            runs = [r for r in result.runs if r["policy"] == policy and r.get("load", load) == load]
+            chosen = {r["beta_dist"]: r["policy_stats"]["chosen"] for r in runs}
+            body.append([f"{policy} (load {load})", *(chosen.get(b, "-") for b in betas)])
+    emit_by_beta(body, betas, ["chosen"], fmt)
 
 
 def _deviations_table(result, fmt: TableFormat) -> None:
