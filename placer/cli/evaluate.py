@@ -37,7 +37,7 @@ def evaluate(
 ) -> None:
     """Compare policies on the same simulated job streams; write results, summary and plots.
 
-    Policies: para_max, para_min, fixed:K, random, lean (lean:admit=Q for size admission), lookahead
+    Policies: para_max, para_min, fixed:K, random, lean (lean:admit=Q for size admission), eff:E, switch:U, best, lookahead
     (lookahead:k=K:h=H), learned; +RULE picks a placement rule, @DISCIPLINE a queue order (lean@edf).
     --workers N or --ray ADDRESS run the (distribution, seed, policy) runs in parallel, with the same results.
     """
