@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from statistics import fmean
 from typing import Annotated
 
 import typer
@@ -25,7 +26,10 @@ def report(
     ] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", help="markdown, csv, or table (fitted to the terminal)")] = TableFormat.markdown,
     outcomes: Annotated[
-        bool, typer.Option(help="also print what a policy can change: avoidable blocking, unavoidable share, JCT, slowdown, device-hours")
+        bool,
+        typer.Option(
+            help="also print what a policy can change: avoidable blocking (paired, with --against), unavoidable share, JCT, slowdown",
+        ),
     ] = False,
 ) -> None:
     """Print an evaluation's summary (blocking rate and throughput, mean ± 95% CI) as markdown, CSV or a terminal table.
@@ -78,6 +82,8 @@ def report(
         _outcomes_table(result, rows, fmt)
     if against is not None:
         _paired_table(result, rows, against, fmt)
+        if outcomes:
+            _paired_table(result, rows, against, fmt, "avoidable_blocking_rate")
         reference = hindsight or next((p for p in result.config.policies if p.startswith("hindsight")), None)
         if reference is not None:
             _gap_table(result, against, reference, fmt)
@@ -161,19 +167,22 @@ def _timelines(path: Path) -> list[dict]:
         raise PlacerError(f"{path}: not valid JSON") from None
 
 
-def _paired_table(result, rows, against: str, fmt: TableFormat) -> None:
+def _paired_table(result, rows, against: str, fmt: TableFormat, metric: str = "blocking_rate") -> None:
+    """Each policy's ``metric`` minus ``against``'s, paired by seed (and load), per beta distribution."""
     if against not in result.config.policies:
         raise PlacerError(f"--against {against!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
     betas = result.config.beta_labels
-    say(f"\nBlocking rate minus {against}'s on the same job streams (mean ± 95% CI over seeds; relative change):\n", fmt)
+    pooled = " and loads" if len(result.config.load_values) > 1 else ""
+    what = "Blocking rate" if metric == "blocking_rate" else "Avoidable blocking rate"
+    say(f"\n{what} minus {against}'s on the same job streams (mean ± 95% CI over seeds{pooled}; relative change):\n", fmt)
     body = []
-    base = {r["beta_dist"]: r["blocking_rate"] for r in rows if r["policy"] == against}
+    base = {b: fmean(r[metric] for r in rows if r["policy"] == against and r["beta_dist"] == b) for b in betas}
     for policy in result.config.policies:
         if policy == against:
             continue
         cells = []
         for b in betas:
-            mean, half = result.paired(policy, against, b)
+            mean, half = result.paired(policy, against, b, metric)
             relative = f" ({mean / base[b]:+.0%})" if base[b] > 0 else ""
             cells.append(plus_minus(mean, half, "+.3f").replace("± +", "± ") + relative)
         body.append([policy, *cells])
