@@ -46,6 +46,12 @@ class EvaluationConfig(BaseModel):
             data = {k: v for k, v in data.items() if k != "beta_dists"}  # a replayed trace carries its own deadlines
         return nest_workload(data)
 
+    @model_validator(mode="after")
+    def _loads_need_streams(self) -> EvaluationConfig:
+        if self.trace and len(self.loads) > 1:
+            raise ValueError("a replayed --trace has its own arrival times: it takes no list of loads")
+        return self
+
     @field_validator("workload")
     @classmethod
     def _one_setting(cls, value: WorkloadSpec) -> WorkloadSpec:

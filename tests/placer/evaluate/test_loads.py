@@ -38,3 +38,8 @@ def test_tasks_go_load_by_load_and_loads_are_checked():
     for bad in [(0.5, 0.5), (0.5, -1.0)]:
         with pytest.raises(ValueError, match="distinct positive"):
             EvaluationConfig(**BASE, loads=bad)
+
+
+def test_a_replayed_trace_takes_no_list_of_loads():
+    with pytest.raises(ValueError, match="takes no list of loads"):
+        EvaluationConfig(cluster="dgx8x8", seeds=1, policies=["lean"], trace="t.csv", loads=(0.5, 0.9), workload={})
