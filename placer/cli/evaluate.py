@@ -87,7 +87,8 @@ def parse_loads(text: str) -> tuple[float, ...]:
 
 
 def summary_table(result) -> Table:
-    """The evaluation's summary for the terminal: one row per (load, beta, policy), the best blocking rate in bold."""
+    """The evaluation's summary for the terminal: one row per (load, beta, policy), the best blocking rate in bold;
+    ``avoidable``: blocked among the jobs some policy could accept (placer.sim.metrics)."""
     c = result.config
     w = c.workload
     several = len(c.load_values) > 1
@@ -106,10 +107,11 @@ def summary_table(result) -> Table:
                 row["beta_dist"],
                 row["policy"],
                 plus_minus(row["blocking_rate"], row["blocking_rate_ci95"]),
+                f"{row['avoidable_blocking_rate']:.3f}",
                 plus_minus(row["throughput_jobs_per_hour"], row["throughput_jobs_per_hour_ci95"], ".1f"),
                 f"{row['mean_jct_s']:.0f}",
                 f"{row['utilization']:.3f}",
             ]
         )
-    header = ["load"] * several + ["beta", "policy", "blocking", "jobs/hour", "JCT (s)", "util."]
+    header = ["load"] * several + ["beta", "policy", "blocking", "avoidable", "jobs/hour", "JCT (s)", "util."]
     return terminal_table(header, body, title=f"{setting}, {c.seeds} seeds (mean ± 95% CI)", bold=bold)
