@@ -19,6 +19,14 @@ rule (``first_fit`` by default; see :mod:`placer.cluster.placement`):
   while arrivals come faster than their long-run rate); ``lean:admit=best`` is the best fixed ``Q``
   of :data:`ADMIT_GRID` for the workload, chosen on other streams than those it is evaluated on
   (:class:`BestLean`; :mod:`placer.evaluate.runner` tunes it).
+- ``eff:E``: the largest degree whose parallel efficiency (sequential JCT / (degree x JCT)) is at
+  least ``E`` (0 < E <= 1) among those that meet the deadline; the smallest degree that meets it when
+  none is that efficient.
+- ``switch:U``: wide while the cluster is quiet, lean when it is busy: the largest degree that meets
+  the deadline (para_max's choice, never a placement that misses it) while no other job waits and
+  more than a fraction ``U`` of the devices are free; ``lean`` otherwise.
+- ``best``: the best member of every family (:data:`placer.baselines.best.BEST_CANDIDATES`), chosen per
+  workload on tuning streams apart from the evaluated ones (:mod:`placer.baselines.best`).
 - ``lookahead:k=K:h=H:m=M`` and ``hindsight:h=H:m=M``: the rollout planners of
   :mod:`placer.baselines.lookahead` (sampled futures; the stream's actual future, a clairvoyant reference).
 """
@@ -85,6 +93,18 @@ class RandomDegree(Heuristic):
     def choose(self, job, view, table):
         placeable = [o for o in table if o.devices is not None]
         return placeable[int(self.rng.integers(len(placeable)))] if placeable else None
+
+
+@dataclass
+class Efficient(Heuristic):
+    """``eff:E`` (module docstring)."""
+
+    efficiency: float = 0.5
+
+    def choose(self, job, view, table):
+        feasible = [o for o in table if o.feasible]
+        efficient = [o for o in feasible if job.sequential_jct_s >= self.efficiency * o.degree * o.jct_s]
+        return efficient[-1] if efficient else feasible[0] if feasible else None
 
 
 @dataclass(frozen=True)
@@ -176,3 +196,17 @@ class BestLean(Lean):
         if self.admit is None:
             raise PolicyError("lean:admit=best must be tuned on a workload first (placer evaluate does it)")
         return super().decide(job, view)
+
+
+@dataclass
+class Switch(Lean):
+    """``switch:U`` (module docstring): the widest degree that meets the deadline while the cluster is quiet, lean otherwise."""
+
+    quiet_free: float = 0.5  # U: the share of devices that must be free (strictly more) to go wide
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        if len(view.waiting) > 1 or view.num_free <= self.quiet_free * view.cluster.num_devices:
+            return super().decide(job, view)
+        table = options(job, view, degrees=degrees_for(view, self.max_degree), rules=(self.rule,))
+        wide = next((o for o in reversed(table) if o.feasible), None)
+        return wide.place() if wide is not None else Reject()

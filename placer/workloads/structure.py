@@ -4,7 +4,9 @@ A structure spec is ``iid`` (independent arrivals, the default) or one or more p
 ``+``, each ``KIND`` or ``KIND:key=value:...``:
 
 - ``daily:amp=A:period=P``: the arrival rate follows ``1 + A sin(2 pi t / T + phase)``, a random
-  phase per stream; ``T`` is ``P`` mean job lengths (the workload's mean sequential JCT).
+  phase per stream; ``T`` is ``P`` mean job lengths (the workload's mean sequential JCT). The offered
+  load swings between ``load x (1 - A)`` and ``load x (1 + A)``: ``--load 0.9 --structure daily:amp=0.5``
+  peaks at 1.35, above the cluster's capacity, for a few hours a day.
 - ``sweeps:share=S:size=N:within=W``: a share ``S`` of the jobs come in sweeps, bursts of ``N``
   copies on average (at least 2) of one job (same graph, length and deadline), as a
   hyper-parameter search submits them, all within ``W`` mean job lengths of the first.

@@ -32,6 +32,8 @@ RESULTS_MD = "docs/results.md"
 LEARNING_MD = "docs/learning.md"
 COST_MD = "docs/cost-model.md"
 
+FAMILIES = "lean,lean:admit=0.9,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,best"
+
 FIGURES: tuple[Figure, ...] = (
     _evaluate(
         "readme-pacml",
@@ -127,6 +129,15 @@ FIGURES: tuple[Figure, ...] = (
         ("dgx8x8",),
         f"--cluster dgx8x8 {HELD_OUT} {QUEUE.replace('--seeds 5', '--seeds 3')} --policies {TRACE_QUEUE} {LEARNED}",
         against="lean:admit=0.9",
+    ),
+    _evaluate(
+        "families-loads",
+        LEARNING_MD,
+        ("dgx8x8",),
+        "--cluster dgx8x8 --queue edf-bf --size loguniform:0.1:10 --beta-dist C --seeds 10 --jobs 300 --load 0.5,0.9,1.3 "
+        f"--policies {FAMILIES}",
+        against="para_max",
+        outcomes=True,
     ),
     Figure(
         "fidelity-published",
