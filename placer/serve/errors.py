@@ -49,3 +49,11 @@ class NoLeaseError(ServiceError):
 
 class JobGraphUnavailableError(ServiceError):
     """A step time reported for a job placed before this server started: its graph is not known here."""
+
+
+class ReportsTooFrequentError(ServiceError):
+    """A client reports step times faster than the service takes them (``report_rate_per_s``, ``report_burst``)."""
+
+    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

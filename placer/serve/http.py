@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import uuid
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -56,11 +57,13 @@ from placer.serve.errors import (
     JobGraphUnavailableError,
     LeaseExpiredError,
     NoLeaseError,
+    ReportsTooFrequentError,
     UnknownGraphKeyError,
     UnknownJobError,
 )
 from placer.serve.middleware import BearerToken, BodyLimit
 from placer.serve.occupancy import Occupancy
+from placer.serve.ratelimit import RateLimiter
 from placer.serve.schemas import CalibrationState, ClusterOccupancy, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
 from placer.serve.settings import ServiceSettings
 
@@ -75,6 +78,7 @@ ERROR_STATUS: dict[type[PlacerError], int] = {
     JobGraphUnavailableError: 409,
     LeaseExpiredError: 410,
     GraphTooLargeError: 413,
+    ReportsTooFrequentError: 429,
 }
 MAX_ERROR_CHARS = 1000  # per message in an error body
 MAX_ERRORS = 20  # validation errors listed in one body
@@ -120,6 +124,7 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
 
     app = FastAPI(title="placer", version="1", description="Partitioning and placement of DNN training jobs.", lifespan=lifespan)
     app.state.occupancy = state
+    reports = RateLimiter(settings.report_rate_per_s, settings.report_burst)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -129,7 +134,8 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     async def placer_error(request: Request, exc: PlacerError) -> JSONResponse:
         if isinstance(exc, InvalidRequestError) and exc.errors is not None:
             return JSONResponse({"detail": _validation_errors(exc.errors)}, status_code=error_status(exc))
-        return JSONResponse({"detail": _text(exc)}, status_code=error_status(exc))
+        retry = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))} if isinstance(exc, ReportsTooFrequentError) else None
+        return JSONResponse({"detail": _text(exc)}, status_code=error_status(exc), headers=retry)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -156,8 +162,12 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
         return state.renew(job_id, renewal or LeaseRenewal())
 
     @app.post("/v1/jobs/{job_id}/step-times", response_model=CalibrationState, status_code=202)
-    def report_step_time(job_id: str, report: StepTimeReport) -> CalibrationState:
-        """Report a running job's measured seconds per step; a refit is queued (GET /v1/calibration)."""
+    def report_step_time(job_id: str, report: StepTimeReport, request: Request) -> CalibrationState:
+        """Report a running job's measured seconds per step; a refit is queued (GET /v1/calibration). A client sends at most
+        ``report_rate_per_s`` a second (after a burst of ``report_burst``): 429 with Retry-After past that."""
+        wait = reports.take(request.client.host if request.client else "")
+        if wait > 0:
+            raise ReportsTooFrequentError(f"too many step-time reports from this client: at most {settings.report_rate_per_s:g}/s", wait)
         state.report(job_id, report)
         return state.refitter.state
 

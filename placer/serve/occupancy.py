@@ -63,6 +63,7 @@ class Occupancy:
         self.jobs: dict[str, RunningJob] = {}
         self.job_graphs: dict[str, JobGraph] = {}  # running jobs' graphs (for their step-time reports); at most one per device
         self.expired: LRUCache[str, float] = LRUCache(EXPIRED_REMEMBERED)
+        self._documents: LRUCache[str, str] = LRUCache(64, max_bytes=settings.cache_bytes / 8, sizeof=len)  # reporting graphs' JSON
         names = [cluster.device_name(d) for d in range(cluster.num_devices)]
         self.store = ReservationStore(
             settings.state_path,
@@ -222,7 +223,9 @@ class Occupancy:
         if graph is None:
             raise JobGraphUnavailableError(f"job {job_id!r} was placed before this server started: its graph is not known here")
         row = self.refitter.check(graph, tuple(job.devices), report.step_time_s)  # CalibrationError (bad input) if implausible
-        document = graph_document(graph)  # serialised outside the lock
+        document = self._documents.get(graph.key)  # serialised once per graph, outside the lock
+        if document is None:
+            document = self._documents[graph.key] = graph_document(graph)
         with self.lock:
             self.refitter.keep(row, time.time(), document)
 

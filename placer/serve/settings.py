@@ -33,3 +33,5 @@ class ServiceSettings(BaseModel):
     create_state_folder: bool = False
     token: str | None = Field(default=None, repr=False)
     allowed_hosts: tuple[str, ...] | None = None
+    report_rate_per_s: float = Field(default=2.0, gt=0, le=1e6, description="step-time reports a client may send per second (429 past it)")
+    report_burst: int = Field(default=20, ge=1, le=1_000_000, description="reports a client may send at once before the rate applies")

@@ -95,3 +95,24 @@ def test_shared_constants_move_only_on_several_graphs_and_a_better_cross_validat
         assert used and used[-1].spec.links.inter_server.bandwidth_Bps < 4e9 / 10
     finally:
         refitter.close()
+
+
+def test_a_client_reporting_too_often_is_told_to_wait():
+    from placer.serve.ratelimit import RateLimiter
+    from placer.serve.settings import ServiceSettings
+
+    now = [0.0]
+    limiter = RateLimiter(2.0, 3, clock=lambda: now[0])
+    assert [limiter.take("a") for _ in range(4)] == [0.0, 0.0, 0.0, 0.5]  # a burst of 3, then one every 0.5 s
+    assert limiter.take("b") == 0.0  # each client its own bucket
+    now[0] = 0.5
+    assert limiter.take("a") == 0.0 and limiter.take("a") == 0.5
+
+    settings = ServiceSettings(report_rate_per_s=0.5, report_burst=2)
+    with TestClient(create_app(CLUSTER, make_heuristic("fixed:4"), settings)) as client:
+        job = client.post("/v1/placements", json={"graph": _graph("flood"), "beta": 1.0}).json()
+        url, report = f"/v1/jobs/{job['job_id']}/step-times", {"step_time_s": job["predicted_iteration_s"]}
+        answers = [client.post(url, json=report) for _ in range(3)]
+        assert [a.status_code for a in answers] == [202, 202, 429]
+        assert answers[2].headers["retry-after"] == "2" and "at most 0.5/s" in answers[2].json()["detail"]
+        assert client.get("/v1/calibration").json()["measurements"] == 2  # the refused report was not kept
