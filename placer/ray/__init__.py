@@ -1,0 +1,27 @@
+"""Ray carries out placer's decisions: the cluster read from Ray's nodes, placement groups pinned to
+the chosen nodes, one worker per device, and measured step times reported back to the service.
+
+Ray is an optional extra (``pip install -e '.[ray]'``): it is imported when a function needs it.
+"""
+
+from placer.ray.job import PlacementRefusedError, PlacementTimeoutError, RayJob, Worker, place_job
+from placer.ray.nodes import RayCluster, RayClusterError, RayNode, cluster_spec, connect, nodes_from_ray
+from placer.ray.service import HttpService, LocalService, PlacementService, ServiceError
+
+__all__ = [
+    "HttpService",
+    "LocalService",
+    "PlacementRefusedError",
+    "PlacementService",
+    "PlacementTimeoutError",
+    "RayCluster",
+    "RayClusterError",
+    "RayJob",
+    "RayNode",
+    "ServiceError",
+    "Worker",
+    "cluster_spec",
+    "connect",
+    "nodes_from_ray",
+    "place_job",
+]
