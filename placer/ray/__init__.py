@@ -4,7 +4,7 @@ the chosen nodes, one worker per device, and measured step times reported back t
 Ray is an optional extra (``pip install -e '.[ray]'``): it is imported when a function needs it.
 """
 
-from placer.ray.job import PlacementRefusedError, PlacementTimeoutError, RayJob, Worker, place_job
+from placer.ray.job import PlacementRefusedError, PlacementTimeoutError, RayJob, Worker, check_service, place_job
 from placer.ray.nodes import RayCluster, RayClusterError, RayNode, cluster_spec, connect, nodes_from_ray
 from placer.ray.service import HttpService, LocalService, PlacementService, ServiceError
 
@@ -20,6 +20,7 @@ __all__ = [
     "RayNode",
     "ServiceError",
     "Worker",
+    "check_service",
     "cluster_spec",
     "connect",
     "nodes_from_ray",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from placer.cluster.topology import ClusterSpec, parse_cluster_spec
+from placer.common.errors import PlacerError
 from placer.graphs.job_graph import JobGraph
 from placer.ray.job import RayJob
 from placer.ray.nodes import import_ray
@@ -136,13 +137,22 @@ def run_ddp(job: RayJob, steps: int) -> RunResult:
     return RunResult(sorted(ray.get(refs), key=lambda r: r["rank"]))
 
 
-def report_chunks(job: RayJob, step_times: list[float], chunks: int = 3) -> list[float]:
-    """Report the median of each of ``chunks`` runs of consecutive steps (each a measurement the service keeps)."""
+def report_chunks(job: RayJob, step_times: list[float], chunks: int = 3) -> list[tuple[float, str | None]]:
+    """Report the median of each of ``chunks`` runs of consecutive steps (each a measurement the service keeps).
+
+    Each median comes with None, or the one-line reason the service refused it (a median 1.5x from an
+    earlier one of the same job is refused: a busy machine can do that).
+    """
     size = max(len(step_times) // chunks, 1)
     medians = [statistics.median(step_times[i : i + size]) for i in range(0, size * chunks, size) if step_times[i : i + size]]
+    answers: list[tuple[float, str | None]] = []
     for median in medians:
-        job.report(median)
-    return medians
+        try:
+            job.report(median)
+            answers.append((median, None))
+        except PlacerError as exc:
+            answers.append((median, str(exc)))
+    return answers
 
 
 def wait_for_refit(calibration: Callable[[], object], refits: int, timeout_s: float = 60.0):

@@ -113,6 +113,17 @@ class RayJob:
         self.release()
 
 
+def check_service(service: PlacementService, ray_cluster: RayCluster) -> None:
+    """A one-line :class:`RayClusterError` unless the service's devices are the ones read from Ray (same names, same servers)."""
+    theirs = {d.device: d.server for d in service.occupancy().devices}
+    ours = {name: int(ray_cluster.cluster.server_of[i]) for name, i in ray_cluster.cluster.device_index.items()}
+    if theirs != ours:
+        raise RayClusterError(
+            f"the service's cluster has {len(theirs)} devices on {len(set(theirs.values()))} servers, Ray's GPU nodes "
+            f"{len(ours)} on {len(ray_cluster.nodes)}: restart placer serve on the file placer ray-cluster writes"
+        )
+
+
 def bundles(decision: PlacementDecision, ray_cluster: RayCluster) -> tuple[list[dict], list[dict], list[Worker]]:
     """One ``{"GPU": 1}`` bundle per decided device, the label selector pinning it to its node, and the workers."""
     nodes = [ray_cluster.node_of(device) for device in decision.devices]
