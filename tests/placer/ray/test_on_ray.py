@@ -122,3 +122,27 @@ def test_a_killed_driver_frees_its_devices_when_its_lease_runs_out(ray_address, 
         assert time.monotonic() - killed < 15, "the killed driver's devices were not freed"
         time.sleep(0.2)
     assert time.monotonic() - killed > 0.5  # the lease (2 s, renewed every 0.67 s) ran out: nothing released them at once
+
+
+def test_ray_cluster_writes_the_file_placer_serve_reads(ray_address, tmp_path):
+    out = tmp_path / "ray.toml"
+    done = subprocess.run(
+        [sys.executable, "-m", "placer", "ray-cluster", "--address", ray_address, "--template", "mixed", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    from placer.cluster.topology import load_cluster
+
+    cluster = load_cluster(out)
+    assert (cluster.name, cluster.num_servers, cluster.num_devices) == ("mixed-ray", 3, 6)
+    assert sorted(cluster.device_type) == ["A100-80GB"] * 2 + ["V100-16GB"] * 4
+    assert out.read_text().count("GPUs (A100)") == 1 and out.read_text().count("GPUs (V100)") == 2
+
+
+def test_a_service_on_another_cluster_is_named_in_one_line(ray_cluster):
+    from placer.ray import RayClusterError, check_service
+    from tests.placer.toys import toy_cluster
+
+    check_service(LocalService(ray_cluster.cluster), ray_cluster)  # the same devices: no error
+    with pytest.raises(RayClusterError, match="the service's cluster has 8 devices on 2 servers, Ray's GPU nodes 6 on 3"):
+        check_service(LocalService(toy_cluster(2, 4)), ray_cluster)
