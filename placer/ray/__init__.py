@@ -6,10 +6,11 @@ Ray is an optional extra (``pip install -e '.[ray]'``): it is imported when a fu
 
 from placer.ray.job import PlacementRefusedError, PlacementTimeoutError, RayJob, Worker, check_service, place_job
 from placer.ray.nodes import RayCluster, RayClusterError, RayNode, cluster_spec, connect, nodes_from_ray
-from placer.ray.service import HttpService, LocalService, PlacementService, ServiceError
+from placer.ray.service import HttpService, LeaseLostError, LocalService, PlacementService, ServiceError
 
 __all__ = [
     "HttpService",
+    "LeaseLostError",
     "LocalService",
     "PlacementRefusedError",
     "PlacementService",

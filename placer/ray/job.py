@@ -16,14 +16,16 @@ frees the devices when the lease runs out, and Ray removes the placement group w
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from placer.api.types import PlacementDecision
+from placer.common.errors import PlacerError
 from placer.graphs.job_graph import JobGraph
 from placer.ray.nodes import RayCluster, RayClusterError, first_line, import_ray
-from placer.ray.service import PlacementService, ServiceError
+from placer.ray.service import LeaseLostError, PlacementService
 
 NODE_LABEL = "ray.io/node-id"
 
@@ -61,6 +63,7 @@ class RayJob:
         self.service, self.decision, self.placement_group, self.workers = service, decision, placement_group, workers
         self.job_id: str = decision.job_id or ""
         self.lease_error: str | None = None
+        self._released = False
         self._stop = threading.Event()
         self._keeper = None
         if lease_s is not None:
@@ -90,21 +93,19 @@ class RayJob:
         while not self._stop.wait(every_s):
             try:
                 self.service.renew(self.job_id)
-            except ServiceError as exc:  # the lease ran out, the service is gone: nothing left to keep
+            except PlacerError as exc:  # the lease ran out, the service is gone: nothing left to keep
                 self.lease_error = str(exc)
                 return
 
     def release(self) -> None:
         """Remove the placement group and release the reservation (once; a lease that ran out is not an error)."""
-        if self._stop.is_set():
+        if self._released:
             return
+        self._released = True
         self._stop.set()
         import_ray().util.remove_placement_group(self.placement_group)
-        try:
+        with contextlib.suppress(LeaseLostError):  # the lease ran out: the service freed the devices already
             self.service.release(self.job_id)
-        except ServiceError as exc:
-            if " 410 " not in f" {exc} ":  # the lease ran out: the service freed the devices already
-                raise
 
     def __enter__(self) -> RayJob:
         return self

@@ -8,6 +8,7 @@ the service answers becomes a :class:`ServiceError` of one line (its status and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.error
 import urllib.request
@@ -22,6 +23,10 @@ from placer.serve.schemas import CalibrationState, ClusterOccupancy, LeaseRenewa
 
 class ServiceError(PlacerError):
     """The placement service refused a call or could not be reached."""
+
+
+class LeaseLostError(ServiceError):
+    """The job's lease ran out (its devices were freed) before it was renewed or released."""
 
 
 class PlacementService(Protocol):
@@ -59,7 +64,8 @@ class HttpService:
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace")[:300]
-            raise ServiceError(f"{method} {path}: {exc.code} {' '.join(detail.split())}") from None
+            kind = LeaseLostError if exc.code == 410 else ServiceError
+            raise kind(f"{method} {path}: {exc.code} {' '.join(detail.split())}") from None
         except (urllib.error.URLError, OSError) as exc:
             raise ServiceError(f"cannot reach the placement service at {self.url}: {getattr(exc, 'reason', exc)}") from None
 
@@ -96,10 +102,12 @@ class LocalService:
         return self.state.place(placement_body(graph, beta, lease_s, iterations))
 
     def renew(self, job_id: str) -> RunningJob:
-        return self.state.renew(job_id, LeaseRenewal())
+        with _lease_lost():
+            return self.state.renew(job_id, LeaseRenewal())
 
     def release(self, job_id: str) -> RunningJob:
-        return self.state.release(job_id)
+        with _lease_lost():
+            return self.state.release(job_id)
 
     def report(self, job_id: str, step_time_s: float) -> CalibrationState:
         self.state.report(job_id, StepTimeReport(step_time_s=float(step_time_s)))
@@ -113,3 +121,14 @@ class LocalService:
 
     def close(self) -> None:
         self.state.close()
+
+
+@contextlib.contextmanager
+def _lease_lost():
+    """The service state's :class:`LeaseExpiredError` as the client's :class:`LeaseLostError`."""
+    from placer.serve.errors import LeaseExpiredError
+
+    try:
+        yield
+    except LeaseExpiredError as exc:
+        raise LeaseLostError(str(exc)) from None

@@ -146,3 +146,26 @@ def test_a_service_on_another_cluster_is_named_in_one_line(ray_cluster):
     check_service(LocalService(ray_cluster.cluster), ray_cluster)  # the same devices: no error
     with pytest.raises(RayClusterError, match="the service's cluster has 8 devices on 2 servers, Ray's GPU nodes 6 on 3"):
         check_service(LocalService(toy_cluster(2, 4)), ray_cluster)
+
+
+def test_a_lease_that_ran_out_frees_the_devices_and_release_still_removes_the_group(ray_cluster, local):
+    from ray.util.placement_group import placement_group_table
+
+    job = place_job(local, ray_cluster, chain(), beta=1.0, lease_s=1.0, timeout_s=30)
+    job._stop.set()  # the renewals stop, as in a driver that hangs
+    time.sleep(1.6)
+    assert local.occupancy().devices_free == 6  # the lease ran out
+    job.release()  # the lost lease is no error; the placement group goes
+    assert placement_group_table(job.placement_group)["state"] == "REMOVED"
+
+
+def test_the_service_refusing_a_call_is_one_line(ray_cluster, http_url):
+    from placer.ray import ServiceError
+
+    service = HttpService(http_url)
+    with place_job(service, ray_cluster, chain(), beta=1.0, timeout_s=30) as job:
+        with pytest.raises(ServiceError, match=r"^POST /v1/jobs/\w+/step-times: 422 ") as caught:
+            job.report(1e-9)
+        assert "\n" not in str(caught.value)
+    with pytest.raises(ServiceError, match="cannot reach the placement service at http://127.0.0.1:1"):
+        HttpService("http://127.0.0.1:1", timeout_s=2).occupancy()
