@@ -10,6 +10,7 @@ index) is Ray's to assign: placer picks nodes and counts, never GPU indices.
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +102,7 @@ def connect(address: str | None = None, template: str | Path | ClusterSpec = "pa
     """
     ray = import_ray()
     if not ray.is_initialized():
+        check_reachable(address)
         try:
             ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
         except Exception as exc:  # ConnectionError, RuntimeError, ...: one line is enough
@@ -108,6 +110,18 @@ def connect(address: str | None = None, template: str | Path | ClusterSpec = "pa
     spec = template if isinstance(template, ClusterSpec) else load_cluster(template).spec
     nodes = nodes_from_ray(ray.nodes())
     return RayCluster(Cluster(cluster_spec(nodes, spec, name=name)), nodes)
+
+
+def check_reachable(address: str | None, timeout_s: float = 5.0) -> None:
+    """A one-line :class:`RayClusterError` when ``address`` (``HOST:PORT``) takes no TCP connection: Ray itself
+    retries for a minute and then aborts the process."""
+    if not address or address in ("auto", "local") or "://" in address or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as exc:
+        raise RayClusterError(f"cannot reach a Ray cluster at {address!r}: {first_line(exc)}") from None
 
 
 def import_ray():

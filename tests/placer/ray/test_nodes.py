@@ -69,3 +69,16 @@ def test_each_device_becomes_a_one_gpu_bundle_pinned_to_its_node():
     assert resources == [{"GPU": 1.0}, {"GPU": 1.0}]
     assert selectors == [{"ray.io/node-id": "bb"}, {"ray.io/node-id": "aa"}]
     assert [(w.rank, w.world_size, w.device, w.node_id) for w in workers] == [(0, 2, "s1-g2", "bb"), (1, 2, "s0-g0", "aa")]
+
+
+def test_an_unreachable_address_is_one_line_and_exit_2():
+    import subprocess
+    import sys
+
+    from tests.placer.ray.conftest import REPO
+
+    done = subprocess.run(
+        [sys.executable, "-m", "placer", "ray-cluster", "--address", "127.0.0.1:1"], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: cannot reach a Ray cluster at '127.0.0.1:1': ") and done.stderr.count("\n") == 1
