@@ -11,6 +11,7 @@ from tests.placer.ray.conftest import REPO
 pytest.importorskip("torch")
 
 
+@pytest.mark.slow  # 19-33 s here (3 Ray nodes, two torch workers)
 @pytest.mark.timeout(300)
 def test_ray_demo_places_runs_reports_and_refits():
     done = subprocess.run(
