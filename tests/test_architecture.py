@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[1]
 TREES = ("placer", "envs", "policies")
 
 # placer's sub-packages, lowest first: a module may import its own layer or any layer below it.
-PLACER_LAYERS = ("common", "cluster", "graphs", "cost", "calibration", "workloads", "sim", "baselines", "evaluate", "api", "serve", "cli")
+PLACER_LAYERS = (
+    "common", "cluster", "graphs", "cost", "calibration", "workloads", "sim", "baselines", "evaluate", "api", "serve", "ray", "cli",
+)  # fmt: skip
 MAX_LINES = 450
 TORCH_READERS = {"placer.graphs.torch_import", "placer.graphs.gavel_models"}  # they exist to read PyTorch models
 

@@ -22,7 +22,7 @@ from importlib.metadata import entry_points
 import typer
 from pydantic import ValidationError
 
-from placer.cli import bound, calibrate, catalog, demo, evaluate, figures, imports, query, report, serve  # noqa: F401  (each registers its commands)
+from placer.cli import bound, calibrate, catalog, demo, evaluate, figures, imports, query, ray_demo, report, serve  # noqa: F401  (each registers its commands)
 from placer.cli.app import app, err_console
 from placer.common.errors import PlacerError
 

@@ -292,7 +292,7 @@ def test_report_formats_and_undefined_intervals(tmp_path):
     assert "lean:admit=0.9:free=0.3" in rendered and max(len(line) for line in rendered.splitlines()) <= 80
 
 
-@pytest.mark.parametrize("command", ["serve", "train", "evaluate", "calibrate"])
+@pytest.mark.parametrize("command", ["serve", "train", "evaluate", "calibrate", "ray-demo", "ray-cluster"])
 def test_help_shows_no_bool_placeholder_beside_flags(command):
     from typer.testing import CliRunner
 

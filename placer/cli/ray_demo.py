@@ -1,0 +1,128 @@
+"""``placer ray-demo``: place a small PyTorch DDP job with placer and run it on a local Ray cluster.
+
+placer ray-demo                                   # 3 local Ray nodes x 1 declared GPU, the service in-process
+placer ray-demo --service http://127.0.0.1:8000   # ask a running placer serve (started on the demo's cluster file)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from placer.cli.app import app, console, err_console
+from placer.common.errors import PlacerError
+
+
+@contextlib.contextmanager
+def serving(cluster, policy: str):
+    """The URL of placer serve's app (``policy`` on ``cluster``, in memory), served on a loopback port until the block ends."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from placer.baselines.registry import PolicyContext, make_policy
+    from placer.serve.http import create_app
+
+    app_ = create_app(cluster, make_policy(policy, PolicyContext(cluster)))
+    server = uvicorn.Server(uvicorn.Config(app_, host="127.0.0.1", port=0, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started and thread.is_alive():
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def say(text: str) -> None:
+    console.print(text, soft_wrap=True, highlight=False)
+
+
+@app.command("ray-demo")
+def ray_demo(
+    nodes: Annotated[int, typer.Option(min=1, max=3, help="local Ray nodes to start")] = 3,
+    gpus_per_node: Annotated[int, typer.Option(min=1, max=4, help="GPUs each node declares (the job trains on CPU)")] = 1,
+    policy: Annotated[str, typer.Option(help="the in-process service's policy (fixed:2: two devices, on two nodes here)")] = "fixed:2",
+    steps: Annotated[int, typer.Option(min=3, max=1000, help="training steps")] = 30,
+    beta: Annotated[float, typer.Option(min=0.01, max=1.0, help="deadline as a fraction of the sequential JCT")] = 1.0,
+    http: Annotated[bool, typer.Option("--http", help="ask placer serve over HTTP (started here on a loopback port)")] = False,
+    timeout_s: Annotated[float, typer.Option(min=1.0, help="seconds to wait for Ray to reserve the devices")] = 60.0,
+) -> None:
+    """Start a local Ray cluster, place a tiny DDP job with placer, run it, report its step times and show the refit."""
+    from placer.ray import HttpService, LocalService, check_service, connect, place_job
+    from placer.ray.demo import demo_graph, demo_template, report_chunks, run_ddp, start_local_cluster, wait_for_refit
+    from placer.ray.nodes import import_ray
+
+    ray = import_ray()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise PlacerError("placer ray-demo trains with PyTorch: pip install -e '.[torch]'") from None
+    local = start_local_cluster(nodes, gpus_per_node)
+    with contextlib.ExitStack() as stack:
+        stack.callback(local.shutdown)
+        stack.callback(ray.shutdown)
+        ray_cluster = connect(template=demo_template())
+        say(f"Ray cluster: {len(ray_cluster.nodes)} nodes -> placer cluster {ray_cluster.cluster}")
+        if http:
+            client = HttpService(stack.enter_context(serving(ray_cluster.cluster, policy)))
+            check_service(client, ray_cluster)
+        else:
+            client = stack.enter_context(contextlib.closing(LocalService(ray_cluster.cluster, policy)))
+        graph = demo_graph(steps)
+        with place_job(client, ray_cluster, graph, beta=beta, lease_s=30.0, timeout_s=timeout_s) as job:
+            d = job.decision
+            say(f"placement: {d.degree} devices {d.devices} (job {job.job_id[:8]}), predicted {d.predicted_iteration_s * 1e3:.2f} ms/step")
+            for w in job.workers:
+                say(f"  rank {w.rank}/{w.world_size}: {w.device} on Ray node {w.node_id[:8]}")
+            result = run_ddp(job, steps)
+            for w in result.workers:
+                say(f"  rank {w['rank']} ran on node {w['node_id'][:8]}, Ray GPU ids {w['gpu_ids']}")
+            for median, refused in report_chunks(job, result.step_times):
+                say(
+                    f"measured {median * 1e3:.2f} ms/step (median of {steps // 3} steps): "
+                    + (f"refused: {refused}" if refused else "reported")
+                )
+            state = client.calibration()
+            if state.needed is not None and state.measurements >= state.needed:
+                state = wait_for_refit(client.calibration, refits=1)
+            fitted = ", ".join(f"{k} = {v:.3g}" for k, v in state.fitted.items()) or "nothing yet"
+            error = "" if state.median_error is None else f", median error {state.median_error:.1%}"
+            say(f"refit: {state.refits} refits of {state.measurements} measurements, fitted {fitted}{error}")
+            devices = tuple(d.devices)
+        again = client.place(graph, beta=1.0)
+        if again.accepted:
+            client.release(again.job_id or "")
+            before, after = d.predicted_iteration_s * 1e3, (again.predicted_iteration_s or 0) * 1e3
+            say(f"refitted prediction: {after:.2f} ms/step on {again.devices} (before the reports: {before:.2f} on {list(devices)})")
+
+
+@app.command("ray-cluster")
+def ray_cluster_file(
+    address: Annotated[str | None, typer.Option(help="Ray cluster address (default: RAY_ADDRESS, or start a local Ray)")] = None,
+    template: Annotated[str, typer.Option(help="cluster preset or TOML file: the links and device types of the nodes")] = "pacml",
+    out: Annotated[Path | None, typer.Option(help="write the cluster file here (default: print it)")] = None,
+    name: Annotated[str | None, typer.Option(help="the cluster's name (default: <template>-ray)")] = None,
+) -> None:
+    """Read a running Ray cluster's GPU nodes into a placer cluster file, for placer serve --cluster."""
+    from placer.calibration.toml_writer import cluster_toml
+    from placer.common.atomic import write_atomic
+    from placer.ray import connect
+
+    found = connect(address, template=template, name=name)
+    comment = [f"Read from Ray by placer ray-cluster (template {template}): server k is the k-th GPU node below."]
+    comment += [
+        f"s{k}: node {n.node_id} at {n.address}, {n.gpus} GPUs ({n.accelerator or 'type not reported'})" for k, n in enumerate(found.nodes)
+    ]
+    text = cluster_toml(found.cluster.spec, comment)
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        write_atomic(out, text)
+        err_console.print(f"wrote {out}: {found.cluster}")

@@ -1,0 +1,165 @@
+"""``placer ray-demo``: a small PyTorch data-parallel job placed by placer and run by Ray.
+
+A local Ray cluster of a few nodes, each declaring GPUs it does not have (the job trains on CPU with
+gloo), is read into a placer cluster; the service (in this process, or a running ``placer serve``)
+places the job; Ray runs one DDP worker per chosen device inside the placement group; the measured
+step times go back to the service, which refits its cost model, and the refitted prediction of
+the same job is printed. torch is imported by the functions that train, never at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from placer.cluster.topology import ClusterSpec, parse_cluster_spec
+from placer.common.errors import PlacerError
+from placer.graphs.job_graph import JobGraph
+from placer.ray.job import RayJob
+from placer.ray.nodes import import_ray
+
+WIDTH, BATCH, CLASSES = 256, 512, 10
+
+# The demo's GPUs are CPU cores training with gloo over loopback: a cluster file that says so.
+DEMO_TEMPLATE = {
+    "name": "ray-demo",
+    "device_types": {"cpu-gloo": {"memory_bytes": 4e9, "speed": 0.005}},
+    "servers": [{"count": 1, "devices_per_server": 1, "device_type": "cpu-gloo"}],
+    "links": {"intra_server": {"bandwidth_Bps": 5e9, "latency_s": 50e-6}, "inter_server": {"bandwidth_Bps": 2e9, "latency_s": 100e-6}},
+    "overheads": {"iteration_s": 0.0002, "sync_s": 0.0002},
+}
+
+
+def demo_template() -> ClusterSpec:
+    return parse_cluster_spec(DEMO_TEMPLATE, source="placer.ray.demo")
+
+
+def start_local_cluster(nodes: int = 3, gpus_per_node: int = 2):
+    """A ``ray.cluster_utils.Cluster`` of ``nodes`` nodes on this machine, one CPU and ``gpus_per_node`` declared GPUs each,
+    with this process connected to it; its workers import this checkout of placer. Call ``.shutdown()`` (after ``ray.shutdown()``)."""
+    ray = import_ray()
+    from ray.cluster_utils import Cluster
+
+    root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)  # the raylets' workers inherit it
+    args = {"num_cpus": 1, "num_gpus": gpus_per_node, "include_dashboard": False, "object_store_memory": 80 * 1024 * 1024}
+    cluster = Cluster(initialize_head=True, head_node_args=args)
+    for _ in range(nodes - 1):
+        cluster.add_node(**args)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    return cluster
+
+
+def tiny_model():
+    import torch
+
+    return torch.nn.Sequential(
+        torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU(), torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU(), torch.nn.Linear(WIDTH, CLASSES)
+    )
+
+
+def demo_graph(steps: int) -> JobGraph:
+    """The training graph of :func:`tiny_model` on a batch of :data:`BATCH`, ``steps`` iterations."""
+    import torch
+
+    from placer.graphs.torch_import import from_torch
+
+    return from_torch(tiny_model(), torch.randn(BATCH, WIDTH), iterations=steps, name="ray-demo-mlp")
+
+
+def free_port() -> tuple[str, int]:
+    """This node's address and a free TCP port on it (rank 0's rendezvous)."""
+    import socket
+
+    import ray
+
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return ray.util.get_node_ip_address(), s.getsockname()[1]
+
+
+def ddp_worker(rank: int, world_size: int, address: str, port: int, steps: int) -> dict:
+    """Train :func:`tiny_model` with DistributedDataParallel (gloo) as ``rank`` of ``world_size``; seconds per step (the first dropped)."""
+    from datetime import timedelta
+
+    import ray
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://{address}:{port}", rank=rank, world_size=world_size, timeout=timedelta(seconds=60))
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.parallel.DistributedDataParallel(tiny_model())
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        local = BATCH // world_size  # data parallel: the global batch split over the ranks
+        x, y = torch.randn(local, WIDTH), torch.randint(0, CLASSES, (local,))
+        times = []
+        for _ in range(steps + 1):
+            start = time.perf_counter()
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+            times.append(time.perf_counter() - start)
+    finally:
+        dist.destroy_process_group()
+    return {"rank": rank, "node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": ray.get_gpu_ids(), "step_times": times[1:]}
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What the workers of one job measured: per rank, its node, Ray's GPU ids and seconds per step."""
+
+    workers: list[dict]
+
+    @property
+    def step_times(self) -> list[float]:
+        """The job's seconds per step: the slowest rank's, step by step (DDP steps in lockstep)."""
+        return [max(ranks) for ranks in zip(*(w["step_times"] for w in self.workers), strict=True)]
+
+
+def run_ddp(job: RayJob, steps: int) -> RunResult:
+    """Run one :func:`ddp_worker` per device of ``job`` in its placement group and wait for them."""
+    ray = import_ray()
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    rendezvous = ray.remote(free_port).options(
+        num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(job.workers[0].node_id, soft=False)
+    )
+    address, port = ray.get(rendezvous.remote())
+    worker = ray.remote(ddp_worker)
+    refs = [worker.options(**job.worker_options(w.rank)).remote(w.rank, w.world_size, address, port, steps) for w in job.workers]
+    return RunResult(sorted(ray.get(refs), key=lambda r: r["rank"]))
+
+
+def report_chunks(job: RayJob, step_times: list[float], chunks: int = 3) -> list[tuple[float, str | None]]:
+    """Report the median of each of ``chunks`` runs of consecutive steps (each a measurement the service keeps).
+
+    Each median comes with None, or the one-line reason the service refused it (a median 1.5x from an
+    earlier one of the same job is refused: a busy machine can do that).
+    """
+    size = max(len(step_times) // chunks, 1)
+    medians = [statistics.median(step_times[i : i + size]) for i in range(0, size * chunks, size) if step_times[i : i + size]]
+    answers: list[tuple[float, str | None]] = []
+    for median in medians:
+        try:
+            job.report(median)
+            answers.append((median, None))
+        except PlacerError as exc:
+            answers.append((median, str(exc)))
+    return answers
+
+
+def wait_for_refit(calibration: Callable[[], object], refits: int, timeout_s: float = 60.0):
+    """Poll ``calibration()`` until it shows ``refits`` refits and none pending (or ``timeout_s`` passes); the last state."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = calibration()
+        if (state.refits >= refits and not state.pending) or time.monotonic() > deadline:
+            return state
+        time.sleep(0.2)
