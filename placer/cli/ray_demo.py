@@ -70,6 +70,7 @@ def ray_demo(
         stack.callback(ray.shutdown)
         ray_cluster = connect(template=demo_template())
         say(f"Ray cluster: {len(ray_cluster.nodes)} nodes -> placer cluster {ray_cluster.cluster}")
+        client: HttpService | LocalService
         if http:
             client = HttpService(stack.enter_context(serving(ray_cluster.cluster, policy)))
             check_service(client, ray_cluster)
@@ -78,12 +79,13 @@ def ray_demo(
         graph = demo_graph(steps)
         with place_job(client, ray_cluster, graph, beta=beta, lease_s=30.0, timeout_s=timeout_s) as job:
             d = job.decision
-            say(f"placement: {d.degree} devices {d.devices} (job {job.job_id[:8]}), predicted {d.predicted_iteration_s * 1e3:.2f} ms/step")
+            predicted_ms = (d.predicted_iteration_s or 0.0) * 1e3
+            say(f"placement: {d.degree} devices {d.devices} (job {job.job_id[:8]}), predicted {predicted_ms:.2f} ms/step")
             for w in job.workers:
                 say(f"  rank {w.rank}/{w.world_size}: {w.device} on Ray node {w.node_id[:8]}")
             result = run_ddp(job, steps)
-            for w in result.workers:
-                say(f"  rank {w['rank']} ran on node {w['node_id'][:8]}, Ray GPU ids {w['gpu_ids']}")
+            for ran in result.workers:
+                say(f"  rank {ran['rank']} ran on node {ran['node_id'][:8]}, Ray GPU ids {ran['gpu_ids']}")
             for median, refused in report_chunks(job, result.step_times):
                 say(
                     f"measured {median * 1e3:.2f} ms/step (median of {steps // 3} steps): "
@@ -99,7 +101,7 @@ def ray_demo(
         again = client.place(graph, beta=1.0)
         if again.accepted:
             client.release(again.job_id or "")
-            before, after = d.predicted_iteration_s * 1e3, (again.predicted_iteration_s or 0) * 1e3
+            before, after = (d.predicted_iteration_s or 0.0) * 1e3, (again.predicted_iteration_s or 0.0) * 1e3
             say(f"refitted prediction: {after:.2f} ms/step on {again.devices} (before the reports: {before:.2f} on {list(devices)})")
 
 

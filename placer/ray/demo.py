@@ -15,12 +15,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from placer.cluster.topology import ClusterSpec, parse_cluster_spec
 from placer.common.errors import PlacerError
 from placer.graphs.job_graph import JobGraph
 from placer.ray.job import RayJob
 from placer.ray.nodes import import_ray
+from placer.serve.schemas import CalibrationState
 
 WIDTH, BATCH, CLASSES = 256, 512, 10
 
@@ -46,7 +48,7 @@ def start_local_cluster(nodes: int = 3, gpus_per_node: int = 2):
 
     root = str(Path(__file__).resolve().parents[2])
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)  # the raylets' workers inherit it
-    args = {"num_cpus": 1, "num_gpus": gpus_per_node, "include_dashboard": False, "object_store_memory": 80 * 1024 * 1024}
+    args: dict[str, Any] = {"num_cpus": 1, "num_gpus": gpus_per_node, "include_dashboard": False, "object_store_memory": 80 * 1024 * 1024}
     cluster = Cluster(initialize_head=True, head_node_args=args)
     for _ in range(nodes - 1):
         cluster.add_node(**args)
@@ -155,7 +157,7 @@ def report_chunks(job: RayJob, step_times: list[float], chunks: int = 3) -> list
     return answers
 
 
-def wait_for_refit(calibration: Callable[[], object], refits: int, timeout_s: float = 60.0):
+def wait_for_refit(calibration: Callable[[], CalibrationState], refits: int, timeout_s: float = 60.0) -> CalibrationState:
     """Poll ``calibration()`` until it shows ``refits`` refits and none pending (or ``timeout_s`` passes); the last state."""
     deadline = time.monotonic() + timeout_s
     while True:
