@@ -22,6 +22,11 @@ The policy is loaded once at start from a server-side path: no request names a f
 cost-model work are cached up to ``cache_bytes`` (the settings: :class:`~placer.serve.settings.ServiceSettings`).
 The state raises domain errors (:mod:`placer.serve.errors`); :data:`ERROR_STATUS` maps them to statuses.
 
+Bodies of POST routes must be ``application/json`` (415 otherwise: a page on another site cannot
+send one without a preflight). At most ``max_connections`` requests are served at once (503
+beyond; the health check, which also answers ``HEAD``, is exempt); connections themselves are
+guarded by :mod:`placer.serve.server`.
+
 Access: with a ``token`` every route but ``/v1/health`` needs ``Authorization: Bearer TOKEN``
 (401 otherwise); with ``allowed_hosts`` a request whose ``Host`` header names another host gets
 400 (a browser page on another site cannot reach the service by DNS rebinding). Error bodies are
@@ -59,7 +64,7 @@ from placer.serve.errors import (
     UnknownGraphKeyError,
     UnknownJobError,
 )
-from placer.serve.middleware import BearerToken, BodyLimit
+from placer.serve.middleware import BearerToken, BodyLimit, JsonOnly, RequestLimit
 from placer.serve.occupancy import Occupancy
 from placer.serve.schemas import CalibrationState, ClusterOccupancy, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
 from placer.serve.settings import ServiceSettings
@@ -178,8 +183,14 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     def health() -> dict:
         return {"status": "ok", "cluster": cluster.name, "policy": policy.name, "jobs": len(state.jobs), **instance}
 
+    @app.head("/v1/health", include_in_schema=False)
+    def health_head() -> dict:  # health checkers that probe with HEAD (the body is not sent)
+        return health()
+
     _register_schemas(app, PlacementRequest)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
+    app.add_middleware(JsonOnly)
+    app.add_middleware(RequestLimit, limit=settings.max_connections)
     if settings.token is not None:
         app.add_middleware(BearerToken, token=settings.token)
     if settings.allowed_hosts is not None:
