@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import threading
 import time
 import uuid
@@ -23,7 +24,7 @@ from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.common.lru import LRUCache
 from placer.cost import CostModel
-from placer.graphs.document import describe
+from placer.graphs.document import MAX_NAMING_BYTES, describe
 from placer.graphs.job_graph import JobGraph, job_graph_from_document
 from placer.serve.errors import (
     GraphTooLargeError,
@@ -37,7 +38,7 @@ from placer.serve.errors import (
 )
 from placer.serve.refit import Refitter, graph_document
 from placer.serve.reservations import Reservation, ReservationStore
-from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
+from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport, bounded_request
 from placer.serve.settings import ServiceSettings
 
 log = logging.getLogger("placer.serve")
@@ -112,14 +113,14 @@ class Occupancy:
     # -- requests ---------------------------------------------------------------------
     def parse(self, body: bytes) -> PlacementRequest:
         """The request in ``body`` (JSON), validated as it is parsed; :class:`GraphTooLargeError` for a graph over ``max_graph_ops``."""
+        if _more_ops_than(body, self.max_graph_ops):  # before parsing: a huge graph costs one scan of its bytes
+            raise GraphTooLargeError(f"graph has more than {self.max_graph_ops} ops; this server accepts at most {self.max_graph_ops}")
         try:
-            request = PlacementRequest.model_validate_json(body)
+            return bounded_request(self.max_graph_ops).model_validate_json(body)  # the op count stops validation at max + 1
         except ValidationError as exc:
+            if any(e["type"] == "too_long" and tuple(e["loc"]) == ("graph", "graph", "nodes") for e in exc.errors(include_url=False)):
+                raise GraphTooLargeError(f"graph has more than {self.max_graph_ops} ops; this server accepts at most {self.max_graph_ops}") from None
             raise _invalid(exc, body) from None
-        if request.graph is not None and len(request.graph.graph.nodes) > self.max_graph_ops:
-            ops = len(request.graph.graph.nodes)
-            raise GraphTooLargeError(f"graph has {ops} ops; this server accepts at most {self.max_graph_ops}")
-        return request
 
     def graph(self, request: PlacementRequest) -> JobGraph:
         """The request's graph: built from its document, or looked up by key."""
@@ -284,13 +285,25 @@ def _running(r: Reservation) -> RunningJob:
     )
 
 
+_PASS_KEY = re.compile(rb'"pass"\s*:')
+
+
+def _more_ops_than(body: bytes, limit: int) -> bool:
+    """Whether ``body`` holds more than ``limit`` ``"pass"`` keys: every op has one, and a JSON string
+    cannot hold the key's bytes, so more means more than ``limit`` ops (or free-form ``graph``
+    metadata full of such keys). One scan of the bytes, nothing parsed."""
+    if body.count(b'"pass"') <= limit:  # a fast upper bound (values "pass" count too): most bodies stop here
+        return False
+    return sum(1 for _, _ in zip(_PASS_KEY.finditer(body), range(limit + 1), strict=False)) > limit
+
+
 def _invalid(exc: ValidationError, body: bytes) -> InvalidRequestError:
     """A request that does not validate: one line for the graph document's first problem, else pydantic's error list."""
     errors = exc.errors(include_url=False)
     first = errors[0]
     if first["loc"][:1] == ("graph",) and len(first["loc"]) > 1 and first["type"] != "json_invalid":
         try:
-            data = json.loads(body).get("graph")
+            data = json.loads(body).get("graph") if len(body) <= MAX_NAMING_BYTES else None  # "node #i" beyond
         except (ValueError, AttributeError):
             data = None
         return InvalidRequestError(f"graph: {describe(exc, data, strip=1)}")
