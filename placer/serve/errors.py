@@ -49,3 +49,7 @@ class NoLeaseError(ServiceError):
 
 class JobGraphUnavailableError(ServiceError):
     """A step time reported for a job placed before this server started: its graph is not known here."""
+
+
+class StateUnavailableError(ServiceError):
+    """The state file cannot be written now (a full disk, an I/O error): nothing changed, retry later."""

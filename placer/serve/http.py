@@ -9,7 +9,7 @@ Routes (OpenAPI docs at ``/docs``):
   ``graph_key`` instead of sending it again, and may ask for a ``lease_s``: the devices are freed
   (and logged) unless the holder renews within it. With an ``Idempotency-Key`` header a retry
   (after a lost answer, a crash) gets the first answer and reserves nothing more; the same key
-  with another body gets 422.
+  with another request (compared as parsed JSON, not bytes) gets 422.
 - ``POST /v1/jobs/{id}/lease`` renews a lease; ``DELETE /v1/jobs/{id}`` releases (410 once a
   lease ran out).
 - ``POST /v1/jobs/{id}/step-times`` reports a running job's measured seconds per step; the cost
@@ -61,6 +61,7 @@ from placer.serve.errors import (
     JobGraphUnavailableError,
     LeaseExpiredError,
     NoLeaseError,
+    StateUnavailableError,
     UnknownGraphKeyError,
     UnknownJobError,
 )
@@ -80,6 +81,7 @@ ERROR_STATUS: dict[type[PlacerError], int] = {
     JobGraphUnavailableError: 409,
     LeaseExpiredError: 410,
     GraphTooLargeError: 413,
+    StateUnavailableError: 503,
 }
 MAX_ERROR_CHARS = 1000  # per message in an error body
 MAX_ERRORS = 20  # validation errors listed in one body

@@ -74,6 +74,8 @@ class Occupancy:
         )
         for r in self.store.load():  # reservations that survived a restart
             self._hold(r)
+        for job_id, expires_at_s in self.store.expired():  # leases that ran out before it: 410, not 404
+            self.expired[job_id] = expires_at_s
         self.graphs: LRUCache[str, JobGraph] = LRUCache(
             self.max_cached_graphs, max_bytes=self.cache_bytes / 2, sizeof=lambda g: (g.num_ops + g.num_edges) * BYTES_PER_GRAPH_ELEMENT
         )
@@ -114,13 +116,16 @@ class Occupancy:
     def parse(self, body: bytes) -> PlacementRequest:
         """The request in ``body`` (JSON), validated as it is parsed; :class:`GraphTooLargeError` for a graph over ``max_graph_ops``."""
         if _more_ops_than(body, self.max_graph_ops):  # before parsing: a huge graph costs one scan of its bytes
-            raise GraphTooLargeError(f"graph has more than {self.max_graph_ops} ops; this server accepts at most {self.max_graph_ops}")
+            raise self._too_large()
         try:
             return bounded_request(self.max_graph_ops).model_validate_json(body)  # the op count stops validation at max + 1
         except ValidationError as exc:
             if any(e["type"] == "too_long" and tuple(e["loc"]) == ("graph", "graph", "nodes") for e in exc.errors(include_url=False)):
-                raise GraphTooLargeError(f"graph has more than {self.max_graph_ops} ops; this server accepts at most {self.max_graph_ops}") from None
+                raise self._too_large() from None
             raise _invalid(exc, body) from None
+
+    def _too_large(self) -> GraphTooLargeError:
+        return GraphTooLargeError(f"graph has more than {self.max_graph_ops} ops; this server accepts at most {self.max_graph_ops}")
 
     def graph(self, request: PlacementRequest) -> JobGraph:
         """The request's graph: built from its document, or looked up by key."""
@@ -143,16 +148,17 @@ class Occupancy:
 
     def place(self, body: bytes, idempotency_key: str | None = None) -> PlacementDecision:
         """Decide for the request in ``body``; reserve when accepted. A repeated ``idempotency_key`` gets the first answer."""
-        digest = hashlib.sha256(body).hexdigest()
-        if idempotency_key is not None:
+        request = self.parse(body)
+        digest = None
+        if idempotency_key is not None:  # a retry matches on the request's parsed JSON, not its bytes (spacing, key order)
+            digest = hashlib.sha256(request.model_dump_json(by_alias=True).encode()).hexdigest()
             with self.lock:
                 first = self._answered(idempotency_key, digest)
             if first is not None:
                 return first
-        request = self.parse(body)
         graph = self.graph(request)
         with self.lock:
-            if idempotency_key is not None and (first := self._answered(idempotency_key, digest)) is not None:
+            if idempotency_key is not None and digest is not None and (first := self._answered(idempotency_key, digest)) is not None:
                 return first  # a concurrent retry answered while this one parsed
             self._expire_leases()
             now = time.time()
@@ -176,7 +182,7 @@ class Occupancy:
                     lease,
                     None if lease is None else now + lease,
                 )
-            answer = None if idempotency_key is None else (idempotency_key, digest, decision.model_dump_json())
+            answer = None if idempotency_key is None or digest is None else (idempotency_key, digest, decision.model_dump_json())
             if reservation is not None or answer is not None:
                 self.store.add(reservation, answer=answer)  # committed before anyone hears of it
             if reservation is not None:
@@ -243,7 +249,7 @@ class Occupancy:
         now = time.time()
         gone = [j.job_id for j in self.jobs.values() if j.expires_at_s is not None and j.expires_at_s <= now]
         for job_id in gone:
-            self.store.remove(job_id)
+            self.store.expire(job_id, self.jobs[job_id].expires_at_s or now)
             job = self._free(job_id)
             self.expired[job_id] = job.expires_at_s
             log.warning("lease of job %s (%s on %s) ran out unrenewed: devices freed", job_id, job.graph, " ".join(job.devices))

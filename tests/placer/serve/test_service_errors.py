@@ -36,6 +36,7 @@ def test_every_domain_error_has_its_status_in_the_table():
         "LeaseExpiredError": 410,
         "NoLeaseError": 422,
         "JobGraphUnavailableError": 409,
+        "StateUnavailableError": 503,
     }
     assert set(ServiceError.__subclasses__()) <= set(ERROR_STATUS)
     assert error_status(GraphValidationError("x")) == error_status(PlacerError("x")) == 422  # other bad input: the base row
