@@ -53,6 +53,7 @@ def report(
         from placer.evaluate.plots import plot_all
 
         err_console.print("wrote " + ", ".join(str(p) for p in plot_all(result, path.parent)))
+    _check_references(result.config.policies, against, hindsight)  # before any table is printed
     rows = result.summary()
     w = result.config.workload
     if result.config.trace:
@@ -89,6 +90,15 @@ def report(
         raise PlacerError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
     _deviations_table(result, fmt)
     _tuned_table(result, fmt)
+
+
+def _check_references(policies: list[str], against: str | None, hindsight: str | None) -> None:
+    """--against and --hindsight name evaluated policies (and --hindsight comes with --against)."""
+    if hindsight is not None and against is None:
+        raise PlacerError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
+    for option, name in (("--against", against), ("--hindsight", hindsight)):
+        if name is not None and name not in policies:
+            raise PlacerError(f"{option} {name!r} is not one of the evaluated policies: {', '.join(policies)}")
 
 
 def _timelines(path: Path) -> list[dict]:

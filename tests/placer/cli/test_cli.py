@@ -65,7 +65,7 @@ def test_queue_evaluation_in_processes_and_the_paired_report(tmp_path):
     rows = [line for line in report.stdout.splitlines() if line.startswith("| lean@edf |")]
     assert len(rows) == 2  # once in the summary, once paired
     bad = run("report", str(out), "--against", "magic")
-    assert bad.returncode == 2 and "is not one of the evaluated policies" in bad.stderr
+    assert bad.returncode == 2 and "is not one of the evaluated policies" in bad.stderr and bad.stdout == ""  # no table before it
     later = run("evaluate", *streams, "--policies", "para_min,lean", "--out", str(tmp_path / "later"))  # the same streams, later
     assert later.returncode == 0, later.stderr
     merged = run("report", str(out), str(tmp_path / "later"), "--against", "para_min")

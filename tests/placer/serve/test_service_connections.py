@@ -3,6 +3,7 @@
 import contextlib
 import http.client
 import json
+import logging
 import os
 import re
 import socket
@@ -181,3 +182,30 @@ def test_serve_on_port_0_announces_the_port_it_listens_on():
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_a_client_that_drops_mid_body_logs_no_traceback():
+    records = _Records()
+    with served() as port:
+        logging.getLogger("uvicorn.error").addHandler(records)  # after the server's start: it configures its loggers afresh
+        try:
+            for _ in range(3):
+                with connect(port) as sock:
+                    sock.sendall(
+                        b"POST /v1/placements HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"
+                    )
+                    time.sleep(0.1)
+            time.sleep(0.5)
+            assert request(port)[0] == 200
+        finally:
+            logging.getLogger("uvicorn.error").removeHandler(records)
+    assert [r.getMessage() for r in records.records if r.levelno >= logging.ERROR or r.exc_info] == []
