@@ -44,7 +44,7 @@ def report(
         try:
             data = json.loads(text)
             loaded.append(EvaluationResult(EvaluationConfig.model_validate(data["record"]["config"]), data["runs"]))
-        except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
+        except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValidationError) as exc:
             raise PlacerError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
         loaded[-1].timelines = _timelines(path.parent / "timelines.json") if plots else []
     result = merge_results(loaded)
@@ -106,8 +106,8 @@ def _timelines(path: Path) -> list[dict]:
 
     try:
         return json.loads(read_text(path, what="timelines")) if path.exists() else []
-    except json.JSONDecodeError:
-        raise PlacerError(f"{path}: not valid JSON") from None
+    except (json.JSONDecodeError, RecursionError):
+        raise PlacerError(f"{path}: not valid JSON (or nested too deep)") from None
 
 
 def _paired_table(result, rows, against: str, fmt: TableFormat) -> None:

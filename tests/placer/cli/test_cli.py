@@ -323,3 +323,24 @@ def test_structured_streams_tuned_and_online_admission_and_the_gap_to_hindsight(
     assert "| lean:admit=best | admit=" in report.stdout.split("Threshold chosen on tuning streams")[1]
     bad = run("evaluate", *args[:-2], "--structure", "weekly", "--policies", "lean", "--out", str(tmp_path / "bad"))
     assert bad.returncode == 2 and "bad structure 'weekly'" in bad.stderr
+
+
+def test_hostile_files_are_one_line(tmp_path):
+    from tests.placer.toys import chain
+
+    backward = chain().to_dict()
+    for node in backward["graph"]["nodes"]:
+        node["pass"] = "backward"
+    (tmp_path / "backward.json").write_text(json.dumps(backward))
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "wide.csv").write_text("graph,devices,step_time_s\n" + "x" * 200_000 + ",a,1\n")
+    cases = [
+        (("place", str(tmp_path / "backward.json")), "has no forward ops"),
+        (("report", str(tmp_path / "deep.json")), "not an evaluation results file"),
+        (("calibrate", str(tmp_path / "wide.csv"), "--out", str(tmp_path / "c.toml")), "field larger than field limit"),
+        (("calibrate", str(tmp_path / "wide.csv"), "--out", str(tmp_path / "no" / "c.toml")), "folder"),
+        (("evaluate", "--trace", str(tmp_path / "wide.csv"), "--out", str(tmp_path / "ev")), "field larger than field limit"),
+    ]
+    for args, message in cases:
+        result = run(*args)
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr[-500:])
