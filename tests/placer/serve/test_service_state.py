@@ -132,3 +132,14 @@ def test_a_full_disk_is_503_and_changes_nothing(tmp_path):
         assert refused and all(r.status_code == 503 and "retry later" in r.json()["detail"] for r in refused)
         accepted = sum(r.status_code == 200 and r.json()["accepted"] for r in responses)
         assert len(client.get("/v1/cluster").json()["jobs"]) == accepted
+
+
+def test_stored_step_times_faster_than_the_devices_allow_are_refused_at_start(tmp_path):
+    path = tmp_path / "s.sqlite3"
+    store = _store(path)
+    store.add_measurement(StoredMeasurement(chain().key, (DEVICES[0],), 1.0, 1.0), json.dumps(chain().to_dict()))
+    store.close()
+    _sql(path, "UPDATE measurements SET step_time_s = 1e-9")
+    with pytest.raises(PlacerError, match="stored step times: ") as caught:
+        _app(path)
+    assert str(path) in str(caught.value)
