@@ -97,9 +97,11 @@ def calibration_speed() -> None:
 
 def main() -> None:
     args = sys.argv[1:]
-    if "--gavel-only" in args:
-        gavel()
-        return
+    only = {"--gavel-only": gavel, "--extrapolation-only": extrapolation, "--testbed-only": testbed}
+    for flag, table in only.items():
+        if flag in args:
+            table()
+            return
     published()
     if "--smoke" in args:
         print()

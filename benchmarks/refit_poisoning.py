@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.cluster.topology import load_cluster
 from placer.graphs.catalog import resolve_graph
 from placer.serve.http import create_app

@@ -34,6 +34,8 @@ class ClusterPlacementEnv(gym.Env):
     ``graph_table`` (the graphs observations name by id, in ``config.workload.graphs`` order).
     """
 
+    action_space: gym.spaces.Discrete
+
     metadata = {"render_modes": []}
 
     def __init__(self, config: EnvConfig | None = None, **kwargs: Any) -> None:
@@ -114,14 +116,17 @@ class ClusterPlacementEnv(gym.Env):
     # -- internals --------------------------------------------------------------------
     def _next_choice(self) -> Job | None:
         """The next offered job with a feasible option; offers with none are rejected or held without a step."""
-        while (job := self.sim.next_job()) is not None:
+        sim = self.sim
+        if sim is None:
+            raise RuntimeError("call reset() before step()")
+        while (job := sim.next_job()) is not None:
             self._history.observe(job)
-            view = self.sim.view()
+            view = sim.view()
             offer = Offer(job, view, tuple(act.option_table(job, view, self.config.max_degree, self.config.rules)))
             if any(option.feasible for option in offer.options):
                 self._offer = offer
                 return job
-            self.sim.decide(Reject())
+            sim.decide(Reject())
         return None
 
     def _observe(self) -> dict[str, np.ndarray]:

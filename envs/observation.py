@@ -226,7 +226,6 @@ def graph_arrays(graph: JobGraph, max_nodes: int, max_edges: int) -> dict[str, n
         "edge_index": edge_index,
         "edges": edge_feats,
         "edge_mask": edge_mask,
-        "num_forward_ops": len(forward),
     }
 
 

@@ -29,16 +29,16 @@ class PlacementExtractor(BaseFeaturesExtractor):
 
     def __init__(self, observation_space: gym.spaces.Dict, hidden: int = 64, rounds: int = 3, graphs: GraphTable | None = None) -> None:
         spaces = observation_space.spaces
-        self.num_options, self.option_features = spaces["options"].shape
-        self.context_dim = 2 * hidden + 32 + 64 + spaces["cluster"].shape[0]
+        self.num_options, self.option_features = _shape(spaces["options"])
+        self.context_dim = 2 * hidden + 32 + 64 + _shape(spaces["cluster"])[0]
         super().__init__(observation_space, features_dim=self.context_dim + self.num_options * self.option_features)
         self.graph = GraphEncoder(NODE_FEATURES, EDGE_FEATURES, hidden, rounds)
         self.history = "history" in spaces  # the job MLP reads the arrival history beside the job (envs.observation)
-        job_inputs = spaces["job"].shape[0] + (spaces["history"].shape[0] if self.history else 0)
+        job_inputs = _shape(spaces["job"])[0] + (_shape(spaces["history"])[0] if self.history else 0)
         self.job = nn.Sequential(nn.Linear(job_inputs, 32), nn.ReLU())
         self.dedupe_graphs = True  # benchmarks switch it off to measure what it saves
         self.rollout_cache: dict[int, torch.Tensor] | None = None  # graph id -> encoding; set by training while the weights stay fixed
-        self.group = nn.Sequential(nn.Linear(spaces["groups"].shape[1], 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
+        self.group = nn.Sequential(nn.Linear(_shape(spaces["groups"])[1], 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
         self.set_graphs(graphs)
 
     def set_graphs(self, graphs: GraphTable | None) -> None:
@@ -88,3 +88,10 @@ class PlacementExtractor(BaseFeaturesExtractor):
             encoded = self._encode(torch.tensor(missing, device=ids.device))
             cache.update(zip(missing, encoded, strict=True))
         return torch.stack([cache[row] for row in rows])
+
+
+def _shape(space: gym.Space) -> tuple[int, ...]:
+    """The shape of one of the observation's boxes (gymnasium types every space's shape as optional)."""
+    if space.shape is None:
+        raise ValueError(f"observation space {space!r} has no shape")
+    return space.shape

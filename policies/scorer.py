@@ -13,6 +13,8 @@ import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
+from policies.extractor import PlacementExtractor
+
 
 class OptionScorer(nn.Module):
     """features (B, C + O * F) -> (logits (B, 1 + O), value latent (B, hidden))."""
@@ -50,6 +52,9 @@ class OptionScorer(nn.Module):
 class OptionPolicy(MaskableActorCriticPolicy):
     """MaskablePPO policy whose logits come from :class:`OptionScorer` (``net_arch``: [hidden])."""
 
+    features_extractor: PlacementExtractor
+    mlp_extractor: OptionScorer  # type: ignore[assignment]  # SB3 types it as its MlpExtractor; replacing it is SB3's documented extension
+
     def _build_mlp_extractor(self) -> None:
         extractor = self.features_extractor
         hidden = self.net_arch[0] if isinstance(self.net_arch, list) and self.net_arch else 128
@@ -61,4 +66,4 @@ class OptionPolicy(MaskableActorCriticPolicy):
         for head in (self.mlp_extractor.option_score, self.mlp_extractor.reject_score):
             nn.init.orthogonal_(head.weight, gain=0.01)
             nn.init.zeros_(head.bias)
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]  # as SB3 calls it: Optimizer's stub lacks lr

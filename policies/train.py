@@ -18,11 +18,14 @@ import copy
 import json
 import signal
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+import gymnasium as gym
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
@@ -36,6 +39,7 @@ from envs.observation import GraphTable
 from placer.common.atomic import atomic_path, write_atomic
 from placer.common.errors import PlacerError
 from policies.config import TrainConfig
+from policies.extractor import PlacementExtractor
 from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
 from policies.model import policy_kwargs, save_policy_file
@@ -45,6 +49,8 @@ from policies.validation import paired_summary, validation_blocking
 
 class TrainingCallback(BaseCallback):
     """Checkpoints and validation against the heuristics, every so many environment steps."""
+
+    model: MaskablePPO
 
     def __init__(self, out: Path, config: TrainConfig) -> None:
         super().__init__()
@@ -66,10 +72,17 @@ class TrainingCallback(BaseCallback):
             self.evaluate()  # the starting (possibly warm-started) policy is a candidate too
 
     def _on_rollout_start(self) -> None:
-        self.model.policy.features_extractor.rollout_cache = {}  # weights are fixed until the next update
+        self._extractor().rollout_cache = {}  # weights are fixed until the next update
 
     def _on_rollout_end(self) -> None:
-        self.model.policy.features_extractor.rollout_cache = None
+        self._extractor().rollout_cache = None
+
+    def _extractor(self) -> PlacementExtractor:
+        """The graph encoder of the model's policy (an :class:`OptionPolicy`: build_model makes it)."""
+        policy = self.model.policy
+        if not isinstance(policy, OptionPolicy):
+            raise TypeError(f"training expects an OptionPolicy, got {type(policy).__name__}")
+        return policy.features_extractor
 
     def _on_step(self) -> bool:
         every = self.config.train
@@ -142,7 +155,7 @@ def resolve_device(name: str) -> str:
 def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     env_config, ppo, arch = config.env, config.ppo, config.policy
     # Monitor records episode returns and lengths, so rollout/ep_rew_mean reaches TensorBoard.
-    factories = [partial(_monitored_env, env_config, ppo.vec_env == "subproc") for _ in range(ppo.n_envs)]
+    factories: list[Callable[[], gym.Env]] = [partial(_monitored_env, env_config, ppo.vec_env == "subproc") for _ in range(ppo.n_envs)]
     vec_env = SubprocVecEnv(factories, start_method="spawn") if ppo.vec_env == "subproc" else DummyVecEnv(factories)
     vec_env.seed(config.train.seed)
     return MaskablePPO(
@@ -184,7 +197,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
         gamma=config.ppo.gamma,
         temperature=temperature,
     )
-    cloning = {
+    cloning: dict[str, Any] = {
         "epochs": settings.imitation_epochs,
         "batch_size": config.ppo.batch_size,
         "learning_rate": settings.imitation_learning_rate,

@@ -41,7 +41,7 @@ def validation_rates(policy: str | PolicySpec | Policy, env: EnvConfig, episodes
     (e.g. the one being trained), reset before every stream.
     """
     name = policy.name if isinstance(policy, Policy) else policy
-    rates = []
+    rates: list[float] = []
     for config in validation_configs(env, episodes, name):
         runner = Runner(config, policies=[policy] if isinstance(policy, Policy) else None)
         rates.extend(runner.run(task)[0]["blocking_rate"] for task in tasks(config))
@@ -90,7 +90,8 @@ class PairedSummary(BaseModel):
         width = max(len(r.policy) for r in self.rows) + 2
         for r in self.rows:
             rate = plus_minus(r.blocking, r.blocking_half)
-            diff = "" if r.minus_learned is None else f"   {_signed(r.minus_learned, r.minus_learned_half)}  {_verdict(r)}"
+            mean, half = r.minus_learned, r.minus_learned_half  # set together: None for the learned row itself
+            diff = "" if mean is None or half is None else f"   {_signed(mean, half)}  {_verdict(r)}"
             out.append(f"  {r.policy:<{width}}{rate}{diff}")
         return out
 
@@ -123,7 +124,7 @@ def _signed(mean: float, half: float) -> str:
 
 def _verdict(row: PairedRow) -> str:
     mean, half = row.minus_learned, row.minus_learned_half
-    if half is None or math.isnan(half):
+    if mean is None or half is None or math.isnan(half):  # set together: both None for the learned row itself
         return "(one stream: no interval)"
     if mean - half > 0:
         return "(learned blocks fewer)"

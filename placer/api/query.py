@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from collections import Counter
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placer.api.session import Placer, check_iterations
+from placer.api.session import Placer, check_iterations, extrapolation
 from placer.api.types import ClusterState, PlacementDecision, PlacementPrediction
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_policy
@@ -116,7 +115,9 @@ def predict(
     check_iterations(iterations)
     cluster = load_cluster(cluster) if isinstance(cluster, str) else cluster
     cost = CostModel(cluster, strategy=strategy)
-    if isinstance(devices_or_degree, int) and not isinstance(devices_or_degree, bool):
+    if isinstance(devices_or_degree, bool):
+        raise PlacerError(f"devices_or_degree must be a degree or device names, got {devices_or_degree!r}")
+    if isinstance(devices_or_degree, int):
         devices, p = _fastest_placement(cluster, cost, graph, devices_or_degree)
     else:
         devices = _devices(cluster, devices_or_degree)
@@ -150,30 +151,13 @@ def predict(
     )
 
 
-def extrapolation(cluster: Cluster, servers: int, iteration_s: float) -> dict:
-    """``extrapolated``, ``calibrated_max_servers`` and ``interval_s`` of a prediction on ``servers`` servers.
-
-    The interval is the calibration's 90th-percentile cross-validated error (each placement shape left
-    out), widened in proportion to the servers beyond the most calibrated on: a heuristic, not a
-    measured coverage. Uncalibrated clusters (no ``[calibrated]``) get no flag and no interval.
-    """
-    calibrated = cluster.spec.calibrated
-    if calibrated is None:
-        return {}
-    out: dict = {"extrapolated": servers > calibrated.max_servers, "calibrated_max_servers": calibrated.max_servers}
-    if calibrated.cv_p90 is not None and math.isfinite(iteration_s):
-        width = calibrated.cv_p90 * max(1.0, servers / calibrated.max_servers)
-        out["interval_s"] = [iteration_s / (1 + width), iteration_s / max(1 - width, 0.1)]
-    return out
-
-
 def _fastest_placement(cluster: Cluster, cost: CostModel, graph: JobGraph, degree: int) -> tuple[tuple[int, ...], Prediction]:
     """Of the placements the rules give on the idle cluster and on each device type alone: the fastest that fits."""
     if not 1 <= degree <= cluster.num_devices:
         raise PlacerError(f"degree must be between 1 and {cluster.num_devices} on {cluster.name!r}, got {degree}")
     kinds = np.asarray(cluster.device_type)
     masks = [np.ones(cluster.num_devices, dtype=bool)] + [kinds == t for t in sorted(set(cluster.device_type))]
-    candidates = {rule(cluster, mask, degree) for mask in masks for rule in (best_fit, first_fit, spread)} - {None}
+    candidates = {d for mask in masks for rule in (best_fit, first_fit, spread) if (d := rule(cluster, mask, degree)) is not None}
     scored = [(devices, cost.predict(graph, devices)) for devices in sorted(candidates)]
     return min(scored, key=lambda pair: (not pair[1].fits, pair[1].iteration_s, len(set(cluster.server_of[list(pair[0])]))))
 

@@ -11,6 +11,7 @@ arguments only; a :class:`Placer` is for callers who want the online statistics 
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +111,7 @@ class Placer:
             memory_per_device_bytes=prediction.memory_per_device_bytes,
             comm_s=prediction.comm_s,
             **self._common(job),
+            **extrapolation(self.cost.cluster, len(set(self.cost.cluster.server_of[list(devices)].tolist())), jct / job.iterations),
         )
 
     def _rejected(self, job: Job, view: ClusterView) -> PlacementDecision:
@@ -123,12 +125,13 @@ class Placer:
             reason = "deadline_unreachable"
         else:
             reason = "policy_declined"
+        jct = fastest.jct_s if fastest is not None else None
         return PlacementDecision(
             accepted=False,
             degree=0,
             devices=[],
-            predicted_iteration_s=fastest.jct_s / job.iterations if fastest else None,
-            predicted_jct_s=fastest.jct_s if fastest else None,
+            predicted_iteration_s=jct / job.iterations if jct is not None else None,
+            predicted_jct_s=jct,
             meets_deadline=False,
             reason=reason,
             **self._common(job),
@@ -152,3 +155,20 @@ def occupancy(cluster: Cluster, state: ClusterState | None) -> tuple[np.ndarray,
 def check_iterations(iterations: int | None) -> None:
     if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1):
         raise PlacerError(f"iterations must be an integer >= 1, got {iterations!r}")
+
+
+def extrapolation(cluster: Cluster, servers: int, iteration_s: float) -> dict:
+    """``extrapolated``, ``calibrated_max_servers`` and ``interval_s`` of a prediction on ``servers`` servers.
+
+    The interval is the calibration's 90th-percentile cross-validated error (each placement shape left
+    out), widened in proportion to the servers beyond the most calibrated on: a heuristic, not a
+    measured coverage. Uncalibrated clusters (no ``[calibrated]``) get no flag and no interval.
+    """
+    calibrated = cluster.spec.calibrated
+    if calibrated is None:
+        return {}
+    out: dict = {"extrapolated": servers > calibrated.max_servers, "calibrated_max_servers": calibrated.max_servers}
+    if calibrated.cv_p90 is not None and math.isfinite(iteration_s):
+        width = calibrated.cv_p90 * max(1.0, servers / calibrated.max_servers)
+        out["interval_s"] = [iteration_s / (1 + width), iteration_s / max(1 - width, 0.1)]
+    return out

@@ -37,6 +37,11 @@ class PlacementDecision(BaseModel):
     )
     memory_per_device_bytes: float | None = None
     comm_s: float | None = Field(default=None, description="seconds per iteration that communication adds")
+    extrapolated: bool = Field(False, description="the placement spans more servers than any the cluster was calibrated on")
+    calibrated_max_servers: int | None = Field(None, description="the most servers a calibration row spanned (null: not calibrated)")
+    interval_s: list[float] | None = Field(
+        None, description="predicted_iteration_s -/+ the calibration's 90th-percentile error with each placement shape left out"
+    )
 
 
 class PlacementPrediction(BaseModel):

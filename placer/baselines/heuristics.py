@@ -19,6 +19,14 @@ rule (``first_fit`` by default; see :mod:`placer.cluster.placement`):
   while arrivals come faster than their long-run rate); ``lean:admit=best`` is the best fixed ``Q``
   of :data:`ADMIT_GRID` for the workload, chosen on other streams than those it is evaluated on
   (:class:`BestLean`; :mod:`placer.evaluate.runner` tunes it).
+- ``eff:E``: the largest degree whose parallel efficiency (sequential JCT / (degree x JCT)) is at
+  least ``E`` (0 < E <= 1) among those that meet the deadline; the smallest degree that meets it when
+  none is that efficient.
+- ``switch:U``: wide while the cluster is quiet, lean when it is busy: the largest degree that meets
+  the deadline (para_max's choice, never a placement that misses it) while no other job waits and
+  more than a fraction ``U`` of the devices are free; ``lean`` otherwise.
+- ``best``: the best member of every family (:data:`placer.baselines.best.BEST_CANDIDATES`), chosen per
+  workload on tuning streams apart from the evaluated ones (:mod:`placer.baselines.best`).
 - ``lookahead:k=K:h=H:m=M`` and ``hindsight:h=H:m=M``: the rollout planners of
   :mod:`placer.baselines.lookahead` (sampled futures; the stream's actual future, a clairvoyant reference).
 """
@@ -37,7 +45,7 @@ from placer.common.errors import PolicyError
 from placer.sim.history import ArrivalHistory
 from placer.sim.options import DEFAULT_MAX_DEGREE, Option, degrees_for, options
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Decision, Job, Place, Reject
+from placer.sim.types import Decision, Job, Reject
 
 LEAN_TIE = 1e-3
 ADMIT_GRID = (0.8, 0.85, 0.9, 0.95, 1.0)  # the thresholds lean:admit=best chooses from
@@ -57,7 +65,7 @@ class Heuristic(Policy):
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
         chosen = self.choose(job, view, options(job, view, degrees=degrees_for(view, self.max_degree), rules=(self.rule,)))
-        return Place(chosen.devices) if chosen is not None else Reject()
+        return chosen.place() if chosen is not None else Reject()
 
     def choose(self, job: Job, view: ClusterView, table: list[Option]) -> Option | None:
         raise NotImplementedError
@@ -85,6 +93,18 @@ class RandomDegree(Heuristic):
     def choose(self, job, view, table):
         placeable = [o for o in table if o.devices is not None]
         return placeable[int(self.rng.integers(len(placeable)))] if placeable else None
+
+
+@dataclass
+class Efficient(Heuristic):
+    """``eff:E`` (module docstring)."""
+
+    efficiency: float = 0.5
+
+    def choose(self, job, view, table):
+        feasible = [o for o in table if o.feasible]
+        efficient = [o for o in feasible if job.sequential_jct_s >= self.efficiency * o.degree * o.jct_s]
+        return efficient[-1] if efficient else feasible[0] if feasible else None
 
 
 @dataclass(frozen=True)
@@ -118,7 +138,7 @@ class Lean(Heuristic):
         self._sizes, self._seen, self._arrival_history = [], set(), ArrivalHistory()
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
-        if self.admit is not None and self._large(job, view):
+        if self.admit is not None and self._large(job, view, self.admit):
             return Reject()
         degrees = degrees_for(view, min(self.max_degree, self.cap or self.max_degree))
         table = options(job, view, degrees=degrees, rules=tuple(PLACEMENT_RULES), distinct=True)
@@ -128,16 +148,16 @@ class Lean(Heuristic):
         least = min(o.device_seconds for o in feasible)
         thrifty = [o for o in feasible if o.device_seconds <= least * (1 + LEAN_TIE)]
         best = min(thrifty, key=lambda o: (o.degree, o.jct_s, o.device_seconds))
-        return Place(best.devices)
+        return best.place()
 
-    def _large(self, job: Job, view: ClusterView) -> bool:
+    def _large(self, job: Job, view: ClusterView, admit: float | AutoAdmission) -> bool:
         """True when ``job`` should wait (or be declined) under the size admission rule."""
         if job.job_id not in self._seen:
             self._seen.add(job.job_id)
             bisect.insort(self._sizes, job.sequential_jct_s)
-            if isinstance(self.admit, AutoAdmission):  # only the online rule reads arrivals: planners' rollouts skip the cost
+            if isinstance(admit, AutoAdmission):  # only the online rule reads arrivals: planners' rollouts skip the cost
                 self._arrival_history.observe(job)
-        quantile = self.admit.quantile(self._arrival_history) if isinstance(self.admit, AutoAdmission) else self.admit
+        quantile = admit.quantile(self._arrival_history) if isinstance(admit, AutoAdmission) else admit
         threshold = self._sizes[min(len(self._sizes) - 1, int(quantile * len(self._sizes)))]
         if job.sequential_jct_s <= threshold:
             return False
@@ -161,8 +181,9 @@ class BestLean(Lean):
 
     def tuned(self, tuning: Tuning) -> BestLean:
         """A copy with ``admit`` fixed to the quantile of :attr:`grid` that blocks fewest jobs on the tuning streams."""
-        lean = {"rule": self.rule, "max_degree": self.max_degree, "cap": self.cap, "admit_free": self.admit_free}
-        variants = {q: Lean(**lean, admit=q) for q in self.grid}
+        variants = {
+            q: Lean(rule=self.rule, max_degree=self.max_degree, cap=self.cap, admit_free=self.admit_free, admit=q) for q in self.grid
+        }
         copy = replace(self)
         copy.reset(self.rng)  # its own run state, not this one's
         copy.choose_admit({q: tuning.blocking(lean) for q, lean in variants.items()})
@@ -175,3 +196,17 @@ class BestLean(Lean):
         if self.admit is None:
             raise PolicyError("lean:admit=best must be tuned on a workload first (placer evaluate does it)")
         return super().decide(job, view)
+
+
+@dataclass
+class Switch(Lean):
+    """``switch:U`` (module docstring): the widest degree that meets the deadline while the cluster is quiet, lean otherwise."""
+
+    quiet_free: float = 0.5  # U: the share of devices that must be free (strictly more) to go wide
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        if len(view.waiting) > 1 or view.num_free <= self.quiet_free * view.cluster.num_devices:
+            return super().decide(job, view)
+        table = options(job, view, degrees=degrees_for(view, self.max_degree), rules=(self.rule,))
+        wide = next((o for o in reversed(table) if o.feasible), None)
+        return wide.place() if wide is not None else Reject()

@@ -89,8 +89,8 @@ class Lookahead(Lean):
         table = [o for o in options(job, view, degrees=degrees_for(view, self.max_degree), rules=tuple(PLACEMENT_RULES)) if o.feasible]
         out: list[Decision] = [base, Reject()]
         if table:
-            out.append(Place(min(table, key=lambda o: (o.degree, o.jct_s)).devices))
-            out.append(Place(min(table, key=lambda o: (o.jct_s, o.degree)).devices))
+            out.append(min(table, key=lambda o: (o.degree, o.jct_s)).place())
+            out.append(min(table, key=lambda o: (o.jct_s, o.degree)).place())
         unique: list[Decision] = []
         for decision in out:
             if decision not in unique:

@@ -9,7 +9,7 @@ it weighed at the last offer, for soft imitation targets).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -84,7 +84,7 @@ class Tuning:
 
     cost: CostModel
     queue: QueueConfig
-    draw: Callable[[np.random.Generator], Sequence[JobSpec]]
+    draw: Callable[[np.random.Generator], Iterable[JobSpec]]
     beta_index: int = 0
     streams: int = TUNING_STREAMS
 
@@ -93,8 +93,9 @@ class Tuning:
         """The tuning streams (drawn once)."""
         return [list(self.draw(np.random.default_rng([TUNING_SEED + k, self.beta_index]))) for k in range(self.streams)]
 
-    def blocking(self, policy: Policy) -> float:
-        """Mean blocking rate of ``policy`` over the tuning streams (stream ``k`` run with rng ``[TUNING_SEED + k, 1]``)."""
+    def blocking(self, policy: Policy, metric: str = "blocking_rate") -> float:
+        """Mean ``metric`` (a :class:`~placer.sim.metrics.RunMetrics` field; default the blocking rate) of ``policy`` over the
+        tuning streams (stream ``k`` run with rng ``[TUNING_SEED + k, 1]``)."""
         rngs = (np.random.default_rng([TUNING_SEED + k, 1]) for k in range(self.streams))
         runs = (run_policy(policy, self.cost, jobs, self.queue, rng) for jobs, rng in zip(self.jobs, rngs, strict=True))
-        return float(np.mean([run.metrics.blocking_rate for run in runs]))
+        return float(np.mean([getattr(run.metrics, metric) for run in runs]))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from placer.baselines.heuristics import AutoAdmission, BestLean, Fixed, Heuristic, Lean, ParaMax, ParaMin, RandomDegree
+from placer.baselines.best import BEST_CANDIDATES, Best
+from placer.baselines.heuristics import AutoAdmission, BestLean, Efficient, Fixed, Heuristic, Lean, ParaMax, ParaMin, RandomDegree, Switch
 from placer.baselines.lookahead import Hindsight, Lookahead
 from placer.baselines.plugins import plugin_factory
 from placer.baselines.policy import Policy
@@ -42,10 +44,15 @@ def make_policy(spec: str | PolicySpec, context: PolicyContext) -> Policy:
     return factory(spec, context)
 
 
-def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuristic:
+def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuristic | Best:
     """A heuristic or planner from its name, e.g. ``para_min``, ``fixed:8+best_fit``, ``lean:cap=8``, ``lean:admit=0.9@edf``."""
     spec = PolicySpec.parse(spec, plugins={})
-    common = {"rule": spec.rule or "first_fit", "max_degree": max_degree, "spec": spec}
+    if spec.kind == "best":
+        if spec.rule is not None:
+            raise PolicyError(f"unknown policy {str(spec)!r}: best picks its members' placement rules itself")
+        names = [name for name in BEST_CANDIDATES if not name.startswith("fixed:") or int(name[6:]) <= max_degree]
+        return Best({name: make_heuristic(name, max_degree=max_degree) for name in names}, spec)
+    common: dict[str, Any] = {"rule": spec.rule or "first_fit", "max_degree": max_degree, "spec": spec}
     options = spec.options
     if spec.kind in _SIMPLE:
         return _SIMPLE[spec.kind](**common)
@@ -54,10 +61,14 @@ def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGR
         if degree > max_degree:
             raise PolicyError(f"unknown policy {str(spec)!r}: fixed:K needs 1 <= K <= {max_degree}")
         return Fixed(**common, degree=degree)
-    lean = {"cap": options.get("cap"), "admit": _admission(options.get("admit")), "admit_free": options.get("free", 0.5)}
+    if spec.kind == "eff":
+        return Efficient(**common, efficiency=float(spec.positional or 0))
+    if spec.kind == "switch":
+        return Switch(**common, quiet_free=float(spec.positional or 0))
+    lean: dict[str, Any] = {"cap": options.get("cap"), "admit": _admission(options.get("admit")), "admit_free": options.get("free", 0.5)}
     if spec.kind == "lean":
         return BestLean(**common, **(lean | {"admit": None})) if options.get("admit") == "best" else Lean(**common, **lean)
-    planner = {_PLANNER_FIELDS[key]: value for key, value in options.items() if key in _PLANNER_FIELDS}
+    planner: dict[str, Any] = {_PLANNER_FIELDS[key]: value for key, value in options.items() if key in _PLANNER_FIELDS}
     return (Lookahead if spec.kind == "lookahead" else Hindsight)(**common, **lean, **planner)
 
 

@@ -21,7 +21,7 @@ from placer.sim.queueing import QueueConfig
 
 _GRAMMAR = re.compile(r"(?P<kind>[a-z_][a-z0-9_]*)(?P<args>(?::[^:+@]+)*)(?:\+(?P<rule>[a-z_]+))?(?:@(?P<discipline>[a-z-]+))?")
 HEURISTIC_USAGE = (
-    "para_max, para_min, fixed:K, random, lean, lean:cap=K:admit=Q:free=F (Q: a quantile, auto or best), "
+    "para_max, para_min, fixed:K, random, lean, lean:cap=K:admit=Q:free=F (Q: a quantile, auto or best), eff:E, switch:U, best, "
     "lookahead:k=K:h=H:m=M or hindsight:h=H:m=M, optionally +first_fit, +best_fit or +spread and @fifo, @edf or @sjf (-bf)"
 )
 
@@ -36,6 +36,13 @@ def _positive_int(text: str) -> int:
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0 <= value <= 1:
+        raise ValueError(text)
+    return value
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
         raise ValueError(text)
     return value
 
@@ -72,6 +79,9 @@ HEURISTIC_KINDS: dict[str, tuple[dict[str, Converter], Converter | None]] = {
     "random": ({}, None),
     "fixed": ({}, _positive_int),
     "lean": (_LEAN, None),
+    "eff": ({}, _share),
+    "switch": ({}, _fraction),
+    "best": ({}, None),
     "lookahead": ({**_PLANNER, "k": _positive_int}, None),
     "hindsight": (_PLANNER, None),
 }

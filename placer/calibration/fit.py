@@ -311,7 +311,7 @@ class _Problem:
             )
         return self.base.retuned(fabric, overheads, jobs), scales
 
-    def predicted(self, x: np.ndarray, rows: list[int] | None = None, splits: list[Strategy] | None = None) -> np.ndarray:
+    def predicted(self, x: np.ndarray, rows: list[int] | None = None, splits: list[Strategy | None] | None = None) -> np.ndarray:
         model, scales = self.model_at(x)
         indices = range(len(self.rows)) if rows is None else rows
         out = []

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from placer.cluster.topology import ClusterSpec
 
 
-def cluster_toml(spec: ClusterSpec, comment: list[str] = ()) -> str:
+def cluster_toml(spec: ClusterSpec, comment: Sequence[str] = ()) -> str:
     """TOML for ``spec``; each line of ``comment`` becomes a ``#`` line above it."""
     out = [f"# {line}".rstrip() for line in comment]
     out.append(f"name = {json.dumps(spec.name)}")

@@ -57,9 +57,10 @@ def main() -> None:
     except Exception as exc:  # click's usage errors (typer ships its own click, so match the protocol, not the class)
         if type(exc).__name__ == "Abort":
             sys.exit(1)
-        if not (hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)):
+        exit_code = getattr(exc, "exit_code", None)
+        if not (hasattr(exc, "format_message") and isinstance(exit_code, int)):
             raise
         message = " ".join(exc.format_message().split()) or "see 'placer --help'"
         command = getattr(getattr(exc, "ctx", None), "command_path", "placer")
         err_console.print(f"[red]error:[/red] {message} (see '{command} --help')", highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
+        sys.exit(exit_code)

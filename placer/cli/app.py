@@ -16,7 +16,7 @@ def _flag_type_rich(self: typer.core.TyperOption, ctx) -> str | None:
 
 
 _option_type_rich = typer.core.TyperOption.display_type_rich
-typer.core.TyperOption.display_type_rich = _flag_type_rich
+typer.core.TyperOption.display_type_rich = _flag_type_rich  # type: ignore[method-assign]  # a deliberate patch of typer
 
 app = typer.Typer(add_completion=False, help="Partition and place DNN training jobs on a GPU cluster.")
 import_app = typer.Typer(no_args_is_help=True, help="Convert job graphs from other formats.")

@@ -26,6 +26,7 @@ def demo(
     from placer.evaluate import EvaluationConfig, total_decisions, write_results
     from placer.evaluate import evaluate as run_evaluation
     from placer.evaluate.plots import plot_all
+    from placer.sim.workload import WorkloadSpec
 
     shipped = data_dir() / "policies" / "pacml.pt"
     learned = "learned" in plugin_names() and shipped.exists()
@@ -42,18 +43,11 @@ def demo(
     console.print_json(prediction.model_dump_json(exclude={"devices"}))
     console.rule("3. evaluate against the heuristics: dgx8x8, an EDF queue, job lengths spread 100-fold, PAC-ML's graphs, 5 seeds")
     policies = (["learned"] if learned else []) + ["para_min+best_fit", "lean", "lean@edf", "lean:admit=0.9"]
-    config = EvaluationConfig(
-        cluster="dgx8x8",
-        graphs=list(PACML_GRAPHS),
-        beta_dists=["A", "B", "C", "D"],
-        load=0.9,
-        jobs=jobs,
-        seeds=5,
-        policies=policies,
-        policy_file=str(shipped) if learned else None,
-        queue="edf-bf",
-        size="loguniform:0.1:10",
+    workload = WorkloadSpec(
+        graphs=list(PACML_GRAPHS), beta_dists=["A", "B", "C", "D"], load=0.9, jobs=jobs, queue="edf-bf", size="loguniform:0.1:10"
     )
+    policy_file = str(shipped) if learned else None
+    config = EvaluationConfig(cluster="dgx8x8", workload=workload, seeds=5, policies=policies, policy_file=policy_file)
     with progress_bar() as bar:
         task = bar.add_task("simulating", total=total_decisions(config))
         result = run_evaluation(config, on_task=lambda jobs: bar.advance(task, jobs), workers=min(4, os.cpu_count() or 1))

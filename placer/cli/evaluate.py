@@ -17,9 +17,12 @@ from placer.sim.workload import WorkloadSpec
 
 
 @app.command()
-@model_options(WorkloadSpec, "workload", defaults={"jobs": 1000}, names={"beta_dists": "--beta-dist"})
+@model_options(WorkloadSpec, "workload", defaults={"jobs": 1000}, names={"beta_dists": "--beta-dist"}, exclude=("load",))
 def evaluate(
     workload: dict,
+    load: Annotated[
+        str, typer.Option(help="offered load (arrived work / cluster capacity), or several comma-separated: each on the same seeds")
+    ] = "0.9",
     cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
     graphs_dir: Annotated[Path | None, typer.Option(help="use every *.json graph in this folder instead of --graphs")] = None,
     seeds: Annotated[int, typer.Option(help="runs per policy and beta distribution")] = 3,
@@ -34,7 +37,7 @@ def evaluate(
 ) -> None:
     """Compare policies on the same simulated job streams; write results, summary and plots.
 
-    Policies: para_max, para_min, fixed:K, random, lean (lean:admit=Q for size admission), lookahead
+    Policies: para_max, para_min, fixed:K, random, lean (lean:admit=Q for size admission), eff:E, switch:U, best, lookahead
     (lookahead:k=K:h=H), learned; +RULE picks a placement rule, @DISCIPLINE a queue order (lean@edf).
     --workers N or --ray ADDRESS run the (distribution, seed, policy) runs in parallel, with the same results.
     """
@@ -44,9 +47,11 @@ def evaluate(
     from placer.evaluate import evaluate as run_evaluation
     from placer.evaluate.plots import plot_all
 
+    loads = parse_loads(load)
     config = EvaluationConfig(
         cluster=str(cluster),
-        workload=workload | ({"graphs": []} if graphs_dir else {}),
+        workload=workload | {"load": loads[0]} | ({"graphs": []} if graphs_dir else {}),
+        loads=loads if len(loads) > 1 else (),
         graphs_dir=str(graphs_dir) if graphs_dir else None,
         seeds=seeds,
         policies=split_list(policies),
@@ -70,27 +75,43 @@ def evaluate(
     console.print("wrote " + ", ".join(str(p) for p in paths))
 
 
+def parse_loads(text: str) -> tuple[float, ...]:
+    """``"0.5,0.9,1.3"`` -> ``(0.5, 0.9, 1.3)``; text that is no list of numbers is a one-line error (the config checks the values)."""
+    try:
+        loads = tuple(float(part) for part in split_list(text))
+    except ValueError:
+        loads = ()
+    if not loads:
+        raise PlacerError(f"--load {text!r}: give one number or several, comma-separated (0.5,0.9,1.3)")
+    return loads
+
+
 def summary_table(result) -> Table:
-    """The evaluation's summary for the terminal: one row per (beta, policy), the best blocking rate in bold."""
+    """The evaluation's summary for the terminal: one row per (load, beta, policy), the best blocking rate in bold;
+    ``avoidable``: blocked among the jobs some policy could accept (placer.sim.metrics)."""
     c = result.config
     w = c.workload
-    setting = f"{c.cluster}, load {w.load}" + (f", queue {w.queue[0]}" if w.queue[0] != "none" else "")
+    several = len(c.load_values) > 1
+    setting = f"{c.cluster}, load {', '.join(map(str, c.load_values))}" + (f", queue {w.queue[0]}" if w.queue[0] != "none" else "")
     setting += f", size {w.size[0]}" if w.size[0] != "const" else ""
     setting += f", structure {w.structure[0]}" if w.structure[0] != "iid" else ""
     rows = result.summary()
     body, bold = [], set()
     for i, row in enumerate(rows):
-        if row["blocking_rate"] == min(r["blocking_rate"] for r in rows if r["beta_dist"] == row["beta_dist"]):
-            bold.add((i, 2))
+        same = [r["blocking_rate"] for r in rows if r["beta_dist"] == row["beta_dist"] and r["load"] == row["load"]]
+        if row["blocking_rate"] == min(same):
+            bold.add((i, 2 + several))
         body.append(
-            [
+            ([str(row["load"])] if several else [])
+            + [
                 row["beta_dist"],
                 row["policy"],
                 plus_minus(row["blocking_rate"], row["blocking_rate_ci95"]),
+                f"{row['avoidable_blocking_rate']:.3f}",
                 plus_minus(row["throughput_jobs_per_hour"], row["throughput_jobs_per_hour_ci95"], ".1f"),
                 f"{row['mean_jct_s']:.0f}",
                 f"{row['utilization']:.3f}",
             ]
         )
-    header = ["beta", "policy", "blocking", "jobs/hour", "JCT (s)", "util."]
+    header = ["load"] * several + ["beta", "policy", "blocking", "avoidable", "jobs/hour", "JCT (s)", "util."]
     return terminal_table(header, body, title=f"{setting}, {c.seeds} seeds (mean ± 95% CI)", bold=bold)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from statistics import fmean
 from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 
 from placer.cli.app import app, err_console
-from placer.cli.tables import TableFormat, emit_by_beta, say
+from placer.cli.tables import TableFormat, emit, emit_by_beta, say
 from placer.common.errors import PlacerError
 from placer.common.textfile import read_text
 from placer.evaluate.stats import plus_minus
@@ -24,6 +25,12 @@ def report(
         str | None, typer.Option(help="with --against: the clairvoyant reference for the gap closed (default: the evaluated hindsight:...)")
     ] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", help="markdown, csv, or table (fitted to the terminal)")] = TableFormat.markdown,
+    outcomes: Annotated[
+        bool,
+        typer.Option(
+            help="also print what a policy can change: avoidable blocking (paired, with --against), unavoidable share, JCT, slowdown",
+        ),
+    ] = False,
 ) -> None:
     """Print an evaluation's summary (blocking rate and throughput, mean ± 95% CI) as markdown, CSV or a terminal table.
 
@@ -60,12 +67,36 @@ def report(
         jobs = result.runs[0]["jobs"] if result.runs else 0
         say(f"{result.config.cluster}, trace {result.config.trace} ({jobs} jobs), {result.config.strategy} cost model\n", fmt)
     else:
+        loads_text = ", ".join(map(str, result.config.load_values))
         say(
-            f"{result.config.cluster}, load {w.load}, queue {w.queue[0]}, size {w.size[0]}, structure {w.structure[0]}, "
+            f"{result.config.cluster}, load {loads_text}, queue {w.queue[0]}, size {w.size[0]}, structure {w.structure[0]}, "
             f"{w.jobs} jobs x {result.config.seeds} seeds, "
             f"{result.config.strategy} cost model, graphs: {', '.join(w.graphs) or result.config.graphs_dir}\n",
             fmt,
         )
+    loads = result.config.load_values
+    for load in loads:
+        if len(loads) > 1:
+            say(f"\nload {load}:\n", fmt)
+        _blocking_table(result, [r for r in rows if r["load"] == load], fmt)
+    if outcomes:
+        _outcomes_table(result, rows, fmt)
+    if against is not None:
+        _paired_table(result, rows, against, fmt)
+        if outcomes:
+            _paired_table(result, rows, against, fmt, "avoidable_blocking_rate")
+        reference = hindsight or next((p for p in result.config.policies if p.startswith("hindsight")), None)
+        if reference is not None:
+            _gap_table(result, against, reference, fmt)
+    elif hindsight is not None:
+        raise PlacerError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
+    _deviations_table(result, fmt)
+    _tuned_table(result, fmt)
+    _chosen_table(result, fmt)
+
+
+def _blocking_table(result, rows: list[dict], fmt: TableFormat) -> None:
+    """One row per policy: blocking rate and jobs/hour per beta distribution (the best blocking in bold), of one load's ``rows``."""
     betas = result.config.beta_labels
     best = {b: min(r["blocking_rate"] for r in rows if r["beta_dist"] == b) for b in betas}
     body, bold = [], set()
@@ -81,15 +112,51 @@ def report(
                 bold.add((i, 1 + 2 * k))
         body.append(row)
     emit_by_beta(body, betas, ["blocking", "jobs/h"], fmt, bold=bold)
-    if against is not None:
-        _paired_table(result, rows, against, fmt)
-        reference = hindsight or next((p for p in result.config.policies if p.startswith("hindsight")), None)
-        if reference is not None:
-            _gap_table(result, against, reference, fmt)
-    elif hindsight is not None:
-        raise PlacerError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
-    _deviations_table(result, fmt)
-    _tuned_table(result, fmt)
+
+
+OUTCOME_HEADER = [
+    "load",
+    "beta",
+    "policy",
+    "blocking",
+    "unavoidable",
+    "avoidable blocking",
+    "mean JCT (s)",
+    "p95 JCT (s)",
+    "slowdown",
+    "jobs/h",
+    "device-h/job",
+]
+
+
+def _outcomes_table(result, rows: list[dict], fmt: TableFormat) -> None:
+    """One row per (load, beta, policy): what a policy can change (placer.sim.metrics), means over seeds;
+    the least avoidable blocking of each (load, beta) in bold."""
+    say(
+        "\nWhat a policy can change (blocked among the jobs the fastest placement on the idle cluster serves in time; mean ± 95% CI):\n",
+        fmt,
+    )
+    body, bold = [], set()
+    for i, r in enumerate(rows):
+        same = [o["avoidable_blocking_rate"] for o in rows if (o["load"], o["beta_dist"]) == (r["load"], r["beta_dist"])]
+        if r["avoidable_blocking_rate"] == min(same):
+            bold.add((i, 5))
+        body.append(
+            [
+                str(r["load"]),
+                r["beta_dist"],
+                r["policy"],
+                f"{r['blocking_rate']:.3f}",
+                f"{r['unavoidable_share']:.3f}",
+                plus_minus(r["avoidable_blocking_rate"], r["avoidable_blocking_rate_ci95"]),
+                f"{r['mean_jct_s']:.0f}",
+                f"{r['p95_jct_s']:.0f}",
+                f"{r['mean_slowdown']:.2f}",
+                f"{r['throughput_jobs_per_hour']:.1f}",
+                f"{r['device_hours_per_job']:.3f}",
+            ]
+        )
+    emit(OUTCOME_HEADER, body, fmt, bold=bold)
 
 
 def _check_references(policies: list[str], against: str | None, hindsight: str | None) -> None:
@@ -110,19 +177,22 @@ def _timelines(path: Path) -> list[dict]:
         raise PlacerError(f"{path}: not valid JSON (or nested too deep)") from None
 
 
-def _paired_table(result, rows, against: str, fmt: TableFormat) -> None:
+def _paired_table(result, rows, against: str, fmt: TableFormat, metric: str = "blocking_rate") -> None:
+    """Each policy's ``metric`` minus ``against``'s, paired by seed (and load), per beta distribution."""
     if against not in result.config.policies:
         raise PlacerError(f"--against {against!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
     betas = result.config.beta_labels
-    say(f"\nBlocking rate minus {against}'s on the same job streams (mean ± 95% CI over seeds; relative change):\n", fmt)
+    pooled = " and loads" if len(result.config.load_values) > 1 else ""
+    what = "Blocking rate" if metric == "blocking_rate" else "Avoidable blocking rate"
+    say(f"\n{what} minus {against}'s on the same job streams (mean ± 95% CI over seeds{pooled}; relative change):\n", fmt)
     body = []
-    base = {r["beta_dist"]: r["blocking_rate"] for r in rows if r["policy"] == against}
+    base = {b: fmean(r[metric] for r in rows if r["policy"] == against and r["beta_dist"] == b) for b in betas}
     for policy in result.config.policies:
         if policy == against:
             continue
         cells = []
         for b in betas:
-            mean, half = result.paired(policy, against, b)
+            mean, half = result.paired(policy, against, b, metric)
             relative = f" ({mean / base[b]:+.0%})" if base[b] > 0 else ""
             cells.append(plus_minus(mean, half, "+.3f").replace("± +", "± ") + relative)
         body.append([policy, *cells])
@@ -165,6 +235,22 @@ def _tuned_table(result, fmt: TableFormat) -> None:
         chosen = {r["beta_dist"]: r["policy_stats"]["admit"] for r in result.runs if r["policy"] == policy}
         body.append([policy, *(f"admit={chosen[b]}" for b in betas)])
     emit_by_beta(body, betas, ["threshold"], fmt)
+
+
+def _chosen_table(result, fmt: TableFormat) -> None:
+    """The member each ``best`` policy chose per load and beta distribution, on its tuning streams."""
+    tuned = _reporting(result, "chosen")
+    if not tuned:
+        return
+    betas = result.config.beta_labels
+    say("\nMember chosen on tuning streams (apart from the evaluated ones), by load:\n", fmt)
+    body = []
+    for policy in tuned:
+        for load in result.config.load_values:
+            runs = [r for r in result.runs if r["policy"] == policy and r.get("load", load) == load]
+            chosen = {r["beta_dist"]: r["policy_stats"]["chosen"] for r in runs}
+            body.append([f"{policy} (load {load})", *(chosen.get(b, "-") for b in betas)])
+    emit_by_beta(body, betas, ["chosen"], fmt)
 
 
 def _deviations_table(result, fmt: TableFormat) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from enum import StrEnum
 
 import typer
@@ -24,7 +26,9 @@ def say(text: str, fmt: TableFormat) -> None:
     typer.echo(text, err=fmt == TableFormat.csv)
 
 
-def emit_by_beta(rows: list[list[str]], betas: list[str], values: list[str], fmt: TableFormat, *, bold=frozenset()) -> None:
+def emit_by_beta(
+    rows: list[list[str]], betas: Sequence[str], values: list[str], fmt: TableFormat, *, bold: AbstractSet[tuple[int, int]] = frozenset()
+) -> None:
     """Print one row per policy: its name, then ``values`` for each of ``betas`` in turn.
 
     Markdown and CSV get one wide row per policy ("beta A blocking", ...); a terminal table
@@ -35,7 +39,8 @@ def emit_by_beta(rows: list[list[str]], betas: list[str], values: list[str], fmt
     if fmt != TableFormat.table:
         emit(["policy", *(f"beta {b} {v}" for b in betas for v in values)], rows, fmt, bold=bold)
         return
-    stacked, stacked_bold = [], set()
+    stacked: list[list[str]] = []
+    stacked_bold: set[tuple[int, int]] = set()
     for g, beta in enumerate(betas):
         for i, row in enumerate(rows):
             stacked_bold |= {(len(stacked), 2 + k) for k in range(per) if (i, 1 + g * per + k) in bold}
@@ -43,7 +48,7 @@ def emit_by_beta(rows: list[list[str]], betas: list[str], values: list[str], fmt
     emit(["beta", "policy", *values], stacked, fmt, bold=stacked_bold)
 
 
-def emit(header: list[str], rows: list[list[str]], fmt: TableFormat, *, bold: set[tuple[int, int]] = frozenset()) -> None:
+def emit(header: list[str], rows: list[list[str]], fmt: TableFormat, *, bold: AbstractSet[tuple[int, int]] = frozenset()) -> None:
     """Print ``rows`` under ``header``; ``bold`` (row, column) cells are the best of their column."""
     if fmt == TableFormat.csv:
         header, rows = _numeric(header, rows)
@@ -61,7 +66,7 @@ def emit(header: list[str], rows: list[list[str]], fmt: TableFormat, *, bold: se
 
 
 def terminal_table(
-    header: list[str], rows: list[list[str]], *, title: str | None = None, bold: set[tuple[int, int]] = frozenset()
+    header: list[str], rows: list[list[str]], *, title: str | None = None, bold: AbstractSet[tuple[int, int]] = frozenset()
 ) -> Table:
     """A rich table whose text columns (beta, policy) never wrap or cut; the numbers wrap if they must."""
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))

@@ -64,9 +64,9 @@ class FreeDevices:
                 counts[-1] += 1
             return np.array(starts, dtype=np.int64), np.array(counts, dtype=np.int64), starts, counts
         server = self.cluster.server_of[self._free]
-        starts = np.concatenate(([0], np.flatnonzero(np.diff(server)) + 1))
-        counts = np.diff(np.append(starts, self.count))
-        return starts, counts, starts.tolist(), counts.tolist()
+        run_starts = np.concatenate(([0], np.flatnonzero(np.diff(server)) + 1))
+        run_counts = np.diff(np.append(run_starts, self.count))
+        return run_starts, run_counts, run_starts.tolist(), run_counts.tolist()
 
     @property
     def starts(self) -> np.ndarray:

@@ -11,9 +11,6 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-_MISSING = object()
-
-
 class LRUCache(Generic[K, V]):
     """At most ``maxsize`` entries and, with ``max_bytes``, at most that many bytes by ``sizeof``
     (an entry larger than ``max_bytes`` alone is not kept); reading or writing one makes it the
@@ -32,14 +29,16 @@ class LRUCache(Generic[K, V]):
 
     def get(self, key: K, default: V | None = None) -> V | None:
         with self._lock:
-            value = self._data.get(key, _MISSING)
-            if value is _MISSING:
+            try:
+                value = self._data[key]
+            except KeyError:
                 return default
             self._data.move_to_end(key)
             return value
 
     def __setitem__(self, key: K, value: V) -> None:
-        if self.sizeof is None:  # bounded by count only: the hot path of the cost model's caches
+        max_bytes = self.max_bytes
+        if self.sizeof is None or max_bytes is None:  # by count only (both or neither): the cost model's hot path
             with self._lock:
                 self._data[key] = value
                 self._data.move_to_end(key)
@@ -50,11 +49,11 @@ class LRUCache(Generic[K, V]):
         with self._lock:
             self.bytes -= self._sizes.pop(key, 0.0)
             self._data.pop(key, None)
-            if size > self.max_bytes:
+            if size > max_bytes:
                 return
             self._data[key], self._sizes[key] = value, size
             self.bytes += size
-            while len(self._data) > self.maxsize or self.bytes > self.max_bytes:
+            while len(self._data) > self.maxsize or self.bytes > max_bytes:
                 old, _ = self._data.popitem(last=False)
                 self.bytes -= self._sizes.pop(old)
 

@@ -160,10 +160,13 @@ class CostModel:
         self._speed = cluster.speed.tolist()
         self._rate = [v * c for v, c in zip(self._speed, cluster.compute_scale, strict=True)]
         self._memory = cluster.memory_bytes.tolist()
-        by_size = {"max_bytes": max_graph_bytes, "sizeof": _compiled_bytes} if max_graph_bytes else {}
-        self._compiled: LRUCache[str, sipml.CompiledGraph] = LRUCache(max_graphs, **by_size)
-        by_size = {"max_bytes": max_graph_bytes, "sizeof": _profile_bytes} if max_graph_bytes else {}
-        self._profiles: LRUCache[tuple, GraphProfile] = LRUCache(4 * max_graphs, **by_size)  # a few device types per graph
+        by_bytes = max_graph_bytes or None
+        self._compiled: LRUCache[str, sipml.CompiledGraph] = LRUCache(
+            max_graphs, max_bytes=by_bytes, sizeof=_compiled_bytes if by_bytes else None
+        )
+        self._profiles: LRUCache[tuple, GraphProfile] = LRUCache(
+            4 * max_graphs, max_bytes=by_bytes, sizeof=_profile_bytes if by_bytes else None
+        )  # a few device types per graph
         self._predictions: LRUCache[tuple, Prediction] = LRUCache(max_predictions)
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
         self._stage_cache: LRUCache[tuple, Stages] = LRUCache(16 * max_graphs)
@@ -335,7 +338,7 @@ class CostModel:
         pool = fitting or candidates
         if not pool:
             return Prediction(math.inf, None, math.inf, shape.memory_bytes, 0.0, profile.data_s)
-        return min(pool, key=lambda c: (c.iteration_s, c.strategy.tp, c.strategy.pp))
+        return min(pool, key=_fastest_then_least_split)
 
     def _hybrid(
         self, profile: GraphProfile, shape: PlacementShape, server_of: list[int], dp: int, tp: int, pp: int, job=None
@@ -408,6 +411,12 @@ class CostModel:
 
 
 BYTES_PER_COMPILED_ELEMENT = 100  # per op or edge of a compiled graph, per op of a profile (measured 86: benchmarks/bench_service.py)
+
+
+def _fastest_then_least_split(prediction: Prediction) -> tuple[float, int, int]:
+    """Order of a hybrid's candidates: the fastest, then the least tensor and pipeline parallelism."""
+    assert prediction.strategy is not None  # _hybrid's predictions always carry their strategy
+    return prediction.iteration_s, prediction.strategy.tp, prediction.strategy.pp
 
 
 def _compiled_bytes(compiled: sipml.CompiledGraph) -> float:

@@ -66,7 +66,8 @@ class CompiledGraph:
         index = {node: i for i, node in enumerate(order)}
         compute = np.array([g.nodes[v]["compute_s"] for v in order], dtype=np.float64)
         successors: list[list[tuple[int, int]]] = [[] for _ in order]
-        sizes, local = [], []
+        sizes: list[float] = []
+        local: list[bool] = []
         for u in order:
             for v in sorted(g.successors(u), key=index.__getitem__):
                 successors[index[u]].append((index[v], len(sizes)))

@@ -30,6 +30,14 @@ class EvaluationConfig(BaseModel):
     max_degree: int = Field(default=DEFAULT_MAX_DEGREE, ge=1)
     policy_file: str | None = None
     strategy: str = "auto"
+    loads: tuple[float, ...] = Field(default=(), description="the offered loads to evaluate, each a run of the workload at that load")
+
+    @field_validator("loads")
+    @classmethod
+    def _valid_loads(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if any(not (0 < load < float("inf")) for load in value) or len(set(value)) != len(value):
+            raise ValueError(f"loads must be distinct positive numbers, got {', '.join(map(str, value))}")
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -37,6 +45,12 @@ class EvaluationConfig(BaseModel):
         if isinstance(data, dict) and data.get("trace") and data.get("beta_dists") == ["trace"]:
             data = {k: v for k, v in data.items() if k != "beta_dists"}  # a replayed trace carries its own deadlines
         return nest_workload(data)
+
+    @model_validator(mode="after")
+    def _loads_need_streams(self) -> EvaluationConfig:
+        if self.trace and len(self.loads) > 1:
+            raise ValueError("a replayed --trace has its own arrival times: it takes no list of loads")
+        return self
 
     @field_validator("workload")
     @classmethod
@@ -59,6 +73,16 @@ class EvaluationConfig(BaseModel):
         return value
 
     @property
+    def load_values(self) -> tuple[float, ...]:
+        """The loads evaluated: ``loads``, or the workload's one load when none are given."""
+        return self.loads or (self.workload.load,)
+
+    def workload_at(self, load_index: int) -> WorkloadSpec:
+        """The workload at the ``load_index``-th load (the same streams as an evaluation of that load alone)."""
+        load = self.load_values[load_index]
+        return self.workload if load == self.workload.load else WorkloadSpec.model_validate({**self.workload.model_dump(), "load": load})
+
+    @property
     def beta_labels(self) -> tuple[str, ...]:
         """The runs' ``beta_dist`` labels: the workload's distributions, or ``trace`` for a replayed trace."""
         return ("trace",) if self.trace else self.workload.beta_dists
@@ -66,4 +90,4 @@ class EvaluationConfig(BaseModel):
 
 def total_decisions(config: EvaluationConfig) -> int:
     """Jobs an evaluation decides (without a trace, whose length is known only once read)."""
-    return config.workload.jobs * len(config.beta_labels) * config.seeds * len(config.policies)
+    return config.workload.jobs * len(config.beta_labels) * config.seeds * len(config.policies) * len(config.load_values)

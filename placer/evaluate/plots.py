@@ -13,8 +13,12 @@ import numpy as np  # noqa: E402
 from placer.evaluate.results import EvaluationResult  # noqa: E402
 from placer.evaluate.stats import clipped_errors  # noqa: E402
 
-RANGES = {"blocking_rate": (0.0, 1.0), "utilization": (0.0, 1.0)}  # error bars stop at these
-LABELS = {"blocking_rate": "blocking rate (fraction of jobs)", "throughput_jobs_per_hour": "completed jobs per hour"}
+RANGES = {"blocking_rate": (0.0, 1.0), "avoidable_blocking_rate": (0.0, 1.0), "utilization": (0.0, 1.0)}  # error bars stop at these
+LABELS = {
+    "blocking_rate": "blocking rate (fraction of jobs)",
+    "avoidable_blocking_rate": "avoidable blocking (blocked among the jobs some policy could accept)",
+    "throughput_jobs_per_hour": "completed jobs per hour",
+}
 LINESTYLES = ("-", "--", ":", "-.")
 
 
@@ -138,14 +142,30 @@ def plot_utilization(result: EvaluationResult, path: Path) -> Path:
     return path
 
 
+def at_load(result: EvaluationResult, load: float) -> EvaluationResult:
+    """The part of a multi-load evaluation run at ``load``, as an evaluation of that load alone."""
+    config = result.config.model_copy(update={"loads": (), "workload": result.config.workload_at(result.config.load_values.index(load))})
+    runs = [r for r in result.runs if r.get("load") == load]
+    return EvaluationResult(config, runs, [t for t in result.timelines if t.get("load") == load])
+
+
 def plot_all(result: EvaluationResult, out: Path) -> list[Path]:
-    """Bar plots of blocking and throughput, and the utilisation plot when timelines are present."""
+    """Bar plots of blocking (raw and avoidable, where recorded) and throughput, and the utilisation plot when timelines
+    are present; with several loads, one set per load (``load0.9_blocking_rate.png`` ...)."""
+    if len(result.config.load_values) > 1:
+        return [path for load in result.config.load_values for path in _plot_one_load(at_load(result, load), out, f"load{load}_")]
+    return _plot_one_load(result, out)
+
+
+def _plot_one_load(result: EvaluationResult, out: Path, prefix: str = "") -> list[Path]:
     paths = [
-        plot_metric(result, "blocking_rate", out / "blocking_rate.png"),
-        plot_metric(result, "throughput_jobs_per_hour", out / "throughput.png"),
+        plot_metric(result, "blocking_rate", out / f"{prefix}blocking_rate.png"),
+        plot_metric(result, "throughput_jobs_per_hour", out / f"{prefix}throughput.png"),
     ]
+    if all("avoidable_blocking_rate" in r for r in result.runs):
+        paths.append(plot_metric(result, "avoidable_blocking_rate", out / f"{prefix}avoidable_blocking_rate.png"))
     if result.timelines:
-        paths.append(plot_utilization(result, out / "utilization.png"))
+        paths.append(plot_utilization(result, out / f"{prefix}utilization.png"))
     if any("blocking" in t for t in result.timelines):
-        paths.append(plot_blocking_over_time(result, out / "blocking_over_time.png"))
+        paths.append(plot_blocking_over_time(result, out / f"{prefix}blocking_over_time.png"))
     return paths

@@ -17,6 +17,8 @@ from placer.evaluate.config import EvaluationConfig
 from placer.evaluate.stats import mean_ci95
 
 SUMMARY_METRICS = ("blocking_rate", "throughput_jobs_per_hour", "work_throughput", "mean_jct_s", "utilization")
+# what a policy can change (placer.sim.metrics); absent from results written before they were measured
+OUTCOME_METRICS = ("avoidable_blocking_rate", "unavoidable_share", "p95_jct_s", "mean_slowdown", "device_hours_per_job")
 
 
 @dataclass
@@ -26,23 +28,33 @@ class EvaluationResult:
     timelines: list[dict] = field(default_factory=list)
 
     def summary(self) -> list[dict]:
-        """Per (beta distribution, policy): mean and 95% half-width of each metric over seeds."""
+        """Per (load, beta distribution, policy): mean and 95% half-width of each metric over seeds (load by load).
+
+        The outcome metrics (:data:`OUTCOME_METRICS`) are NaN where the runs did not record them."""
         rows = []
-        for beta in self.config.beta_labels:
-            for policy in self.config.policies:
-                runs = [r for r in self.runs if r["beta_dist"] == beta and r["policy"] == policy]
-                row = {"beta_dist": beta, "policy": policy, "seeds": len(runs)}
-                for metric in SUMMARY_METRICS:
-                    values = [r[metric] for r in runs if r[metric] is not None]
-                    row[metric], row[f"{metric}_ci95"] = mean_ci95(values)
-                rows.append(row)
+        several = len(self.config.load_values) > 1
+        for load in self.config.load_values:
+            for beta in self.config.beta_labels:
+                for policy in self.config.policies:
+                    runs = [r for r in self.runs if r["beta_dist"] == beta and r["policy"] == policy and (not several or r["load"] == load)]
+                    row = {"beta_dist": beta, "policy": policy, "seeds": len(runs)}
+                    for metric in SUMMARY_METRICS + OUTCOME_METRICS:
+                        values = [r[metric] for r in runs if r.get(metric) is not None]
+                        row[metric], row[f"{metric}_ci95"] = mean_ci95(values)
+                    rows.append(row | {"load": load})
         return rows
 
-    def paired(self, policy: str, reference: str, beta: str, metric: str = "blocking_rate") -> tuple[float, float]:
-        """Mean and 95% half-width over seeds of ``policy`` minus ``reference`` on the same job streams."""
-        by_seed = {(r["policy"], r["seed"]): r[metric] for r in self.runs if r["beta_dist"] == beta}
-        seeds = sorted({seed for name, seed in by_seed if name == policy} & {seed for name, seed in by_seed if name == reference})
-        return mean_ci95([by_seed[policy, s] - by_seed[reference, s] for s in seeds])
+    def paired(
+        self, policy: str, reference: str, beta: str, metric: str = "blocking_rate", load: float | None = None
+    ) -> tuple[float, float]:
+        """Mean and 95% half-width over seeds of ``policy`` minus ``reference`` on the same job streams.
+
+        ``load``: that load's runs only; None pools the loads (pairs by load and seed)."""
+        runs = [r for r in self.runs if r["beta_dist"] == beta and (load is None or r.get("load") == load)]
+        by_seed = {(r["policy"], r.get("load"), r["seed"]): r[metric] for r in runs}
+        mine = {(lo, seed) for name, lo, seed in by_seed if name == policy}
+        streams = sorted(mine & {(lo, seed) for name, lo, seed in by_seed if name == reference})
+        return mean_ci95([by_seed[policy, *s] - by_seed[reference, *s] for s in streams])
 
 
 STREAM_FIELDS_IGNORED = {"policies", "policy_file", "seeds"}  # fields that do not change the job stream of a seed

@@ -3,6 +3,8 @@
 Seed ``s`` and the ``i``-th beta distribution draw the job stream from
 ``np.random.default_rng([s, i])`` and policy randomness from ``np.random.default_rng([s, i, 1])``,
 so all policies face exactly the same jobs (common random numbers) and reruns are identical.
+With several loads (``EvaluationConfig.loads``) each load's tasks draw from the same seeds, so a
+load's streams are those of an evaluation of that load alone.
 """
 
 from __future__ import annotations
@@ -26,17 +28,19 @@ from placer.workloads.generator import JobSpec, Workload, read_trace
 
 @dataclass(frozen=True)
 class Task:
-    """One run of an evaluation: the ``beta_index``-th distribution, ``seed``, the ``policy_index``-th policy."""
+    """One run of an evaluation: the ``beta_index``-th distribution, ``seed``, the ``policy_index``-th policy and ``load_index``-th load."""
 
     beta_index: int
     seed: int
     policy_index: int
+    load_index: int = 0
 
 
 def tasks(config: EvaluationConfig) -> list[Task]:
-    """Every run of ``config``, in the order results are reported."""
+    """Every run of ``config``, in the order results are reported (load by load)."""
     seeds = range(config.first_seed, config.first_seed + config.seeds)
-    return [Task(i, seed, k) for i in range(len(config.beta_labels)) for seed in seeds for k in range(len(config.policies))]
+    betas, policies = range(len(config.beta_labels)), range(len(config.policies))
+    return [Task(i, seed, k, j) for j in range(len(config.load_values)) for i in betas for seed in seeds for k in policies]
 
 
 class Runner:
@@ -60,25 +64,25 @@ class Runner:
         self.trace = read_trace(config.trace, {g.name: g for g in self.graphs}, resolve_graph) if config.trace else None
         self.cost = CostModel(self.cluster, strategy=config.strategy)  # caches are exact, so runs may share it
         self.queue = config.workload.queues[0]
-        self._tuned: dict[tuple[int, int], Policy] = {}  # (policy, beta) -> the policy tuned for that workload
+        self._tuned: dict[tuple[int, int, int], Policy] = {}  # (policy, beta, load) -> the policy tuned for that workload
 
-    def workload(self, beta_index: int) -> Workload:
-        """The job stream of the ``beta_index``-th beta distribution."""
-        spec = self.config.workload
+    def workload(self, beta_index: int, load_index: int = 0) -> Workload:
+        """The job stream of the ``beta_index``-th beta distribution at the ``load_index``-th load."""
+        spec = self.config.workload_at(load_index)
         return spec.stream(self.graphs, spec.betas[beta_index], self.cluster.num_devices, self.cost.sequential_iteration_s)
 
-    def jobs(self, beta_index: int, seed: int) -> list[JobSpec]:
+    def jobs(self, beta_index: int, seed: int, load_index: int = 0) -> list[JobSpec]:
         """The stream of a task: the trace, or the workload's draw from ``np.random.default_rng([seed, beta_index])``."""
         if self.trace is not None:
             return self.trace
-        return list(self.workload(beta_index).jobs(np.random.default_rng([seed, beta_index])))
+        return list(self.workload(beta_index, load_index).jobs(np.random.default_rng([seed, beta_index])))
 
     def policy(self, task: Task) -> Policy:
         """The task's policy, tuned for the task's workload on streams apart from the evaluated ones (once per workload)."""
-        key = (task.policy_index, task.beta_index)
+        key = (task.policy_index, task.beta_index, task.load_index)
         if key not in self._tuned:
             policy = self.policies[task.policy_index]
-            draw = self.workload(task.beta_index).jobs
+            draw = self.workload(task.beta_index, task.load_index).jobs
             tuned = policy.tuned(Tuning(self.cost, policy.queue(self.queue), draw, task.beta_index))
             if tuned is not policy and self.trace is not None:
                 raise PolicyError(f"{policy.name} is tuned on generated streams: it cannot run on a replayed --trace")
@@ -89,13 +93,15 @@ class Runner:
         """The task's run summary and its timelines."""
         config, i, seed = self.config, task.beta_index, task.seed
         beta, spec, policy = config.beta_labels[i], config.policies[task.policy_index], self.policy(task)
-        run = run_policy(policy, self.cost, self.jobs(i, seed), self.queue, np.random.default_rng([seed, i, 1]), on_job)
+        jobs = self.jobs(i, seed, task.load_index)
+        run = run_policy(policy, self.cost, jobs, self.queue, np.random.default_rng([seed, i, 1]), on_job)
         m = run.metrics
+        load = config.load_values[task.load_index]
         summary = {
             "policy": spec,
             "seed": seed,
             "beta_dist": beta,
-            "load": config.workload.load,
+            "load": load,
             "cluster": self.cluster.name,
             **m.to_dict(),
         }
@@ -107,6 +113,7 @@ class Runner:
             "policy": spec,
             "seed": seed,
             "beta_dist": beta,
+            "load": load,
             "time_s": times,
             "busy": busy,
             "blocking_time_s": blocked_at,

@@ -32,7 +32,7 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 
@@ -249,13 +249,15 @@ def job_graph_from_json(text: str | bytes, *, source: str = "<json>") -> JobGrap
 def job_graph_from_document(document: GraphDocument, *, source: str) -> JobGraph:
     """The graph of a validated document: ids unique, edges between known ops, no cycles."""
     nodes: dict[str, dict] = {}
-    for attrs in document.graph.nodes:
-        node_id = attrs.pop("id")  # the document's dicts are its own: they become the graph's attribute dicts
+    for node in document.graph.nodes:
+        attrs = cast(dict[str, Any], node)  # the document's dicts are its own: they become the graph's attribute dicts
+        node_id = attrs.pop("id")
         if node_id in nodes:
             raise GraphValidationError(f"{source}: duplicate node id {short(node_id)}")
         nodes[node_id] = attrs
     edges: dict[tuple[str, str], dict] = {}
-    for attrs in document.graph.edges:
+    for edge in document.graph.edges:
+        attrs = cast(dict[str, Any], edge)
         u, v = attrs.pop("source"), attrs.pop("target")
         for end in (u, v):
             if end not in nodes:

@@ -29,7 +29,7 @@ import operator
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 import torch
@@ -68,8 +68,8 @@ def from_torch(
     forward = _forward_graph(exported, device)
     if forward.number_of_nodes() == 0:
         raise PlacerError(f"model {type(module).__name__} exported no ops")
-    first = tree_flatten((args, example_kwargs or {}))[0]
-    batch = next((int(t.shape[0]) for t in first if isinstance(t, torch.Tensor) and t.dim() > 0), None)
+    leaves = tree_flatten((args, example_kwargs or {}))[0]
+    batch = next((int(t.shape[0]) for t in leaves if isinstance(t, torch.Tensor) and t.dim() > 0), None)
     return JobGraph(
         training_graph(forward),
         name=name or type(module).__name__.lower(),
@@ -108,7 +108,7 @@ def _meta(arg: Any) -> Any:
 
 def _flops(node: torch.fx.Node) -> float:
     packet = getattr(node.target, "overloadpacket", None)
-    args = torch.fx.node.map_arg(node.args, _meta)
+    args = cast(tuple[Any, ...], torch.fx.node.map_arg(node.args, _meta))  # map_arg keeps node.args' tuple
     kwargs = torch.fx.node.map_arg(node.kwargs, _meta)
     if packet in flop_registry:
         return float(flop_registry[packet](*args, out_val=node.meta.get("val"), **kwargs))

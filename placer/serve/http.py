@@ -41,7 +41,7 @@ import logging
 import uuid
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Request
 from fastapi.concurrency import run_in_threadpool
@@ -220,13 +220,13 @@ def _register_schemas(app: FastAPI, model) -> None:
     placement route reads its body itself (one validating pass over the bytes), so FastAPI does not."""
     original = app.openapi
 
-    def openapi() -> dict:
+    def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            schema = original()
+            app.openapi_schema = schema = original()  # the schema FastAPI keeps, completed in place
             defs = model.model_json_schema(ref_template="#/components/schemas/{model}")
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             components.update(defs.pop("$defs", {}))
             components[model.__name__] = defs
         return app.openapi_schema
 
-    app.openapi = openapi
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to extend its schema

@@ -7,7 +7,7 @@ import hmac
 import time
 
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class BodyLimit:
@@ -54,7 +54,7 @@ class BodyLimit:
                     break
         finally:
             self.buffered -= seen
-        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        body: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
         del chunks
         await self.app(scope, _replay([body], receive), send)
 
@@ -127,13 +127,17 @@ class BearerToken:
 
 async def _reject(send: Send, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
     response = JSONResponse({"detail": detail}, status_code=status, headers={"Connection": "close", **(headers or {})})
-    await response({"type": "http"}, None, send)
+    await response({"type": "http"}, _nothing_to_receive, send)
 
 
-def _replay(messages: list[dict], receive: Receive) -> Receive:
+async def _nothing_to_receive() -> Message:
+    raise RuntimeError("a rejection reads nothing from the request")
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
     pending = list(messages)
 
-    async def replayed() -> dict:
+    async def replayed() -> Message:
         return pending.pop(0) if pending else await receive()
 
     return replayed

@@ -134,6 +134,8 @@ class Occupancy:
             if graph is None:
                 raise UnknownGraphKeyError(f"unknown graph_key {request.graph_key!r}: send the graph")
             return graph
+        if request.graph is None:  # the schema asks for a graph or a graph_key; this method drops the graph once read
+            raise RuntimeError("the request's graph was already read")
         graph = job_graph_from_document(request.graph, source="graph")  # a PlacerError (bad input) if it is not a valid graph
         request.graph = None  # the document's dicts now belong to the graph: drop the other reference
         self._warm(graph)
@@ -170,6 +172,7 @@ class Occupancy:
             decision = self.placer.decide(graph, free, free_in, beta=request.beta, iterations=request.iterations, running=len(self.jobs))
             reservation = None
             if decision.accepted:
+                assert decision.predicted_jct_s is not None  # an accepted decision carries its JCT
                 decision.job_id = uuid.uuid4().hex
                 lease = request.lease_s
                 reservation = Reservation(
@@ -247,11 +250,12 @@ class Occupancy:
     def _expire_leases(self) -> list[str]:
         """Free the jobs whose lease ran out (caller holds the lock); their ids, logged."""
         now = time.time()
-        gone = [j.job_id for j in self.jobs.values() if j.expires_at_s is not None and j.expires_at_s <= now]
+        expiry = {j.job_id: j.expires_at_s for j in self.jobs.values() if j.expires_at_s is not None and j.expires_at_s <= now}
+        gone = list(expiry)
         for job_id in gone:
             self.store.expire(job_id, self.jobs[job_id].expires_at_s or now)
             job = self._free(job_id)
-            self.expired[job_id] = job.expires_at_s
+            self.expired[job_id] = expiry[job_id]
             log.warning("lease of job %s (%s on %s) ran out unrenewed: devices freed", job_id, job.graph, " ".join(job.devices))
         return gone
 

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from placer.calibration.measurements import MAX_STEP_S
 from placer.common.errors import PlacerError
@@ -101,7 +102,7 @@ class ReservationStore:
         ``create_folder``: make the file's folder if missing (else a missing folder is an error)."""
         self.path = Path(path) if path is not None else None
         self.devices = devices
-        self._lock_file = None
+        self._lock_file: TextIO | None = None
         if self.path is not None:
             self._prepare_file(reset, create_folder)
         try:
@@ -139,8 +140,8 @@ class ReservationStore:
             raise PlacerError(f"reservation state {str(self.path)!r} is not readable and writable by this user")
         lock_path = self.path.with_name(self.path.name + ".lock")
         try:
-            self._lock_file = open(lock_path, "a")  # noqa: SIM115  (held open: the lock lives as long as the store)
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._lock_file = lock_file = open(lock_path, "a")  # noqa: SIM115  (held open: the lock lives as long as the store)
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.close()
             raise PlacerError(
@@ -202,7 +203,7 @@ class ReservationStore:
             f"SELECT rowid, job_id, graph, devices, reserved_at_s, predicted_jct_s, {', '.join(ADDED_COLUMNS)} "
             "FROM reservations ORDER BY reserved_at_s"
         )
-        known, held = set(self.devices), {}
+        known, held = set(self.devices), dict[str, str]()
         out = []
         for rowid, *fields in rows:
             where = f"reservation state {str(self.path)!r}, row {rowid}"
@@ -311,7 +312,7 @@ class ReservationStore:
         db = getattr(self, "_db", None)
         if db is not None:
             db.close()
-            self._db = None
+            del self._db
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None

@@ -2,6 +2,12 @@
 
 The measurement window is ``[0, T]`` with ``T`` the last arrival: throughput counts jobs
 completed inside it, utilisation averages busy devices over it.
+
+What a policy can change: a job is *avoidable* when its fastest placement on the idle cluster,
+started at arrival, meets its deadline (decided by the simulator at arrival, the same for every
+policy: :func:`placer.sim.simulator.servable`). ``avoidable_blocking_rate`` is the share of those
+blocked; ``unavoidable_share`` the share of all jobs that no policy could accept. A job's slowdown is
+its wait plus its JCT over its fastest JCT on the idle cluster (1: served at once, as fast as possible).
 """
 
 from __future__ import annotations
@@ -31,6 +37,11 @@ class RunMetrics:
     mean_servers: float | None  # servers spanned per accepted job
     strategy_mix: dict[str, float]  # fraction of accepted jobs per kind of split (see strategy_kind)
     utilization: float  # mean fraction of busy devices over the window
+    avoidable_jobs: int = 0  # jobs some policy could accept (module docstring)
+    avoidable_blocking_rate: float = 0.0  # blocked among the avoidable jobs
+    unavoidable_share: float = 0.0  # jobs no policy could accept, among all
+    mean_slowdown: float | None = None  # accepted jobs' (wait + JCT) / fastest JCT on the idle cluster
+    device_hours_per_job: float | None = None  # device-hours (degree x JCT) per accepted job (every accepted job completes)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -58,7 +69,25 @@ def compute_metrics(records: Sequence[JobRecord], busy_timeline: Sequence[tuple[
         mean_servers=float(np.mean([r.servers for r in accepted])) if accepted else None,
         strategy_mix={k: n / len(accepted) for k, n in sorted(Counter(strategy_kind(r.strategy) for r in accepted).items())},
         utilization=mean_utilization(busy_timeline, num_devices, window),
+        **avoidability(records),
     )
+
+
+def avoidability(records: Sequence[JobRecord]) -> dict:
+    """The metrics of what a policy can change (module docstring): avoidable jobs, their blocking rate,
+    the unavoidable share, mean slowdown and device-hours per accepted job."""
+    avoidable = [r for r in records if r.avoidable]
+    accepted = [r for r in records if r.outcome is Outcome.ACCEPTED]
+    slowdowns = [(r.wait_s + r.jct_s) / r.fastest_jct_s for r in accepted if r.fastest_jct_s and r.jct_s is not None]
+    return {
+        "avoidable_jobs": len(avoidable),
+        "avoidable_blocking_rate": sum(r.outcome is not Outcome.ACCEPTED for r in avoidable) / len(avoidable) if avoidable else 0.0,
+        "unavoidable_share": 1 - len(avoidable) / len(records) if records else 0.0,
+        "mean_slowdown": float(np.mean(slowdowns)) if slowdowns else None,
+        "device_hours_per_job": sum(r.degree * r.jct_s for r in accepted if r.jct_s is not None) / 3600 / len(accepted)
+        if accepted
+        else None,
+    }
 
 
 def strategy_kind(label: str | None) -> str:

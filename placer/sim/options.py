@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from placer.cost import Strategy
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Job, meets_deadline
+from placer.sim.types import Job, Place, meets_deadline
 
 DEFAULT_MAX_DEGREE = 16
 
@@ -44,6 +44,12 @@ class Option(NamedTuple):
     def device_seconds(self) -> float:
         return self.degree * self.jct_s if self.jct_s is not None else float("inf")
 
+    def place(self) -> Place:
+        """The decision that takes this option (one with devices: a feasible option has them)."""
+        if self.devices is None:
+            raise ValueError(f"option (degree {self.degree}, {self.rule}) has no devices to place on")
+        return Place(self.devices)
+
 
 def degrees_for(view: ClusterView, max_degree: int = DEFAULT_MAX_DEGREE) -> range:
     return range(1, min(max_degree, view.cluster.num_devices) + 1)
@@ -67,7 +73,7 @@ def options(
     for degree, rule, devices, shape, repeat in cost.placements(view.free, degrees, rules):
         if repeat and distinct:
             continue
-        if devices is None:
+        if devices is None or shape is None:  # both None together: too few devices free
             out.append(Option(degree, rule, None, None, deadline, None))
             continue
         prediction = cost.predict(graph, shape)  # the same shape twice is one cached lookup

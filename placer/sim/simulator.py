@@ -24,6 +24,7 @@ import heapq
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import cast
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -97,6 +98,7 @@ class Simulator:
         self._running: dict[object, tuple[int, ...]] = {}
         self._waiting: dict[int, Job] = {}
         self._offers: list[Job] = []
+        self._fastest: dict[int, float] = {}  # job id -> its fastest JCT on the idle cluster, until it is recorded
         if busy_until is not None:
             self._occupy_until(np.asarray(busy_until, dtype=float))
         for job in waiting:
@@ -118,9 +120,9 @@ class Simulator:
         if kind == _COMPLETION:
             self._release(payload)
         elif kind == _ARRIVAL:
-            self._arrive(payload)
+            self._arrive(cast(JobSpec, payload))  # the kind tags its payload's type
         else:
-            self._expire(payload)
+            self._expire(cast(int, payload))
         return True
 
     def run(self, until: float = math.inf) -> None:
@@ -171,6 +173,7 @@ class Simulator:
         reason, jct = self.check(job, decision)
         if reason is not None:
             return self._leave(job, reason, decision)
+        assert isinstance(decision, Place) and jct is not None  # check accepts only a Place, with its JCT
         self._start(job, decision.devices, jct)
         return self.records[-1]
 
@@ -203,26 +206,30 @@ class Simulator:
         strategy = self.cost.predict(job.graph, devices).strategy
         servers = len(set(self.cost.cluster.server_of[list(devices)].tolist()))
         label = strategy.label if strategy else None
-        self.records.append(_record(job, Outcome.ACCEPTED, None, devices, jct, finish, label, servers, self.now - job.arrival_s))
+        fastest = self._fastest.pop(job.job_id, None)
+        self.records.append(_record(job, Outcome.ACCEPTED, None, devices, jct, finish, label, servers, self.now - job.arrival_s, fastest))
 
     def _leave(self, job: Job, reason: BlockReason, decision: Decision | None = None) -> JobRecord:
         self._waiting.pop(job.job_id, None)
         devices = decision.devices if isinstance(decision, Place) else ()
-        record = _record(job, Outcome.BLOCKED, reason, devices, None, None, wait_s=self.now - job.arrival_s)
+        record = _record(
+            job, Outcome.BLOCKED, reason, devices, None, None, wait_s=self.now - job.arrival_s, fastest=self._fastest.pop(job.job_id, None)
+        )
         self.records.append(record)
         return record
 
     def _arrive(self, spec: JobSpec) -> None:
         seq = self.cost.sequential_jct_s(spec.graph, spec.iterations)
-        fastest = self._fastest_jct_s(spec) if self.queue.enabled else 0.0
-        job = Job(self._next_id, spec.graph, spec.arrival_s, spec.beta, spec.iterations, seq, fastest)
+        fastest = self._fastest_jct_s(spec)  # computed in the loss system too: it decides which jobs are avoidable
+        job = Job(self._next_id, spec.graph, spec.arrival_s, spec.beta, spec.iterations, seq, fastest if self.queue.enabled else 0.0)
+        self._fastest[job.job_id] = fastest
         self._next_id += 1
         self._push_next_arrival()
         if not self.queue.enabled:
             self._waiting[job.job_id] = job
         elif math.isinf(fastest):
             self._leave(job, BlockReason.OUT_OF_MEMORY)  # fits on no placement of the cluster
-        elif job.latest_start_s < self.now - 1e-9 * max(1.0, job.deadline_s):
+        elif not servable(job, fastest):
             self._leave(job, BlockReason.DEADLINE)  # not even the fastest placement meets the deadline
         else:
             self._enqueue(job)
@@ -326,9 +333,27 @@ def fastest_iteration_s(cost: CostModel, graph) -> float:
     return min(idle_iteration_s(cost, graph).values(), default=math.inf)
 
 
+def servable(job: Job, fastest_jct_s: float) -> bool:
+    """True when ``job``'s fastest placement on the idle cluster (``fastest_jct_s``), started at its arrival,
+    meets its deadline: the job is *avoidable*, some policy could accept it.
+    The simulator decides it once, at arrival, the same for every policy (with a queue, the others leave at once
+    with reason ``deadline`` or ``out_of_memory``; in the loss system every policy's placement of them fails)."""
+    return job.arrival_s + job.deadline_s - fastest_jct_s >= job.arrival_s - 1e-9 * max(1.0, job.deadline_s)
+
+
 def _record(
-    job: Job, outcome, reason, devices: tuple[int, ...], jct, finish, strategy: str | None = None, servers: int = 0, wait_s: float = 0.0
+    job: Job,
+    outcome,
+    reason,
+    devices: tuple[int, ...],
+    jct,
+    finish,
+    strategy: str | None = None,
+    servers: int = 0,
+    wait_s: float = 0.0,
+    fastest: float | None = None,
 ) -> JobRecord:
+    fastest = fastest if fastest is not None else job.fastest_jct_s or None  # a snapshot's queued job: what it carries
     return JobRecord(
         job_id=job.job_id,
         graph=job.graph.name,
@@ -346,4 +371,6 @@ def _record(
         strategy=strategy,
         servers=servers,
         wait_s=wait_s,
+        fastest_jct_s=fastest,
+        avoidable=fastest is None or servable(job, fastest),
     )

@@ -95,6 +95,8 @@ class JobRecord:
     strategy: str | None = None  # the cost model's split (e.g. "dp4-tp2-pp1"), accepted jobs only
     servers: int = 0  # servers the placement spans (0 when blocked)
     wait_s: float = 0.0  # seconds between arrival and start (or leaving the queue)
+    fastest_jct_s: float | None = None  # the shortest JCT any placement gives on the idle cluster (inf: fits nowhere; None: unknown)
+    avoidable: bool = True  # that fastest placement, started at arrival, meets the deadline: some policy could accept the job
 
     def to_dict(self) -> dict:
         return {

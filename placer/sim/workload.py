@@ -27,11 +27,11 @@ def nest_workload(data: Any, aliases: dict[str, str] | None = None) -> Any:
     """
     if not isinstance(data, dict):
         return data
-    aliases = {**dict.fromkeys(WORKLOAD_FIELDS), **(aliases or {})}
-    flat = {aliases[key] or key: data[key] for key in data if key in aliases}
+    names: dict[str, str | None] = {**dict.fromkeys(WORKLOAD_FIELDS), **(aliases or {})}
+    flat = {names[key] or key: data[key] for key in data if key in names}
     if not flat:
         return data
-    rest = {key: value for key, value in data.items() if key not in aliases}
+    rest = {key: value for key, value in data.items() if key not in names}
     nested = rest.get("workload", {})
     nested = nested.model_dump() if isinstance(nested, WorkloadSpec) else dict(nested)
     return {**rest, "workload": {**nested, **flat}}

@@ -191,14 +191,14 @@ class Workload:
     def _structured_jobs(self, rng: np.random.Generator) -> list[JobSpec]:
         """The first ``num_jobs`` arrivals of the structured stream: background events (a sweep's
         copies spread over ``within`` seconds) merged with the recurring jobs' schedules."""
-        parts = self.structure.parts
-        recurring = parts.get("recurring") or {"share": 0.0}
+        recurring = self.structure.settings("recurring") or {"share": 0.0}
         gap = self.mean_gap_s
         event_gap = gap * self.structure.jobs_per_event() / (1 - recurring["share"])
         used = math.ceil(self.num_jobs * (1 - recurring["share"]) / self.structure.jobs_per_event())
         times = event_times(self.structure, self.num_jobs, event_gap, self.mean_job_length_s, rng, used)
         copies = sweep_sizes(self.structure, self.num_jobs, rng)
-        within = parts["sweeps"]["within"] * self.mean_job_length_s if "sweeps" in parts else 0.0
+        sweeps = self.structure.settings("sweeps")
+        within = sweeps["within"] * self.mean_job_length_s if sweeps is not None else 0.0
         arrivals: list[tuple[float, tuple[JobGraph, float, int]]] = []
         for start, n in zip(times.tolist(), copies.tolist(), strict=True):
             job = self._draw(rng)

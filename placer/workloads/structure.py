@@ -4,7 +4,9 @@ A structure spec is ``iid`` (independent arrivals, the default) or one or more p
 ``+``, each ``KIND`` or ``KIND:key=value:...``:
 
 - ``daily:amp=A:period=P``: the arrival rate follows ``1 + A sin(2 pi t / T + phase)``, a random
-  phase per stream; ``T`` is ``P`` mean job lengths (the workload's mean sequential JCT).
+  phase per stream; ``T`` is ``P`` mean job lengths (the workload's mean sequential JCT). The offered
+  load swings between ``load x (1 - A)`` and ``load x (1 + A)``: ``--load 0.9 --structure daily:amp=0.5``
+  peaks at 1.35, above the cluster's capacity, for a few hours a day.
 - ``sweeps:share=S:size=N:within=W``: a share ``S`` of the jobs come in sweeps, bursts of ``N``
   copies on average (at least 2) of one job (same graph, length and deadline), as a
   hyper-parameter search submits them, all within ``W`` mean job lengths of the first.
@@ -95,9 +97,20 @@ class Structure:
     def independent(self) -> bool:
         return self.spec == "iid"
 
+    def settings(self, kind: str) -> dict[str, float] | None:
+        """The settings of ``kind`` (daily, sweeps or recurring); None where the spec has no such part."""
+        value = self.parts.get(kind)
+        return value if isinstance(value, dict) else None
+
+    @property
+    def replay(self) -> str | None:
+        """The name of the replayed trace; None where the spec replays none."""
+        value = self.parts.get("replay")
+        return value if isinstance(value, str) else None
+
     def jobs_per_event(self) -> float:
         """Mean jobs per arrival event of the background stream (sweeps make it more than 1)."""
-        sweeps = self.parts.get("sweeps")
+        sweeps = self.settings("sweeps")
         return 1 + _sweep_events(sweeps) * (sweeps["size"] - 1) if sweeps else 1.0
 
 
@@ -132,16 +145,16 @@ def event_times(
     ``used``: how many of them the stream is expected to take (a replayed window's first ``used``
     gaps are scaled to ``mean_gap_s`` on average; default all).
     """
-    parts = structure.parts
-    if "replay" in parts:
-        gaps = replayed_gaps(str(parts["replay"]), count, rng, used)
+    if structure.replay is not None:
+        gaps = replayed_gaps(structure.replay, count, rng, used)
         return np.cumsum(gaps * mean_gap_s)
-    daily = parts.get("daily")
+    daily = structure.settings("daily")
     if not daily or daily["amp"] == 0:
         return np.cumsum(rng.exponential(mean_gap_s, count))
     amp, period = daily["amp"], daily["period"] * job_length_s
     phase = rng.uniform(0, 2 * math.pi)
-    times, now = [], 0.0
+    times: list[float] = []
+    now = 0.0
     while len(times) < count:  # thinning: candidates at the peak rate, kept in proportion to the rate then
         now += rng.exponential(mean_gap_s / (1 + amp))
         if rng.uniform() * (1 + amp) <= 1 + amp * math.sin(2 * math.pi * now / period + phase):
@@ -151,7 +164,7 @@ def event_times(
 
 def sweep_sizes(structure: Structure, count: int, rng: np.random.Generator) -> np.ndarray:
     """(count,) jobs per background event: 1, or a sweep's size (2 + Poisson(size - 2): mean ``size``)."""
-    sweeps = structure.parts.get("sweeps")
+    sweeps = structure.settings("sweeps")
     if not sweeps or sweeps["share"] == 0:
         return np.ones(count, dtype=np.int64)
     is_sweep = rng.uniform(size=count) < _sweep_events(sweeps)

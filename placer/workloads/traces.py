@@ -103,6 +103,7 @@ def convert_philly(
     if not records:
         raise WorkloadError(f"{path}: no jobs match (vc={vc!r}, start={start!r})")
     by_size = sorted(graphs, key=sequential_iteration_s)
+    edges: np.ndarray | list[float]
     edges = np.quantile([g for _, _, g in records], np.linspace(0, 1, len(by_size) + 1)[1:-1]) if len(by_size) > 1 else []
     t0 = records[0][0]
     out = []

@@ -32,6 +32,8 @@ RESULTS_MD = "docs/results.md"
 LEARNING_MD = "docs/learning.md"
 COST_MD = "docs/cost-model.md"
 
+FAMILIES = "lean,lean:admit=0.9,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,best"
+
 FIGURES: tuple[Figure, ...] = (
     _evaluate(
         "readme-pacml",
@@ -128,6 +130,15 @@ FIGURES: tuple[Figure, ...] = (
         f"--cluster dgx8x8 {HELD_OUT} {QUEUE.replace('--seeds 5', '--seeds 3')} --policies {TRACE_QUEUE} {LEARNED}",
         against="lean:admit=0.9",
     ),
+    _evaluate(
+        "families-loads",
+        LEARNING_MD,
+        ("dgx8x8",),
+        "--cluster dgx8x8 --queue edf-bf --size loguniform:0.1:10 --beta-dist C --seeds 10 --jobs 300 --load 0.5,0.9,1.3 "
+        f"--policies {FAMILIES}",
+        against="para_max",
+        outcomes=True,
+    ),
     Figure(
         "fidelity-published",
         COST_MD,
@@ -140,6 +151,20 @@ FIGURES: tuple[Figure, ...] = (
         COST_MD,
         ("testbeds/gavel_k80", "testbeds/gavel_p100", "testbeds/gavel_v100"),
         (Step("python benchmarks/fidelity.py --gavel-only", stdout="output.md"),),
+        printed("output.md"),
+    ),
+    Figure(
+        "fidelity-extrapolation",
+        COST_MD,
+        ("testbeds/gavel_k80", "testbeds/gavel_p100", "testbeds/gavel_v100"),
+        (Step("python benchmarks/fidelity.py --extrapolation-only", stdout="output.md"),),
+        printed("output.md"),
+    ),
+    Figure(
+        "fidelity-testbed",
+        COST_MD,
+        ("testbeds/t4x16",),
+        (Step("python benchmarks/fidelity.py --testbed-only", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(

@@ -19,8 +19,9 @@ def _commands(folder: Path) -> str:
     return "".join(f"    {command}\n" for command in meta["commands"]) + "\n"
 
 
-def evaluation(*files: str, against: str | None = None, image: str | None = None, alt: str = "") -> Renderer:
-    """``placer report`` of the kept evaluation results (several: the same streams, paired), in markdown.
+def evaluation(*files: str, against: str | None = None, image: str | None = None, alt: str = "", outcomes: bool = False) -> Renderer:
+    """``placer report`` of the kept evaluation results (several: the same streams, paired), in markdown
+    (``outcomes``: with ``--outcomes``, what a policy can change).
 
     With ``image`` (a path relative to the repository, beside the document) the blocking-rate bars
     are drawn there from the same results.
@@ -33,9 +34,9 @@ def evaluation(*files: str, against: str | None = None, image: str | None = None
         paths = [folder / name for name in files]
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            report(paths, plots=False, against=against, hindsight=None, fmt=TableFormat.markdown)
+            report(paths, plots=False, against=against, hindsight=None, fmt=TableFormat.markdown, outcomes=outcomes)
         shown = " ".join(f"docs/results/{folder.name}/{name}" for name in files)
-        again = f"    placer report {shown}" + (f" --against {against}" if against else "") + "\n\n"
+        again = f"    placer report {shown}" + (f" --against {against}" if against else "") + (" --outcomes" if outcomes else "") + "\n\n"
         markdown = _commands(folder) + again + out.getvalue().rstrip("\n") + "\n"
         images = {}
         if image is not None:
@@ -61,7 +62,7 @@ def printed(name: str) -> Renderer:
     """What the figure's command printed (kept as ``name``), verbatim under the command."""
 
     def render(folder: Path) -> Rendered:
-        return Rendered(_commands(folder) + (folder / name).read_text().rstrip("\n") + "\n")
+        return Rendered(_commands(folder) + (folder / name).read_text().strip("\n") + "\n")
 
     return render
 

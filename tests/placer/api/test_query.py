@@ -116,3 +116,17 @@ def test_place_resets_a_policy_object_it_is_given():
     for _ in range(5):
         placer.place(gnmt, "pacml", state, heuristic)
     assert placer.place(alexnet, "pacml", state, heuristic).accepted
+
+
+def test_a_placement_beyond_the_calibrated_servers_says_so():
+    import placer
+
+    measured = {"s0-g0": 0.16, "s0-g0 s0-g1": 0.10, "s0-g0 s1-g0": 0.13, "s0-g0 s0-g1 s1-g0 s1-g1": 0.08}
+    rows = [{"graph": "resnet50", "devices": devices, "step_time_s": t} for devices, t in measured.items()]
+    calibrated = placer.calibrate("dgx8x8", rows)
+    graph = placer.resolve_graph("resnet50")
+    wide = place(graph, calibrated, policy=make_heuristic("fixed:24", max_degree=24), beta=1.0)
+    narrow = place(graph, calibrated, policy=make_heuristic("fixed:8"), beta=1.0)
+    assert wide.accepted and wide.extrapolated and wide.calibrated_max_servers == 2
+    assert narrow.accepted and not narrow.extrapolated
+    assert not place(graph, "dgx8x8", policy=make_heuristic("fixed:8"), beta=1.0).extrapolated  # nominal specs: no claim

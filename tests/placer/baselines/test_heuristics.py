@@ -120,3 +120,52 @@ def test_best_lean_must_be_tuned_and_picks_the_least_blocking_threshold():
     assert policy.decide(job, view) == Place((0,))
     with pytest.raises(PolicyError):
         make_heuristic("lookahead:admit=best")
+
+
+def test_efficiency_threshold_takes_the_widest_efficient_degree():
+    # chain on 2x2: d=1 6 s (efficiency 1), d=2 3.5 s (6 / 7 = 0.857), d=3 8 s and d=4 6.25 s miss a 6 s deadline.
+    job, view = _first_job(1.0)
+    assert make_heuristic("eff:0.8").decide(job, view) == Place((0, 1))
+    assert make_heuristic("eff:0.9").decide(job, view) == Place((0,))
+    assert make_heuristic("eff:0.1").decide(job, view) == Place((0, 1))  # d=4 is wider but misses the deadline
+    job, view = _first_job(3.6 / 6)  # only d=2 meets 3.6 s: too inefficient for 0.9, taken all the same
+    assert make_heuristic("eff:0.9").decide(job, view) == Place((0, 1))
+    job, view = _first_job(3.4 / 6)
+    assert make_heuristic("eff:0.5").decide(job, view) == Reject()
+
+
+def test_load_switch_goes_wide_only_while_the_cluster_is_quiet():
+    job, view = _first_job(1.0)  # 4 of 4 free: wide (d=2 meets 6 s, d=4 does not); lean takes d=1 (6 < 7 device-seconds)
+    assert make_heuristic("switch:0.5").decide(job, view) == Place((0, 1))
+    assert Lean().decide(job, view) == Place((0,))
+    job, view = _first_job(1.0, busy=(0, 1))  # 2 of 4 free: not more than half, so lean; more than a quarter, so wide
+    assert make_heuristic("switch:0.5").decide(job, view) == Place((2,))
+    assert make_heuristic("switch:0.25").decide(job, view) == Place((2, 3))
+
+
+@pytest.mark.parametrize("spec", ["eff:0", "eff:1.5", "eff", "switch:2", "best:3", "best+spread"])
+def test_bad_family_names_are_refused(spec):
+    with pytest.raises(PolicyError):
+        make_heuristic(spec)
+
+
+def test_best_must_be_tuned_and_runs_the_member_that_blocks_least_on_tuning_streams():
+    from placer.baselines.best import Best
+    from placer.baselines.policy import Tuning
+    from placer.sim.queueing import QueueConfig
+    from placer.workloads.generator import Workload
+
+    policy = make_heuristic("best", max_degree=4)
+    assert isinstance(policy, Best) and "fixed:8" not in policy.candidates and "switch:0.75" in policy.candidates
+    job, view = _first_job(1.0)
+    with pytest.raises(PolicyError, match="must be tuned"):
+        policy.decide(job, view)
+    cost = CostModel(toy_cluster(2, 2, inter=(1e9, 0.0)), strategy="sipml")
+    draw = Workload([chain()], BetaDistribution("uniform:0.5:1.0"), 1.3, 4, 40).jobs
+    tuning = Tuning(cost, QueueConfig.parse("edf-bf"), draw, streams=2)
+    tuned = policy.tuned(tuning)
+    blocking = tuned.stats()["tuning_blocking"]
+    assert set(blocking) == set(policy.candidates) and len(set(blocking.values())) > 1  # the members differ: the choice matters
+    assert tuned.stats()["chosen"] == min(blocking, key=blocking.get)
+    member = make_heuristic(tuned.chosen, max_degree=4)
+    assert tuning.blocking(tuned, "avoidable_blocking_rate") == tuning.blocking(member, "avoidable_blocking_rate") == min(blocking.values())

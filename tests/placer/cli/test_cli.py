@@ -131,6 +131,8 @@ def test_evaluate_is_deterministic(tmp_path):
         (["evaluate", "--size", "loguniform:5:1"], "bad size distribution 'loguniform:5:1'"),
         (["evaluate", "--policies", "lean@lifo"], "bad queue discipline 'lifo'"),
         (["evaluate", "--policies", "lookahead:k=0"], "unknown policy 'lookahead:k=0'"),
+        (["evaluate", "--policies", "learned,learned:nonsense"], "unknown policy 'learned:nonsense': use learned"),
+        (["evaluate", "--policies", "lean:admit=2"], "unknown policy 'lean:admit=2'"),
         (["import", "pipedream", "missing.txt", "--out", "x.json"], "cannot read PipeDream file"),
     ],
 )
@@ -237,6 +239,7 @@ def test_report_redraws_the_plots(tmp_path):
     result = run("report", str(out), "--plots")
     assert result.returncode == 0 and {p.name for p in out.glob("*.png")} == {
         "blocking_rate.png",
+        "avoidable_blocking_rate.png",
         "throughput.png",
         "utilization.png",
         "blocking_over_time.png",
@@ -323,6 +326,23 @@ def test_structured_streams_tuned_and_online_admission_and_the_gap_to_hindsight(
     assert "| lean:admit=best | admit=" in report.stdout.split("Threshold chosen on tuning streams")[1]
     bad = run("evaluate", *args[:-2], "--structure", "weekly", "--policies", "lean", "--out", str(tmp_path / "bad"))
     assert bad.returncode == 2 and "bad structure 'weekly'" in bad.stderr
+
+
+def test_several_loads_and_what_a_policy_can_change(tmp_path):
+    out = tmp_path / "loads"
+    args = ["--cluster", "dgx8x8", "--graphs", "alexnet,resnet18", "--beta-dist", "C", "--jobs", "20", "--seeds", "2"]
+    result = run("evaluate", *args, "--queue", "edf-bf", "--load", "0.5,1.3", "--policies", "para_max,best", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [r["load"] for r in runs] == [0.5] * 4 + [1.3] * 4
+    for r in runs:  # every unavoidable job is blocked, so the rates add up
+        assert r["avoidable_blocking_rate"] * (1 - r["unavoidable_share"]) == pytest.approx(r["blocking_rate"] - r["unavoidable_share"])
+    assert {p.name for p in out.glob("load1.3_*.png")} >= {"load1.3_blocking_rate.png", "load1.3_avoidable_blocking_rate.png"}
+    report = run("report", str(out), "--outcomes", "--against", "para_max")
+    assert report.returncode == 0, report.stderr
+    text = report.stdout
+    assert "load 0.5:" in text and "load 1.3:" in text and "| avoidable blocking |" in text
+    assert "Avoidable blocking rate minus para_max's" in text and "| best (load 1.3) |" in text
 
 
 def test_hostile_files_are_one_line(tmp_path):

@@ -2,7 +2,7 @@
 
 from fastapi.testclient import TestClient
 
-from placer.baselines.specs import make_heuristic
+from placer.baselines.registry import make_heuristic
 from placer.serve.http import create_app
 from tests.placer.toys import op, toy_cluster, toy_graph
 

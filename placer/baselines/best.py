@@ -1,0 +1,61 @@
+"""``best``: per workload (one load, beta distribution, queue, cluster), the best member of every heuristic family.
+
+Each candidate of :data:`BEST_CANDIDATES` runs on the tuning streams of the workload (apart from the
+evaluated ones: :class:`~placer.baselines.policy.Tuning`); the one with the least mean avoidable blocking
+(blocked among the jobs some policy could accept, :mod:`placer.sim.metrics`) is the policy, ties going to
+the first listed. Its :meth:`Best.stats` say which it chose and what each candidate blocked.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from placer.baselines.policy import Policy, Tuning
+from placer.baselines.specs import PolicySpec
+from placer.common.errors import PolicyError
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Decision, Job
+
+BEST_CANDIDATES = (
+    *(f"{kind}{rule}" for kind in ("para_max", "para_min") for rule in ("", "+best_fit", "+spread")),
+    *(f"fixed:{k}" for k in (2, 4, 8, 16)),
+    "lean",
+    *(f"lean:admit={q}" for q in (0.8, 0.9, 0.95)),
+    *(f"eff:{e}" for e in (0.5, 0.7, 0.9)),
+    *(f"switch:{u}" for u in (0.25, 0.5, 0.75)),
+)
+TUNING_METRIC = "avoidable_blocking_rate"
+
+
+@dataclass
+class Best(Policy):
+    """``best``: delegates to the candidate (name -> policy) chosen by :meth:`tuned`; unusable before."""
+
+    candidates: Mapping[str, Policy]
+    spec: PolicySpec | None = None
+    chosen: str | None = None
+    tuning_blocking: dict[str, float] | None = field(default=None, repr=False)
+    _policy: Policy | None = field(default=None, repr=False)
+
+    def tuned(self, tuning: Tuning) -> Best:
+        """A copy that runs the candidate with the least mean avoidable blocking on the tuning streams."""
+        blocking = {name: tuning.blocking(policy, TUNING_METRIC) for name, policy in self.candidates.items()}
+        chosen = min(self.candidates, key=lambda name: blocking[name])  # min keeps the first of equals
+        return Best(self.candidates, self.spec, chosen, blocking, copy.deepcopy(self.candidates[chosen]))
+
+    def reset(self, rng: np.random.Generator) -> None:
+        if self._policy is not None:
+            self._policy.reset(rng)
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        if self._policy is None:
+            raise PolicyError("best must be tuned on a workload first (placer evaluate does it)")
+        return self._policy.decide(job, view)
+
+    def stats(self) -> dict[str, Any] | None:
+        return None if self.chosen is None else {"chosen": self.chosen, "tuning_blocking": self.tuning_blocking}

@@ -1,0 +1,79 @@
+"""Policy names: one parser with an exact inverse, and one-line refusals that name what is valid."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from placer.baselines.policy import Policy
+from placer.baselines.registry import PolicyContext, make_heuristic, make_policy
+from placer.baselines.specs import PolicySpec
+from placer.common.errors import PolicyError
+from placer.sim.queueing import QueueConfig
+from tests.placer.toys import toy_cluster
+
+_ARGS = {
+    "para_max": st.just([]),
+    "fixed": st.integers(1, 16).map(lambda k: [(None, str(k))]),
+    "lean": st.lists(st.sampled_from([("cap", "4"), ("admit", "0.9"), ("admit", "auto"), ("free", "0.25")]), max_size=1),
+    "lookahead": st.lists(st.sampled_from([("k", "2"), ("h", "8"), ("m", "0.5")]), max_size=1),
+}
+
+
+@st.composite
+def specs(draw) -> str:
+    kind = draw(st.sampled_from(sorted(_ARGS)))
+    args = "".join(f":{text}" if key is None else f":{key}={text}" for key, text in draw(_ARGS[kind]))
+    rule = draw(st.sampled_from(["", "+first_fit", "+best_fit", "+spread"]))
+    discipline = draw(st.sampled_from(["", "@fifo", "@edf-bf", "@sjf"]))
+    return f"{kind}{args}{rule}{discipline}"
+
+
+@given(specs())
+def test_str_is_the_exact_inverse_of_parse(text):
+    spec = PolicySpec.parse(text, plugins={})
+    assert str(spec) == text and PolicySpec.parse(str(spec), plugins={}) == spec
+    policy = make_heuristic(spec)
+    assert policy.name == text and policy.spec == spec
+
+
+def test_parts_are_typed():
+    spec = PolicySpec.parse("lookahead:admit=0.9:k=12:h=24:m=0.25+best_fit@edf-bf", plugins={})
+    assert (spec.kind, spec.rule, spec.discipline) == ("lookahead", "best_fit", "edf-bf")
+    assert spec.options == {"admit": 0.9, "k": 12, "h": 24, "m": 0.25}
+    assert PolicySpec.parse("fixed:8", plugins={}).positional == "8"
+    assert spec.queue(QueueConfig(8, "fifo", False)) == QueueConfig(8, "edf", True)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("lean:admit=2", "unknown policy 'lean:admit=2': use para_max"),
+        ("lean:admit=0.9:admit=0.8", "unknown policy"),
+        ("fixed", "unknown policy 'fixed'"),
+        ("fixed:8:9", "unknown policy"),
+        ("nope", "unknown policy 'nope'"),
+        ("lean+worst_fit", "unknown placement rule 'worst_fit'"),
+        ("lean@lifo", "bad queue discipline 'lifo'"),
+        ("lean::cap=2", "malformed policy name"),
+        ("Lean", "malformed policy name"),
+        ("lookahead:admit=best", "unknown policy"),
+    ],
+)
+def test_bad_names_are_one_line_naming_what_is_valid(text, message):
+    with pytest.raises(PolicyError, match=message) as info:
+        PolicySpec.parse(text, plugins={})
+    assert "\n" not in str(info.value)
+
+
+def test_plugins_are_names_too_and_check_their_own_arguments():
+    assert PolicySpec.parse("learned:history+spread", plugins={"learned": None}).positional == "history"
+    with pytest.raises(PolicyError, match="plug-ins: learned"):
+        PolicySpec.parse("learnt", plugins={"learned": None})
+
+
+def test_make_policy_builds_heuristics_with_their_declared_hooks():
+    policy = make_policy("lean:admit=best@edf", PolicyContext(toy_cluster(1, 2)))
+    assert isinstance(policy, Policy) and policy.name == "lean:admit=best@edf"
+    assert policy.stats() is None and policy.estimates() == ()  # untuned: nothing to report
+    with pytest.raises(PolicyError, match="1 <= K <= 2"):
+        make_policy("fixed:3", PolicyContext(toy_cluster(1, 2), max_degree=2))

@@ -1,0 +1,45 @@
+"""Load as an axis: each load of a multi-load evaluation runs the streams of an evaluation of that load alone."""
+
+import pytest
+
+from placer.evaluate import EvaluationConfig, evaluate, tasks
+
+BASE = {
+    "cluster": "dgx8x8",
+    "graphs": ["alexnet", "resnet18"],
+    "beta_dists": ["C"],
+    "jobs": 25,
+    "seeds": 2,
+    "policies": ["para_max", "lean"],
+    "queue": "edf-bf",
+    "size": "loguniform:0.1:10",
+}
+
+
+def test_each_load_equals_a_single_load_evaluation():
+    several = evaluate(EvaluationConfig(**BASE, load=0.5, loads=(0.5, 1.3)))
+    alone = evaluate(EvaluationConfig(**BASE, load=1.3))
+    assert [r["load"] for r in several.runs] == [0.5] * 4 + [1.3] * 4
+    assert [r for r in several.runs if r["load"] == 1.3] == alone.runs
+    rows = several.summary()
+    assert [(r["load"], r["policy"]) for r in rows] == [(0.5, "para_max"), (0.5, "lean"), (1.3, "para_max"), (1.3, "lean")]
+    assert rows[2]["blocking_rate"] == alone.summary()[0]["blocking_rate"]
+    # paired over one load, and pooled over both (paired by load and seed)
+    one = alone.paired("para_max", "lean", "C")
+    assert several.paired("para_max", "lean", "C", load=1.3) == one
+    pooled = [a["blocking_rate"] - b["blocking_rate"] for a, b in zip(several.runs[0::2], several.runs[1::2], strict=True)]
+    assert several.paired("para_max", "lean", "C")[0] == pytest.approx(sum(pooled) / 4)
+
+
+def test_tasks_go_load_by_load_and_loads_are_checked():
+    config = EvaluationConfig(**BASE, loads=(0.5, 0.9, 1.3))
+    assert [t.load_index for t in tasks(config)] == [0] * 4 + [1] * 4 + [2] * 4
+    assert config.workload_at(2).load == 1.3 and config.workload_at(1) == config.workload  # the workload's own load: 0.9
+    for bad in [(0.5, 0.5), (0.5, -1.0)]:
+        with pytest.raises(ValueError, match="distinct positive"):
+            EvaluationConfig(**BASE, loads=bad)
+
+
+def test_a_replayed_trace_takes_no_list_of_loads():
+    with pytest.raises(ValueError, match="takes no list of loads"):
+        EvaluationConfig(cluster="dgx8x8", seeds=1, policies=["lean"], trace="t.csv", loads=(0.5, 0.9), workload={})
