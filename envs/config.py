@@ -42,9 +42,9 @@ class EnvConfig(BaseModel):
     reward: str = "acceptance"
     strategy: str = "auto"
     history: bool = False
-    max_nodes: int = Field(512, ge=1)
-    max_edges: int = Field(1024, ge=1)
-    max_groups: int = Field(64, ge=1)
+    max_nodes: int = Field(512, ge=1, le=100_000)  # padding sizes: bounded so a typo cannot fill memory
+    max_edges: int = Field(1024, ge=1, le=1_000_000)
+    max_groups: int = Field(64, ge=1, le=100_000)
 
     @model_validator(mode="before")
     @classmethod

@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option(help="copy the final policy here only if it blocks no more jobs than its teacher's online rule")
         ] = None,
     ) -> None:
-        """Train a placement policy with MaskablePPO; the policy file lands in OUT/policy.pt."""
+        """Train a placement policy with MaskablePPO; the final policy lands in OUT/policy.pt, the best validated one in OUT/best.pt."""
         from policies.config import load_train_config
         from policies.train import train as run_training
 
@@ -39,3 +39,6 @@ def register(app: typer.Typer) -> None:
             settings = settings.model_copy(update={"train": settings.train.model_copy(update={"device": device})})
         final = run_training(settings, out, timesteps=timesteps, resume=resume, force=force, report=report, promote=promote)
         typer.echo(f"wrote {final}")
+        best = out / "best.pt"
+        if best.exists():
+            typer.echo(f"wrote {best} (the policy file validation scored best; {final.name} is the last)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,9 +28,9 @@ class PPOSection(BaseModel):
 
 class PolicySection(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    hidden: int = Field(64, ge=4)
-    rounds: int = Field(3, ge=1)
-    net_arch: list[int] = [128]  # the option scorer's width
+    hidden: int = Field(64, ge=4, le=8192)  # bounded: a typo (1e7) would try to allocate terabytes
+    rounds: int = Field(3, ge=1, le=64)
+    net_arch: list[Annotated[int, Field(ge=1, le=65536)]] = Field([128], max_length=16)  # the option scorer's width
 
 
 class TrainSection(BaseModel):

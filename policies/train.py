@@ -310,6 +310,8 @@ def train(
     if resume and checkpoint.exists():
         load_checkpoint(model, checkpoint)
     else:
+        if resume:
+            report(f"--resume: no {checkpoint} to continue from; starting from scratch")
         (out / "eval.jsonl").unlink(missing_ok=True)
         if config.train.imitation_steps:
             report(f"warm start: recording {config.train.imitation_steps:,} decisions of {config.train.imitation_teacher} and cloning them")

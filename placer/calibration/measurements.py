@@ -115,10 +115,18 @@ def _csv_records(text: str, name: str) -> Iterable[tuple[str, dict]]:
     extra = [c for c in reader.fieldnames or [] if c not in COLUMNS]
     if extra:
         raise CalibrationError(f"{name}: unknown column(s) {', '.join(map(repr, extra))} (columns: {', '.join(COLUMNS)})")
-    for record in reader:
+    for record in _rows(reader, name):
         if None in record:
             raise CalibrationError(f"{name} line {reader.line_num}: more fields than columns")
         yield f"{name} line {reader.line_num}", {k: (v if v not in ("", None) else None) for k, v in record.items()}
+
+
+def _rows(reader: csv.DictReader, name: str) -> Iterable[dict]:
+    """The reader's records; a line the csv module cannot read (a field over its 128 KiB limit) is one error line."""
+    try:
+        yield from reader
+    except csv.Error as exc:
+        raise CalibrationError(f"{name} line {reader.line_num}: {exc}") from None
 
 
 def _resolve(label: str, record, cluster: Cluster, graphs: dict[tuple, JobGraph]) -> Row:

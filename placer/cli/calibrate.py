@@ -29,9 +29,10 @@ def calibrate(
 ) -> None:
     """Fit link bandwidths and latencies, device and per-job compute rates and fixed overheads to measured step times."""
     from placer.calibration import cluster_toml, fit_calibration
-    from placer.common.atomic import write_atomic
+    from placer.common.atomic import check_writable, write_atomic
     from placer.common.errors import PlacerError
 
+    check_writable(out, what="calibrated cluster file")  # before the fit, not after it
     with console.status(f"fitting {measurements} ..."):
         result = fit_calibration(cluster, measurements)
     table = Table(title=f"{result.cluster.name}: {result.rows} measurements")

@@ -51,7 +51,7 @@ def report(
         try:
             data = json.loads(text)
             loaded.append(EvaluationResult(EvaluationConfig.model_validate(data["record"]["config"]), data["runs"]))
-        except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
+        except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValidationError) as exc:
             raise PlacerError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
         loaded[-1].timelines = _timelines(path.parent / "timelines.json") if plots else []
     result = merge_results(loaded)
@@ -60,6 +60,7 @@ def report(
         from placer.evaluate.plots import plot_all
 
         err_console.print("wrote " + ", ".join(str(p) for p in plot_all(result, path.parent)))
+    _check_references(result.config.policies, against, hindsight)  # before any table is printed
     rows = result.summary()
     w = result.config.workload
     if result.config.trace:
@@ -158,13 +159,22 @@ def _outcomes_table(result, rows: list[dict], fmt: TableFormat) -> None:
     emit(OUTCOME_HEADER, body, fmt, bold=bold)
 
 
+def _check_references(policies: list[str], against: str | None, hindsight: str | None) -> None:
+    """--against and --hindsight name evaluated policies (and --hindsight comes with --against)."""
+    if hindsight is not None and against is None:
+        raise PlacerError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
+    for option, name in (("--against", against), ("--hindsight", hindsight)):
+        if name is not None and name not in policies:
+            raise PlacerError(f"{option} {name!r} is not one of the evaluated policies: {', '.join(policies)}")
+
+
 def _timelines(path: Path) -> list[dict]:
     import json
 
     try:
         return json.loads(read_text(path, what="timelines")) if path.exists() else []
-    except json.JSONDecodeError:
-        raise PlacerError(f"{path}: not valid JSON") from None
+    except (json.JSONDecodeError, RecursionError):
+        raise PlacerError(f"{path}: not valid JSON (or nested too deep)") from None
 
 
 def _paired_table(result, rows, against: str, fmt: TableFormat, metric: str = "blocking_rate") -> None:

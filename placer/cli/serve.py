@@ -29,11 +29,19 @@ def serve(
     heuristic: Annotated[str, typer.Option(help="heuristic used when no policy file is given")] = "lean",
     host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="port to bind (0: any free port)")] = 8000,
-    max_body_mb: Annotated[float, typer.Option(min=0.001, help="largest request body in MiB")] = 8.0,
+    max_body_mb: Annotated[float, typer.Option(min=0.001, max=1024.0, help="largest request body in MiB")] = 8.0,
     max_graph_ops: Annotated[int, typer.Option(min=1, help="largest job graph accepted, in ops (forward + backward)")] = 20_000,
-    body_timeout_s: Annotated[float, typer.Option(min=0.1, help="seconds a client has to send a request's body (408 after)")] = 30.0,
-    max_connections: Annotated[int, typer.Option(min=1, help="concurrent connections served; more get 503")] = 64,
-    cache_mb: Annotated[float, typer.Option(min=1.0, help="memory for graphs and cost-model work kept between requests, MiB")] = 256.0,
+    body_timeout_s: Annotated[
+        float, typer.Option(min=0.1, max=3600.0, help="seconds a client has to send a request's body (408 after)")
+    ] = 30.0,
+    header_timeout_s: Annotated[
+        float, typer.Option(min=0.1, max=3600.0, help="seconds a connection has to send a request's headers (closed after)")
+    ] = 5.0,
+    max_connections: Annotated[int, typer.Option(min=1, max=100_000, help="requests served at once; more get 503")] = 64,
+    max_connections_per_client: Annotated[int, typer.Option(min=1, max=100_000, help="open connections per client address")] = 16,
+    cache_mb: Annotated[
+        float, typer.Option(min=1.0, max=65536.0, help="memory for graphs and cost-model work kept between requests, MiB")
+    ] = 256.0,
     state: Annotated[Path | None, typer.Option(help="SQLite file of reservations (default: .placer/<cluster>.sqlite3)")] = None,
     memory_only: Annotated[bool, typer.Option("--memory-only", help="keep reservations in memory: a restart forgets them")] = False,
     reset_state: Annotated[
@@ -48,16 +56,17 @@ def serve(
 
     A token (--token-file or PLACER_TOKEN) is required when binding beyond loopback.
     """
-    import uvicorn
-
     from placer.baselines.registry import PolicyContext, make_policy
     from placer.serve.http import create_app
+    from placer.serve.server import make_server
     from placer.serve.settings import ServiceSettings
 
+    if "*" in (allowed_host or []):
+        raise PlacerError("--allowed-host '*' would accept any Host header (no DNS-rebinding check): name the hosts clients use")
     token = _token(token_file)
     if token is None and not _is_loopback(host):
         raise PlacerError(f"binding to {host!r} reaches beyond this machine: give a token (--token-file FILE or PLACER_TOKEN)")
-    _check_bindable(host, port)
+    listener = _bind(host, port)  # bound before loading anything: a taken port fails in one line, port 0 gets its number
     topology = load_cluster(cluster)
     context = PolicyContext(topology, policy_file=policy_file)
     policy = make_policy("learned" if policy_file else heuristic, context)
@@ -66,6 +75,9 @@ def serve(
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         max_graph_ops=max_graph_ops,
         body_timeout_s=body_timeout_s,
+        header_timeout_s=header_timeout_s,
+        max_connections=max_connections,
+        max_connections_per_client=max_connections_per_client,
         cache_bytes=cache_mb * 1024 * 1024,
         state_path=state_path,
         reset_state=reset_state,
@@ -78,9 +90,9 @@ def serve(
     where = f"reservations in {state_path} ({restored} restored)" if state_path else "reservations in memory only"
     access = "bearer token required" if token else "no token (loopback only)"
     err_console.print(
-        f"placer serve: cluster {topology.name}, policy {policy.name or 'learned'}, {where}, {access}, on http://{host}:{port}"
+        f"placer serve: cluster {topology.name}, policy {policy.name or 'learned'}, {where}, {access}, on {_url(host, listener)}"
     )
-    uvicorn.run(app_, host=host, port=port, log_level="info", access_log=True, limit_concurrency=max_connections, timeout_keep_alive=5)
+    make_server(app_, settings, host=host, port=listener.getsockname()[1], access_log=True).run(sockets=[listener])
 
 
 def _token(token_file: Path | None) -> str | None:
@@ -102,16 +114,19 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _check_bindable(host: str, port: int) -> None:
-    """Fail in one line, before loading anything, if (host, port) cannot be bound."""
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket for (host, port), or one line if it cannot be bound."""
+    from placer.serve.server import bind
+
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        return bind(host, port)
     except socket.gaierror as exc:
         raise PlacerError(f"cannot bind to host {host!r}: {exc.strerror}") from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a port in TIME_WAIT is free
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise PlacerError(f"cannot bind to {host}:{port}: {exc.strerror or exc}") from None
+    except OSError as exc:
+        raise PlacerError(f"cannot bind to {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _url(host: str, listener: socket.socket) -> str:
+    """Where the service answers: the bound port (the real one when --port 0 was asked)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{listener.getsockname()[1]}"

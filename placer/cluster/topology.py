@@ -71,10 +71,13 @@ class DeviceType(BaseModel):
         return self
 
 
+MAX_DEVICES = 1_000_000  # a cluster file beyond this is a typo, not a cluster (and would fill memory)
+
+
 class ServerGroup(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    count: int = Field(ge=1)
-    devices_per_server: int = Field(ge=1)
+    count: int = Field(ge=1, le=MAX_DEVICES)
+    devices_per_server: int = Field(ge=1, le=MAX_DEVICES)
     device_type: str
 
 
@@ -134,6 +137,9 @@ class ClusterSpec(BaseModel):
             if group.device_type not in self.device_types:
                 known = ", ".join(sorted(self.device_types))
                 raise ValueError(f"server group uses unknown device_type {group.device_type!r} (known: {known})")
+        total = sum(group.count * group.devices_per_server for group in self.servers)
+        if total > MAX_DEVICES:
+            raise ValueError(f"the server groups hold {total:,} devices; at most {MAX_DEVICES:,} are supported")
         return self
 
 

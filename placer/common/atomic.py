@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
+from placer.common.errors import PlacerError
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
@@ -40,3 +42,16 @@ def write_atomic(path: str | Path, content: str | bytes | Callable[[IO], None], 
             with tmp.open("w", encoding="utf-8", newline=newline) as fh:
                 content(fh)
     return Path(path)
+
+
+def check_writable(path: str | Path, *, what: str = "output") -> None:
+    """Raise :class:`~placer.common.errors.PlacerError` now if :func:`write_atomic` could not write
+    ``path`` later (its folder is missing or not writable, or it is a folder): check before long work."""
+    target = Path(path)
+    if target.is_dir():
+        raise PlacerError(f"cannot write {what} {str(target)!r}: it is a folder")
+    folder = target.parent
+    if not folder.is_dir():
+        raise PlacerError(f"cannot write {what} {str(target)!r}: folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PlacerError(f"cannot write {what} {str(target)!r}: permission denied")

@@ -76,6 +76,7 @@ def _run_on_ray(config_json: str, todo: Sequence[Task], address: str, on_task) -
     except ImportError:
         raise PlacerError("--ray needs Ray: pip install -e '.[ray]'") from None
     if not ray.is_initialized():
+        _check_reachable(address)
         try:
             ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False)
         except (ConnectionError, ValueError, RuntimeError) as exc:
@@ -88,3 +89,21 @@ def _run_on_ray(config_json: str, todo: Sequence[Task], address: str, on_task) -
         if on_task is not None:
             on_task(outputs[-1][0]["jobs"])
     return outputs
+
+
+RAY_CONNECT_TIMEOUT_S = 3.0
+
+
+def _check_reachable(address: str) -> None:
+    """One line within :data:`RAY_CONNECT_TIMEOUT_S` when ``host:port`` (or ``ray://host:port``) does
+    not accept a connection: Ray itself retries for over a minute. ``local`` and ``auto`` are left to Ray."""
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise PlacerError(f"cannot reach a Ray cluster at {address!r}: {exc.strerror or exc}") from None

@@ -81,8 +81,8 @@ class GraphBody(BaseModel):
     """Node-link lists (networkx's ``node_link_data`` with ``edges="edges"``)."""
 
     model_config = _STRICT
-    nodes: list[NodeDocument]
-    edges: list[EdgeDocument]
+    nodes: Annotated[list[NodeDocument], Field(fail_fast=True)]  # the first bad op stops validation: errors stay few
+    edges: Annotated[list[EdgeDocument], Field(fail_fast=True)]
     directed: Literal[True] | None = None  # written by networkx; a job graph is always directed
     multigraph: Literal[False] | None = None
     graph: dict[str, Any] | None = None
@@ -118,9 +118,15 @@ def parse_document(data: Mapping[str, Any] | str | bytes, *, source: str) -> Gra
         raise GraphValidationError(f"{source}: {describe(exc, _as_data(data))}") from None
 
 
+MAX_NAMING_BYTES = 1024 * 1024  # larger JSON text is not parsed again to name an op by its id (errors say "node #i")
+
+
 def _as_data(data: object) -> object:
-    """The document as Python data, to name the op an error is in (error path only: JSON text is parsed again)."""
+    """The document as Python data, to name the op an error is in (error path only: JSON text of at most
+    :data:`MAX_NAMING_BYTES` is parsed again; a larger one is not, so a huge bad document costs one pass)."""
     if isinstance(data, str | bytes):
+        if len(data) > MAX_NAMING_BYTES:
+            return None
         try:
             return json.loads(data)
         except ValueError:

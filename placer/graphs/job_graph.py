@@ -296,7 +296,7 @@ def load_job_graph(path: str | Path) -> JobGraph:
 
 def _validate(graph: nx.DiGraph, name: str, *, fields_checked: bool = False) -> None:
     """What a graph must be: its ops' and edges' fields as :mod:`placer.graphs.document` says (unless a
-    document was already checked), at least one op that takes time, text that is valid Unicode, no cycle."""
+    document was already checked), at least one op that takes time and one forward op, text that is valid Unicode, no cycle."""
     where = f"graph {name!r}"
     if graph.number_of_nodes() == 0:
         raise GraphValidationError(f"{where}: has no ops")
@@ -311,6 +311,8 @@ def _validate(graph: nx.DiGraph, name: str, *, fields_checked: bool = False) -> 
         raise GraphValidationError(f"{where}: self-loop on node {loop!r}")
     if not any(attrs["compute_s"] > 0 for _, attrs in graph.nodes(data=True)):
         raise GraphValidationError(f"{where}: every op takes 0 s; at least one must take time")
+    if not any(attrs["pass"] == "forward" for _, attrs in graph.nodes(data=True)):
+        raise GraphValidationError(f"{where}: has no forward ops (every op is 'backward'); a job graph needs its forward pass")
     if not nx.is_directed_acyclic_graph(graph):
         cycle = nx.find_cycle(graph)
         path = " -> ".join(str(u) for u, _ in cycle) + f" -> {cycle[0][0]}"

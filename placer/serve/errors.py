@@ -57,3 +57,7 @@ class ReportsTooFrequentError(ServiceError):
     def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class StateUnavailableError(ServiceError):
+    """The state file cannot be written now (a full disk, an I/O error): nothing changed, retry later."""

@@ -9,7 +9,7 @@ Routes (OpenAPI docs at ``/docs``):
   ``graph_key`` instead of sending it again, and may ask for a ``lease_s``: the devices are freed
   (and logged) unless the holder renews within it. With an ``Idempotency-Key`` header a retry
   (after a lost answer, a crash) gets the first answer and reserves nothing more; the same key
-  with another body gets 422.
+  with another request (compared as parsed JSON, not bytes) gets 422.
 - ``POST /v1/jobs/{id}/lease`` renews a lease; ``DELETE /v1/jobs/{id}`` releases (410 once a
   lease ran out).
 - ``POST /v1/jobs/{id}/step-times`` reports a running job's measured seconds per step; the cost
@@ -21,6 +21,11 @@ The policy is loaded once at start from a server-side path: no request names a f
 ``max_body_bytes`` get 413, bodies not received within ``body_timeout_s`` 408. Graphs and their
 cost-model work are cached up to ``cache_bytes`` (the settings: :class:`~placer.serve.settings.ServiceSettings`).
 The state raises domain errors (:mod:`placer.serve.errors`); :data:`ERROR_STATUS` maps them to statuses.
+
+Bodies of POST routes must be ``application/json`` (415 otherwise: a page on another site cannot
+send one without a preflight). At most ``max_connections`` requests are served at once (503
+beyond; the health check, which also answers ``HEAD``, is exempt); connections themselves are
+guarded by :mod:`placer.serve.server`.
 
 Access: with a ``token`` every route but ``/v1/health`` needs ``Authorization: Bearer TOKEN``
 (401 otherwise); with ``allowed_hosts`` a request whose ``Host`` header names another host gets
@@ -58,10 +63,11 @@ from placer.serve.errors import (
     LeaseExpiredError,
     NoLeaseError,
     ReportsTooFrequentError,
+    StateUnavailableError,
     UnknownGraphKeyError,
     UnknownJobError,
 )
-from placer.serve.middleware import BearerToken, BodyLimit
+from placer.serve.middleware import BearerToken, BodyLimit, JsonOnly, RequestLimit
 from placer.serve.occupancy import Occupancy
 from placer.serve.ratelimit import RateLimiter
 from placer.serve.schemas import CalibrationState, ClusterOccupancy, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
@@ -79,6 +85,7 @@ ERROR_STATUS: dict[type[PlacerError], int] = {
     LeaseExpiredError: 410,
     GraphTooLargeError: 413,
     ReportsTooFrequentError: 429,
+    StateUnavailableError: 503,
 }
 MAX_ERROR_CHARS = 1000  # per message in an error body
 MAX_ERRORS = 20  # validation errors listed in one body
@@ -188,8 +195,14 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     def health() -> dict:
         return {"status": "ok", "cluster": cluster.name, "policy": policy.name, "jobs": len(state.jobs), **instance}
 
+    @app.head("/v1/health", include_in_schema=False)
+    def health_head() -> dict:  # health checkers that probe with HEAD (the body is not sent)
+        return health()
+
     _register_schemas(app, PlacementRequest)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
+    app.add_middleware(JsonOnly)
+    app.add_middleware(RequestLimit, limit=settings.max_connections)
     if settings.token is not None:
         app.add_middleware(BearerToken, token=settings.token)
     if settings.allowed_hosts is not None:

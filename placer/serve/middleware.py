@@ -1,4 +1,4 @@
-"""ASGI middleware of the placement service: bounded bodies and bearer tokens."""
+"""ASGI middleware of the placement service: bounded bodies, JSON-only bodies, bounded requests in flight, bearer tokens."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ class BodyLimit:
                     message = await asyncio.wait_for(receive(), timeout=max(deadline - time.monotonic(), 0.0))
                 except TimeoutError:
                     return await _reject(send, 408, f"request body not received within {self.timeout_s:g} s")
+                if message["type"] == "http.disconnect":
+                    return None  # the client left mid-body: no one to answer, nothing to log
                 if message["type"] != "http.request":
                     return await self.app(scope, _replay([message], receive), send)
                 chunk = message.get("body", b"")
@@ -55,6 +57,54 @@ class BodyLimit:
         body: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
         del chunks
         await self.app(scope, _replay([body], receive), send)
+
+
+class JsonOnly:
+    """415 for a POST, PUT or PATCH whose body (or declared ``Content-Type``) is not ``application/json``.
+
+    A web page on another site can send a ``text/plain``, form, multipart or untyped body without
+    asking first; a JSON body needs a CORS preflight, which this service never grants. So refusing
+    every other body keeps pages from reserving devices through a browser.
+    """
+
+    METHODS = ("POST", "PUT", "PATCH")
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in self.METHODS:
+            headers = dict(scope.get("headers", []))
+            kind = headers.get(b"content-type")
+            has_body = headers.get(b"content-length", b"0").strip() not in (b"0", b"") or b"transfer-encoding" in headers
+            if (kind is not None or has_body) and not _is_json(kind):
+                return await _reject(send, 415, "request bodies must be JSON (Content-Type: application/json)")
+        await self.app(scope, receive, send)
+
+
+def _is_json(content_type: bytes | None) -> bool:
+    return content_type is not None and content_type.split(b";")[0].strip().lower() == b"application/json"
+
+
+class RequestLimit:
+    """503 (``Retry-After: 1``) for a request beyond ``limit`` in progress; the health check is exempt
+    (its connections are bounded by :mod:`placer.serve.server`'s guard)."""
+
+    OPEN_PATHS = ("/v1/health",)
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit, self.in_flight = app, limit, 0  # one event loop: no lock needed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.OPEN_PATHS:
+            return await self.app(scope, receive, send)
+        if self.in_flight >= self.limit:
+            return await _reject(send, 503, "too many requests in progress; retry shortly", {"Retry-After": "1"})
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
 
 
 class BearerToken:

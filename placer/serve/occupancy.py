@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import threading
 import time
 import uuid
@@ -23,7 +24,7 @@ from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.common.lru import LRUCache
 from placer.cost import CostModel
-from placer.graphs.document import describe
+from placer.graphs.document import MAX_NAMING_BYTES, describe
 from placer.graphs.job_graph import JobGraph, job_graph_from_document
 from placer.serve.errors import (
     GraphTooLargeError,
@@ -37,7 +38,7 @@ from placer.serve.errors import (
 )
 from placer.serve.refit import Refitter, graph_document
 from placer.serve.reservations import Reservation, ReservationStore
-from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
+from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport, bounded_request
 from placer.serve.settings import ServiceSettings
 
 log = logging.getLogger("placer.serve")
@@ -74,6 +75,8 @@ class Occupancy:
         )
         for r in self.store.load():  # reservations that survived a restart
             self._hold(r)
+        for job_id, expires_at_s in self.store.expired():  # leases that ran out before it: 410, not 404
+            self.expired[job_id] = expires_at_s
         self.graphs: LRUCache[str, JobGraph] = LRUCache(
             self.max_cached_graphs, max_bytes=self.cache_bytes / 2, sizeof=lambda g: (g.num_ops + g.num_edges) * BYTES_PER_GRAPH_ELEMENT
         )
@@ -113,14 +116,17 @@ class Occupancy:
     # -- requests ---------------------------------------------------------------------
     def parse(self, body: bytes) -> PlacementRequest:
         """The request in ``body`` (JSON), validated as it is parsed; :class:`GraphTooLargeError` for a graph over ``max_graph_ops``."""
+        if _more_ops_than(body, self.max_graph_ops):  # before parsing: a huge graph costs one scan of its bytes
+            raise self._too_large()
         try:
-            request = PlacementRequest.model_validate_json(body)
+            return bounded_request(self.max_graph_ops).model_validate_json(body)  # the op count stops validation at max + 1
         except ValidationError as exc:
+            if any(e["type"] == "too_long" and tuple(e["loc"]) == ("graph", "graph", "nodes") for e in exc.errors(include_url=False)):
+                raise self._too_large() from None
             raise _invalid(exc, body) from None
-        if request.graph is not None and len(request.graph.graph.nodes) > self.max_graph_ops:
-            ops = len(request.graph.graph.nodes)
-            raise GraphTooLargeError(f"graph has {ops} ops; this server accepts at most {self.max_graph_ops}")
-        return request
+
+    def _too_large(self) -> GraphTooLargeError:
+        return GraphTooLargeError(f"graph has more than {self.max_graph_ops} ops; this server accepts at most {self.max_graph_ops}")
 
     def graph(self, request: PlacementRequest) -> JobGraph:
         """The request's graph: built from its document, or looked up by key."""
@@ -145,16 +151,17 @@ class Occupancy:
 
     def place(self, body: bytes, idempotency_key: str | None = None) -> PlacementDecision:
         """Decide for the request in ``body``; reserve when accepted. A repeated ``idempotency_key`` gets the first answer."""
-        digest = hashlib.sha256(body).hexdigest()
-        if idempotency_key is not None:
+        request = self.parse(body)
+        digest = None
+        if idempotency_key is not None:  # a retry matches on the request's parsed JSON, not its bytes (spacing, key order)
+            digest = hashlib.sha256(request.model_dump_json(by_alias=True).encode()).hexdigest()
             with self.lock:
                 first = self._answered(idempotency_key, digest)
             if first is not None:
                 return first
-        request = self.parse(body)
         graph = self.graph(request)
         with self.lock:
-            if idempotency_key is not None and (first := self._answered(idempotency_key, digest)) is not None:
+            if idempotency_key is not None and digest is not None and (first := self._answered(idempotency_key, digest)) is not None:
                 return first  # a concurrent retry answered while this one parsed
             self._expire_leases()
             now = time.time()
@@ -179,7 +186,7 @@ class Occupancy:
                     lease,
                     None if lease is None else now + lease,
                 )
-            answer = None if idempotency_key is None else (idempotency_key, digest, decision.model_dump_json())
+            answer = None if idempotency_key is None or digest is None else (idempotency_key, digest, decision.model_dump_json())
             if reservation is not None or answer is not None:
                 self.store.add(reservation, answer=answer)  # committed before anyone hears of it
             if reservation is not None:
@@ -249,7 +256,7 @@ class Occupancy:
         expiry = {j.job_id: j.expires_at_s for j in self.jobs.values() if j.expires_at_s is not None and j.expires_at_s <= now}
         gone = list(expiry)
         for job_id in gone:
-            self.store.remove(job_id)
+            self.store.expire(job_id, self.jobs[job_id].expires_at_s or now)
             job = self._free(job_id)
             self.expired[job_id] = expiry[job_id]
             log.warning("lease of job %s (%s on %s) ran out unrenewed: devices freed", job_id, job.graph, " ".join(job.devices))
@@ -291,13 +298,25 @@ def _running(r: Reservation) -> RunningJob:
     )
 
 
+_PASS_KEY = re.compile(rb'"pass"\s*:')
+
+
+def _more_ops_than(body: bytes, limit: int) -> bool:
+    """Whether ``body`` holds more than ``limit`` ``"pass"`` keys: every op has one, and a JSON string
+    cannot hold the key's bytes, so more means more than ``limit`` ops (or free-form ``graph``
+    metadata full of such keys). One scan of the bytes, nothing parsed."""
+    if body.count(b'"pass"') <= limit:  # a fast upper bound (values "pass" count too): most bodies stop here
+        return False
+    return sum(1 for _, _ in zip(_PASS_KEY.finditer(body), range(limit + 1), strict=False)) > limit
+
+
 def _invalid(exc: ValidationError, body: bytes) -> InvalidRequestError:
     """A request that does not validate: one line for the graph document's first problem, else pydantic's error list."""
     errors = exc.errors(include_url=False)
     first = errors[0]
     if first["loc"][:1] == ("graph",) and len(first["loc"]) > 1 and first["type"] != "json_invalid":
         try:
-            data = json.loads(body).get("graph")
+            data = json.loads(body).get("graph") if len(body) <= MAX_NAMING_BYTES else None  # "node #i" beyond
         except (ValueError, AttributeError):
             data = None
         return InvalidRequestError(f"graph: {describe(exc, data, strip=1)}")

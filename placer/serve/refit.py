@@ -90,6 +90,11 @@ class Refitter:
                     raise PlacerError(f"reservation state {str(self.store.path)!r}: measurement of graph {m.graph_key!r} without its graph")
                 graphs[m.graph_key] = job_graph_from_json(documents[m.graph_key], source=f"stored graph {m.graph_key}")
             self.rows.append(self._row(graphs[m.graph_key], m.devices, m.step_time_s))
+        for key in graphs:  # checked again as a report is: the file may have been edited, or the cluster's file
+            try:
+                check_plausible(self.base, [r for r in self.rows if r.graph.key == key])
+            except PlacerError as exc:
+                raise PlacerError(f"reservation state {str(self.store.path)!r}: stored step times: {exc}") from None
         if self.rows:
             self.state = self.state.model_copy(update={"measurements": len(self.rows)})
             self.schedule()

@@ -8,15 +8,18 @@ back and the devices stay held. ``path=None`` keeps state in memory.
 What the store refuses, each in one line naming the file (and the row): a file another process
 holds (an exclusive ``flock`` on ``FILE.lock`` for the store's lifetime, so two servers never
 share one file and double-book), a file made for another cluster, a file it cannot write, a file
-that is not a reservation store (empty, another database, tables missing) unless ``reset`` says
-to start empty over it, and rows that do not make sense (bad JSON, unknown or repeated devices, a
-device held twice, a time that is not a finite number).
+that is not a reservation store (empty, another database, tables missing, a table of another
+shape, a page that fails SQLite's ``quick_check``, meta rows deleted from a file that holds
+state) unless ``reset`` says to start empty over it, and rows that do not make sense (bad JSON,
+unknown or repeated devices, a device held twice, a time that is not a finite number or lies past
+the year 9999, a step time outside what a report may give).
 
 Beside the reservations (with their optional lease expiry) the file keeps the first answer to
-each idempotency key (the newest :data:`MAX_IDEMPOTENCY_KEYS`; a retry gets the same answer)
-and the step times clients measured (the newest :data:`MAX_MEASUREMENTS`, with the graphs they
-ran: the service refits its cost model to them at start). Files of earlier versions are
-upgraded in place.
+each idempotency key (the newest :data:`MAX_IDEMPOTENCY_KEYS`; a retry gets the same answer),
+the ids of jobs whose lease ran out (the newest :data:`MAX_EXPIRED`: 410, not 404, after a
+restart) and the step times clients measured (the newest :data:`MAX_MEASUREMENTS`, with the
+graphs they ran: the service refits its cost model to them at start). Files of earlier versions
+are upgraded in place.
 """
 
 from __future__ import annotations
@@ -26,11 +29,15 @@ import json
 import math
 import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from placer.calibration.measurements import MAX_STEP_S
 from placer.common.errors import PlacerError
+from placer.serve.errors import StateUnavailableError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,11 +53,23 @@ CREATE TABLE IF NOT EXISTS measurements (
     graph_key TEXT NOT NULL, devices TEXT NOT NULL, step_time_s REAL NOT NULL, measured_at_s REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS graphs (key TEXT PRIMARY KEY, document TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS expired (job_id TEXT PRIMARY KEY, expires_at_s REAL NOT NULL);
 """
+COLUMNS = {  # what each table must have (after the upgrade below)
+    "meta": {"key", "value"},
+    "reservations": {"job_id", "graph", "devices", "reserved_at_s", "predicted_jct_s", "graph_key", "lease_s", "expires_at_s"},
+    "idempotency": {"key", "request_sha256", "response"},
+    "measurements": {"graph_key", "devices", "step_time_s", "measured_at_s"},
+    "graphs": {"key", "document"},
+    "expired": {"job_id", "expires_at_s"},
+}
+MAX_TIMESTAMP_S = 253_402_300_799.0  # 9999-12-31T23:59:59Z: the latest time a datetime can show
+MAX_DURATION_S = 1e12  # a predicted JCT or a lease: 30,000 years
 ADDED_COLUMNS = {"graph_key": "TEXT", "lease_s": "REAL", "expires_at_s": "REAL"}  # reservations, since version 2
 TABLES = {"meta", "reservations"}  # a store has these; the others are made when missing
-OPTIONAL_TABLES = {"idempotency", "measurements", "graphs"}
+OPTIONAL_TABLES = {"idempotency", "measurements", "graphs", "expired"}
 MAX_IDEMPOTENCY_KEYS = 10_000
+MAX_EXPIRED = 10_000  # ids of jobs whose lease ran out, kept to answer 410 (not 404) after a restart
 MAX_MEASUREMENTS = 500
 RESET_HINT = "--reset-state starts empty over it (its reservations are lost)"
 
@@ -93,6 +112,7 @@ class ReservationStore:
             self._check_layout()
             self._db.executescript(SCHEMA)
             self._upgrade()
+            self._check_shape()
             self._db.execute("BEGIN IMMEDIATE")  # fails now, not at the first placement, if the file cannot be written
             self._db.execute("ROLLBACK")
         except PlacerError:
@@ -144,6 +164,17 @@ class ReservationStore:
             what = f"table {', '.join(missing)} missing" if missing else f"other tables ({', '.join(sorted(tables))})"
             raise PlacerError(f"reservation state {str(self.path)!r} is not a reservation store ({what}); {RESET_HINT}")
 
+    def _check_shape(self) -> None:
+        """Every table has its columns, and SQLite's quick_check finds no damaged page."""
+        for table, columns in COLUMNS.items():
+            have = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if have != columns:
+                wrong = ", ".join([*(f"no {c}" for c in sorted(columns - have)), *(f"unknown {c}" for c in sorted(have - columns))])
+                raise PlacerError(f"reservation state {str(self.path)!r} is not a reservation store (table {table}: {wrong}); {RESET_HINT}")
+        problems = [row[0] for row in self._db.execute("PRAGMA quick_check(3)")]
+        if problems != ["ok"]:
+            raise PlacerError(f"reservation state {str(self.path)!r} is damaged ({'; '.join(problems)[:200]}); {RESET_HINT}")
+
     def _upgrade(self) -> None:
         have = {row[1] for row in self._db.execute("PRAGMA table_info(reservations)")}
         for column, kind in ADDED_COLUMNS.items():
@@ -154,6 +185,10 @@ class ReservationStore:
         stored = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         fingerprint = json.dumps(devices)
         if not stored:
+            held = self._db.execute("SELECT EXISTS (SELECT 1 FROM reservations) OR EXISTS (SELECT 1 FROM measurements)").fetchone()[0]
+            if held:  # a file with state whose meta rows were deleted: any cluster could adopt it
+                what = "holds reservations or measurements but names no cluster (meta rows missing)"
+                raise PlacerError(f"reservation state {str(self.path)!r} {what}; {RESET_HINT}")
             with self._db:
                 self._db.executemany("INSERT INTO meta VALUES (?, ?)", [("cluster", cluster), ("devices", fingerprint)])
         elif stored.get("cluster") != cluster or stored.get("devices") != fingerprint:
@@ -164,10 +199,10 @@ class ReservationStore:
 
     def load(self) -> list[Reservation]:
         """Every stored reservation, checked: one line naming the file and row for the first that makes no sense."""
-        rows = self._db.execute(
+        rows = self._read(
             f"SELECT rowid, job_id, graph, devices, reserved_at_s, predicted_jct_s, {', '.join(ADDED_COLUMNS)} "
             "FROM reservations ORDER BY reserved_at_s"
-        ).fetchall()
+        )
         known, held = set(self.devices), dict[str, str]()
         out = []
         for rowid, *fields in rows:
@@ -184,7 +219,7 @@ class ReservationStore:
 
     def add(self, r: Reservation | None, *, answer: tuple[str, str, str] | None = None) -> None:
         """Commit a reservation and/or the answer to an idempotency key ``(key, request_sha256, response)`` in one transaction."""
-        with self._db:
+        with self._writing():
             if r is not None:
                 row = (
                     r.job_id,
@@ -202,7 +237,7 @@ class ReservationStore:
                     row,
                 )
             if answer is not None:
-                self._db.execute("INSERT INTO idempotency VALUES (?, ?, ?)", answer)
+                self._db.execute("INSERT INTO idempotency (key, request_sha256, response) VALUES (?, ?, ?)", answer)
                 self._db.execute("DELETE FROM idempotency WHERE rowid <= (SELECT MAX(rowid) FROM idempotency) - ?", (MAX_IDEMPOTENCY_KEYS,))
 
     def answer(self, key: str) -> tuple[str, str] | None:
@@ -211,35 +246,66 @@ class ReservationStore:
         return (row[0], row[1]) if row else None
 
     def renew(self, job_id: str, lease_s: float, expires_at_s: float) -> None:
-        with self._db:
+        with self._writing():
             self._db.execute("UPDATE reservations SET lease_s = ?, expires_at_s = ? WHERE job_id = ?", (lease_s, expires_at_s, job_id))
 
+    def expire(self, job_id: str, expires_at_s: float) -> None:
+        """Remove a reservation whose lease ran out, remembering its id (the newest :data:`MAX_EXPIRED`)."""
+        with self._writing():
+            self._db.execute("DELETE FROM reservations WHERE job_id = ?", (job_id,))
+            self._db.execute("INSERT OR REPLACE INTO expired (job_id, expires_at_s) VALUES (?, ?)", (job_id, expires_at_s))
+            self._db.execute("DELETE FROM expired WHERE rowid <= (SELECT MAX(rowid) FROM expired) - ?", (MAX_EXPIRED,))
+
+    def expired(self) -> list[tuple[str, float]]:
+        """(job id, when its lease ran out) of the remembered expired jobs, oldest first; rows that make no sense are skipped."""
+        rows = self._read("SELECT job_id, expires_at_s FROM expired ORDER BY rowid")
+        return [(j, float(t)) for j, t in rows if isinstance(j, str) and isinstance(t, int | float) and 0 <= t <= MAX_TIMESTAMP_S]
+
     def remove(self, job_id: str) -> None:
-        with self._db:
+        with self._writing():
             self._db.execute("DELETE FROM reservations WHERE job_id = ?", (job_id,))
 
     def add_measurement(self, m: StoredMeasurement, document: str) -> None:
         """Keep a measured step time and its graph's JSON; the oldest go past :data:`MAX_MEASUREMENTS` (and graphs no row uses)."""
-        with self._db:
-            self._db.execute("INSERT OR IGNORE INTO graphs VALUES (?, ?)", (m.graph_key, document))
+        with self._writing():
+            self._db.execute("INSERT OR IGNORE INTO graphs (key, document) VALUES (?, ?)", (m.graph_key, document))
             self._db.execute(
-                "INSERT INTO measurements VALUES (?, ?, ?, ?)", (m.graph_key, json.dumps(list(m.devices)), m.step_time_s, m.measured_at_s)
+                "INSERT INTO measurements (graph_key, devices, step_time_s, measured_at_s) VALUES (?, ?, ?, ?)",
+                (m.graph_key, json.dumps(list(m.devices)), m.step_time_s, m.measured_at_s),
             )
             self._db.execute("DELETE FROM measurements WHERE rowid <= (SELECT MAX(rowid) FROM measurements) - ?", (MAX_MEASUREMENTS,))
             self._db.execute("DELETE FROM graphs WHERE key NOT IN (SELECT graph_key FROM measurements)")
 
     def measurements(self) -> tuple[list[StoredMeasurement], dict[str, str]]:
         """The kept measurements, oldest first, and the JSON documents of their graphs by key."""
-        rows = self._db.execute("SELECT rowid, graph_key, devices, step_time_s, measured_at_s FROM measurements ORDER BY rowid").fetchall()
+        rows = self._read("SELECT rowid, graph_key, devices, step_time_s, measured_at_s FROM measurements ORDER BY rowid")
         out = []
         for rowid, graph_key, devices, step_time_s, measured_at_s in rows:
             where = f"reservation state {str(self.path)!r}, measurement row {rowid}"
             names = _device_list(where, devices)
-            for field, value in (("step_time_s", step_time_s), ("measured_at_s", measured_at_s)):
-                _check_number(where, field, value)
+            _check_number(where, "step_time_s", step_time_s, MAX_STEP_S)
+            if step_time_s == 0:
+                raise PlacerError(f"{where}: step_time_s must be > 0")
+            _check_number(where, "measured_at_s", measured_at_s, MAX_TIMESTAMP_S)
             out.append(StoredMeasurement(str(graph_key), tuple(names), float(step_time_s), float(measured_at_s)))
-        documents = dict(self._db.execute("SELECT key, document FROM graphs").fetchall())
+        documents = dict(self._read("SELECT key, document FROM graphs"))
         return out, documents
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One committed transaction; a full disk or a failing device is :class:`StateUnavailableError` (503: retry later)."""
+        try:
+            with self._db:
+                yield
+        except sqlite3.OperationalError as exc:
+            raise StateUnavailableError(f"reservation state cannot be written ({exc}); nothing was changed: retry later") from None
+
+    def _read(self, query: str) -> list[tuple]:
+        """All rows of ``query``; a damaged file is one line (not a traceback)."""
+        try:
+            return self._db.execute(query).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise PlacerError(f"reservation state {str(self.path)!r} cannot be read ({exc}); {RESET_HINT}") from None
 
     def close(self) -> None:
         """Close the database (a clean close leaves no -wal or -shm file) and release the lock."""
@@ -260,13 +326,13 @@ def _parse_row(where: str, job_id, graph, devices, reserved_at_s, predicted_jct_
     if graph_key is not None and not isinstance(graph_key, str):
         raise PlacerError(f"{where}: graph_key must be text or null")
     names = _device_list(where, devices)
-    for field, value in (("reserved_at_s", reserved_at_s), ("predicted_jct_s", predicted_jct_s)):
-        _check_number(where, field, value)
+    _check_number(where, "reserved_at_s", reserved_at_s, MAX_TIMESTAMP_S)
+    _check_number(where, "predicted_jct_s", predicted_jct_s, MAX_DURATION_S)
     if (lease_s is None) != (expires_at_s is None):
         raise PlacerError(f"{where}: lease_s and expires_at_s must both be set or both be null")
     if lease_s is not None:
-        _check_number(where, "lease_s", lease_s)
-        _check_number(where, "expires_at_s", expires_at_s)
+        _check_number(where, "lease_s", lease_s, MAX_DURATION_S)
+        _check_number(where, "expires_at_s", expires_at_s, MAX_TIMESTAMP_S)
     return Reservation(
         job_id,
         graph,
@@ -289,6 +355,6 @@ def _device_list(where: str, devices) -> list[str]:
     return names
 
 
-def _check_number(where: str, field: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise PlacerError(f"{where}: {field} must be a finite number >= 0")
+def _check_number(where: str, field: str, value, upper: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not 0 <= value <= upper:
+        raise PlacerError(f"{where}: {field} must be a finite number in [0, {upper:g}]")

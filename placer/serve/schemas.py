@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from placer.calibration.measurements import MAX_STEP_S
-from placer.graphs.document import MAX_ITERATIONS, GraphDocument
+from placer.graphs.document import MAX_ITERATIONS, EdgeDocument, GraphBody, GraphDocument, NodeDocument
 
 MAX_LEASE_S = 30 * 24 * 3600.0  # a month
 MIN_LEASE_S = 1.0
@@ -35,6 +38,25 @@ class PlacementRequest(BaseModel):
         if (self.graph is None) == (self.graph_key is None):
             raise ValueError("give exactly one of 'graph' and 'graph_key'")
         return self
+
+
+@lru_cache(maxsize=8)
+def bounded_request(max_ops: int) -> type[PlacementRequest]:
+    """:class:`PlacementRequest` whose graph may have at most ``max_ops`` ops: validation stops at
+    op ``max_ops + 1`` (a ``too_long`` error at ``("graph", "graph", "nodes")``), before building
+    anything for the rest of a huge document."""
+
+    class BoundedGraphBody(GraphBody):
+        nodes: Annotated[list[NodeDocument], Field(fail_fast=True, max_length=max_ops)]
+        edges: Annotated[list[EdgeDocument], Field(fail_fast=True)]
+
+    class BoundedGraphDocument(GraphDocument):
+        graph: BoundedGraphBody
+
+    class BoundedPlacementRequest(PlacementRequest):
+        graph: BoundedGraphDocument | None = Field(default=None, description="a job graph document (placer.graphs.document)")
+
+    return BoundedPlacementRequest
 
 
 class LeaseRenewal(BaseModel):

@@ -229,7 +229,11 @@ def read_trace(path: str | Path, graphs: dict[str, JobGraph], resolve: Callable[
     """
     known = dict(graphs)
     path = Path(path)
-    rows = list(csv.DictReader(read_text(path, what="trace", error=WorkloadError).splitlines()))
+    reader = csv.DictReader(read_text(path, what="trace", error=WorkloadError).splitlines())
+    try:
+        rows = list(reader)
+    except csv.Error as exc:  # a field over the csv module's 128 KiB limit
+        raise WorkloadError(f"{path}:{reader.line_num}: {exc}") from None
     specs, last = [], 0.0
     for line, row in enumerate(rows, start=2):
         try:

@@ -85,7 +85,12 @@ def convert_philly(
     jobs: int | None = None,
 ) -> list[TraceRow]:
     records = []
-    for line_no, row in enumerate(csv.DictReader(_read(path).splitlines()), start=2):
+    reader = csv.DictReader(_read(path).splitlines())
+    try:
+        rows = list(reader)
+    except csv.Error as exc:  # a field over the csv module's 128 KiB limit
+        raise WorkloadError(f"{path}:{reader.line_num}: {exc}") from None
+    for line_no, row in enumerate(rows, start=2):
         try:
             stamp = datetime.fromisoformat(row["timestamp"])
             duration, gpu_time = float(row["duration"]), float(row["gpu_time"])

@@ -19,3 +19,17 @@ def test_a_shipped_config_loads_and_its_policies_exist(path):
     train = load_train_config(path).train
     for spec in (train.imitation_teacher, *train.baselines):
         make_heuristic(spec)
+
+
+@pytest.mark.parametrize(
+    ("line", "absurd", "message"),
+    [("hidden = 64", "hidden = 10000000", "policy.hidden"), ("max_nodes = 512", "max_nodes = 1000000000", "env.max_nodes")],
+)
+def test_absurd_sizes_in_a_config_are_one_line_not_an_allocation(tmp_path, line, absurd, message):
+    from placer.common.errors import PlacerError
+
+    text = (Path(__file__).parents[2] / "data" / "configs" / "hindsight.toml").read_text()
+    assert line in text
+    (tmp_path / "c.toml").write_text(text.replace(line, absurd))
+    with pytest.raises(PlacerError, match=f"{message}: Input should be less than or equal to"):
+        load_train_config(tmp_path / "c.toml")

@@ -217,3 +217,9 @@ def test_online_reference_and_the_promotion_gate(tmp_path):
     assert not target.exists() and "not promoted" in said[-1]
     _promote(final, target, summary(0.0), said.append)
     assert target.read_bytes() == b"new" and target.with_suffix(".summary.json").exists() and "promoted" in said[-1]
+
+
+def test_resume_into_a_folder_without_a_checkpoint_says_it_starts_from_scratch(tmp_path):
+    phases = []
+    train(tiny_config(256), tmp_path / "empty", timesteps=0, resume=True, progress=False, report=phases.append)
+    assert phases[0] == f"--resume: no {tmp_path / 'empty' / 'checkpoint.pt'} to continue from; starting from scratch"

@@ -65,7 +65,7 @@ def test_queue_evaluation_in_processes_and_the_paired_report(tmp_path):
     rows = [line for line in report.stdout.splitlines() if line.startswith("| lean@edf |")]
     assert len(rows) == 2  # once in the summary, once paired
     bad = run("report", str(out), "--against", "magic")
-    assert bad.returncode == 2 and "is not one of the evaluated policies" in bad.stderr
+    assert bad.returncode == 2 and "is not one of the evaluated policies" in bad.stderr and bad.stdout == ""  # no table before it
     later = run("evaluate", *streams, "--policies", "para_min,lean", "--out", str(tmp_path / "later"))  # the same streams, later
     assert later.returncode == 0, later.stderr
     merged = run("report", str(out), str(tmp_path / "later"), "--against", "para_min")
@@ -343,3 +343,24 @@ def test_several_loads_and_what_a_policy_can_change(tmp_path):
     text = report.stdout
     assert "load 0.5:" in text and "load 1.3:" in text and "| avoidable blocking |" in text
     assert "Avoidable blocking rate minus para_max's" in text and "| best (load 1.3) |" in text
+
+
+def test_hostile_files_are_one_line(tmp_path):
+    from tests.placer.toys import chain
+
+    backward = chain().to_dict()
+    for node in backward["graph"]["nodes"]:
+        node["pass"] = "backward"
+    (tmp_path / "backward.json").write_text(json.dumps(backward))
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "wide.csv").write_text("graph,devices,step_time_s\n" + "x" * 200_000 + ",a,1\n")
+    cases = [
+        (("place", str(tmp_path / "backward.json")), "has no forward ops"),
+        (("report", str(tmp_path / "deep.json")), "not an evaluation results file"),
+        (("calibrate", str(tmp_path / "wide.csv"), "--out", str(tmp_path / "c.toml")), "field larger than field limit"),
+        (("calibrate", str(tmp_path / "wide.csv"), "--out", str(tmp_path / "no" / "c.toml")), "folder"),
+        (("evaluate", "--trace", str(tmp_path / "wide.csv"), "--out", str(tmp_path / "ev")), "field larger than field limit"),
+    ]
+    for args, message in cases:
+        result = run(*args)
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr[-500:])

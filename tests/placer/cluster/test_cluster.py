@@ -102,3 +102,17 @@ def _reference_rules(cluster, free, degree):
 def test_best_fit_and_spread_match_their_plain_statement(case):
     cluster, free, degree = case
     assert (best_fit(cluster, free, degree), spread(cluster, free, degree)) == _reference_rules(cluster, free, degree)
+
+
+@pytest.mark.parametrize(
+    ("count", "message"), [(10**9, "less than or equal to 1000000"), (200_000, "hold 1,600,000 devices; at most 1,000,000")]
+)
+def test_a_cluster_file_with_absurd_counts_is_one_line(tmp_path, count, message):
+    path = tmp_path / "big.toml"
+    path.write_text(
+        'name = "big"\n[device_types.gpu]\nmemory_bytes = 1e10\nspeed = 1.0\n'
+        f'[[servers]]\ncount = {count}\ndevices_per_server = 8\ndevice_type = "gpu"\n'
+        "[links.intra_server]\nbandwidth_Bps = 8e9\nlatency_s = 0.0\n[links.inter_server]\nbandwidth_Bps = 1e9\nlatency_s = 0.0\n"
+    )
+    with pytest.raises(ClusterSpecError, match=message):
+        load_cluster(path)

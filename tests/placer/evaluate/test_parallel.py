@@ -63,3 +63,18 @@ def test_a_policy_keeps_its_colour_and_style_in_every_panel():
     policies = ["lean", "para_min", "learned"]
     assert policy_style("para_min", policies) == {"color": "C1", "ls": "--"}
     assert policy_style("learned", policies) == policy_style("learned", list(policies))
+
+
+def test_an_unreachable_ray_address_is_one_line_within_seconds():
+    import socket
+    import time
+
+    from placer.common.errors import PlacerError
+
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(PlacerError, match=f"cannot reach a Ray cluster at '127.0.0.1:{port}'"):
+        evaluate(CONFIG, ray_address=f"127.0.0.1:{port}")
+    assert time.monotonic() - started < 10

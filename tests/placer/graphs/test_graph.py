@@ -33,6 +33,7 @@ def test_graph_is_immutable_and_copied():
     ("mutate", "message"),
     [
         (lambda d: d["graph"]["nodes"].clear() or d["graph"]["edges"].clear(), "has no ops"),
+        (lambda d: [n.update({"pass": "backward"}) for n in d["graph"]["nodes"]], "has no forward ops (every op is 'backward')"),
         (lambda d: d["graph"]["edges"].append({"source": "b", "target": "a", "tensor_bytes": 1.0}), "has a cycle: "),
         (lambda d: d["graph"]["nodes"][0].pop("compute_s"), "node 'a' field 'compute_s' is missing"),
         (lambda d: d["graph"]["nodes"][0].update(compute_s=-1.0), "node 'a' field 'compute_s' must be greater than or equal to 0"),

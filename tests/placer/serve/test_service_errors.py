@@ -37,6 +37,7 @@ def test_every_domain_error_has_its_status_in_the_table():
         "NoLeaseError": 422,
         "JobGraphUnavailableError": 409,
         "ReportsTooFrequentError": 429,
+        "StateUnavailableError": 503,
     }
     assert set(ServiceError.__subclasses__()) <= set(ERROR_STATUS)
     assert error_status(GraphValidationError("x")) == error_status(PlacerError("x")) == 422  # other bad input: the base row
@@ -64,7 +65,7 @@ def test_the_state_raises_domain_errors_and_knows_no_http():
 def test_a_step_time_for_a_job_placed_before_a_restart_gets_409(tmp_path):
     settings = ServiceSettings(state_path=tmp_path / "s.sqlite3")
     with TestClient(create_app(CLUSTER, make_heuristic("fixed:1"), settings)) as client:
-        job = client.post("/v1/placements", content=BODY).json()
+        job = client.post("/v1/placements", content=BODY, headers={"content-type": "application/json"}).json()
     with TestClient(create_app(CLUSTER, make_heuristic("fixed:1"), settings)) as client:
         response = client.post(f"/v1/jobs/{job['job_id']}/step-times", json={"step_time_s": 1.0})
     assert response.status_code == 409

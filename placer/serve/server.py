@@ -1,0 +1,146 @@
+"""The service's ASGI server: uvicorn's h11 protocol behind a connection guard.
+
+uvicorn alone counts every open connection against its concurrency limit and never closes a
+connection that has not sent a complete request, so a few dozen idle sockets deny the service to
+everyone. Here:
+
+- a connection that has not sent a request's complete headers within ``header_timeout_s`` (from
+  its opening, or from the end of its last answer) is closed, however slowly it trickles bytes;
+- a client address holds at most ``max_connections_per_client`` connections, and all clients
+  together ``max_connections + HEALTH_SLOTS``; a new connection past either cap closes the oldest
+  *idle* one (no request in progress) to take its place, or, when none is idle, is answered 503;
+- requests in progress are capped by the app (:class:`~placer.serve.middleware.RequestLimit`) at
+  ``max_connections``, the health check exempt: the extra ``HEALTH_SLOTS`` connections keep it
+  answering while every other slot is busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections import Counter
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from placer.serve.settings import ServiceSettings
+
+HEALTH_SLOTS = 4  # connections beyond max_connections, usable only by the health check in practice
+_REFUSED_BODY = b'{"detail":"too many connections; retry shortly"}'
+REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+    b"retry-after: 1\r\nconnection: close\r\n\r\n%s" % (len(_REFUSED_BODY), _REFUSED_BODY)
+)
+
+log = logging.getLogger("placer.serve")
+
+
+class ConnectionGuard:
+    """The open connections of one server, oldest first, and how many each client address holds."""
+
+    def __init__(self, max_open: int, per_client: int, header_timeout_s: float) -> None:
+        self.max_open, self.per_client, self.header_timeout_s = max_open, per_client, header_timeout_s
+        self.open: dict[GuardedH11Protocol, None] = {}  # insertion order: oldest first
+        self.by_client: Counter[str | None] = Counter()
+        self.evicted = self.refused = self.timed_out = 0
+
+    def admit(self, conn: GuardedH11Protocol) -> bool:
+        """Count ``conn`` in; False (and ``conn`` not counted) when a cap is reached and no idle connection can make room."""
+        address = conn.address
+        over_client = self.by_client[address] >= self.per_client
+        if over_client or len(self.open) >= self.max_open:
+            victim = next((c for c in self.open if c.idle and (not over_client or c.address == address)), None)
+            if victim is None:
+                self.refused += 1
+                return False
+            self.evicted += 1
+            victim.close()
+        self.open[conn] = None
+        self.by_client[address] += 1
+        return True
+
+    def forget(self, conn: GuardedH11Protocol) -> None:
+        """Count ``conn`` out (idempotent)."""
+        if self.open.pop(conn, False) is None:
+            self.by_client[conn.address] -= 1
+            if self.by_client[conn.address] <= 0:
+                del self.by_client[conn.address]
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol under a :class:`ConnectionGuard` (``guard``: set by :func:`guarded_protocol`)."""
+
+    guard: ConnectionGuard
+
+    @property
+    def address(self) -> str | None:
+        return self.client[0] if self.client else None
+
+    @property
+    def idle(self) -> bool:
+        """No request in progress: waiting for a request's headers (first or next)."""
+        return self.cycle is None or self.cycle.response_complete
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._header_timer: asyncio.TimerHandle | None = None
+        if not self.guard.admit(self):
+            transport.write(REFUSED)
+            transport.close()
+            return
+        self._arm_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.guard.forget(self)
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+        super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm_header_timer()
+
+    def close(self) -> None:
+        """Close the connection now (it stops counting at once)."""
+        self.guard.forget(self)
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def _arm_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+        self._header_timer = self.loop.call_later(self.guard.header_timeout_s, self._headers_overdue)
+
+    def _headers_overdue(self) -> None:
+        if self.idle and not self.transport.is_closing():
+            self.guard.timed_out += 1
+            self.close()
+
+
+def guarded_protocol(settings: ServiceSettings) -> type[GuardedH11Protocol]:
+    """A protocol class whose connections share one guard sized by ``settings``."""
+    guard = ConnectionGuard(settings.max_connections + HEALTH_SLOTS, settings.max_connections_per_client, settings.header_timeout_s)
+    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"guard": guard})
+
+
+def make_server(app, settings: ServiceSettings, host: str = "127.0.0.1", port: int = 0, **options) -> uvicorn.Server:
+    """A uvicorn server for ``app`` under the guard (``options``: more :class:`uvicorn.Config` arguments)."""
+    options = {"log_level": "info", "timeout_keep_alive": 5, **options}
+    config = uvicorn.Config(app, host=host, port=port, http=guarded_protocol(settings), limit_concurrency=None, **options)
+    return uvicorn.Server(config)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to (host, port) as uvicorn binds it (port 0: any free port; ``getsockname`` tells which)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT is free
+    try:
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
