@@ -65,7 +65,10 @@ def main() -> None:
     parser.add_argument("--idle", type=int, default=200)
     parser.add_argument("--slow", type=int, default=64)
     parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--smoke", action="store_true", help="a few peers and requests, to check the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.idle, args.slow, args.requests = 4, 2, 2
     body = json.dumps({"graph": chain().to_dict(), "beta": 1.0}).encode()
     proc, port = start()
     try:

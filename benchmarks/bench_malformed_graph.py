@@ -4,6 +4,7 @@
     python benchmarks/bench_malformed_graph.py ids     # 499,972 ops of only an id (the audit's case, at 8 MiB)
     python benchmarks/bench_malformed_graph.py zeros   # 4,194,204 ops that are the number 0
     python benchmarks/bench_malformed_graph.py bad     # 86,593 ops whose compute_s is a string
+    python benchmarks/bench_malformed_graph.py --smoke # each case on a 64 KiB body, to check the script runs
 
 Run one case per process: peak RSS (ru_maxrss) only grows.
 """
@@ -37,8 +38,8 @@ def body_of(kind: str, limit: int = DEFAULT_MAX_BODY_BYTES) -> tuple[bytes, int]
     return (HEAD + ",".join(parts) + "]}}}").encode(), len(parts)
 
 
-def main(kind: str) -> None:
-    body, ops = body_of(kind)
+def main(kind: str, limit: int = DEFAULT_MAX_BODY_BYTES) -> None:
+    body, ops = body_of(kind, limit)
     occupancy = create_app(toy_cluster(2, 2, inter=(1e9, 0.0)), make_heuristic("fixed:1"), ServiceSettings()).state.occupancy
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
@@ -53,4 +54,8 @@ def main(kind: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "ids")
+    if sys.argv[1:] == ["--smoke"]:
+        for case in OPS:
+            main(case, 64 * 1024)
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else "ids")
