@@ -64,6 +64,11 @@ class LRUCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._data)
 
+    def recent(self, count: int) -> list[V]:
+        """The ``count`` most recently used values, most recent first (their order is left as it is)."""
+        with self._lock:
+            return [self._data[key] for key in reversed(self._data)][:count]
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()

@@ -40,11 +40,13 @@ from placer.serve.refit import Refitter, graph_document
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport, bounded_request
 from placer.serve.settings import ServiceSettings
+from placer.sim.simulator import fastest_iteration_s
 
 log = logging.getLogger("placer.serve")
 
 BYTES_PER_GRAPH_ELEMENT = 500  # a JobGraph in memory, per op or edge (measured 493: python benchmarks/bench_service.py --large-only)
 EXPIRED_REMEMBERED = 10_000  # job ids whose lease ran out, to answer 410 rather than 404
+WARM_GRAPHS = 16  # graphs priced on a refitted cost model before it is swapped in
 
 
 class Occupancy:
@@ -96,8 +98,12 @@ class Occupancy:
         return CostModel(cluster, max_graphs=self.max_cached_graphs, max_graph_bytes=self.cache_bytes / 2)
 
     def _use(self, fitted: Cluster) -> None:
-        """Swap in the cost model of a refitted cluster (called by the refit thread)."""
+        """Swap in the cost model of a refitted cluster (called by the refit thread). The graphs placed most recently are
+        priced on it first (every degree on the idle cluster), so that no request pays for a cold cost model."""
         cost = self._cost_model(fitted)
+        for graph in self.graphs.recent(WARM_GRAPHS):
+            cost.sequential_jct_s(graph)
+            fastest_iteration_s(cost, graph)
         with self.lock:
             self.placer.cost = cost
 
