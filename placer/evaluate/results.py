@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import platform
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,9 @@ class EvaluationResult:
     def summary(self) -> list[dict]:
         """Per (load, beta distribution, policy): mean and 95% half-width of each metric over seeds (load by load).
 
-        The outcome metrics (:data:`OUTCOME_METRICS`) are NaN where the runs did not record them."""
+        The outcome metrics (:data:`OUTCOME_METRICS`) are NaN where the runs did not record them. A replayed trace is one
+        job stream: its seeds vary only the policies' own randomness, so it gets no interval (NaN), not a spread
+        that reads as certainty."""
         rows = []
         several = len(self.config.load_values) > 1
         for load in self.config.load_values:
@@ -41,6 +44,8 @@ class EvaluationResult:
                     for metric in SUMMARY_METRICS + OUTCOME_METRICS:
                         values = [r[metric] for r in runs if r.get(metric) is not None]
                         row[metric], row[f"{metric}_ci95"] = mean_ci95(values)
+                        if self.config.trace:
+                            row[f"{metric}_ci95"] = math.nan
                     rows.append(row | {"load": load})
         return rows
 
@@ -54,7 +59,8 @@ class EvaluationResult:
         by_seed = {(r["policy"], r.get("load"), r["seed"]): r[metric] for r in runs}
         mine = {(lo, seed) for name, lo, seed in by_seed if name == policy}
         streams = sorted(mine & {(lo, seed) for name, lo, seed in by_seed if name == reference})
-        return mean_ci95([by_seed[policy, *s] - by_seed[reference, *s] for s in streams])
+        mean, half = mean_ci95([by_seed[policy, *s] - by_seed[reference, *s] for s in streams])
+        return mean, math.nan if self.config.trace else half  # one replayed trace: no interval (summary)
 
 
 STREAM_FIELDS_IGNORED = {"policies", "policy_file", "seeds"}  # fields that do not change the job stream of a seed

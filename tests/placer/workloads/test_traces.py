@@ -85,3 +85,19 @@ def test_every_gavel_model_maps_to_a_shipped_graph():
 
     graphs = {model: placer.resolve_graph(name) for model, name in GAVEL_GRAPHS.items()}
     assert graphs["LM"].batch_size == 20 and graphs["CycleGAN"].batch_size == 1 and graphs["ResNet-18"].batch_size == 128
+
+
+def test_repeated_replays_of_one_trace_get_no_interval(tmp_path):
+    from placer.evaluate import EvaluationConfig
+    from placer.evaluate import evaluate as run_evaluation
+
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,graph,beta,iterations\n0,alexnet,0.9,10\n1,vgg16,0.5,10\n2,alexnet,0.2,10\n")
+    config = EvaluationConfig(
+        cluster="pacml", trace=str(path), seeds=3, policies=["lean", "para_max"], workload={"graphs": ["alexnet", "vgg16"]}
+    )
+    result = run_evaluation(config)
+    rows = {row["policy"]: row for row in result.summary()}
+    assert [r["seed"] for r in result.runs if r["policy"] == "lean"] == [0, 1, 2]  # three replays of the same jobs
+    assert not np.isnan(rows["lean"]["blocking_rate"]) and np.isnan(rows["lean"]["blocking_rate_ci95"])  # not "± 0.000"
+    assert np.isnan(result.paired("lean", "para_max", "trace")[1])
