@@ -80,18 +80,19 @@ def run_policy(
 @dataclass
 class Tuning:
     """Where a policy is tuned: the cost model, the queue, and ``streams`` tuning streams of one
-    workload drawn by ``draw(rng)`` with seeds no evaluation or validation uses (``[TUNING_SEED + k, beta_index]``)."""
+    workload drawn by ``draw(rng)`` with seeds no evaluation or validation uses (``[TUNING_SEED + k, beta_key]``, ``beta_key``
+    the beta distribution's stream key)."""
 
     cost: CostModel
     queue: QueueConfig
     draw: Callable[[np.random.Generator], Iterable[JobSpec]]
-    beta_index: int = 0
+    beta_key: int = 0
     streams: int = TUNING_STREAMS
 
     @cached_property
     def jobs(self) -> list[list[JobSpec]]:
         """The tuning streams (drawn once)."""
-        return [list(self.draw(np.random.default_rng([TUNING_SEED + k, self.beta_index]))) for k in range(self.streams)]
+        return [list(self.draw(np.random.default_rng([TUNING_SEED + k, self.beta_key]))) for k in range(self.streams)]
 
     def blocking(self, policy: Policy, metric: str = "blocking_rate") -> float:
         """Mean ``metric`` (a :class:`~placer.sim.metrics.RunMetrics` field; default the blocking rate) of ``policy`` over the

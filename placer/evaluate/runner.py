@@ -1,8 +1,10 @@
 """Offline evaluation: every policy on the same job streams, over beta distributions and seeds.
 
-Seed ``s`` and the ``i``-th beta distribution draw the job stream from
-``np.random.default_rng([s, i])`` and policy randomness from ``np.random.default_rng([s, i, 1])``,
-so all policies face exactly the same jobs (common random numbers) and reruns are identical.
+Seed ``s`` and a beta distribution draw the job stream from ``np.random.default_rng([s, k])`` and
+policy randomness from ``np.random.default_rng([s, k, 1])``, ``k`` the distribution's stream key
+(0-3 for A-D, else a hash of its spec: :attr:`~placer.workloads.generator.BetaDistribution.stream_key`),
+so all policies face exactly the same jobs (common random numbers), reruns are identical, and a
+distribution's streams do not depend on where it stands in ``--beta-dist``.
 With several loads (``EvaluationConfig.loads``) each load's tasks draw from the same seeds, so a
 load's streams are those of an evaluation of that load alone.
 """
@@ -72,10 +74,14 @@ class Runner:
         return spec.stream(self.graphs, spec.betas[beta_index], self.cluster.num_devices, self.cost.sequential_iteration_s)
 
     def jobs(self, beta_index: int, seed: int, load_index: int = 0) -> list[JobSpec]:
-        """The stream of a task: the trace, or the workload's draw from ``np.random.default_rng([seed, beta_index])``."""
+        """The stream of a task: the trace, or the workload's draw from ``np.random.default_rng([seed, key])``, ``key`` the
+        distribution's :attr:`~placer.workloads.generator.BetaDistribution.stream_key`."""
         if self.trace is not None:
             return self.trace
-        return list(self.workload(beta_index, load_index).jobs(np.random.default_rng([seed, beta_index])))
+        return list(self.workload(beta_index, load_index).jobs(np.random.default_rng([seed, self._stream_key(beta_index)])))
+
+    def _stream_key(self, beta_index: int) -> int:
+        return self.config.workload.betas[beta_index].stream_key
 
     def policy(self, task: Task) -> Policy:
         """The task's policy, tuned for the task's workload on streams apart from the evaluated ones (once per workload)."""
@@ -83,7 +89,7 @@ class Runner:
         if key not in self._tuned:
             policy = self.policies[task.policy_index]
             draw = self.workload(task.beta_index, task.load_index).jobs
-            tuned = policy.tuned(Tuning(self.cost, policy.queue(self.queue), draw, task.beta_index))
+            tuned = policy.tuned(Tuning(self.cost, policy.queue(self.queue), draw, self._stream_key(task.beta_index)))
             if tuned is not policy and self.trace is not None:
                 raise PolicyError(f"{policy.name} is tuned on generated streams: it cannot run on a replayed --trace")
             self._tuned[key] = tuned
@@ -94,7 +100,7 @@ class Runner:
         config, i, seed = self.config, task.beta_index, task.seed
         beta, spec, policy = config.beta_labels[i], config.policies[task.policy_index], self.policy(task)
         jobs = self.jobs(i, seed, task.load_index)
-        run = run_policy(policy, self.cost, jobs, self.queue, np.random.default_rng([seed, i, 1]), on_job)
+        run = run_policy(policy, self.cost, jobs, self.queue, np.random.default_rng([seed, self._stream_key(i), 1]), on_job)
         m = run.metrics
         load = config.load_values[task.load_index]
         summary = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import math
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -50,6 +51,12 @@ class BetaDistribution:
         if kind == "const" and len(values) == 1 and 0 < values[0] <= 1:
             return kind, values
         raise WorkloadError(f"bad beta distribution {self.spec!r}: use A, B, C, D, uniform:LO:HI or const:B with 0 < LO <= HI <= 1")
+
+    @cached_property
+    def stream_key(self) -> int:
+        """The seed component of this distribution's job streams: 0-3 for A-D (their places in PAC-ML's list), else a
+        hash of the spec. A distribution draws the same streams wherever it stands in a list of them."""
+        return "ABCD".index(self.spec) if self.spec in ("A", "B", "C", "D") else 4 + zlib.crc32(self.spec.encode()) % 2**31
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         kind, values = self.parsed

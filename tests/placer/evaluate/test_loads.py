@@ -43,3 +43,14 @@ def test_tasks_go_load_by_load_and_loads_are_checked():
 def test_a_replayed_trace_takes_no_list_of_loads():
     with pytest.raises(ValueError, match="takes no list of loads"):
         EvaluationConfig(cluster="dgx8x8", seeds=1, policies=["lean"], trace="t.csv", loads=(0.5, 0.9), workload={})
+
+
+def test_a_beta_distributions_streams_do_not_depend_on_its_place_in_the_list():
+    from placer.evaluate.runner import Runner
+
+    def stream(betas: list[str], index: int) -> list[tuple]:
+        runner = Runner(EvaluationConfig(cluster="pacml", seeds=1, policies=["lean"], jobs=20, beta_dists=betas))
+        return [(j.arrival_s, j.graph.key, j.beta, j.iterations) for j in runner.jobs(index, seed=3)]
+
+    assert stream(["C"], 0) == stream(["A", "B", "C", "D"], 2) != stream(["A", "B", "C", "D"], 0)  # A-D keep keys 0-3
+    assert stream(["const:0.5", "uniform:0.2:0.4"], 1) == stream(["uniform:0.2:0.4"], 0)
