@@ -39,7 +39,8 @@ class ClusterPlacementEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, config: EnvConfig | None = None, **kwargs: Any) -> None:
-        self.config = config = (config or EnvConfig()).with_changes(**kwargs) if kwargs else (config or EnvConfig())
+        config = config or EnvConfig()
+        self.config = config = config.with_changes(**kwargs) if kwargs else config
         self.costs = [CostModel(load_cluster(c), strategy=config.strategy) for c in config.clusters]
         self.cost = self.costs[0]
         self.graph_table = GraphTable.from_config(config)  # every graph's arrays, once: observations hold its id

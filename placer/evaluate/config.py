@@ -80,7 +80,7 @@ class EvaluationConfig(BaseModel):
     def workload_at(self, load_index: int) -> WorkloadSpec:
         """The workload at the ``load_index``-th load (the same streams as an evaluation of that load alone)."""
         load = self.load_values[load_index]
-        return self.workload if load == self.workload.load else WorkloadSpec.model_validate({**self.workload.model_dump(), "load": load})
+        return self.workload if load == self.workload.load else self.workload.model_copy(update={"load": load})  # loads are checked
 
     @property
     def beta_labels(self) -> tuple[str, ...]:

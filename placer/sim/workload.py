@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 from placer.graphs.catalog import PACML_GRAPHS
 from placer.graphs.job_graph import JobGraph
@@ -15,6 +15,12 @@ from placer.sim.queueing import QueueConfig
 from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
 from placer.workloads.structure import Structure
 
+SPEC_PARSERS: dict[str, Callable[[str], object]] = {
+    "beta_dists": BetaDistribution,
+    "size": SizeDistribution,
+    "structure": Structure,
+    "queue": QueueConfig.parse,
+}  # the parser of each field of specs
 WORKLOAD_FIELDS = ("graphs", "beta_dists", "load", "arrival", "jobs", "size", "structure", "queue", "iterations")
 
 
@@ -65,25 +71,14 @@ class WorkloadSpec(BaseModel):
     )
     iterations: int | None = Field(None, ge=1, description="override every graph's iteration count")
 
-    @field_validator("beta_dists")
+    @field_validator("beta_dists", "size", "structure", "queue")
     @classmethod
-    def _valid_betas(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return _checked(value, BetaDistribution)
-
-    @field_validator("size")
-    @classmethod
-    def _valid_sizes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return _checked(value, SizeDistribution)
-
-    @field_validator("structure")
-    @classmethod
-    def _valid_structures(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return _checked(value, Structure)
-
-    @field_validator("queue")
-    @classmethod
-    def _valid_queues(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return _checked(value, QueueConfig.parse)
+    def _valid_specs(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        """Each spec parsed once to check it: a bad one raises its parser's one-line error (a ``PlacerError``)."""
+        parse = SPEC_PARSERS[str(info.field_name)]
+        for spec in value:
+            parse(spec)
+        return value
 
     @cached_property
     def betas(self) -> tuple[BetaDistribution, ...]:
@@ -130,10 +125,3 @@ class WorkloadSpec(BaseModel):
             if len(getattr(self, name)) != 1:
                 raise ValueError(f"an evaluation runs one {name}, got {', '.join(getattr(self, name))}")
         return self
-
-
-def _checked(specs: tuple[str, ...], parse: Callable[[str], object]) -> tuple[str, ...]:
-    """``specs``, each parsed once to check it: a bad one raises its parser's one-line error (a ``PlacerError``)."""
-    for spec in specs:
-        parse(spec)
-    return specs
