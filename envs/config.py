@@ -23,8 +23,10 @@ class EnvConfig(BaseModel):
     distributions, sizes, structures and queues. Its fields may be given flat (``EnvConfig(load=0.9)``,
     ``gymnasium.make(..., queue="edf-bf")``); ``episode_jobs`` is the older name of ``jobs``.
     max_degree: largest partitioning degree; rules: the placement choices the policy picks from.
-    reward: ``acceptance`` (+1/-1 per job, PAC-ML's) or ``work`` (+/- the job's sequential
-    JCT over the mix's mean: throughput-aware).
+    reward: ``acceptance`` (+1/-1 per job, PAC-ML's), ``work`` (+/- the job's sequential
+    JCT over the mix's mean: throughput-aware) or ``mission`` (0 for jobs no policy can accept, -1 per
+    avoidable job blocked, 0.9-1 per accepted job by how close it finished to the fastest possible;
+    :mod:`envs.reward`).
     strategy: the cost model's (``auto``: fastest data x tensor x pipeline split; ``sipml``: PAC-ML's
     op splitting; see :mod:`placer.cost`).
     history: add the ``history`` observation (:mod:`envs.observation`: arrival rates, recurrence).

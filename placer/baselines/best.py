@@ -1,9 +1,13 @@
-"""``best``: per workload (one load, beta distribution, queue, cluster), the best member of every heuristic family.
+"""``best`` and ``single-best``: the best member of every heuristic family, per workload or pooled over them.
 
 Each candidate of :data:`BEST_CANDIDATES` runs on the tuning streams of the workload (apart from the
 evaluated ones: :class:`~placer.baselines.policy.Tuning`); the one with the least mean avoidable blocking
 (blocked among the jobs some policy could accept, :mod:`placer.sim.metrics`) is the policy, ties going to
-the first listed. Its :meth:`Best.stats` say which it chose and what each candidate blocked.
+the first listed. ``best`` chooses per workload (one load, beta distribution, queue, cluster): what a
+policy that knew the regime could do. ``single-best`` chooses once, on the mean over every workload of
+the evaluation (all its loads and beta distributions, :attr:`Tuning.regimes`): the one configuration an
+operator would deploy without knowing the regime. Their :meth:`Best.stats` say which was chosen and what
+each candidate blocked.
 """
 
 from __future__ import annotations
@@ -34,19 +38,25 @@ TUNING_METRIC = "avoidable_blocking_rate"
 
 @dataclass
 class Best(Policy):
-    """``best``: delegates to the candidate (name -> policy) chosen by :meth:`tuned`; unusable before."""
+    """``best`` (``single-best`` when :attr:`pooled`): delegates to the candidate (name -> policy) chosen by :meth:`tuned`;
+    unusable before."""
 
     candidates: Mapping[str, Policy]
     spec: PolicySpec | None = None
     chosen: str | None = None
     tuning_blocking: dict[str, float] | None = field(default=None, repr=False)
     _policy: Policy | None = field(default=None, repr=False)
+    pooled: bool = False  # single-best: choose on the mean over every workload of the evaluation
 
     def tuned(self, tuning: Tuning) -> Best:
-        """A copy that runs the candidate with the least mean avoidable blocking on the tuning streams."""
-        blocking = {name: tuning.blocking(policy, TUNING_METRIC) for name, policy in self.candidates.items()}
+        """A copy that runs the candidate with the least mean avoidable blocking on the tuning streams (of this
+        workload, or with :attr:`pooled` of every workload of the evaluation, each weighted equally)."""
+        regimes = tuning.pooled if self.pooled else (tuning,)
+        blocking = {
+            name: float(np.mean([regime.blocking(policy, TUNING_METRIC) for regime in regimes])) for name, policy in self.candidates.items()
+        }
         chosen = min(self.candidates, key=lambda name: blocking[name])  # min keeps the first of equals
-        return Best(self.candidates, self.spec, chosen, blocking, copy.deepcopy(self.candidates[chosen]))
+        return Best(self.candidates, self.spec, chosen, blocking, copy.deepcopy(self.candidates[chosen]), self.pooled)
 
     def reset(self, rng: np.random.Generator) -> None:
         if self._policy is not None:

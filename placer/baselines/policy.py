@@ -10,13 +10,13 @@ it weighed at the last offer, for soft imitation targets).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from placer.baselines.specs import PolicySpec
+from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
 from placer.cost import CostModel
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import RunResult, simulate
@@ -77,17 +77,34 @@ def run_policy(
     return simulate(cost, jobs, policy.decide, on_job, policy.queue(queue))
 
 
+def _named_by_spec(policy: Policy) -> bool:
+    """True for a heuristic with nothing to tune: its name alone decides what it does, so its runs may be remembered."""
+    return policy.spec is not None and policy.spec.kind in HEURISTIC_KINDS and type(policy).tuned is Policy.tuned
+
+
 @dataclass
 class Tuning:
     """Where a policy is tuned: the cost model, the queue, and ``streams`` tuning streams of one
     workload drawn by ``draw(rng)`` with seeds no evaluation or validation uses (``[TUNING_SEED + k, beta_key]``, ``beta_key``
-    the beta distribution's stream key)."""
+    the beta distribution's stream key), and its offered ``load`` where known.
+
+    ``regimes``: the tunings of every workload of the evaluation this one belongs to (each load and beta distribution,
+    this one among them), for a policy tuned once over all of them (``single-best``); empty when tuned alone.
+    """
 
     cost: CostModel
     queue: QueueConfig
     draw: Callable[[np.random.Generator], Iterable[JobSpec]]
     beta_key: int = 0
     streams: int = TUNING_STREAMS
+    load: float | None = None  # the workload's offered load, where known (adaptive tunes a member per load)
+    regimes: tuple[Tuning, ...] = field(default=(), repr=False, compare=False)
+    _measured: dict[tuple[str, str], float] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def pooled(self) -> tuple[Tuning, ...]:
+        """The workloads a pooled choice is made over: :attr:`regimes`, or this one alone."""
+        return self.regimes or (self,)
 
     @cached_property
     def jobs(self) -> list[list[JobSpec]]:
@@ -97,6 +114,12 @@ class Tuning:
     def blocking(self, policy: Policy, metric: str = "blocking_rate") -> float:
         """Mean ``metric`` (a :class:`~placer.sim.metrics.RunMetrics` field; default the blocking rate) of ``policy`` over the
         tuning streams (stream ``k`` run with rng ``[TUNING_SEED + k, 1]``)."""
+        key = (policy.name, metric) if _named_by_spec(policy) else None
+        if key is not None and key in self._measured:
+            return self._measured[key]
         rngs = (np.random.default_rng([TUNING_SEED + k, 1]) for k in range(self.streams))
         runs = (run_policy(policy, self.cost, jobs, self.queue, rng) for jobs, rng in zip(self.jobs, rngs, strict=True))
-        return float(np.mean([getattr(run.metrics, metric) for run in runs]))
+        value = float(np.mean([getattr(run.metrics, metric) for run in runs]))
+        if key is not None:
+            self._measured[key] = value
+        return value

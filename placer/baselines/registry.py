@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from placer.baselines.adaptive import Adaptive
 from placer.baselines.best import BEST_CANDIDATES, Best
 from placer.baselines.heuristics import AutoAdmission, BestLean, Efficient, Fixed, Heuristic, Lean, ParaMax, ParaMin, RandomDegree, Switch
 from placer.baselines.lookahead import Hindsight, Lookahead
@@ -44,14 +45,15 @@ def make_policy(spec: str | PolicySpec, context: PolicyContext) -> Policy:
     return factory(spec, context)
 
 
-def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuristic | Best:
+def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuristic | Best | Adaptive:
     """A heuristic or planner from its name, e.g. ``para_min``, ``fixed:8+best_fit``, ``lean:cap=8``, ``lean:admit=0.9@edf``."""
     spec = PolicySpec.parse(spec, plugins={})
-    if spec.kind == "best":
+    if spec.kind in ("best", "single-best", "adaptive"):
         if spec.rule is not None:
-            raise PolicyError(f"unknown policy {str(spec)!r}: best picks its members' placement rules itself")
+            raise PolicyError(f"unknown policy {str(spec)!r}: {spec.kind} picks its members' placement rules itself")
         names = [name for name in BEST_CANDIDATES if not name.startswith("fixed:") or int(name[6:]) <= max_degree]
-        return Best({name: make_heuristic(name, max_degree=max_degree) for name in names}, spec)
+        members = {name: make_heuristic(name, max_degree=max_degree) for name in names}
+        return Adaptive(members, spec) if spec.kind == "adaptive" else Best(members, spec, pooled=spec.kind == "single-best")
     common: dict[str, Any] = {"rule": spec.rule or "first_fit", "max_degree": max_degree, "spec": spec}
     options = spec.options
     if spec.kind in _SIMPLE:

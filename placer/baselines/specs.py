@@ -19,10 +19,11 @@ from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import PolicyError, WorkloadError
 from placer.sim.queueing import QueueConfig
 
-_GRAMMAR = re.compile(r"(?P<kind>[a-z_][a-z0-9_]*)(?P<args>(?::[^:+@]+)*)(?:\+(?P<rule>[a-z_]+))?(?:@(?P<discipline>[a-z-]+))?")
+_GRAMMAR = re.compile(r"(?P<kind>[a-z_][a-z0-9_-]*)(?P<args>(?::[^:+@]+)*)(?:\+(?P<rule>[a-z_]+))?(?:@(?P<discipline>[a-z-]+))?")
 HEURISTIC_USAGE = (
-    "para_max, para_min, fixed:K, random, lean, lean:cap=K:admit=Q:free=F (Q: a quantile, auto or best), eff:E, switch:U, best, "
-    "lookahead:k=K:h=H:m=M or hindsight:h=H:m=M, optionally +first_fit, +best_fit or +spread and @fifo, @edf or @sjf (-bf)"
+    "para_max, para_min, fixed:K, random, lean, lean:cap=K:admit=Q:free=F (Q: a quantile, auto or best), eff:E, switch:U, "
+    "best, single-best, adaptive, lookahead:k=K:h=H:m=M or hindsight:h=H:m=M, "
+    "optionally +first_fit, +best_fit or +spread and @fifo, @edf or @sjf (-bf)"
 )
 
 
@@ -82,6 +83,8 @@ HEURISTIC_KINDS: dict[str, tuple[dict[str, Converter], Converter | None]] = {
     "eff": ({}, _share),
     "switch": ({}, _fraction),
     "best": ({}, None),
+    "single-best": ({}, None),
+    "adaptive": ({}, None),
     "lookahead": ({**_PLANNER, "k": _positive_int}, None),
     "hindsight": (_PLANNER, None),
 }

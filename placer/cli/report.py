@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from statistics import fmean
 from typing import Annotated
@@ -93,6 +94,7 @@ def report(
     _deviations_table(result, fmt)
     _tuned_table(result, fmt)
     _chosen_table(result, fmt)
+    _members_table(result, fmt)
 
 
 def _blocking_table(result, rows: list[dict], fmt: TableFormat) -> None:
@@ -253,9 +255,28 @@ def _chosen_table(result, fmt: TableFormat) -> None:
     emit_by_beta(body, betas, ["chosen"], fmt)
 
 
+def _members_table(result, fmt: TableFormat) -> None:
+    """The share of decisions each ``adaptive`` policy gave each member, per load and beta distribution (all seeds)."""
+    adaptive = _reporting(result, "decisions_by_member")
+    if not adaptive:
+        return
+    betas = result.config.beta_labels
+    say("\nDecisions by member (adaptive: the member of the load it measured; all seeds), by load:\n", fmt)
+    body = []
+    for policy in adaptive:
+        for load in result.config.load_values:
+            cells = []
+            for b in betas:
+                runs = [r for r in result.runs if r["policy"] == policy and r.get("load", load) == load and r["beta_dist"] == b]
+                counts = sum((Counter(r["policy_stats"]["decisions_by_member"]) for r in runs), Counter())
+                total = counts.total()
+                cells.append(", ".join(f"{name} {n / total:.0%}" for name, n in counts.most_common()) if total else "-")
+            body.append([f"{policy} (load {load})", *cells])
+    emit_by_beta(body, betas, ["decisions"], fmt)
+
+
 def _deviations_table(result, fmt: TableFormat) -> None:
     """For planners that count them: the share of offers where they left their base rule, by kind (summed over seeds)."""
-    from collections import Counter
 
     planners = _reporting(result, "offers")
     if not planners:

@@ -25,6 +25,7 @@ from placer.cost import CostModel
 from placer.evaluate.config import EvaluationConfig
 from placer.graphs.catalog import resolve_graph, resolve_graphs
 from placer.sim.metrics import blocking_series, utilization_series
+from placer.sim.queueing import QueueConfig
 from placer.workloads.generator import JobSpec, Workload, read_trace
 
 
@@ -67,6 +68,7 @@ class Runner:
         self.cost = CostModel(self.cluster, strategy=config.strategy)  # caches are exact, so runs may share it
         self.queue = config.workload.queues[0]
         self._tuned: dict[tuple[int, int, int], Policy] = {}  # (policy, beta, load) -> the policy tuned for that workload
+        self._tunings: dict[QueueConfig, dict[tuple[int, int], Tuning]] = {}  # queue -> (beta, load) -> its tuning streams
 
     def workload(self, beta_index: int, load_index: int = 0) -> Workload:
         """The job stream of the ``beta_index``-th beta distribution at the ``load_index``-th load."""
@@ -88,12 +90,23 @@ class Runner:
         key = (task.policy_index, task.beta_index, task.load_index)
         if key not in self._tuned:
             policy = self.policies[task.policy_index]
-            draw = self.workload(task.beta_index, task.load_index).jobs
-            tuned = policy.tuned(Tuning(self.cost, policy.queue(self.queue), draw, self._stream_key(task.beta_index)))
+            tuned = policy.tuned(self.tuning(policy.queue(self.queue), task.beta_index, task.load_index))
             if tuned is not policy and self.trace is not None:
                 raise PolicyError(f"{policy.name} is tuned on generated streams: it cannot run on a replayed --trace")
             self._tuned[key] = tuned
         return self._tuned[key]
+
+    def tuning(self, queue: QueueConfig, beta_index: int, load_index: int) -> Tuning:
+        """The tuning streams of one workload, with every workload of the evaluation as its :attr:`~Tuning.regimes`
+        (built once per queue: a heuristic's runs on them are shared by every policy tuned here)."""
+        if queue not in self._tunings:
+            regimes = [(i, j) for j in range(len(self.config.load_values)) for i in range(len(self.config.beta_labels))]
+            loads = self.config.load_values
+            built = {(i, j): Tuning(self.cost, queue, self.workload(i, j).jobs, self._stream_key(i), load=loads[j]) for i, j in regimes}
+            for tuning in built.values():
+                tuning.regimes = tuple(built.values())  # each knows all, itself among them: one set of runs for every tuner
+            self._tunings[queue] = built
+        return self._tunings[queue][(beta_index, load_index)]
 
     def run(self, task: Task, on_job: Callable[[], None] | None = None) -> tuple[dict, dict]:
         """The task's run summary and its timelines."""

@@ -169,3 +169,83 @@ def test_best_must_be_tuned_and_runs_the_member_that_blocks_least_on_tuning_stre
     assert tuned.stats()["chosen"] == min(blocking, key=blocking.get)
     member = make_heuristic(tuned.chosen, max_degree=4)
     assert tuning.blocking(tuned, "avoidable_blocking_rate") == tuning.blocking(member, "avoidable_blocking_rate") == min(blocking.values())
+
+
+def test_single_best_chooses_once_on_the_mean_over_every_regime_where_best_chooses_per_regime():
+    from placer.baselines.policy import Tuning
+
+    class Measured(Tuning):  # a regime whose candidates' tuning blocking is given
+        def __init__(self, blocking):
+            self.table, self.regimes = blocking, ()
+
+        def blocking(self, policy, metric="blocking_rate"):
+            return self.table.get(policy.name, 0.5)
+
+    quiet, busy = Measured({"para_max": 0.1, "lean": 0.3}), Measured({"para_max": 0.5, "lean": 0.2})
+    quiet.regimes = busy.regimes = (quiet, busy)
+    best, single = make_heuristic("best", max_degree=4), make_heuristic("single-best", max_degree=4)
+    assert [best.tuned(regime).chosen for regime in (quiet, busy)] == ["para_max", "lean"]
+    assert [single.tuned(regime).chosen for regime in (quiet, busy)] == ["lean", "lean"]  # pooled: 0.3 / 0.25 / 0.5
+    assert single.tuned(quiet).tuning_blocking["para_max"] == pytest.approx(0.3) and str(single.spec) == "single-best"
+    alone = Measured({"para_max": 0.1, "lean": 0.3})  # no regimes: pooled over itself
+    assert single.tuned(alone).chosen == "para_max"
+    with pytest.raises(PolicyError, match="single-best picks"):
+        make_heuristic("single-best+spread")
+
+
+def test_a_tuning_runs_each_named_heuristic_once_per_metric(monkeypatch):
+    import placer.baselines.policy as policy_module
+    from placer.sim.queueing import QueueConfig
+    from placer.workloads.generator import Workload
+
+    runs = []
+    real = policy_module.run_policy
+    monkeypatch.setattr(policy_module, "run_policy", lambda *a, **k: runs.append(a[0].name) or real(*a, **k))
+    cost = CostModel(toy_cluster(2, 2, inter=(1e9, 0.0)), strategy="sipml")
+    draw = Workload([chain()], BetaDistribution("uniform:0.5:1.0"), 1.0, 4, 20).jobs
+    tuning = policy_module.Tuning(cost, QueueConfig.parse("edf-bf"), draw, streams=2)
+    first = tuning.blocking(make_heuristic("lean"), "avoidable_blocking_rate")
+    assert tuning.blocking(make_heuristic("lean"), "avoidable_blocking_rate") == first and runs == ["lean", "lean"]  # 2 streams, once
+    tuning.blocking(make_heuristic("lean"))  # another metric: measured anew
+    assert runs == ["lean"] * 4
+
+
+def _job(job_id, arrival_s, seq_s=64.0):
+    from placer.sim.types import Job
+
+    return Job(job_id, chain(), arrival_s, 1.0, 1, seq_s)
+
+
+def test_load_meter_counts_arrivals_by_id_and_each_job_once():
+    from placer.baselines.adaptive import LoadMeter
+
+    meter = LoadMeter(window=4)
+    assert meter.load(64) is None
+    for k in (0, 2, 4):  # ids 1 and 3 left without an offer: still arrivals
+        meter.observe(_job(k, float(k)))
+    assert meter.load(64) == pytest.approx(1.0)  # 1 arrival/s x 64 s / 64 devices
+    meter.observe(_job(4, 4.0))  # offered again from the queue: nothing changes
+    meter.observe(_job(3, 3.0, seq_s=256.0))  # offered late, after a newer job: in the mean, not the rate
+    assert meter.seen == 4 and meter.load(64) == pytest.approx((64 * 3 + 256) / 4 / 64)
+    meter.observe(_job(10, 6.0))  # 6 arrivals in 2 s; the window keeps ids within 4 of the newest
+    assert meter.load(64) == pytest.approx(6 / 2 * ((64 * 4 + 256) / 5) / 64)
+
+
+def test_adaptive_runs_the_member_of_the_nearest_measured_load_and_holds_placements_that_would_miss_the_deadline():
+    from placer.baselines.adaptive import Adaptive
+
+    policy = make_heuristic("adaptive", max_degree=4)
+    assert isinstance(policy, Adaptive) and str(policy.spec) == "adaptive"
+    with pytest.raises(PolicyError, match="must be tuned"):
+        policy.member_for(1.0)
+    members = {"para_max": make_heuristic("para_max", max_degree=4), "lean": make_heuristic("lean", max_degree=4)}
+    tuned = Adaptive(policy.candidates, policy.spec, ((0.5, "lean"), (2.0, "para_max")), "lean", None, members)
+    assert [tuned.member_for(x) for x in (None, 0.3, 0.9, 1.1, 5.0)] == ["lean", "lean", "lean", "para_max", "para_max"]
+    tuned.reset(np.random.default_rng(0))
+    job, view = _first_job(1.0)
+    assert tuned.decide(job, view) == Lean().decide(job, view)  # before the warm-up: the fallback
+    tight, view = _first_job(0.01)  # no placement meets this deadline: para_max would place anyway
+    assert isinstance(members["para_max"].decide(tight, view), Place)
+    tuned = Adaptive(policy.candidates, policy.spec, ((1.0, "para_max"),), "para_max", None, members)
+    tuned.reset(np.random.default_rng(0))
+    assert tuned.decide(tight, view) == Reject() and tuned.stats()["held"] == 1

@@ -1,0 +1,190 @@
+"""``adaptive``: the best member of every heuristic family for the load it measures, online.
+
+``best`` is told the regime (it is tuned on each workload of an evaluation separately); ``single-best``
+is one configuration for all. ``adaptive`` has what a deployed policy has: it is tuned once, on the
+tuning streams of every load of the evaluation (:attr:`Tuning.regimes`, apart from the evaluated
+streams), to a table of *load -> member* (per load, the member of :data:`~placer.baselines.best.BEST_CANDIDATES`
+with the least avoidable blocking, pooled over the beta distributions at that load); at run time it
+measures the offered load from the arrivals it has seen and runs the member of the nearest tuned load
+(nearest in log load; each tuned load as the meter reads it on that load's tuning streams, since it sees
+only the jobs it is offered). Under a load that changes over the day it follows the load. A member's
+placement that would miss the job's deadline (members such as ``para_max`` place on whatever is free,
+and another member's jobs may have left the cluster fragmented) is held in the queue instead.
+
+The measured load (:class:`LoadMeter`): arrivals per second over the last :data:`WINDOW` arrivals (from the job
+ids, which the simulator numbers in arrival order, so jobs that left without an offer still count) x the mean
+sequential JCT of the jobs seen / the cluster's devices, as :class:`~placer.workloads.generator.Workload` defines
+load. Until :data:`WARMUP` jobs were seen it runs the member of the highest tuned load: a wide member's early
+placements cost little at low load, where a narrow member's long jobs fragment the cluster for a wide one later.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from placer.baselines.best import TUNING_METRIC
+from placer.baselines.policy import TUNING_SEED, Policy, Tuning, run_policy
+from placer.baselines.specs import PolicySpec
+from placer.common.errors import PolicyError
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Decision, Job, Place, Reject, meets_deadline
+
+WINDOW = 96  # arrivals the measured arrival rate is averaged over
+WARMUP = 3  # jobs seen before the measured load is trusted
+
+
+@dataclass
+class LoadMeter:
+    """The offered load: the arrival rate x the mean sequential JCT of every job seen, over the number of devices.
+
+    The simulator numbers jobs in arrival order, so ``k`` ids apart are ``k`` arrivals, those that left without an
+    offer included. With a queue a job may first be offered long after it arrived and after later jobs, so the rate
+    is taken between the newest job seen (the highest id) and the one that was newest ``window`` ids before it.
+    Sizes are drawn independently of time, so the mean sequential JCT is taken over every job seen (each once).
+    """
+
+    window: int = WINDOW
+    _newest: deque[tuple[int, float]] = field(default_factory=deque, repr=False)  # (job id, arrival s), rising ids
+    _seen: set[int] = field(default_factory=set, repr=False)
+    _total_seq_s: float = 0.0
+
+    def observe(self, job: Job) -> None:
+        if job.job_id in self._seen:
+            return  # offered again from the queue
+        self._seen.add(job.job_id)
+        self._total_seq_s += job.sequential_jct_s
+        if not self._newest or job.job_id > self._newest[-1][0]:
+            self._newest.append((job.job_id, job.arrival_s))
+            while len(self._newest) > 2 and self._newest[-1][0] - self._newest[1][0] >= self.window:
+                self._newest.popleft()
+
+    @property
+    def seen(self) -> int:
+        return len(self._seen)
+
+    def load(self, num_devices: int) -> float | None:
+        """Offered load (arrival rate x mean sequential JCT / devices); None before two arrivals apart in time."""
+        if len(self._newest) < 2:
+            return None
+        (first_id, first_s), (last_id, last_s) = self._newest[0], self._newest[-1]
+        if last_s <= first_s:
+            return None
+        return (last_id - first_id) / (last_s - first_s) * (self._total_seq_s / len(self._seen)) / num_devices
+
+
+@dataclass
+class _Probe(Policy):
+    """Runs ``member`` and records what a :class:`LoadMeter` reads at each of its decisions (after the warm-up)."""
+
+    member: Policy
+    readings: list[float] = field(default_factory=list)
+    _meter: LoadMeter = field(default_factory=LoadMeter)
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self._meter = LoadMeter()
+        self.member.reset(rng)
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        self._meter.observe(job)
+        load = self._meter.load(view.cluster.num_devices)
+        if load is not None and self._meter.seen >= WARMUP:
+            self.readings.append(load)
+        return self.member.decide(job, view)
+
+
+def _measured_load(regimes: list[Tuning], member: Policy) -> float:
+    """The median load a :class:`LoadMeter` reads on the tuning streams of ``regimes`` (one load) while ``member`` decides:
+    what the meter shows at that load (it reads high where the jobs no policy can serve leave unseen)."""
+    probe = _Probe(copy.deepcopy(member))
+    for regime in regimes:
+        for k, jobs in enumerate(regime.jobs):
+            run_policy(probe, regime.cost, jobs, regime.queue, np.random.default_rng([TUNING_SEED + k, 1]))
+    if not probe.readings:
+        raise PolicyError("adaptive: its tuning streams are too short to measure the load on")
+    return float(np.median(probe.readings))
+
+
+@dataclass
+class Adaptive(Policy):
+    """``adaptive``: runs, per decision, the member tuned for the load it measures (module docstring); unusable before :meth:`tuned`."""
+
+    candidates: Mapping[str, Policy]
+    spec: PolicySpec | None = None
+    table: tuple[tuple[float, str], ...] = ()  # (tuned load, member), by load
+    fallback: str | None = None  # the member chosen pooled over every load: run until the load is measured
+    tuning_blocking: dict[float, dict[str, float]] | None = field(default=None, repr=False)
+    _members: dict[str, Policy] = field(default_factory=dict, repr=False)
+    _meter: LoadMeter = field(default_factory=LoadMeter, repr=False)
+    _runs: dict[str, int] = field(default_factory=dict, repr=False)
+    _held: int = 0  # members' placements that would have missed the deadline, held or rejected instead
+    _tunings: dict[tuple[int, ...], Adaptive] = field(default_factory=dict, repr=False)
+
+    def tuned(self, tuning: Tuning) -> Adaptive:
+        """A copy with the table of measured load -> member from the tuning streams of every load of the
+        evaluation (made once per set of regimes: every workload of an evaluation gets the same policy)."""
+        key = tuple(id(regime) for regime in tuning.pooled)
+        if key not in self._tunings:
+            self._tunings[key] = self._tune(tuning)
+        return self._tunings[key]
+
+    def _tune(self, tuning: Tuning) -> Adaptive:
+        by_load: dict[float, list[Tuning]] = {}
+        for regime in tuning.pooled:
+            if regime.load is None:
+                raise PolicyError("adaptive must be tuned on workloads of known load (placer evaluate does it)")
+            by_load.setdefault(regime.load, []).append(regime)
+        blocking = {
+            load: {name: float(np.mean([r.blocking(p, TUNING_METRIC) for r in regimes])) for name, p in self.candidates.items()}
+            for load, regimes in sorted(by_load.items())
+        }
+        chosen = {load: min(self.candidates, key=per.__getitem__) for load, per in blocking.items()}  # min: first of equals
+        fallback = chosen[max(chosen)]
+        table = tuple((_measured_load(by_load[load], self.candidates[name]), name) for load, name in chosen.items())
+        members = {name: copy.deepcopy(self.candidates[name]) for name in dict.fromkeys([fallback, *chosen.values()])}
+        return Adaptive(self.candidates, self.spec, table, fallback, blocking, members)
+
+    def member_for(self, load: float | None) -> str:
+        """The member run at measured load ``load`` (the fallback when unknown)."""
+        if load is None or load <= 0 or not self.table or self.fallback is None:
+            if self.fallback is None:
+                raise PolicyError("adaptive must be tuned on a workload first (placer evaluate does it)")
+            return self.fallback
+        return min(self.table, key=lambda entry: abs(math.log(entry[0] / load)))[1]
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self._meter, self._runs, self._held = LoadMeter(), {}, 0
+        for member in self._members.values():
+            member.reset(rng)
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        self._meter.observe(job)
+        load = self._meter.load(view.cluster.num_devices) if self._meter.seen >= WARMUP else None
+        name = self.member_for(load)
+        self._runs[name] = self._runs.get(name, 0) + 1
+        decision = self._members[name].decide(job, view)
+        if isinstance(decision, Place) and decision.devices and not self._in_time(job, view, decision.devices):
+            self._held += 1
+            return Reject()  # a placement that would miss the deadline only wastes devices: hold (or reject) instead
+        return decision
+
+    @staticmethod
+    def _in_time(job: Job, view: ClusterView, devices: tuple[int, ...]) -> bool:
+        cost = view.cost
+        return cost.fits(job.graph, devices) and meets_deadline(cost.jct_s(job.graph, devices, job.iterations), job.remaining_s(view.now))
+
+    def stats(self) -> dict[str, Any] | None:
+        if self.fallback is None:
+            return None
+        return {
+            "table": [list(entry) for entry in self.table],
+            "fallback": self.fallback,
+            "decisions_by_member": dict(self._runs),
+            "held": self._held,
+        }
