@@ -7,12 +7,14 @@ everyone. Here:
 - a connection that has not sent a request's complete headers within ``header_timeout_s`` (from
   its opening, or from the end of its last answer) is closed, however slowly it trickles bytes;
 - a client address holds at most ``max_connections_per_client`` connections, and all clients
-  together ``max_connections + HEALTH_SLOTS``; a new connection past either cap closes the oldest
-  *idle* one (no request in progress) to take its place; when none is idle, the one still
-  receiving its request with the fewest bytes per second since that request began (408: its
-  body came too slowly); when every connection is being answered, the new one gets 503. So
-  peers trickling bodies, from any number of addresses, never keep a new connection out: a
-  request sent at network speed outpaces them and gets in;
+  together ``max_connections + HEALTH_SLOTS``; a new connection past either cap closes, to take
+  its place, the connection waiting for or still receiving a request that has received the
+  fewest bytes per second since that request could begin (one that sent nothing first, then the
+  oldest; one receiving a body is answered 408), sparing connections opened or answered less than
+  :data:`PROGRESS_FLOOR_S` ago while others remain; only when every connection is being
+  answered does the new one get 503. So peers trickling headers or bodies, from any number of
+  addresses, never keep a new connection out, and a request sent at network speed outpaces
+  them;
 - requests in progress are capped by the app (:class:`~placer.serve.middleware.RequestLimit`) at
   ``max_connections``, counted from the end of their bodies (a body being received holds only
   a connection and its bytes, both capped), the health check exempt: the extra ``HEALTH_SLOTS``
@@ -60,25 +62,26 @@ class ConnectionGuard:
     def admit(self, conn: GuardedH11Protocol) -> bool:
         """Count ``conn`` in; False (and ``conn`` not counted) when a cap is reached and no connection can make room.
 
-        Room is made by closing, among the connections of ``conn``'s address when that address is
-        at its cap (else among all), the oldest idle one, else the one receiving a request
-        slowest (:meth:`GuardedH11Protocol.rate`; answered 408); connections whose requests are
-        being answered are never closed.
+        Room is made by closing one connection of ``conn``'s address when that address is at its
+        cap (else of any): among those waiting for a request or still receiving one (never one
+        being answered), the one that has received the fewest bytes per second since its
+        request could begin (:meth:`GuardedH11Protocol.rate`; so those that sent nothing first,
+        then the oldest), sparing those younger than :data:`PROGRESS_FLOOR_S` while older ones remain. A
+        closed connection that was receiving a request is answered 408.
         """
         address = conn.address
         over_client = self.by_client[address] >= self.per_client
         if over_client or len(self.open) >= self.max_open:
-            candidates = [c for c in self.open if not over_client or c.address == address]
-            victim = next((c for c in candidates if c.idle), None)
-            if victim is not None:
+            now = conn.loop.time()
+            candidates = (c for c in self.open if (c.idle or c.receiving) and (not over_client or c.address == address))
+            victim = min(candidates, key=lambda c: (now - c.since < PROGRESS_FLOOR_S, c.rate(now)), default=None)
+            if victim is None:
+                self.refused += 1
+                return False
+            if victim.idle:
                 self.evicted += 1
                 victim.close()
             else:
-                now = conn.loop.time()
-                victim = min((c for c in candidates if c.receiving), key=lambda c: c.rate(now), default=None)
-                if victim is None:
-                    self.refused += 1
-                    return False
                 self.evicted_slow += 1
                 victim.close(EVICTED)
         self.open[conn] = None
@@ -114,14 +117,13 @@ class GuardedH11Protocol(H11Protocol):
         return cycle is not None and cycle.more_body and not cycle.response_started and not cycle.response_complete
 
     def rate(self, now: float) -> float:
-        """Bytes per second received since the current request could begin (the connection's
-        opening or its last answer), over at least :data:`PROGRESS_FLOOR_S`."""
-        return self._received / max(now - self._since, PROGRESS_FLOOR_S)
+        """Bytes per second received since :attr:`since`, over at least :data:`PROGRESS_FLOOR_S`."""
+        return self._received / max(now - self.since, PROGRESS_FLOOR_S)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
-        self._since, self._received = self.loop.time(), 0
+        self.since, self._received = self.loop.time(), 0  # when the current request could begin: opening, or the last answer
         if not self.guard.admit(self):
             transport.write(REFUSED)
             transport.close()
@@ -139,7 +141,7 @@ class GuardedH11Protocol(H11Protocol):
         super().data_received(data)
 
     def on_response_complete(self) -> None:
-        self._since, self._received = self.loop.time(), 0  # before the base class starts a pipelined request
+        self.since, self._received = self.loop.time(), 0  # before the base class starts a pipelined request
         super().on_response_complete()
         if not self.transport.is_closing():
             self._arm_header_timer()

@@ -148,6 +148,22 @@ def test_slow_bodies_from_many_addresses_do_not_deny_a_normal_request():
         assert any(a.startswith(b"HTTP/1.1 408") and b"not received fast enough" in a for a in answers)
 
 
+def test_a_request_just_begun_outlasts_older_slow_ones_when_connections_run_short():
+    """Connections full of bodies that stalled a second ago: newcomers close those, not the request that has just begun."""
+    with served(max_connections=2, max_connections_per_client=1) as port, contextlib.ExitStack() as stack:
+        for i in range(6):  # 2 + 4 connections in all, each 500 bytes into its body and stalled
+            stack.enter_context(connect(port, f"127.0.0.{2 + i}")).sendall(SLOW_HEAD % 5000 + b"{" + b" " * 499)
+        time.sleep(1.2)
+        mine = stack.enter_context(connect(port, "127.0.0.20"))
+        mine.sendall(SLOW_HEAD % len(BODY))  # headers only: fewer bytes per second than the stalled ones so far
+        time.sleep(0.1)
+        for i in range(4):  # newcomers, each taking a connection's place
+            stack.enter_context(connect(port, f"127.0.0.{30 + i}")).sendall(SLOW_HEAD % 5000 + b"{")
+        time.sleep(0.1)
+        mine.sendall(BODY)
+        assert mine.recv(4096).startswith(b"HTTP/1.1 200")
+
+
 def test_bodies_that_stall_cannot_hold_the_memory_for_bodies():
     """Eight bodies stalled near the limit fill the budget for bodies (8x the limit): the oldest goes, not the new request."""
     with served(max_body_bytes=10_000) as port, contextlib.ExitStack() as stack:
