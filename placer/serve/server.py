@@ -66,8 +66,8 @@ class ConnectionGuard:
         cap (else of any): among those waiting for a request or still receiving one (never one
         being answered), the one that has received the fewest bytes per second since its
         request could begin (:meth:`GuardedH11Protocol.rate`; so those that sent nothing first,
-        then the oldest), sparing those younger than :data:`PROGRESS_FLOOR_S` while older ones remain. A
-        closed connection that was receiving a request is answered 408.
+        then the oldest), sparing those younger than :data:`PROGRESS_FLOOR_S` while older ones
+        remain. A closed connection that was receiving a request is answered 408.
         """
         address = conn.address
         over_client = self.by_client[address] >= self.per_client
