@@ -23,9 +23,9 @@ cost-model work are cached up to ``cache_bytes`` (the settings: :class:`~placer.
 The state raises domain errors (:mod:`placer.serve.errors`); :data:`ERROR_STATUS` maps them to statuses.
 
 Bodies of POST routes must be ``application/json`` (415 otherwise: a page on another site cannot
-send one without a preflight). At most ``max_connections`` requests are served at once (503
-beyond; the health check, which also answers ``HEAD``, is exempt); connections themselves are
-guarded by :mod:`placer.serve.server`.
+send one without a preflight). At most ``max_connections`` requests whose bodies have come are
+served at once (503 beyond; the health check, which also answers ``HEAD``, is exempt);
+connections themselves are guarded by :mod:`placer.serve.server`.
 
 Access: with a ``token`` every route but ``/v1/health`` needs ``Authorization: Bearer TOKEN``
 (401 otherwise); with ``allowed_hosts`` a request whose ``Host`` header names another host gets
@@ -200,9 +200,9 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
         return health()
 
     _register_schemas(app, PlacementRequest)
+    app.add_middleware(RequestLimit, limit=settings.max_connections)  # inside BodyLimit: counts requests whose bodies are in
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
     app.add_middleware(JsonOnly)
-    app.add_middleware(RequestLimit, limit=settings.max_connections)
     if settings.token is not None:
         app.add_middleware(BearerToken, token=settings.token)
     if settings.allowed_hosts is not None:

@@ -12,17 +12,22 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 class BodyLimit:
     """413 for a body over ``limit`` bytes (declared or streamed), 408 for one not received within
-    ``timeout_s`` of the request, 503 while the bodies being received hold ``budget`` bytes in all.
+    ``timeout_s`` of the request; the bodies being received hold at most ``budget`` bytes together.
 
     The body is read whole before the app sees it, so an oversized stream is refused however it
     is sent, the app never parses a partial body, and clients that stop mid-body cannot hold
-    memory for longer than ``timeout_s`` or beyond ``budget`` together.
+    memory for longer than ``timeout_s`` or beyond ``budget`` together. When a body's bytes would
+    take the total past ``budget``, the bodies that began before it are dropped, oldest first,
+    until it fits (503 with ``Retry-After`` for each): bodies that stalled cannot keep newer ones
+    out, and a body is refused only when the older ones cannot make room (never when ``budget``
+    is at least ``limit``, the default being 8 times it).
     """
 
     def __init__(self, app: ASGIApp, limit: int, timeout_s: float = 30.0, budget: int | None = None) -> None:
         self.app, self.limit, self.timeout_s = app, limit, timeout_s
         self.budget = budget if budget is not None else 8 * limit
         self.buffered = 0  # bytes held by bodies being received (one event loop: no lock needed)
+        self.reading: dict[asyncio.Future[None], int] = {}  # each body being received, oldest first: its bytes; set to drop it
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -32,11 +37,14 @@ class BodyLimit:
             return await _reject(send, 413, f"request body over {self.limit} bytes")
         chunks, seen = [], 0
         deadline = time.monotonic() + self.timeout_s
+        dropped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.reading[dropped] = 0
         try:
             while True:
-                try:
-                    message = await asyncio.wait_for(receive(), timeout=max(deadline - time.monotonic(), 0.0))
-                except TimeoutError:
+                message = await _next(receive, dropped, deadline - time.monotonic())
+                if dropped.done():
+                    return await _reject(send, 503, "too many request bodies in flight; retry shortly", {"Retry-After": "1"})
+                if message is None:
                     return await _reject(send, 408, f"request body not received within {self.timeout_s:g} s")
                 if message["type"] == "http.disconnect":
                     return None  # the client left mid-body: no one to answer, nothing to log
@@ -45,18 +53,41 @@ class BodyLimit:
                 chunk = message.get("body", b"")
                 seen += len(chunk)
                 self.buffered += len(chunk)
+                self.reading[dropped] = seen
                 if seen > self.limit:
                     return await _reject(send, 413, f"request body over {self.limit} bytes")
-                if self.buffered > self.budget:
+                if self.buffered > self.budget and not self._make_room(dropped):
                     return await _reject(send, 503, "too many request bodies in flight; retry shortly", {"Retry-After": "1"})
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     break
         finally:
-            self.buffered -= seen
+            if self.reading.pop(dropped, None) is not None:  # (a dropped body's bytes were counted out when it was dropped)
+                self.buffered -= seen
         body: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
         del chunks
         await self.app(scope, _replay([body], receive), send)
+
+    def _make_room(self, mine: asyncio.Future[None]) -> bool:
+        """Drop the bodies that began before ``mine``, oldest first, until the total is within budget; False if it is not."""
+        for older in list(self.reading):
+            if older is mine or self.buffered <= self.budget:
+                break
+            self.buffered -= self.reading.pop(older)
+            older.set_result(None)
+        return self.buffered <= self.budget
+
+
+async def _next(receive: Receive, dropped: asyncio.Future[None], timeout: float) -> Message | None:
+    """The next message, or None if ``timeout`` seconds pass or ``dropped`` is set first."""
+    if dropped.done() or timeout <= 0:
+        return None
+    task = asyncio.ensure_future(receive())
+    done, _ = await asyncio.wait((task, dropped), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    if task in done and not dropped.done():
+        return task.result()
+    task.cancel()
+    return None
 
 
 class JsonOnly:
@@ -88,7 +119,12 @@ def _is_json(content_type: bytes | None) -> bool:
 
 class RequestLimit:
     """503 (``Retry-After: 1``) for a request beyond ``limit`` in progress; the health check is exempt
-    (its connections are bounded by :mod:`placer.serve.server`'s guard)."""
+    (its connections are bounded by :mod:`placer.serve.server`'s guard).
+
+    Placed inside :class:`BodyLimit`, it counts a request from the end of its body: a body still
+    being received holds a connection and its bytes (both capped, and reclaimed from the slowest
+    and the oldest under pressure), never one of these slots.
+    """
 
     OPEN_PATHS = ("/v1/health",)
 

@@ -23,11 +23,12 @@ class ServiceSettings(BaseModel):
     work is kept (LRU); ``token``: the bearer token every request but the health check must carry
     (None: none); ``allowed_hosts``: the host names a request's ``Host`` header may name (None: any).
 
-    Connections (:mod:`placer.serve.server`): at most ``max_connections`` requests are served at
-    once (more get 503; the health check is exempt and has a few connections of its own); a client
-    address holds at most ``max_connections_per_client`` connections; a connection that has not
-    sent a request's complete headers within ``header_timeout_s`` is closed, and when connections
-    run short the oldest idle one is closed to admit a new one.
+    Connections (:mod:`placer.serve.server`): at most ``max_connections`` requests whose bodies
+    have come are served at once (more get 503; the health check is exempt and has a few
+    connections of its own); a client address holds at most ``max_connections_per_client``
+    connections; a connection that has not sent a request's complete headers within
+    ``header_timeout_s`` is closed, and when connections run short the oldest idle one, else the
+    one receiving its request slowest, is closed to admit a new one.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -24,10 +24,21 @@ CLUSTER = toy_cluster(2, 4, inter=(1e9, 0.0))
 BODY = json.dumps({"graph": chain().to_dict(), "beta": 1.0}).encode()
 
 
+SLOW_HEAD = b"POST /v1/placements HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+
+
 @contextlib.contextmanager
 def served(**settings):
+    with served_app(**settings) as (port, _):
+        yield port
+
+
+@contextlib.contextmanager
+def served_app(**settings):
+    """A live server on loopback and its app: (port, app)."""
     settings = ServiceSettings(**{"max_connections": 64, "header_timeout_s": 1.0, "body_timeout_s": 30.0, **settings})
-    srv = make_server(create_app(CLUSTER, make_heuristic("fixed:1"), settings), settings, log_level="error")
+    app = create_app(CLUSTER, make_heuristic("fixed:1"), settings)
+    srv = make_server(app, settings, log_level="error")
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -35,7 +46,7 @@ def served(**settings):
         assert time.monotonic() < deadline
         time.sleep(0.02)
     try:
-        yield srv.servers[0].sockets[0].getsockname()[1]
+        yield srv.servers[0].sockets[0].getsockname()[1], app
     finally:
         srv.should_exit = True
         thread.join(10)
@@ -103,7 +114,7 @@ def test_random_bytes_without_a_blank_line_are_not_held():
 
 def test_slow_bodies_from_one_address_leave_room_for_others():
     with served(max_connections_per_client=8) as port, contextlib.ExitStack() as stack:
-        head = b"POST /v1/placements HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"
+        head = SLOW_HEAD % 5000 + b"{"
         for _ in range(63):  # uvicorn alone: 63 held bodies and the next request is 503
             sock = stack.enter_context(connect(port, "127.0.0.2"))
             with contextlib.suppress(OSError):
@@ -113,12 +124,80 @@ def test_slow_bodies_from_one_address_leave_room_for_others():
         assert request(port)[0] == 200 and time.monotonic() - started < 3
 
 
+def test_slow_bodies_from_many_addresses_do_not_deny_a_normal_request():
+    """More slow bodies than connections, one per address (under every per-address cap): the request still gets in."""
+    with served(max_connections=8, max_connections_per_client=2) as port, contextlib.ExitStack() as stack:
+        slow = []
+        for i in range(30):  # 8 + 4 connections in all: the old guard answered the 13th and every later one 503
+            sock = stack.enter_context(connect(port, f"127.0.0.{2 + i}"))
+            with contextlib.suppress(OSError):
+                sock.sendall(SLOW_HEAD % 5000 + b"{")
+            slow.append(sock)
+        time.sleep(0.3)
+        for sock in slow:  # the survivors trickle on
+            with contextlib.suppress(OSError):
+                sock.send(b" ")
+        started = time.monotonic()
+        assert request(port)[0] == 200 and time.monotonic() - started < 3
+        assert [request(port)[0] for _ in range(3)] == [200] * 3
+        answers = []
+        for sock in slow:  # the slowest were closed to make room, with a 408 (or none if closed before their headers were read)
+            sock.settimeout(0.2)
+            with contextlib.suppress(OSError):
+                answers.append(sock.recv(4096))
+        assert any(a.startswith(b"HTTP/1.1 408") and b"not received fast enough" in a for a in answers)
+
+
+def test_a_request_just_begun_outlasts_older_slow_ones_when_connections_run_short():
+    """Connections full of bodies that stalled a second ago: newcomers close those, not the request that has just begun."""
+    with served(max_connections=2, max_connections_per_client=1) as port, contextlib.ExitStack() as stack:
+        for i in range(6):  # 2 + 4 connections in all, each 500 bytes into its body and stalled
+            stack.enter_context(connect(port, f"127.0.0.{2 + i}")).sendall(SLOW_HEAD % 5000 + b"{" + b" " * 499)
+        time.sleep(1.2)
+        mine = stack.enter_context(connect(port, "127.0.0.20"))
+        mine.sendall(SLOW_HEAD % len(BODY))  # headers only: fewer bytes per second than the stalled ones so far
+        time.sleep(0.1)
+        for i in range(4):  # newcomers, each taking a connection's place
+            stack.enter_context(connect(port, f"127.0.0.{30 + i}")).sendall(SLOW_HEAD % 5000 + b"{")
+        time.sleep(0.1)
+        mine.sendall(BODY)
+        assert mine.recv(4096).startswith(b"HTTP/1.1 200")
+
+
+def test_bodies_that_stall_cannot_hold_the_memory_for_bodies():
+    """Eight bodies stalled near the limit fill the budget for bodies (8x the limit): the oldest goes, not the new request."""
+    with served(max_body_bytes=10_000) as port, contextlib.ExitStack() as stack:
+        stalled = []
+        for i in range(8):  # 79,920 bytes held: the old server answered the next body 503 (the budget is 80,000)
+            sock = stack.enter_context(connect(port, f"127.0.0.{2 + i}"))
+            sock.sendall(SLOW_HEAD % 10_000 + b"{" + b" " * 9989)
+            stalled.append(sock)
+            time.sleep(0.05)
+        time.sleep(0.3)
+        assert request(port)[0] == 200
+        answer = stalled[0].recv(4096)
+        assert answer.startswith(b"HTTP/1.1 503") and b"too many request bodies" in answer
+
+
 def test_the_health_check_keeps_a_slot_when_every_request_slot_is_busy():
-    with served(max_connections=2) as port, contextlib.ExitStack() as stack:
-        head = b"POST /v1/placements HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"
-        for source in ("127.0.0.2", "127.0.0.3"):
-            stack.enter_context(connect(port, source)).sendall(head)
-        time.sleep(0.2)
+    with served_app(max_connections=2) as (port, app), contextlib.ExitStack() as stack:
+        occupancy, gate, entered = app.state.occupancy, threading.Event(), threading.Semaphore(0)
+        original = occupancy._warm
+
+        def held(graph):
+            entered.release()
+            assert gate.wait(20)
+            original(graph)
+
+        occupancy._warm = held
+        threads = [threading.Thread(target=request, args=(port,)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+            stack.callback(thread.join, 20)
+        stack.callback(gate.set)  # (first of these on the way out)
+        assert entered.acquire(timeout=10) and entered.acquire(timeout=10)  # two placements in progress: every slot
+        head = SLOW_HEAD % 5000 + b"{"
+        stack.enter_context(connect(port, "127.0.0.3")).sendall(head)  # a slow body holds no slot
         assert request(port)[0] == 503
         assert request(port, "GET", "/v1/health", body=None)[0] == 200
         assert request(port, "HEAD", "/v1/health", body=None) == (200, b"")
