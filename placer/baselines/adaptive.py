@@ -7,7 +7,10 @@ streams), to a table of *load -> member* (per load, the member of :data:`~placer
 with the least avoidable blocking, pooled over the beta distributions at that load); at run time it
 measures the offered load from the arrivals it has seen and runs the member of the nearest tuned load
 (nearest in log load; each tuned load as the meter reads it on that load's tuning streams, since it sees
-only the jobs it is offered). Under a load that changes over the day it follows the load. A member's
+only the jobs it is offered). It changes member only once the table has asked for another one for
+``sticky`` arrivals in a row (tuned from :data:`STICKINESS` on the same tuning streams): members mix badly,
+and a noisy reading would otherwise switch back and forth. Under a load that changes over the day it
+follows the load. A member's
 placement that would miss the job's deadline (members such as ``para_max`` place on whatever is free,
 and another member's jobs may have left the cluster fragmented) is held in the queue instead.
 
@@ -38,6 +41,8 @@ from placer.sim.types import Decision, Job, Place, Reject, meets_deadline
 
 WINDOW = 96  # arrivals the measured arrival rate is averaged over
 WARMUP = 3  # jobs seen before the measured load is trusted
+STICKINESS = (16, 32, 64, 128)  # arrivals the table must ask for another member, without a break, before it runs
+# (members mix badly: a narrow member's long jobs fragment the cluster for a wide one); tuned, the least blocking
 
 
 @dataclass
@@ -124,6 +129,10 @@ class Adaptive(Policy):
     _meter: LoadMeter = field(default_factory=LoadMeter, repr=False)
     _runs: dict[str, int] = field(default_factory=dict, repr=False)
     _held: int = 0  # members' placements that would have missed the deadline, held or rejected instead
+    sticky: int = STICKINESS[0]  # tuned from STICKINESS
+    _current: str | None = field(default=None, repr=False)  # the member running now
+    _pull: str | None = field(default=None, repr=False)  # the member the table asks for instead, and since which arrival
+    _pull_seen: int = field(default=0, repr=False)
     _tunings: dict[tuple[int, ...], Adaptive] = field(default_factory=dict, repr=False)
 
     def tuned(self, tuning: Tuning) -> Adaptive:
@@ -148,7 +157,9 @@ class Adaptive(Policy):
         fallback = chosen[max(chosen)]
         table = tuple((_measured_load(by_load[load], self.candidates[name]), name) for load, name in chosen.items())
         members = {name: copy.deepcopy(self.candidates[name]) for name in dict.fromkeys([fallback, *chosen.values()])}
-        return Adaptive(self.candidates, self.spec, table, fallback, blocking, members)
+        tried = [Adaptive(self.candidates, self.spec, table, fallback, blocking, copy.deepcopy(members), sticky=k) for k in STICKINESS]
+        pooled = [float(np.mean([r.blocking(policy, TUNING_METRIC) for r in tuning.pooled])) for policy in tried]
+        return tried[int(np.argmin(pooled))]
 
     def member_for(self, load: float | None) -> str:
         """The member run at measured load ``load`` (the fallback when unknown)."""
@@ -160,19 +171,30 @@ class Adaptive(Policy):
 
     def reset(self, rng: np.random.Generator) -> None:
         self._meter, self._runs, self._held = LoadMeter(), {}, 0
+        self._current, self._pull, self._pull_seen = self.fallback, None, 0
         for member in self._members.values():
             member.reset(rng)
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
         self._meter.observe(job)
         load = self._meter.load(view.cluster.num_devices) if self._meter.seen >= WARMUP else None
-        name = self.member_for(load)
+        name = self._sticky(self.member_for(load))
         self._runs[name] = self._runs.get(name, 0) + 1
         decision = self._members[name].decide(job, view)
         if isinstance(decision, Place) and decision.devices and not self._in_time(job, view, decision.devices):
             self._held += 1
             return Reject()  # a placement that would miss the deadline only wastes devices: hold (or reject) instead
         return decision
+
+    def _sticky(self, wanted: str) -> str:
+        """The member to run: the current one until the table has asked for another for :attr:`sticky` arrivals in a row."""
+        if wanted == self._current:
+            self._pull = None
+        elif wanted != self._pull:
+            self._pull, self._pull_seen = wanted, self._meter.seen
+        elif self._meter.seen - self._pull_seen >= self.sticky:
+            self._current, self._pull = wanted, None
+        return self._current or wanted
 
     @staticmethod
     def _in_time(job: Job, view: ClusterView, devices: tuple[int, ...]) -> bool:
@@ -185,6 +207,7 @@ class Adaptive(Policy):
         return {
             "table": [list(entry) for entry in self.table],
             "fallback": self.fallback,
+            "sticky": self.sticky,
             "decisions_by_member": dict(self._runs),
             "held": self._held,
         }

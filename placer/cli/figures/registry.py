@@ -3,7 +3,10 @@ result files and how they render. Add a figure here and a ``<!-- figure: NAME --
 
 from __future__ import annotations
 
+from typing import Any
+
 from placer.cli.figures.core import Figure, Step
+from placer.cli.figures.regimes import regimes
 from placer.cli.figures.render import evaluation, printed, scaling
 
 ABCD = "--beta-dist A,B,C,D"
@@ -32,9 +35,36 @@ RESULTS_MD = "docs/results.md"
 LEARNING_MD = "docs/learning.md"
 COST_MD = "docs/cost-model.md"
 
-FAMILIES = "lean,lean:admit=0.9,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,best"
+REGIMES = "--queue edf-bf --size loguniform:0.1:10 --beta-dist A,B,C,D --seeds 10 --jobs 500 --load 0.5,0.9,1.3 --workers 2"
+FAMILIES = "lean,lean:admit=0.9,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,single-best,best,adaptive,learned:pacml"
+
+REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
+    "dgx8x8, Poisson": ("families-loads", "dgx8x8", ""),
+    "mixed, Poisson": ("families-loads-mixed", "mixed", ""),
+    "dgx8x8, daily": ("families-daily", "dgx8x8", " --structure daily"),
+    "mixed, daily": ("families-daily-mixed", "mixed", " --structure daily"),
+}
+
+
+AGAINST_SINGLE_BEST: dict[str, Any] = {"against": "single-best", "outcomes": True}
+
+
+def _regime_steps() -> tuple[Step, ...]:
+    return tuple(
+        Step(f"placer evaluate --cluster {cluster} {REGIMES}{extra} --policies {FAMILIES} --out runs/figures/{name}")
+        for name, cluster, extra in REGIME_RUNS.values()
+    )
+
 
 FIGURES: tuple[Figure, ...] = (
+    Figure(
+        "readme-regimes",
+        "README.md",
+        ("dgx8x8", "mixed"),
+        _regime_steps(),
+        regimes({label: f"{name}.json" for label, (name, _, _) in REGIME_RUNS.items()}),
+        keep={f"{name}.json": f"runs/figures/{name}/results.json" for name, _, _ in REGIME_RUNS.values()},
+    ),
     _evaluate(
         "readme-pacml",
         "README.md",
@@ -130,14 +160,9 @@ FIGURES: tuple[Figure, ...] = (
         f"--cluster dgx8x8 {HELD_OUT} {QUEUE.replace('--seeds 5', '--seeds 3')} --policies {TRACE_QUEUE} {LEARNED}",
         against="lean:admit=0.9",
     ),
-    _evaluate(
-        "families-loads",
-        LEARNING_MD,
-        ("dgx8x8",),
-        "--cluster dgx8x8 --queue edf-bf --size loguniform:0.1:10 --beta-dist C --seeds 10 --jobs 300 --load 0.5,0.9,1.3 "
-        f"--policies {FAMILIES}",
-        against="para_max",
-        outcomes=True,
+    *(
+        _evaluate(name, LEARNING_MD, (cluster,), f"--cluster {cluster} {REGIMES}{extra} --policies {FAMILIES}", **AGAINST_SINGLE_BEST)
+        for name, cluster, extra in REGIME_RUNS.values()
     ),
     Figure(
         "fidelity-published",

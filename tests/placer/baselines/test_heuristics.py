@@ -249,3 +249,18 @@ def test_adaptive_runs_the_member_of_the_nearest_measured_load_and_holds_placeme
     tuned = Adaptive(policy.candidates, policy.spec, ((1.0, "para_max"),), "para_max", None, members)
     tuned.reset(np.random.default_rng(0))
     assert tuned.decide(tight, view) == Reject() and tuned.stats()["held"] == 1
+
+
+def test_adaptive_changes_member_only_after_the_table_asked_for_another_for_sticky_arrivals_in_a_row():
+    from placer.baselines.adaptive import Adaptive, LoadMeter
+
+    members = {"lean": make_heuristic("lean"), "para_max": make_heuristic("para_max")}
+    policy = Adaptive(members, None, ((0.5, "lean"), (2.0, "para_max")), "para_max", None, members, sticky=3)
+    policy.reset(np.random.default_rng(0))
+    picked = []
+    for seen, wanted in enumerate(["lean", "lean", "para_max", "lean", "lean", "lean", "lean", "para_max"], start=1):
+        policy._meter = LoadMeter()
+        policy._meter._seen = set(range(seen))  # the arrival count the stickiness is measured in
+        picked.append(policy._sticky(wanted))
+    # lean asked at arrivals 1-2, broken at 3 (para_max, the current one), asked again from 4: runs from 7 (4 + 3)
+    assert picked == ["para_max"] * 6 + ["lean", "lean"]

@@ -1,0 +1,94 @@
+"""The README's regime table: per cluster, arrival pattern and load, the avoidable blocking of the policies that
+choose among the heuristic families (``single-best``, ``best``, ``adaptive``) and the learned policy, paired on
+the same streams; then pooled over every regime against ``single-best``.
+
+Rendered from the result files of several ``placer evaluate --load ...`` runs (one per cluster and arrival
+pattern), never by running anything.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from placer.cli.figures.core import Rendered
+from placer.cli.figures.render import Renderer, _commands
+from placer.evaluate.stats import mean_ci95, plus_minus
+
+SHOWN = ("single-best", "best", "adaptive")  # then the learned policies evaluated, in the order run
+REFERENCE, TOLD = "single-best", "best"
+
+
+def regimes(files: dict[str, str]) -> Renderer:
+    """``files``: the label of each evaluation (``"dgx8x8, Poisson"``) -> its result file in the figure's folder."""
+
+    def render(folder: Path) -> Rendered:
+        runs = {label: json.loads((folder / name).read_text())["runs"] for label, name in files.items()}
+        shown = _shown(next(iter(runs.values())))
+        lines = [_commands(folder).rstrip("\n"), "", *_per_regime(runs, shown), "", *_pooled(runs, shown)]
+        return Rendered("\n".join(lines) + "\n")
+
+    return render
+
+
+def _shown(runs: list[dict]) -> list[str]:
+    policies = list(dict.fromkeys(r["policy"] for r in runs))
+    return [p for p in SHOWN if p in policies] + [p for p in policies if p.startswith("learned")]
+
+
+def _by(runs: list[dict], policy: str, metric: str) -> dict[tuple, float]:
+    """(load, beta, seed) -> ``metric`` of ``policy``."""
+    return {(r.get("load"), r["beta_dist"], r["seed"]): r[metric] for r in runs if r["policy"] == policy}
+
+
+def _paired(runs: list[dict], policy: str, against: str, metric: str = "avoidable_blocking_rate", load=None) -> tuple[float, float]:
+    mine, theirs = _by(runs, policy, metric), _by(runs, against, metric)
+    keys = [k for k in mine if k in theirs and (load is None or k[0] == load)]
+    return mean_ci95([mine[k] - theirs[k] for k in keys])
+
+
+def _mean(runs: list[dict], policy: str, metric: str, load=None) -> float:
+    values = [v for k, v in _by(runs, policy, metric).items() if load is None or k[0] == load]
+    return math.fsum(values) / len(values) if values else math.nan
+
+
+def _per_regime(runs: dict[str, list[dict]], shown: list[str]) -> list[str]:
+    head = ["evaluation", "load", "unavoidable", *shown[:2], *(f"{p} (minus {TOLD})" for p in shown[2:])]
+    out = ["Avoidable blocking (blocked among the jobs some policy could serve), mean over beta A-D x seeds; "
+           f"for the online policies the paired difference to `{TOLD}` (told the regime), 95 % interval:", "",
+           "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]  # fmt: skip
+    for label, rows in runs.items():
+        for load in dict.fromkeys(r.get("load") for r in rows):
+            cells = [label, f"{load}", f"{_unavoidable(rows, load):.3f}"]
+            cells += [f"{_mean(rows, p, 'avoidable_blocking_rate', load):.3f}" for p in shown[:2]]
+            for p in shown[2:]:
+                diff, half = _paired(rows, p, TOLD, load=load)
+                cells.append(f"{_mean(rows, p, 'avoidable_blocking_rate', load):.3f} ({_signed(diff, half)})")
+            out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def _unavoidable(rows: list[dict], load) -> float:
+    values = [r["unavoidable_share"] for r in rows if r.get("load") == load]
+    return math.fsum(values) / len(values)
+
+
+def _pooled(runs: dict[str, list[dict]], shown: list[str]) -> list[str]:
+    """Per evaluation, pooled over loads, betas and seeds: avoidable blocking, jobs/h and mean JCT against single-best."""
+    head = ["evaluation", "policy", f"avoidable blocking minus {REFERENCE}", "relative", "jobs/h", "mean JCT (s)"]
+    out = [f"Pooled over loads, beta distributions and seeds, paired against `{REFERENCE}` (95 % interval):", "",
+           "| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]  # fmt: skip
+    for label, rows in runs.items():
+        base = _mean(rows, REFERENCE, "avoidable_blocking_rate")
+        for p in shown:
+            diff, half = _paired(rows, p, REFERENCE)
+            relative = f"{diff / base:+.0%}" if base > 0 else "-"
+            jobs_h, jct = _mean(rows, p, "throughput_jobs_per_hour"), _mean(rows, p, "mean_jct_s")
+            cells = [label, p, _signed(diff, half), relative, f"{jobs_h:.1f}", f"{jct:.0f}"]
+            out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def _signed(diff: float, half: float) -> str:
+    return ("+" if diff >= 0 else "") + plus_minus(diff, half)

@@ -1,0 +1,28 @@
+import json
+
+from placer.cli.figures.regimes import regimes
+
+
+def _run(policy, seed, avoidable, load=0.9, beta="A"):
+    return {
+        "policy": policy, "seed": seed, "beta_dist": beta, "load": load, "avoidable_blocking_rate": avoidable,
+        "unavoidable_share": 0.2, "throughput_jobs_per_hour": 100.0 + seed, "mean_jct_s": 50.0,
+    }  # fmt: skip
+
+
+def test_the_regime_table_pairs_each_online_policy_with_best_and_pools_against_single_best(tmp_path):
+    runs = [
+        *(_run("single-best", s, 0.10) for s in (0, 1)),
+        *(_run("best", s, 0.06 + 0.02 * s) for s in (0, 1)),  # 0.06, 0.08
+        *(_run("adaptive", s, 0.07 + 0.02 * s) for s in (0, 1)),  # 0.01 above best on each seed
+        *(_run("learned:pacml", s, 0.12) for s in (0, 1)),
+        *(_run("para_max", s, 0.2) for s in (0, 1)),  # not shown
+    ]
+    (tmp_path / "a.json").write_text(json.dumps({"runs": runs}))
+    (tmp_path / "figure.json").write_text(json.dumps({"commands": ["placer evaluate --cluster dgx8x8"]}))
+    markdown = regimes({"dgx8x8, Poisson": "a.json"})(tmp_path).markdown
+    assert markdown.startswith("    placer evaluate --cluster dgx8x8\n")
+    assert "| evaluation | load | unavoidable | single-best | best | adaptive (minus best) | learned:pacml (minus best) |" in markdown
+    assert "| dgx8x8, Poisson | 0.9 | 0.200 | 0.100 | 0.070 | 0.080 (+0.010 ± 0.000) | 0.120 (+0.050 ± 0.127) |" in markdown
+    assert "| dgx8x8, Poisson | best | -0.030 ± 0.127 | -30% | 100.5 | 50 |" in markdown
+    assert "para_max" not in markdown
