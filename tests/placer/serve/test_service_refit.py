@@ -81,7 +81,14 @@ def test_shared_constants_move_only_on_several_graphs_and_a_better_cross_validat
     truth = CostModel(toy_cluster(14, 2, inter=(4e9 / 20, 0.0)))
     store = ReservationStore(None, cluster=CLUSTER.name, devices=[CLUSTER.device_name(d) for d in range(CLUSTER.num_devices)])
     used: list = []
-    refitter = Refitter(CLUSTER, store, used.append)
+
+    def use(cluster, priced):
+        used.append(cluster)
+        model = CostModel(cluster)
+        assert model.adopt(priced)
+        return model
+
+    refitter = Refitter(CLUSTER, store, use)
     try:
         for name in ("g1", "g2", "g3"):
             graph = job_graph_from_dict(_graph(name, param_bytes=2e8))
