@@ -186,7 +186,8 @@ class _Problem:
         latency the rows were shown to prefer (:func:`_latency_evidence`): a wide prior inside the physical range."""
         self.base_cluster, self.rows, self.evidence = cluster, rows, evidence
         self.unproven: list[str] = []  # links whose latency is held by the tight prior
-        self.base = _GRAPH_SIDE.setdefault("model", CostModel(cluster, max_graphs=64, max_graph_bytes=2**26)).rebased(cluster)
+        side = _GRAPH_SIDE.get("model") or _GRAPH_SIDE.setdefault("model", CostModel(cluster, max_graphs=64, max_graph_bytes=2**26))
+        self.base = side.rebased(cluster)
         self.shapes = [self.base.shape(r.devices) for r in rows]
         self.types = [cluster.device_type[self.base.slowest(r.devices)] for r in rows]
         self.log_measured = np.log([r.step_time_s for r in rows])

@@ -34,6 +34,7 @@ from placer.sim.simulator import fastest_iteration_s
 
 MIN_JOBS = 5
 MIN_GRAPHS = 3
+WORKER_NICE = 10  # the worker's CPU priority below the service's: requests first on a busy host
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,9 @@ class RefitProcess:
             if self._closed:
                 return RefitOutcome({}, error="the service is stopping", pid=os.getpid())
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+                self._pool = ProcessPoolExecutor(
+                    max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=os.nice, initargs=(WORKER_NICE,)
+                )
             pool = self._pool
         try:
             return pool.submit(refit, job).result()
