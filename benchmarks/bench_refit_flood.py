@@ -199,20 +199,23 @@ def _measure(client: TestClient | httpx.Client, count: int, flood: Flood, rounds
     flood.start([job for job in placed if job["accepted"]])
     flood.go.set()
     _until(client, lambda state: state["refits"] >= 1)  # the first refit starts the service's refit worker: not measured
-    idle, busy, during = [], [], 0
+    idle, busy, started, mark = [], [], 0, 0
     latencies(client, body, 5)  # warm the caches
     for k in range(rounds):
         n = count // rounds + (k < count % rounds)
         flood.go.clear()
-        before = _until(client, lambda state: not state["pending"])["refits"]
+        state = _until(client, lambda state: not state["pending"])
+        started += state["refits"] - mark if k else 0  # refits the last flood block started, waited for
         idle.append(latencies(client, body, n))
         flood.go.set()
         time.sleep(0.05)
+        mark = client.get("/v1/calibration").json()["refits"]
         busy.append(latencies(client, body, n))
-        during += _until(client, lambda state: True)["refits"] - before
     summary = flood.stop()
     state = _until(client, lambda state: not state["pending"])
-    kept = f"kept {state['measurements']}, refits {state['refits']} ({during} during the flood blocks), last error {state['last_error']}"
+    started += state["refits"] - mark
+    refits = f"refits {state['refits']} ({started} started by the flood blocks)"
+    kept = f"kept {state['measurements']}, {refits}, last error {state['last_error']}"
     return np.concatenate(idle), np.concatenate(busy), f"{summary}; {kept}"
 
 
