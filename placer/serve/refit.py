@@ -219,7 +219,7 @@ class Refitter:
 
     def _refit_until_clean(self) -> None:
         """Refit until no report came in during the last one; a refit waits :data:`REST_FACTOR` times the last one's
-        duration after it, so refits take at most a third of a core from requests under a flood of reports."""
+        duration after it, so under a flood of reports the worker process is busy at most a third of the time."""
         while True:
             rest = self._last_refit_s * REST_FACTOR - (time.monotonic() - self._last_refit_end)
             if rest > 0:
