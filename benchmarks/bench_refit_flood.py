@@ -1,6 +1,6 @@
 """Does a flood of valid step-time reports slow placements down? (issue 30: p99 within 2x idle)
 
-    python benchmarks/bench_refit_flood.py [--placements 300] [--in-process] [--smoke]
+    python benchmarks/bench_refit_flood.py [--placements 300] [--rounds 5] [--report-rate R] [--in-process] [--smoke]
 
 On ``dgx8x8`` with ``fixed:8``: 6 jobs of 3 graphs are placed, then the placement latency of
 AlexNet (place + release, each a request answered before the next is sent) is measured idle, and
@@ -14,7 +14,8 @@ on loopback (its refits in its worker process); the measured client is this proc
 kept-alive connection) and the flood another process that writes ready-made HTTP requests on one
 kept-alive socket (a client costs the service's host little CPU, as a remote one would cost none).
 The service's per-client rate limit applies (all clients are 127.0.0.1): past a burst of 20 the
-flood's reports get 429 at once, about 2 a second are taken. On a 2-core machine the four
+flood's reports get 429 at once, about 2 a second are taken (``--report-rate R``: R a second, so that
+with a large R every report is taken and checked, kept and refitted). On a 2-core machine the four
 processes (service, its refit worker, client, flood) share the cores: the flood measures the
 service's work for the reports and refits plus that sharing.
 
@@ -113,9 +114,8 @@ class ProcessFlood(Flood):
         return f"reports taken {self.counts[0]}, refused {self.counts[1]} (429)"
 
 
-def serve(port: multiprocessing.Queue) -> None:
+def serve(port: multiprocessing.Queue, settings: ServiceSettings) -> None:
     """``placer serve``'s server for ``dgx8x8`` / ``fixed:8`` on a free loopback port (put on ``port``), until SIGTERM."""
-    settings = ServiceSettings()
     listener = bind("127.0.0.1", 0)
     port.put(listener.getsockname()[1])
     app = create_app(load_cluster("dgx8x8"), make_heuristic("fixed:8"), settings)
@@ -164,10 +164,10 @@ def _received(sock: socket.socket) -> bytes:
     return data
 
 
-def measure_processes(count: int, rounds: int) -> tuple[np.ndarray, np.ndarray, str]:
+def measure_processes(count: int, rounds: int, settings: ServiceSettings) -> tuple[np.ndarray, np.ndarray, str]:
     spawn = multiprocessing.get_context("spawn")
     port_queue: multiprocessing.Queue = spawn.Queue()
-    server = spawn.Process(target=serve, args=(port_queue,), daemon=False)  # not daemonic: it has a worker process of its own
+    server = spawn.Process(target=serve, args=(port_queue, settings), daemon=False)  # not daemonic: it has a worker process of its own
     server.start()
     try:
         port = port_queue.get(timeout=120)
@@ -186,8 +186,8 @@ def measure_processes(count: int, rounds: int) -> tuple[np.ndarray, np.ndarray, 
             server.kill()
 
 
-def measure_in_process(count: int, rounds: int) -> tuple[np.ndarray, np.ndarray, str]:
-    with TestClient(create_app(load_cluster("dgx8x8"), make_heuristic("fixed:8"))) as client:
+def measure_in_process(count: int, rounds: int, settings: ServiceSettings) -> tuple[np.ndarray, np.ndarray, str]:
+    with TestClient(create_app(load_cluster("dgx8x8"), make_heuristic("fixed:8"), settings)) as client:
         return _measure(client, count, ThreadFlood(client), rounds)
 
 
@@ -231,11 +231,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--placements", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5, help="idle and flood blocks alternate this many times")
+    parser.add_argument("--report-rate", type=float, default=None, help="reports a client may send per second (default: the service's)")
     parser.add_argument("--in-process", action="store_true", help="the app in this process (TestClient), the flood on a thread")
     parser.add_argument("--smoke", action="store_true", help="a few placements, to check the script runs")
     args = parser.parse_args()
     count, rounds = (10, 2) if args.smoke else (args.placements, args.rounds)
-    idle, busy, summary = (measure_in_process if args.in_process else measure_processes)(count, rounds)
+    settings = ServiceSettings() if args.report_rate is None else ServiceSettings(report_rate_per_s=args.report_rate)
+    idle, busy, summary = (measure_in_process if args.in_process else measure_processes)(count, rounds, settings)
     p = {name: (np.percentile(x, 50) * 1e3, np.percentile(x, 99) * 1e3) for name, x in (("idle", idle), ("flood", busy))}
     where = "in process (TestClient, flood on a thread)" if args.in_process else "placer serve on loopback, flood from another process"
     print(f"{where}: {count} placements idle, {count} during the flood; {summary}")
