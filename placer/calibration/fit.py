@@ -71,6 +71,7 @@ LOO_MAX_ROWS = 30
 FOLDS = 10
 EVIDENCE = 3.84  # chi-square, 1 degree of freedom, 5 %
 MESSAGE_SPREAD = 4.0  # all-reduce messages this many times apart in size separate a link's latency from its bandwidth
+_GRAPH_SIDE: dict[str, CostModel] = {}  # one model whose graph-side caches (profiles, stages: any cluster's) every fit shares
 DENSE_JACOBIAN_ROWS = 40  # up to this many rows the dense Jacobian is cheap, and its finite differences are the more accurate
 
 
@@ -185,7 +186,8 @@ class _Problem:
         latency the rows were shown to prefer (:func:`_latency_evidence`): a wide prior inside the physical range."""
         self.base_cluster, self.rows, self.evidence = cluster, rows, evidence
         self.unproven: list[str] = []  # links whose latency is held by the tight prior
-        self.base = CostModel(cluster)
+        side = _GRAPH_SIDE.get("model") or _GRAPH_SIDE.setdefault("model", CostModel(cluster, max_graphs=64, max_graph_bytes=2**26))
+        self.base = side.rebased(cluster)
         self.shapes = [self.base.shape(r.devices) for r in rows]
         self.types = [cluster.device_type[self.base.slowest(r.devices)] for r in rows]
         self.log_measured = np.log([r.step_time_s for r in rows])
@@ -365,8 +367,7 @@ class _Problem:
             return x0
         keep = np.arange(len(self.rows)) if rows is None else np.asarray(rows)
         low, high = (np.array(b) for b in zip(*(p.bounds for p in self.params), strict=True))
-        prior_x = self.x0
-        weight = NOISE / np.array([p.sigma for p in self.params])
+        prior_x, weight = self.x0, NOISE / np.array([p.sigma for p in self.params])
         x = np.clip(x0, low, high)
         for _ in range(3):
             splits = self.splits

@@ -64,6 +64,16 @@ class LRUCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._data)
 
+    def items(self) -> list[tuple[K, V]]:
+        """The entries, least recent first."""
+        with self._lock:
+            return list(self._data.items())
+
+    def update(self, items: list[tuple[K, V]]) -> None:
+        """Set each entry in turn, as ``self[key] = value`` does."""
+        for key, value in items:
+            self[key] = value
+
     def recent(self, count: int) -> list[V]:
         """The ``count`` most recently used values, most recent first (their order is left as it is)."""
         with self._lock:

@@ -147,19 +147,11 @@ class CostModel:
     ) -> None:
         if strategy not in STRATEGIES:
             raise PlacerError(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})")
-        self.cluster = cluster
         self.strategy = strategy
         self.param_state_factor = param_state_factor
         self.micro_batches = micro_batches
         self.recompute = recompute
         self.cache = cache
-        self.fabric = Fabric.of(cluster)
-        self.overheads = cluster.spec.overheads
-        self.jobs = cluster.spec.jobs
-        self._server_of = cluster.server_of.tolist()  # plain lists: placements are small, numpy calls are not free
-        self._speed = cluster.speed.tolist()
-        self._rate = [v * c for v, c in zip(self._speed, cluster.compute_scale, strict=True)]
-        self._memory = cluster.memory_bytes.tolist()
         by_bytes = max_graph_bytes or None
         self._compiled: LRUCache[str, sipml.CompiledGraph] = LRUCache(
             max_graphs, max_bytes=by_bytes, sizeof=_compiled_bytes if by_bytes else None
@@ -167,11 +159,24 @@ class CostModel:
         self._profiles: LRUCache[tuple, GraphProfile] = LRUCache(
             4 * max_graphs, max_bytes=by_bytes, sizeof=_profile_bytes if by_bytes else None
         )  # a few device types per graph
+        self._stage_cache: LRUCache[tuple, Stages] = LRUCache(16 * max_graphs)
+        self._bind(cluster, max_predictions, max_graphs)
+
+    def _bind(self, cluster: Cluster, max_predictions: int, max_graphs: int) -> CostModel:
+        """Set what depends on the cluster's constants (the graph-side caches above do not), with empty caches; self."""
+        self.cluster = cluster
+        self.fabric = Fabric.of(cluster)
+        self.overheads = cluster.spec.overheads
+        self.jobs = cluster.spec.jobs
+        self._server_of = cluster.server_of.tolist()  # plain lists: placements are small, numpy calls are not free
+        self._speed = cluster.speed.tolist()
+        self._rate = [v * c for v, c in zip(self._speed, cluster.compute_scale, strict=True)]
+        self._memory = cluster.memory_bytes.tolist()
         self._predictions: LRUCache[tuple, Prediction] = LRUCache(max_predictions)
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
-        self._stage_cache: LRUCache[tuple, Stages] = LRUCache(16 * max_graphs)
         self._shapes: dict[tuple[int, ...], PlacementShape] = {}  # device tuple -> shape; cleared when full
         self._placements: LRUCache[tuple, tuple[PlacementEntry, ...]] = LRUCache(MAX_PLACEMENT_TABLES)
+        return self
 
     # -- placements -------------------------------------------------------------------
     def shape(self, devices: tuple[int, ...] | list[int] | np.ndarray) -> PlacementShape:
@@ -262,6 +267,23 @@ class CostModel:
         twin._predictions = LRUCache(self._predictions.maxsize)
         twin._placements = LRUCache(MAX_PLACEMENT_TABLES)
         return twin
+
+    def rebased(self, cluster: Cluster) -> CostModel:
+        """This model on ``cluster`` (other constants, same devices): graph-side caches are shared, predictions are not."""
+        return copy.copy(self)._bind(cluster, self._predictions.maxsize, self._sequential.maxsize)
+
+    def priced(self) -> tuple[tuple, list, list]:
+        """Settings, predictions and sequential times (picklable), for :meth:`adopt` by a model in another process."""
+        settings = (self.strategy, self.param_state_factor, self.micro_batches, self.recompute)
+        return settings, self._predictions.items(), self._sequential.items()
+
+    def adopt(self, priced: tuple[tuple, list, list]) -> bool:
+        """Take :meth:`priced`'s results of a model on an equal cluster with the same settings (False: other settings, ignored)."""
+        if priced[0] != (self.strategy, self.param_state_factor, self.micro_batches, self.recompute) or not self.cache:
+            return False
+        self._predictions.update(priced[1])
+        self._sequential.update(priced[2])
+        return True
 
     def iteration_s(self, graph: JobGraph, shape: PlacementShape) -> float:
         """Seconds per training iteration of ``graph`` placed with ``shape``."""

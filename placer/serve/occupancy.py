@@ -40,7 +40,6 @@ from placer.serve.refit import Refitter, graph_document
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport, bounded_request
 from placer.serve.settings import ServiceSettings
-from placer.sim.simulator import fastest_iteration_s
 
 log = logging.getLogger("placer.serve")
 
@@ -84,7 +83,7 @@ class Occupancy:
         )
         self.lock = threading.Lock()
         try:
-            self.refitter = Refitter(cluster, self.store, self._use)
+            self.refitter = Refitter(cluster, self.store, self._use, lambda: self.graphs.recent(WARM_GRAPHS), self.placer.cost)
         except PlacerError:
             self.store.close()
             raise
@@ -97,15 +96,16 @@ class Occupancy:
     def _cost_model(self, cluster: Cluster) -> CostModel:
         return CostModel(cluster, max_graphs=self.max_cached_graphs, max_graph_bytes=self.cache_bytes / 2)
 
-    def _use(self, fitted: Cluster) -> None:
-        """Swap in the cost model of a refitted cluster (called by the refit thread). The graphs placed most recently are
-        priced on it first (every degree on the idle cluster), so that no request pays for a cold cost model."""
-        cost = self._cost_model(fitted)
-        for graph in self.graphs.recent(WARM_GRAPHS):
-            cost.sequential_jct_s(graph)
-            fastest_iteration_s(cost, graph)
+    def _use(self, fitted: Cluster, priced: tuple[tuple, list, list]) -> CostModel:
+        """Swap in, and return, the cost model of a refitted cluster (called by the refit thread): it takes the graph-side
+        caches of the model in use and ``priced``, the refit worker's predictions for the :data:`WARM_GRAPHS` graphs placed
+        most recently (every degree on the idle cluster) and the reporting jobs' shapes, so no request pays for a cold model
+        and this process computes none of it."""
+        cost = self.cost.rebased(fitted)
+        cost.adopt(priced)
         with self.lock:
             self.placer.cost = cost
+        return cost
 
     def _hold(self, r: Reservation) -> None:
         self.jobs[r.job_id] = _running(r)

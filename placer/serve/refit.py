@@ -10,21 +10,30 @@ and changes nothing), then compared with the prediction of the model in use:
   graph on other devices (another job), held or kept, is as far off within 2x; then both are kept;
 - otherwise it is committed to the service's store, and a refit is queued on one background thread.
 
-Requests go on with the model in use until the new one is swapped in. Refits coalesce: reports
-that arrive during one lead to one more, after a rest of twice the last refit's duration (a flood
-of reports takes at most a third of a core; per-client rate limits are the HTTP layer's). Each refit is MAP (:mod:`placer.calibration.fit`):
+Judging a report costs no fit and no cold cost model: the plausibility check reuses one model's
+graph-side caches, and the prediction is the model in use's, which the refit priced on every kept
+report's placement shape before it was swapped in.
+
+Requests go on with the model in use until the new one is swapped in. The background thread only
+waits: the fit, and the pricing of the rows' shapes and of the recent graphs (``recent``) on the
+chosen model, run in a worker process (:mod:`placer.serve.refit_worker`), so they hold no lock and
+no GIL of the serving process; the new model takes the graph-side caches of the one in use and the
+worker's prices (:meth:`CostModel.adopt`). Refits coalesce: reports that arrive during one lead to
+one more, after a rest of twice the last refit's duration (a flood of reports keeps the worker busy
+at most a third of the time; per-client rate limits are the HTTP layer's). Each refit is MAP (:mod:`placer.calibration.fit`):
 
 1. each reported graph's own constants (``jobs.NAME.compute_scale``, ``iteration_s``) absorb its
    reports, the cluster's shared constants (links, overheads, device rates) held: one graph's
    outliers change that graph's predictions only;
 2. the shared constants are refitted too (from the cluster file's, MAP, within physical bounds)
-   only on evidence from several jobs *and* graphs (:data:`MIN_JOBS` placements of
-   :data:`MIN_GRAPHS` graphs or more), and that fit is used only if its cross-validated error (each
+   only on evidence from several jobs *and* graphs (:data:`~placer.serve.refit_worker.MIN_JOBS` placements of
+   :data:`~placer.serve.refit_worker.MIN_GRAPHS` graphs or more), and that fit is used only if its cross-validated error (each
    placement shape left out) beats the fit of step 1, which holds the shared constants in use.
 
 A fit needs a row more than it has constants (:func:`placer.calibration.fit.constants_needed`);
 until then, and when a fit fails, the model in use stays. At start the kept rows are read back and
-fitted once (suspects are not kept across restarts). Rate limits per client are the HTTP layer's.
+fitted once (suspects are not kept across restarts). A refit that fails (a fit's error, a worker
+that died) keeps the model in use and says why in the state's ``last_error``; the service goes on.
 """
 
 from __future__ import annotations
@@ -33,19 +42,17 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
-import numpy as np
-
-from placer.calibration.fit import check_plausible, constants_needed, fit_rows
+from placer.calibration.fit import check_plausible
 from placer.calibration.measurements import Row
-from placer.calibration.result import Calibration
 from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.cost.model import CostModel
 from placer.graphs.job_graph import JobGraph, job_graph_from_json
+from placer.serve.refit_worker import RefitJob, RefitOutcome, RefitProcess
 from placer.serve.reservations import MAX_MEASUREMENTS, ReservationStore, StoredMeasurement
 from placer.serve.schemas import CalibrationState, SuspectReport
 
@@ -55,20 +62,31 @@ SUSPECT_RATIO = 100.0
 DOUBT_RATIO = 10.0
 AGREE_RATIO = 2.0
 MAX_SUSPECTS = 100
-MIN_JOBS = 5
-MIN_GRAPHS = 3
 REST_FACTOR = 2.0
 MAX_REST_S = 60.0
 
 
 class Refitter:
-    """Reported step times and the cost-model constants fitted to them. ``use`` receives each fitted cluster."""
+    """Reported step times and the cost-model constants fitted to them.
 
-    def __init__(self, cluster: Cluster, store: ReservationStore, use: Callable[[Cluster], None]) -> None:
-        self.base, self.store, self.use = cluster, store, use
+    ``use(cluster, priced)`` swaps in a model of each fitted cluster, adopting ``priced`` (:meth:`CostModel.priced`
+    of the worker's model), and returns it: reports are judged against it. ``recent()``: the graphs to price on a
+    refitted model before it is used; ``model``: the model in use at start (default: a new one of ``cluster``).
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        store: ReservationStore,
+        use: Callable[[Cluster, tuple[tuple, list, list]], CostModel],
+        recent: Callable[[], Sequence[JobGraph]] = list,
+        model: CostModel | None = None,
+    ) -> None:
+        self.base, self.store, self.use, self.recent = cluster, store, use, recent
         self.rows: list[Row] = []
         self.suspects: list[tuple[Row, float, float]] = []  # (row, predicted, ratio), oldest first
-        self.model = CostModel(cluster)  # the model in use (reports are judged against it)
+        self.model = model or CostModel(cluster)  # the model in use (reports are judged against it)
+        self.fitted_in: int | None = None  # the process id of the last refit's fit (a worker's, never this process's)
         self.shared_base = cluster  # the shared constants in use (held by a refit of jobs' own constants)
         self.shared_fitted: dict[str, float] = {}  # and their fitted values, once a refit moved them
         self.state = CalibrationState(
@@ -78,7 +96,8 @@ class Refitter:
         self._dirty = False
         self._last_refit_s, self._last_refit_end = 0.0, 0.0
         self._predicted: dict[tuple, float] = {}  # check() -> keep(): the prediction a report is judged against
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="placer-refit")
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="placer-refit")  # waits on the process
+        self._process = RefitProcess()
         self._restore()
 
     def _restore(self) -> None:
@@ -200,7 +219,7 @@ class Refitter:
 
     def _refit_until_clean(self) -> None:
         """Refit until no report came in during the last one; a refit waits :data:`REST_FACTOR` times the last one's
-        duration after it, so refits take at most a third of a core from requests under a flood of reports."""
+        duration after it, so under a flood of reports the worker process is busy at most a third of the time."""
         while True:
             rest = self._last_refit_s * REST_FACTOR - (time.monotonic() - self._last_refit_end)
             if rest > 0:
@@ -217,52 +236,36 @@ class Refitter:
                     return
 
     def _refit(self, rows: list[Row]) -> None:
+        """One refit of ``rows`` in the worker process; the chosen model swapped in, the state updated (module docstring)."""
+        with self._lock:
+            job = RefitJob(self.base, self.shared_base, bool(self.shared_fitted), rows, list(self.recent()))
+        outcome = self._process.run(job)
         try:
-            update = self._fit(rows)
-        except PlacerError as exc:
-            update = {"last_error": str(exc)[:1000]}
-            log.warning("refit kept the previous model: %s", exc)
+            update = self._apply(outcome, len(rows))
         except Exception as exc:  # a refit must never take the service down; say why and keep serving
             update = {"last_error": f"{type(exc).__name__}: {exc}"[:1000]}
             log.exception("refit failed")
         with self._lock:
             self.state = self.state.model_copy(update=update)
 
-    def _fit(self, rows: list[Row]) -> dict:
-        """The state update of one refit (module docstring); swaps the chosen model in."""
-        jobs = {(r.graph.key, r.devices) for r in rows}
-        graphs = {r.graph.key for r in rows}
-        evidence = len(jobs) >= MIN_JOBS and len(graphs) >= MIN_GRAPHS
-        needed = constants_needed(self.base, rows, shared=False) + 1
-        update: dict = {"needed": needed}
-        if len(rows) < needed:
-            return update
-        with self._lock:
-            held = self.shared_base
-        chosen = fit_rows(held, rows, source="reported step times", shared=False)
-        shared = f"held: reports of {len(jobs)} job(s) of {len(graphs)} graph(s); they move on {MIN_JOBS}+ jobs of {MIN_GRAPHS}+ graphs"
-        if evidence and len(rows) >= constants_needed(self.base, rows) + 1:
-            both = fit_rows(self.base, rows, source="reported step times")
-            if _cv(both) < _cv(chosen):
-                chosen, shared = both, f"moved: cross-validated error {_cv(both):.1%} against {_cv(chosen):.1%} with them held"
-                with self._lock:
-                    self.shared_base = both.cluster
-                    self.shared_fitted = {p: v for p, (_, v) in both.fitted.items() if not p.startswith("jobs.")}
-            else:
-                where = "the values in use" if self.shared_fitted else "the cluster file's"
-                shared = (
-                    f"held at {where}: refitting them would not lower the cross-validated error ({_cv(both):.1%} against {_cv(chosen):.1%})"
-                )
-        model = CostModel(chosen.cluster)
+    def _apply(self, outcome: RefitOutcome, rows: int) -> dict:
+        """The state update of a refit's outcome; swaps its model in."""
+        self.fitted_in = outcome.pid or self.fitted_in
+        if outcome.error is not None:
+            (log.error if outcome.unexpected else log.warning)("refit kept the previous model: %s", outcome.error)
+            return {"last_error": outcome.error}
+        if outcome.cluster is None or outcome.priced is None:
+            return outcome.update
+        if outcome.shared is not None:
+            with self._lock:
+                self.shared_base, self.shared_fitted = outcome.shared, outcome.shared_fitted
+        model = self.use(outcome.cluster, outcome.priced)
         with self._lock:
             self.model = model
-        self.use(chosen.cluster)
-        log.info("refitted the cost model to %d reported step times (shared constants %s)", len(rows), shared.split(":")[0])
-        return update | {
-            "fitted": self.shared_fitted | {path: value for path, (_, value) in chosen.fitted.items()},
-            "median_error": float(np.median(np.abs(chosen.errors))),
-            "cv_error": _cv(chosen),
-            "shared": shared,
+        shared = outcome.update["shared"]
+        log.info("refitted the cost model to %d reported step times (shared constants %s)", rows, shared.split(":")[0])
+        return outcome.update | {
+            "fitted": self.shared_fitted | outcome.update["fitted"],
             "refits": self.state.refits + 1,
             "refit_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "last_error": None,
@@ -276,10 +279,7 @@ class Refitter:
 
     def close(self) -> None:
         self._worker.shutdown(wait=True, cancel_futures=True)
-
-
-def _cv(calibration: Calibration) -> float:
-    return float(np.median(np.abs(calibration.cv_errors)))
+        self._process.close()
 
 
 def graph_document(graph: JobGraph) -> str:

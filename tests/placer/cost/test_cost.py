@@ -119,3 +119,24 @@ def test_uncached_model_gives_the_same_answer_and_stores_nothing():
     for devices in ([0, 1], [0, 4], [0, 1, 2, 5]):
         assert uncached.jct_s(chain(), devices) == cached.jct_s(chain(), devices)
     assert not uncached._predictions and len(cached._predictions) == 3
+
+
+def test_a_rebased_model_predicts_as_a_new_one_and_adopts_prices_made_elsewhere():
+    """A refitted cluster's model (the service's refit): the old model's graph-side caches, none of its predictions."""
+    graph = toy_graph({"a": op(1.0, param_bytes=1e9), "b": op(2.0, param_bytes=1e9)}, {("a", "b"): 1e3})
+    slow = toy_cluster(2, 2, inter=(4e8, 0.1))
+    old = CostModel(toy_cluster(2, 2))
+    before = old.predict(graph, [0, 2]).iteration_s
+    rebased = old.rebased(slow)
+    assert rebased.predict(graph, [0, 2]).iteration_s == CostModel(slow).predict(graph, [0, 2]).iteration_s > before
+    assert rebased.profile(graph, None, 1.0) is old.profile(graph, None, 1.0)  # shared, not rebuilt
+    assert old.predict(graph, [0, 2]).iteration_s == before  # the old model is untouched
+
+    elsewhere = CostModel(slow)
+    elsewhere.sequential_jct_s(graph)
+    elsewhere.predict(graph, [0, 1, 2, 3])
+    taker = CostModel(toy_cluster(2, 2)).rebased(slow)
+    assert taker.adopt(elsewhere.priced())
+    assert dict(taker._predictions.items()) == dict(elsewhere._predictions.items())
+    assert taker.sequential_iteration_s(graph) == elsewhere.sequential_iteration_s(graph)
+    assert not CostModel(slow, strategy="dp").adopt(elsewhere.priced())  # priced under other settings: ignored

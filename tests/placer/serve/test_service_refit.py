@@ -1,5 +1,6 @@
 """The service's online refit cannot be steered by one client (issue 30)."""
 
+import pytest
 from fastapi.testclient import TestClient
 
 from placer.baselines.registry import make_heuristic
@@ -81,7 +82,14 @@ def test_shared_constants_move_only_on_several_graphs_and_a_better_cross_validat
     truth = CostModel(toy_cluster(14, 2, inter=(4e9 / 20, 0.0)))
     store = ReservationStore(None, cluster=CLUSTER.name, devices=[CLUSTER.device_name(d) for d in range(CLUSTER.num_devices)])
     used: list = []
-    refitter = Refitter(CLUSTER, store, used.append)
+
+    def use(cluster, priced):
+        used.append(cluster)
+        model = CostModel(cluster)
+        assert model.adopt(priced)
+        return model
+
+    refitter = Refitter(CLUSTER, store, use)
     try:
         for name in ("g1", "g2", "g3"):
             graph = job_graph_from_dict(_graph(name, param_bytes=2e8))
@@ -116,3 +124,79 @@ def test_a_client_reporting_too_often_is_told_to_wait():
         assert [a.status_code for a in answers] == [202, 202, 429]
         assert answers[2].headers["retry-after"] == "2" and "at most 0.5/s" in answers[2].json()["detail"]
         assert client.get("/v1/calibration").json()["measurements"] == 2  # the refused report was not kept
+
+
+def test_the_refit_fits_in_a_worker_process_and_the_model_swapped_in_comes_priced(monkeypatch):
+    """The fit and the pricing run in another process: the model swapped in predicts the reporting jobs' shapes and
+    sequential times from the worker's prices, computing none of them here."""
+    import os
+
+    from placer.cost.model import CostModel
+
+    with TestClient(create_app(CLUSTER, make_heuristic("fixed:4"))) as client:
+        occupancy = client.app.state.occupancy
+        jobs = [_place(client, "worked") for _ in range(2)]
+        for job in jobs:
+            for factor in (2.0, 2.1):
+                response = client.post(f"/v1/jobs/{job['job_id']}/step-times", json={"step_time_s": factor * job["predicted_iteration_s"]})
+                assert response.status_code == 202
+        occupancy.refitter.wait()
+        state = client.get("/v1/calibration").json()
+        assert state["refits"] >= 1 and state["last_error"] is None and "jobs.worked.compute_scale" in state["fitted"]
+        assert occupancy.refitter.fitted_in not in (None, os.getpid())
+        assert occupancy.refitter.model is occupancy.cost  # reports are judged against the model in use
+
+        def computed(*args, **kwargs):
+            raise AssertionError("a prediction was computed in the serving process")
+
+        monkeypatch.setattr(CostModel, "_predict_parallel", computed)
+        graph = next(iter(occupancy.job_graphs.values()))
+        for job in jobs:
+            devices = [CLUSTER.device_index[d] for d in job["devices"]]
+            assert occupancy.cost.predict(graph, devices).iteration_s == pytest.approx(2.05 * job["predicted_iteration_s"], rel=0.05)
+        assert occupancy.cost.sequential_iteration_s(graph) > 0
+
+
+def test_a_report_is_judged_without_building_a_cost_model_or_a_graph_profile(monkeypatch):
+    """The report handler's work: the plausibility check reuses graph-side caches, the prediction is the model in use's."""
+    from placer.cost.model import CostModel
+    from placer.cost.profile import GraphProfile
+
+    with TestClient(create_app(CLUSTER, make_heuristic("fixed:4"))) as client:
+        job = _place(client, "steady")
+        url = f"/v1/jobs/{job['job_id']}/step-times"
+        assert client.post(url, json={"step_time_s": job["predicted_iteration_s"]}).status_code == 202  # fills the check's caches
+        client.app.state.occupancy.refitter.wait()
+        built: list[str] = []
+        build, init = GraphProfile.build.__func__, CostModel.__init__  # type: ignore[attr-defined]
+        monkeypatch.setattr(GraphProfile, "build", classmethod(lambda cls, *a, **kw: built.append("profile") or build(cls, *a, **kw)))
+        monkeypatch.setattr(CostModel, "__init__", lambda self, *a, **kw: built.append("model") or init(self, *a, **kw))
+        for factor in (1.05, 1.1, 1.0):
+            assert client.post(url, json={"step_time_s": factor * job["predicted_iteration_s"]}).status_code == 202
+        assert built == []
+
+
+def test_a_refit_worker_that_dies_fails_one_refit_and_the_next_starts_a_new_one():
+    import os
+    import signal
+
+    with TestClient(create_app(CLUSTER, make_heuristic("fixed:4"))) as client:
+        refitter = client.app.state.occupancy.refitter
+        jobs = [_place(client, "hardy") for _ in range(2)]
+
+        def report(factor: float, reporting: list[dict]) -> dict:
+            for job in reporting:
+                response = client.post(f"/v1/jobs/{job['job_id']}/step-times", json={"step_time_s": factor * job["predicted_iteration_s"]})
+                assert response.status_code == 202
+            refitter.wait()
+            return client.get("/v1/calibration").json()
+
+        refits = report(2.0, jobs)["refits"]
+        first = refitter.fitted_in
+        assert refits >= 1 and first not in (None, os.getpid())
+        os.kill(first, signal.SIGKILL)
+        state = report(2.1, jobs[:1])  # one report, one refit: it fails, the model in use stays
+        assert state["refits"] == refits and state["last_error"].startswith("refit process failed") and state["measurements"] == 3
+        state = report(2.05, jobs[1:])
+        assert state["refits"] == refits + 1 and state["last_error"] is None and refitter.fitted_in not in (None, first, os.getpid())
+        assert client.get("/v1/health").status_code == 200
