@@ -2,8 +2,8 @@
 choose among the heuristic families (``single-best``, ``best``, ``adaptive``) and the learned policy, paired on
 the same streams; then pooled over every regime against ``single-best``.
 
-Rendered from the result files of several ``placer evaluate --load ...`` runs (one per cluster and arrival
-pattern), never by running anything.
+Rendered from the result files of other figures (one ``placer evaluate --load ...`` each, per cluster and arrival
+pattern: ``docs/results/FIGURE/results.json``), never by running anything.
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ SHOWN = ("single-best", "best", "adaptive")  # then the learned policies evaluat
 REFERENCE, TOLD = "single-best", "best"
 
 
-def regimes(files: dict[str, str]) -> Renderer:
-    """``files``: the label of each evaluation (``"dgx8x8, Poisson"``) -> its result file in the figure's folder."""
+def regimes(figures: dict[str, str]) -> Renderer:
+    """``figures``: the label of each evaluation (``"dgx8x8, Poisson"``) -> the figure whose results it is (a folder
+    beside this figure's)."""
 
     def render(folder: Path) -> Rendered:
-        runs = {label: json.loads((folder / name).read_text())["runs"] for label, name in files.items()}
+        runs = {label: json.loads((folder.parent / name / "results.json").read_text())["runs"] for label, name in figures.items()}
         shown = _shown(next(iter(runs.values())))
-        lines = [_commands(folder).rstrip("\n"), "", *_per_regime(runs, shown), "", *_pooled(runs, shown)]
+        commands = "".join(_commands(folder.parent / name) for name in figures.values()).replace("\n\n", "\n")
+        lines = [commands.rstrip("\n"), "", *_per_regime(runs, shown), "", *_pooled(runs, shown)]
         return Rendered("\n".join(lines) + "\n")
 
     return render

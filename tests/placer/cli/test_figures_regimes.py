@@ -18,9 +18,12 @@ def test_the_regime_table_pairs_each_online_policy_with_best_and_pools_against_s
         *(_run("learned:pacml", s, 0.12) for s in (0, 1)),
         *(_run("para_max", s, 0.2) for s in (0, 1)),  # not shown
     ]
-    (tmp_path / "a.json").write_text(json.dumps({"runs": runs}))
-    (tmp_path / "figure.json").write_text(json.dumps({"commands": ["placer evaluate --cluster dgx8x8"]}))
-    markdown = regimes({"dgx8x8, Poisson": "a.json"})(tmp_path).markdown
+    source = tmp_path / "families"  # another figure's result folder, beside this one's
+    source.mkdir()
+    (source / "results.json").write_text(json.dumps({"runs": runs}))
+    (source / "figure.json").write_text(json.dumps({"commands": ["placer evaluate --cluster dgx8x8"]}))
+    (tmp_path / "summary").mkdir()
+    markdown = regimes({"dgx8x8, Poisson": "families"})(tmp_path / "summary").markdown
     assert markdown.startswith("    placer evaluate --cluster dgx8x8\n")
     assert "| evaluation | load | unavoidable | single-best | best | adaptive (minus best) | learned:pacml (minus best) |" in markdown
     assert "| dgx8x8, Poisson | 0.9 | 0.200 | 0.100 | 0.070 | 0.080 (+0.010 ± 0.000) | 0.120 (+0.050 ± 0.127) |" in markdown
