@@ -54,3 +54,17 @@ def test_a_beta_distributions_streams_do_not_depend_on_its_place_in_the_list():
 
     assert stream(["C"], 0) == stream(["A", "B", "C", "D"], 2) != stream(["A", "B", "C", "D"], 0)  # A-D keep keys 0-3
     assert stream(["const:0.5", "uniform:0.2:0.4"], 1) == stream(["uniform:0.2:0.4"], 0)
+
+
+def test_single_best_is_one_member_for_every_load_and_adaptive_is_tuned_on_every_load():
+    config = EvaluationConfig(**{**BASE, "jobs": 40, "seeds": 1, "policies": ["best", "single-best", "adaptive"]}, loads=(0.4, 1.6))
+    result = evaluate(config)
+    stats = {(r["policy"], r["load"]): r["policy_stats"] for r in result.runs}
+    best = [stats["best", load] for load in (0.4, 1.6)]
+    single = [stats["single-best", load] for load in (0.4, 1.6)]
+    assert single[0]["chosen"] == single[1]["chosen"]  # one configuration for every regime
+    pooled = {name: (best[0]["tuning_blocking"][name] + best[1]["tuning_blocking"][name]) / 2 for name in best[0]["tuning_blocking"]}
+    assert single[0]["tuning_blocking"] == pytest.approx(pooled) and single[0]["chosen"] == min(pooled, key=pooled.get)
+    table = stats["adaptive", 0.4]["table"]
+    assert stats["adaptive", 1.6]["table"] == table and [member for _, member in table] == [b["chosen"] for b in best]
+    assert table[0][0] < table[1][0]  # the meter reads the higher load higher
