@@ -8,13 +8,14 @@ with the least avoidable blocking, pooled over the beta distributions at that lo
 measures the offered load from the arrivals it has seen and runs the member of the nearest tuned load
 (nearest in log load; each tuned load as the meter reads it on that load's tuning streams, since it sees
 only the jobs it is offered). It changes member only once the table has asked for another one for
-``sticky`` arrivals in a row (tuned from :data:`STICKINESS` on the same tuning streams): members mix badly,
+``sticky`` arrivals in a row (tuned with the meter's window, from :data:`STICKINESS` x :data:`WINDOWS`, on the
+same tuning streams): members mix badly,
 and a noisy reading would otherwise switch back and forth. Under a load that changes over the day it
 follows the load. A member's
 placement that would miss the job's deadline (members such as ``para_max`` place on whatever is free,
 and another member's jobs may have left the cluster fragmented) is held in the queue instead.
 
-The measured load (:class:`LoadMeter`): arrivals per second over the last :data:`WINDOW` arrivals (from the job
+The measured load (:class:`LoadMeter`): arrivals per second over the last ``window`` arrivals (from the job
 ids, which the simulator numbers in arrival order, so jobs that left without an offer still count) x the mean
 sequential JCT of the jobs seen / the cluster's devices, as :class:`~placer.workloads.generator.Workload` defines
 load. Until :data:`WARMUP` jobs were seen it runs the member of the highest tuned load: a wide member's early
@@ -39,7 +40,8 @@ from placer.common.errors import PolicyError
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject, meets_deadline
 
-WINDOW = 96  # arrivals the measured arrival rate is averaged over
+WINDOW = 96  # arrivals the measured arrival rate is averaged over (by default)
+WINDOWS = (32, 96)  # tuned: short follows a daily cycle, long reads a steady load better
 WARMUP = 3  # jobs seen before the measured load is trusted
 STICKINESS = (16, 32, 64, 128)  # arrivals the table must ask for another member, without a break, before it runs
 # (members mix badly: a narrow member's long jobs fragment the cluster for a wide one); tuned, the least blocking
@@ -89,11 +91,12 @@ class _Probe(Policy):
     """Runs ``member`` and records what a :class:`LoadMeter` reads at each of its decisions (after the warm-up)."""
 
     member: Policy
+    window: int = WINDOW
     readings: list[float] = field(default_factory=list)
     _meter: LoadMeter = field(default_factory=LoadMeter)
 
     def reset(self, rng: np.random.Generator) -> None:
-        self._meter = LoadMeter()
+        self._meter = LoadMeter(self.window)
         self.member.reset(rng)
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
@@ -104,10 +107,11 @@ class _Probe(Policy):
         return self.member.decide(job, view)
 
 
-def _measured_load(regimes: list[Tuning], member: Policy) -> float:
-    """The median load a :class:`LoadMeter` reads on the tuning streams of ``regimes`` (one load) while ``member`` decides:
-    what the meter shows at that load (it reads high where the jobs no policy can serve leave unseen)."""
-    probe = _Probe(copy.deepcopy(member))
+def _measured_load(regimes: list[Tuning], member: Policy, window: int) -> float:
+    """The median load a :class:`LoadMeter` over ``window`` arrivals reads on the tuning streams of ``regimes`` (one load)
+    while ``member`` decides: what the meter shows at that load (it reads high where the jobs no policy can serve leave
+    unseen)."""
+    probe = _Probe(copy.deepcopy(member), window)
     for regime in regimes:
         for k, jobs in enumerate(regime.jobs):
             run_policy(probe, regime.cost, jobs, regime.queue, np.random.default_rng([TUNING_SEED + k, 1]))
@@ -130,6 +134,7 @@ class Adaptive(Policy):
     _runs: dict[str, int] = field(default_factory=dict, repr=False)
     _held: int = 0  # members' placements that would have missed the deadline, held or rejected instead
     sticky: int = STICKINESS[0]  # tuned from STICKINESS
+    window: int = WINDOW  # the meter's, tuned from WINDOWS
     _current: str | None = field(default=None, repr=False)  # the member running now
     _pull: str | None = field(default=None, repr=False)  # the member the table asks for instead, and since which arrival
     _pull_seen: int = field(default=0, repr=False)
@@ -155,9 +160,14 @@ class Adaptive(Policy):
         }
         chosen = {load: min(self.candidates, key=per.__getitem__) for load, per in blocking.items()}  # min: first of equals
         fallback = chosen[max(chosen)]
-        table = tuple((_measured_load(by_load[load], self.candidates[name]), name) for load, name in chosen.items())
         members = {name: copy.deepcopy(self.candidates[name]) for name in dict.fromkeys([fallback, *chosen.values()])}
-        tried = [Adaptive(self.candidates, self.spec, table, fallback, blocking, copy.deepcopy(members), sticky=k) for k in STICKINESS]
+        tried = []
+        for window in WINDOWS:
+            table = tuple((_measured_load(by_load[load], self.candidates[name], window), name) for load, name in chosen.items())
+            tried += [
+                Adaptive(self.candidates, self.spec, table, fallback, blocking, copy.deepcopy(members), sticky=k, window=window)
+                for k in STICKINESS
+            ]
         pooled = [float(np.mean([r.blocking(policy, TUNING_METRIC) for r in tuning.pooled])) for policy in tried]
         return tried[int(np.argmin(pooled))]
 
@@ -170,7 +180,7 @@ class Adaptive(Policy):
         return min(self.table, key=lambda entry: abs(math.log(entry[0] / load)))[1]
 
     def reset(self, rng: np.random.Generator) -> None:
-        self._meter, self._runs, self._held = LoadMeter(), {}, 0
+        self._meter, self._runs, self._held = LoadMeter(self.window), {}, 0
         self._current, self._pull, self._pull_seen = self.fallback, None, 0
         for member in self._members.values():
             member.reset(rng)
@@ -208,6 +218,7 @@ class Adaptive(Policy):
             "table": [list(entry) for entry in self.table],
             "fallback": self.fallback,
             "sticky": self.sticky,
+            "window": self.window,
             "decisions_by_member": dict(self._runs),
             "held": self._held,
         }
