@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean
 from typing import Annotated
@@ -241,38 +242,39 @@ def _tuned_table(result, fmt: TableFormat) -> None:
 
 def _chosen_table(result, fmt: TableFormat) -> None:
     """The member each ``best`` policy chose per load and beta distribution, on its tuning streams."""
-    tuned = _reporting(result, "chosen")
-    if not tuned:
-        return
-    betas = result.config.beta_labels
-    say("\nMember chosen on tuning streams (apart from the evaluated ones), by load:\n", fmt)
-    body = []
-    for policy in tuned:
-        for load in result.config.load_values:
-            runs = [r for r in result.runs if r["policy"] == policy and r.get("load", load) == load]
-            chosen = {r["beta_dist"]: r["policy_stats"]["chosen"] for r in runs}
-            body.append([f"{policy} (load {load})", *(chosen.get(b, "-") for b in betas)])
-    emit_by_beta(body, betas, ["chosen"], fmt)
+    _by_load_table(result, fmt, ("chosen", "chosen"), "Member chosen on tuning streams (apart from the evaluated ones)", _chosen)
 
 
 def _members_table(result, fmt: TableFormat) -> None:
     """The share of decisions each ``adaptive`` policy gave each member, per load and beta distribution (all seeds)."""
-    adaptive = _reporting(result, "decisions_by_member")
-    if not adaptive:
+    title = "Decisions by member (adaptive: the member of the load it measured; all seeds)"
+    _by_load_table(result, fmt, ("decisions_by_member", "decisions"), title, _member_shares)
+
+
+def _chosen(runs: list[dict]) -> str:
+    return runs[-1]["policy_stats"]["chosen"]
+
+
+def _member_shares(runs: list[dict]) -> str:
+    counts = sum((Counter(r["policy_stats"]["decisions_by_member"]) for r in runs), Counter())
+    return ", ".join(f"{name} {n / counts.total():.0%}" for name, n in counts.most_common())
+
+
+def _by_load_table(result, fmt: TableFormat, statistic: tuple[str, str], title: str, cell: Callable[[list[dict]], str]) -> None:
+    """A row per policy reporting ``statistic`` (its key in ``policy_stats`` and its column's name) and load, a column per
+    beta distribution: ``cell`` of the policy's runs there."""
+    policies = _reporting(result, statistic[0])
+    if not policies:
         return
     betas = result.config.beta_labels
-    say("\nDecisions by member (adaptive: the member of the load it measured; all seeds), by load:\n", fmt)
+    say(f"\n{title}, by load:\n", fmt)
     body = []
-    for policy in adaptive:
+    for policy in policies:
         for load in result.config.load_values:
-            cells = []
-            for b in betas:
-                runs = [r for r in result.runs if r["policy"] == policy and r.get("load", load) == load and r["beta_dist"] == b]
-                counts = sum((Counter(r["policy_stats"]["decisions_by_member"]) for r in runs), Counter())
-                total = counts.total()
-                cells.append(", ".join(f"{name} {n / total:.0%}" for name, n in counts.most_common()) if total else "-")
-            body.append([f"{policy} (load {load})", *cells])
-    emit_by_beta(body, betas, ["decisions"], fmt)
+            runs = [r for r in result.runs if r["policy"] == policy and r.get("load", load) == load]
+            cells = [[r for r in runs if r["beta_dist"] == b] for b in betas]
+            body.append([f"{policy} (load {load})", *(cell(here) if here else "-" for here in cells)])
+    emit_by_beta(body, betas, [statistic[1]], fmt)
 
 
 def _deviations_table(result, fmt: TableFormat) -> None:
