@@ -21,7 +21,7 @@ from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_policy
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.cluster.topology import Cluster, load_cluster
-from placer.common.errors import PlacerError
+from placer.common.errors import PlacerError, PolicyError
 from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.options import DEFAULT_MAX_DEGREE, degrees_for, options
@@ -40,6 +40,11 @@ class Placer:
     """
 
     def __init__(self, cost: CostModel, policy: Policy, *, seed: int = 0, max_degree: int = DEFAULT_MAX_DEGREE) -> None:
+        if type(policy).tuned is not Policy.tuned:  # best, single-best, adaptive, lean:admit=best: chosen per workload
+            raise PolicyError(
+                f"{policy.name} is tuned on the generated streams of a workload (placer evaluate does it), so it cannot answer "
+                "placement queries: use the member it chose (placer report names it), e.g. lean:admit=0.9"
+            )
         self.cost, self.policy, self.max_degree = cost, policy, max_degree
         policy.reset(np.random.default_rng(seed))
         self._job_ids = itertools.count()

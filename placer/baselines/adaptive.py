@@ -116,7 +116,7 @@ def _measured_load(regimes: list[Tuning], member: Policy, window: int) -> float:
         for k, jobs in enumerate(regime.jobs):
             run_policy(probe, regime.cost, jobs, regime.queue, np.random.default_rng([TUNING_SEED + k, 1]))
     if not probe.readings:
-        raise PolicyError("adaptive: its tuning streams are too short to measure the load on")
+        raise PolicyError("adaptive: its tuning streams are too short to measure the load on (evaluate more --jobs)")
     return float(np.median(probe.readings))
 
 
@@ -138,15 +138,17 @@ class Adaptive(Policy):
     _current: str | None = field(default=None, repr=False)  # the member running now
     _pull: str | None = field(default=None, repr=False)  # the member the table asks for instead, and since which arrival
     _pull_seen: int = field(default=0, repr=False)
-    _tunings: dict[tuple[int, ...], Adaptive] = field(default_factory=dict, repr=False)
+    _tunings: list[tuple[tuple[Tuning, ...], Adaptive]] = field(default_factory=list, repr=False)
 
     def tuned(self, tuning: Tuning) -> Adaptive:
         """A copy with the table of measured load -> member from the tuning streams of every load of the
         evaluation (made once per set of regimes: every workload of an evaluation gets the same policy)."""
-        key = tuple(id(regime) for regime in tuning.pooled)
-        if key not in self._tunings:
-            self._tunings[key] = self._tune(tuning)
-        return self._tunings[key]
+        for regimes, tuned in self._tunings:
+            if len(regimes) == len(tuning.pooled) and all(a is b for a, b in zip(regimes, tuning.pooled, strict=True)):
+                return tuned
+        tuned = self._tune(tuning)
+        self._tunings.append((tuning.pooled, tuned))  # holds the regimes: compared by identity, never by a reused id
+        return tuned
 
     def _tune(self, tuning: Tuning) -> Adaptive:
         by_load: dict[float, list[Tuning]] = {}

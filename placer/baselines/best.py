@@ -64,7 +64,7 @@ class Best(Policy):
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
         if self._policy is None:
-            raise PolicyError("best must be tuned on a workload first (placer evaluate does it)")
+            raise PolicyError(f"{self.name} must be tuned on a workload first (placer evaluate does it)")
         return self._policy.decide(job, view)
 
     def stats(self) -> dict[str, Any] | None:

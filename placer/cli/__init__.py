@@ -47,7 +47,9 @@ def main() -> None:
         sys.exit(2)
     except ValidationError as exc:
         err = exc.errors()[0]
-        err_console.print(f"[red]error:[/red] {'.'.join(map(str, err['loc']))}: {err['msg']}", highlight=False)
+        where = ".".join(map(str, err["loc"]))  # empty for a check of the whole model
+        message = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's ValueError
+        err_console.print(f"[red]error:[/red] {where + ': ' if where else ''}{message}", highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")

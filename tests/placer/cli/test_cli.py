@@ -198,6 +198,9 @@ def test_more_mistakes_are_one_line(tmp_path):
         (("import", "pipedream", str(tmp_path / "p.txt"), "--out", str(tmp_path / "missing" / "x.json")), "cannot write job graph", None),
         (("import", "torch", "facmod:nope", "--out", str(tmp_path / "x.json")), "no callable 'nope'", tmp_path),
         (("import", "torch", "facmod:bad", "--out", str(tmp_path / "x.json")), "facmod:bad() raised RuntimeError: boom", tmp_path),
+        (("place", "alexnet", "--cluster", "dgx8x8", "--heuristic", "adaptive"), "adaptive is tuned on the generated streams", None),
+        (("place", "alexnet", "--heuristic", "single-best"), "single-best is tuned on the generated streams", None),
+        (("evaluate", "--trace", str(tmp_path / "afile"), "--load", "0.5,1.3"), "error: a replayed --trace has its own arrival", None),
     ]
     for args, message, cwd in cases:
         result = run(*args, cwd=cwd)
