@@ -249,6 +249,14 @@ def _members_table(result, fmt: TableFormat) -> None:
     """The share of decisions each ``adaptive`` policy gave each member, per load and beta distribution (all seeds)."""
     title = "Decisions by member (adaptive: the member of the load it measured; all seeds)"
     _by_load_table(result, fmt, ("decisions_by_member", "decisions"), title, _member_shares)
+    for policy in _reporting(result, "decisions_by_member"):
+        stats = next(r["policy_stats"] for r in result.runs if r["policy"] == policy and "policy_stats" in r)
+        table = ", ".join(f"{load:.2f} {member}" for load, member in stats["table"])
+        say(
+            f"\n{policy} as tuned: measured load -> member {table}; the meter over {stats['window']} arrivals, "
+            f"a member changed after {stats['sticky']} arrivals in a row asking for it\n",
+            fmt,
+        )
 
 
 def _chosen(runs: list[dict]) -> str:
