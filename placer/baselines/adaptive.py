@@ -88,36 +88,37 @@ class LoadMeter:
 
 @dataclass
 class _Probe(Policy):
-    """Runs ``member`` and records what a :class:`LoadMeter` reads at each of its decisions (after the warm-up)."""
+    """Runs ``member`` and records what a :class:`LoadMeter` over each of :data:`WINDOWS` reads at each of its decisions
+    (after the warm-up)."""
 
     member: Policy
-    window: int = WINDOW
-    readings: list[float] = field(default_factory=list)
-    _meter: LoadMeter = field(default_factory=LoadMeter)
+    readings: dict[int, list[float]] = field(default_factory=lambda: {window: [] for window in WINDOWS})
+    _meters: list[LoadMeter] = field(default_factory=list)
 
     def reset(self, rng: np.random.Generator) -> None:
-        self._meter = LoadMeter(self.window)
+        self._meters = [LoadMeter(window) for window in WINDOWS]
         self.member.reset(rng)
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
-        self._meter.observe(job)
-        load = self._meter.load(view.cluster.num_devices)
-        if load is not None and self._meter.seen >= WARMUP:
-            self.readings.append(load)
+        for meter in self._meters:
+            meter.observe(job)
+            load = meter.load(view.cluster.num_devices)
+            if load is not None and meter.seen >= WARMUP:
+                self.readings[meter.window].append(load)
         return self.member.decide(job, view)
 
 
-def _measured_load(regimes: list[Tuning], member: Policy, window: int) -> float:
-    """The median load a :class:`LoadMeter` over ``window`` arrivals reads on the tuning streams of ``regimes`` (one load)
-    while ``member`` decides: what the meter shows at that load (it reads high where the jobs no policy can serve leave
-    unseen)."""
-    probe = _Probe(copy.deepcopy(member), window)
+def _measured_loads(regimes: list[Tuning], member: Policy) -> dict[int, float]:
+    """Per window of :data:`WINDOWS`, the median load a :class:`LoadMeter` reads on the tuning streams of ``regimes``
+    (one load) while ``member`` decides: what the meter shows at that load (it reads high where the jobs no policy can
+    serve leave unseen)."""
+    probe = _Probe(copy.deepcopy(member))
     for regime in regimes:
         for k, jobs in enumerate(regime.jobs):
             run_policy(probe, regime.cost, jobs, regime.queue, np.random.default_rng([TUNING_SEED + k, 1]))
-    if not probe.readings:
+    if not all(probe.readings.values()):
         raise PolicyError("adaptive: its tuning streams are too short to measure the load on (evaluate more --jobs)")
-    return float(np.median(probe.readings))
+    return {window: float(np.median(readings)) for window, readings in probe.readings.items()}
 
 
 @dataclass
@@ -127,7 +128,7 @@ class Adaptive(Policy):
     candidates: Mapping[str, Policy]
     spec: PolicySpec | None = None
     table: tuple[tuple[float, str], ...] = ()  # (tuned load, member), by load
-    fallback: str | None = None  # the member chosen pooled over every load: run until the load is measured
+    fallback: str | None = None  # the member of the highest tuned load: run until the load is measured
     tuning_blocking: dict[float, dict[str, float]] | None = field(default=None, repr=False)
     _members: dict[str, Policy] = field(default_factory=dict, repr=False)
     _meter: LoadMeter = field(default_factory=LoadMeter, repr=False)
@@ -163,9 +164,10 @@ class Adaptive(Policy):
         chosen = {load: min(self.candidates, key=per.__getitem__) for load, per in blocking.items()}  # min: first of equals
         fallback = chosen[max(chosen)]
         members = {name: copy.deepcopy(self.candidates[name]) for name in dict.fromkeys([fallback, *chosen.values()])}
+        measured = {load: _measured_loads(by_load[load], self.candidates[name]) for load, name in chosen.items()}
         tried = []
         for window in WINDOWS:
-            table = tuple((_measured_load(by_load[load], self.candidates[name], window), name) for load, name in chosen.items())
+            table = tuple((measured[load][window], name) for load, name in chosen.items())
             tried += [
                 Adaptive(self.candidates, self.spec, table, fallback, blocking, copy.deepcopy(members), sticky=k, window=window)
                 for k in STICKINESS
@@ -175,9 +177,9 @@ class Adaptive(Policy):
 
     def member_for(self, load: float | None) -> str:
         """The member run at measured load ``load`` (the fallback when unknown)."""
-        if load is None or load <= 0 or not self.table or self.fallback is None:
-            if self.fallback is None:
-                raise PolicyError("adaptive must be tuned on a workload first (placer evaluate does it)")
+        if self.fallback is None:
+            raise PolicyError("adaptive must be tuned on a workload first (placer evaluate does it)")
+        if load is None or load <= 0 or not self.table:
             return self.fallback
         return min(self.table, key=lambda entry: abs(math.log(entry[0] / load)))[1]
 

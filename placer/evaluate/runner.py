@@ -103,8 +103,9 @@ class Runner:
             regimes = [(i, j) for j in range(len(self.config.load_values)) for i in range(len(self.config.beta_labels))]
             loads = self.config.load_values
             built = {(i, j): Tuning(self.cost, queue, self.workload(i, j).jobs, self._stream_key(i), load=loads[j]) for i, j in regimes}
-            for tuning in built.values():
-                tuning.regimes = tuple(built.values())  # each knows all, itself among them: one set of runs for every tuner
+            every = tuple(built.values())
+            for tuning in every:
+                tuning.regimes = every  # each knows all, itself among them: one set of runs for every tuner
             self._tunings[queue] = built
         return self._tunings[queue][(beta_index, load_index)]
 
