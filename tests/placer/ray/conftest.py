@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -49,18 +47,12 @@ def ray_cluster(ray_address) -> RayCluster:
 @pytest.fixture(scope="package")
 def http_url(ray_cluster):
     """A placer serve (fixed:2 on two nodes, in memory) on ``ray_cluster``'s devices, over loopback HTTP."""
-    uvicorn = pytest.importorskip("uvicorn")
+    pytest.importorskip("uvicorn")
     from placer.baselines.registry import make_heuristic
     from placer.serve.http import create_app
 
     app = create_app(ray_cluster.cluster, make_heuristic("fixed:2+spread"))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    server.should_exit = True
-    thread.join(10)
+    from tests.placer.live_server import loopback, running
+
+    with running(loopback(app)) as port:
+        yield f"http://127.0.0.1:{port}"

@@ -7,12 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-import uvicorn
 
 from placer.baselines.registry import make_heuristic
 from placer.graphs.job_graph import load_job_graph
 from placer.serve.http import create_app
 from placer.serve.settings import ServiceSettings
+from tests.placer.live_server import loopback, running
 from tests.placer.toys import chain, toy_cluster
 
 SOAK_STATE: dict = {}
@@ -23,19 +23,8 @@ def server():
     cluster = toy_cluster(2, 4, inter=(1e9, 0.0))
     app = create_app(cluster, make_heuristic("fixed:2+best_fit"), ServiceSettings(max_body_bytes=200_000, max_cached_graphs=64))
     SOAK_STATE["app"] = app
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    port = srv.servers[0].sockets[0].getsockname()[1]
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=20) as client:
+    with running(loopback(app)) as port, httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=20) as client:
         yield client
-    srv.should_exit = True
-    thread.join(10)
 
 
 def _release_all(client):

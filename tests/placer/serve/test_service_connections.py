@@ -18,6 +18,7 @@ from placer.baselines.registry import make_heuristic
 from placer.serve.http import create_app
 from placer.serve.server import make_server
 from placer.serve.settings import ServiceSettings
+from tests.placer.live_server import running
 from tests.placer.toys import chain, toy_cluster
 
 CLUSTER = toy_cluster(2, 4, inter=(1e9, 0.0))
@@ -38,18 +39,8 @@ def served_app(**settings):
     """A live server on loopback and its app: (port, app)."""
     settings = ServiceSettings(**{"max_connections": 64, "header_timeout_s": 1.0, "body_timeout_s": 30.0, **settings})
     app = create_app(CLUSTER, make_heuristic("fixed:1"), settings)
-    srv = make_server(app, settings, log_level="error")
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    try:
-        yield srv.servers[0].sockets[0].getsockname()[1], app
-    finally:
-        srv.should_exit = True
-        thread.join(10)
+    with running(make_server(app, settings, log_level="error")) as port:
+        yield port, app
 
 
 def connect(port: int, source: str = "127.0.0.1") -> socket.socket:

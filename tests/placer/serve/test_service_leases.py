@@ -6,13 +6,13 @@ import threading
 import time
 
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 from placer.baselines.registry import make_heuristic
 from placer.serve import occupancy as occupancy_module
 from placer.serve.http import create_app
 from placer.serve.settings import ServiceSettings
+from tests.placer.live_server import loopback, running
 from tests.placer.toys import chain, toy_cluster
 
 CLUSTER = toy_cluster(1, 4)
@@ -176,16 +176,8 @@ def test_the_graph_cache_is_bounded_by_bytes():
 @pytest.fixture
 def live():
     app = create_app(CLUSTER, make_heuristic("fixed:1"), ServiceSettings(max_body_bytes=10_000, body_timeout_s=0.5))
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    yield srv.servers[0].sockets[0].getsockname()[1]
-    srv.should_exit = True
-    thread.join(10)
+    with running(loopback(app)) as port:
+        yield port
 
 
 def test_a_body_that_stops_midway_gets_408(live):
