@@ -30,6 +30,9 @@ class EnvConfig(BaseModel):
     strategy: the cost model's (``auto``: fastest data x tensor x pipeline split; ``sipml``: PAC-ML's
     op splitting; see :mod:`placer.cost`).
     history: add the ``history`` observation (:mod:`envs.observation`: arrival rates, recurrence).
+    meter: add the ``meter`` observation (the offered load measured from the arrivals, as ``adaptive`` reads it).
+    loads: offered loads an episode draws from (one per episode, uniformly; a curriculum over loads); empty:
+    the workload's ``load``.
     max_nodes / max_edges: padding limits of the graph part (forward ops and forward edges); a
     graph over a limit is an error, never truncated. max_groups: rows of the cluster part (any
     cluster fits: servers are grouped beyond it).
@@ -44,6 +47,8 @@ class EnvConfig(BaseModel):
     reward: str = "acceptance"
     strategy: str = "auto"
     history: bool = False
+    meter: bool = False
+    loads: tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)], ...] = ()
     max_nodes: int = Field(512, ge=1, le=100_000)  # padding sizes: bounded so a typo cannot fill memory
     max_edges: int = Field(1024, ge=1, le=1_000_000)
     max_groups: int = Field(64, ge=1, le=100_000)
@@ -55,6 +60,11 @@ class EnvConfig(BaseModel):
         if isinstance(data, dict) and data.get("reward", "acceptance") not in REWARDS:
             raise PlacerError(f"unknown reward {data['reward']!r} (choose from {', '.join(REWARDS)})")
         return data
+
+    @property
+    def load_values(self) -> tuple[float, ...]:
+        """The offered loads episodes draw from."""
+        return self.loads or (self.workload.load,)
 
     def with_changes(self, **changes: Any) -> EnvConfig:
         """A copy with ``changes`` applied (workload fields may be given flat), validated."""

@@ -48,7 +48,7 @@ class ClusterPlacementEnv(gym.Env):
         workload = config.workload
         self.betas, self.queues, self.sizes, self.structures = workload.betas, workload.queues, workload.sizes, workload.structures
         self.num_options = config.max_degree * len(config.rules)
-        self.observation_space = observation_space(len(self.graph_table), self.num_options, config.max_groups, config.history)
+        self.observation_space = observation_space(len(self.graph_table), self.num_options, config.max_groups, config.history, config.meter)
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
         self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
         self.sim: Simulator | None = None
@@ -78,8 +78,10 @@ class ClusterPlacementEnv(gym.Env):
         queue = self.queues[int(rng.integers(len(self.queues)))] if len(self.queues) > 1 else self.queues[0]
         size = self.sizes[int(rng.integers(len(self.sizes)))] if len(self.sizes) > 1 else self.sizes[0]
         structure = self.structures[int(rng.integers(len(self.structures)))] if len(self.structures) > 1 else self.structures[0]
+        loads = self.config.load_values
+        load = loads[int(rng.integers(len(loads)))] if len(loads) > 1 else loads[0]
         devices = self.cost.cluster.num_devices
-        workload = self.config.workload.stream(self.graphs, beta, devices, self.cost.sequential_iteration_s, size, structure)
+        workload = self.config.workload.stream(self.graphs, beta, devices, self.cost.sequential_iteration_s, size, structure, load)
         self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
         self.sim = Simulator(self.cost, self.stream, queue=queue)
         self._history = JobHistory()
@@ -93,6 +95,7 @@ class ClusterPlacementEnv(gym.Env):
             "queue": queue.spec,
             "size": size.spec,
             "structure": structure.spec,
+            "load": load,
         }
 
     def step(self, action):

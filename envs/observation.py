@@ -49,6 +49,9 @@ The rest is per decision:
   last 32 arrivals / the 32 before) / 4; log1p(earlier arrivals of this same job: graph, length and
   deadline) / 4; 1 - exp(-seconds since its last arrival / 32 mean gaps) (1 if never); copies of it
   among the last 32 arrivals / 32; log10(1 + arrivals so far) / 4. All clipped to [-1, 1].
+- ``meter`` (3,), only with ``EnvConfig(meter=True)``: the offered load the arrivals so far make
+  (:class:`placer.sim.history.LoadMeter`, the information ``adaptive`` has): log2(load over the last
+  32 and 96 arrivals) / 2; min(jobs seen / 96, 1). Clipped to [-1, 1].
 """
 
 from __future__ import annotations
@@ -66,13 +69,16 @@ from envs.config import EnvConfig
 from placer.common.errors import PlacerError
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
-from placer.sim.history import RATE_WINDOWS, RECENT, ArrivalHistory
+from placer.sim.history import RATE_WINDOWS, RECENT, ArrivalHistory, LoadMeter
 from placer.sim.options import Option
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Job
 
 NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, GROUP_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 13, 6, 5
 HISTORY_FEATURES = 8
+METER_WINDOWS = (32, 96)  # arrivals the ``meter`` observation's offered-load readings average over
+METER_FEATURES = len(METER_WINDOWS) + 1
+JOB_EXTRAS = ("history", "meter")  # optional observations the job network reads beside ``job``, in this order
 RULE_INDEX = {"first_fit": 0, "best_fit": 1, "spread": 2}  # the option's placement rule, one-hot
 REFERENCE_MEMORY_BYTES = 80e9
 GRAPH_KEYS = ("nodes", "node_mask", "edge_index", "edges", "edge_mask")  # a graph's arrays, in the GNN's argument order
@@ -95,7 +101,7 @@ class GraphTooLargeError(PlacerError):
     """A job graph or cluster exceeds the observation's padding limits."""
 
 
-def observation_space(num_graphs: int, num_options: int, max_groups: int, history: bool = False) -> spaces.Dict:
+def observation_space(num_graphs: int, num_options: int, max_groups: int, history: bool = False, meter: bool = False) -> spaces.Dict:
     """The ``Dict`` space of :func:`observe` for a table of ``num_graphs`` graphs."""
 
     def box(*shape, low=0.0, high=1.0):
@@ -111,6 +117,7 @@ def observation_space(num_graphs: int, num_options: int, max_groups: int, histor
             "cluster": box(CLUSTER_FEATURES),
         }
         | ({"history": box(HISTORY_FEATURES, low=-1.0)} if history else {})
+        | ({"meter": box(METER_FEATURES, low=-1.0)} if meter else {})
     )
 
 
@@ -239,7 +246,8 @@ def _check_size(graph: JobGraph, nodes: int, edges: int, max_nodes: int, max_edg
 
 class JobHistory:
     """The jobs seen so far in one run (each counted once, however often offered): their sequential
-    JCTs, and their arrivals (``arrivals``: rates and recurrence).
+    JCTs, their arrivals (``arrivals``: rates and recurrence) and the offered load they make
+    (``meters``: one :class:`~placer.sim.history.LoadMeter` per window of :data:`METER_WINDOWS`).
 
     Online: it holds only jobs that have arrived, so features built on it use no future knowledge.
     """
@@ -248,12 +256,15 @@ class JobHistory:
         self._sizes: list[float] = []
         self._seen: set[int] = set()
         self.arrivals = ArrivalHistory()
+        self.meters = tuple(LoadMeter(window) for window in METER_WINDOWS)
 
     def observe(self, job: Job) -> None:
         if job.job_id not in self._seen:
             self._seen.add(job.job_id)
             bisect.insort(self._sizes, job.sequential_jct_s)
             self.arrivals.observe(job)
+            for meter in self.meters:
+                meter.observe(job)
 
     def relative(self, seconds: float) -> tuple[float, float]:
         """(seconds / median seen, fraction seen that are shorter); (1, 0.5) before any job."""
@@ -319,7 +330,18 @@ def _decision_arrays(offer: Offer, history: JobHistory, config: EnvConfig, num_f
     out = {"job": np.clip(job_feats, -4, 4), "options": options, "groups": groups, "group_mask": group_mask, "cluster": cluster_feats}
     if config.history:
         out["history"] = history_features(history.arrivals)
+    if config.meter:
+        out["meter"] = meter_features(history.meters, n)
     return out
+
+
+def meter_features(meters: Sequence[LoadMeter], num_devices: int) -> np.ndarray:
+    """(METER_FEATURES,) the ``meter`` observation: log2(offered load each meter reads) / 2 (0, as for load 1,
+    before it reads one), then min(jobs seen / the longest window, 1): how far to trust them. Clipped to [-1, 1]."""
+    loads = [meter.load(num_devices) for meter in meters]
+    readings = [math.log2(max(load, 1e-3)) / 2 if load is not None else 0.0 for load in loads]
+    trust = min(meters[-1].seen / max(METER_WINDOWS), 1.0) if meters else 0.0
+    return np.clip(np.array([*readings, trust], dtype=np.float32), -1, 1)
 
 
 def history_features(arrivals: ArrivalHistory) -> np.ndarray:

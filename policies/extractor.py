@@ -7,7 +7,7 @@ import torch
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from envs.observation import EDGE_FEATURES, GRAPH_KEYS, NODE_FEATURES, GraphTable
+from envs.observation import EDGE_FEATURES, GRAPH_KEYS, JOB_EXTRAS, NODE_FEATURES, GraphTable
 from policies.gnn import GraphEncoder
 
 
@@ -33,8 +33,8 @@ class PlacementExtractor(BaseFeaturesExtractor):
         self.context_dim = 2 * hidden + 32 + 64 + _shape(spaces["cluster"])[0]
         super().__init__(observation_space, features_dim=self.context_dim + self.num_options * self.option_features)
         self.graph = GraphEncoder(NODE_FEATURES, EDGE_FEATURES, hidden, rounds)
-        self.history = "history" in spaces  # the job MLP reads the arrival history beside the job (envs.observation)
-        job_inputs = _shape(spaces["job"])[0] + (_shape(spaces["history"])[0] if self.history else 0)
+        self.extras = [key for key in JOB_EXTRAS if key in spaces]  # the job MLP reads these beside the job (envs.observation)
+        job_inputs = _shape(spaces["job"])[0] + sum(_shape(spaces[key])[0] for key in self.extras)
         self.job = nn.Sequential(nn.Linear(job_inputs, 32), nn.ReLU())
         self.dedupe_graphs = True  # benchmarks switch it off to measure what it saves
         self.rollout_cache: dict[int, torch.Tensor] | None = None  # graph id -> encoding; set by training while the weights stay fixed
@@ -58,7 +58,7 @@ class PlacementExtractor(BaseFeaturesExtractor):
         per_group = self.group(obs["groups"]) * mask
         mean = per_group.sum(1) / mask.sum(1).clamp(min=1)
         maximum = per_group.masked_fill(mask < 0.5, -1.0).amax(1)
-        job = torch.cat([obs["job"], obs["history"]], dim=1) if self.history else obs["job"]
+        job = torch.cat([obs["job"], *(obs[key] for key in self.extras)], dim=1) if self.extras else obs["job"]
         return torch.cat([graph, self.job(job), mean, maximum, obs["cluster"], obs["options"].flatten(1)], dim=1)
 
     def encode_arrays(self, arrays: dict[str, torch.Tensor]) -> torch.Tensor:

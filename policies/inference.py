@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from torch import nn
 
+from envs.observation import JOB_EXTRAS
+
 
 def _linear(layer: nn.Linear) -> tuple[np.ndarray, np.ndarray]:
     """(in, out) weight and (out,) bias of ``layer`` as float32 copies."""
@@ -41,7 +43,7 @@ class NumpyActor:
     def act(self, graph: np.ndarray, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
         """The action for one observation; ``graph`` is its (2 * hidden,) graph encoding, ``mask`` (1 + O,) bool."""
         (w, b) = self.job
-        inputs = np.concatenate([obs["job"], obs["history"]]) if "history" in obs else obs["job"]
+        inputs = np.concatenate([obs["job"], *(obs[key] for key in JOB_EXTRAS if key in obs)])
         job = _relu(inputs @ w + b)
         groups = obs["groups"][obs["group_mask"] > 0.5]
         (w1, b1), (w2, b2) = self.group

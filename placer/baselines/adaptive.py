@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import math
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,53 +36,14 @@ from placer.baselines.best import TUNING_METRIC
 from placer.baselines.policy import TUNING_SEED, Policy, Tuning, run_policy
 from placer.baselines.specs import PolicySpec
 from placer.common.errors import PolicyError
+from placer.sim.history import WINDOW, LoadMeter
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject, meets_deadline
 
-WINDOW = 96  # arrivals the measured arrival rate is averaged over (by default)
 WINDOWS = (32, 96)  # tuned: short follows a daily cycle, long reads a steady load better
 WARMUP = 3  # jobs seen before the measured load is trusted
 STICKINESS = (16, 32, 64, 128)  # arrivals the table must ask for another member, without a break, before it runs
 # (members mix badly: a narrow member's long jobs fragment the cluster for a wide one); tuned, the least blocking
-
-
-@dataclass
-class LoadMeter:
-    """The offered load: the arrival rate x the mean sequential JCT of every job seen, over the number of devices.
-
-    The simulator numbers jobs in arrival order, so ``k`` ids apart are ``k`` arrivals, those that left without an
-    offer included. With a queue a job may first be offered long after it arrived and after later jobs, so the rate
-    is taken between the newest job seen (the highest id) and the one that was newest ``window`` ids before it.
-    Sizes are drawn independently of time, so the mean sequential JCT is taken over every job seen (each once).
-    """
-
-    window: int = WINDOW
-    _newest: deque[tuple[int, float]] = field(default_factory=deque, repr=False)  # (job id, arrival s), rising ids
-    _seen: set[int] = field(default_factory=set, repr=False)
-    _total_seq_s: float = 0.0
-
-    def observe(self, job: Job) -> None:
-        if job.job_id in self._seen:
-            return  # offered again from the queue
-        self._seen.add(job.job_id)
-        self._total_seq_s += job.sequential_jct_s
-        if not self._newest or job.job_id > self._newest[-1][0]:
-            self._newest.append((job.job_id, job.arrival_s))
-            while len(self._newest) > 2 and self._newest[-1][0] - self._newest[1][0] >= self.window:
-                self._newest.popleft()
-
-    @property
-    def seen(self) -> int:
-        return len(self._seen)
-
-    def load(self, num_devices: int) -> float | None:
-        """Offered load (arrival rate x mean sequential JCT / devices); None before two arrivals apart in time."""
-        if len(self._newest) < 2:
-            return None
-        (first_id, first_s), (last_id, last_s) = self._newest[0], self._newest[-1]
-        if last_s <= first_s:
-            return None
-        return (last_id - first_id) / (last_s - first_s) * (self._total_seq_s / len(self._seen)) / num_devices
 
 
 @dataclass

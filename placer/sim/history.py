@@ -1,19 +1,22 @@
-"""What a stream has shown so far: arrival rates over several windows and how often a job recurred.
+"""What a stream has shown so far: arrival rates over several windows, how often a job recurred, the offered load.
 
-:class:`ArrivalHistory` is online (it holds only jobs that have arrived) and is shared by the
-policies that read history: the ``lean:admit=auto`` heuristic and the learned policy's
-``history`` observation, so that a win of the learned policy is not a win of information.
+:class:`ArrivalHistory` and :class:`LoadMeter` are online (they hold only jobs that have arrived) and
+are shared by the policies that read history: the ``lean:admit=auto`` and ``adaptive`` heuristics and
+the learned policy's ``history`` and ``meter`` observations, so that a win of the learned policy is not
+a win of information.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, deque
+from dataclasses import dataclass, field
 
 from placer.sim.types import Job
 
 RATE_WINDOWS = (8, 32, 128)  # arrivals
 RECENT = 32  # arrivals looked back over for "this job came recently"
+WINDOW = 96  # arrivals a LoadMeter averages the arrival rate over (by default)
 
 
 def identity(job: Job) -> tuple:
@@ -83,3 +86,42 @@ class ArrivalHistory:
         """About the last job observed: ``count`` of its earlier arrivals, seconds ``since`` the last one
         (inf if none), and how many of the ``RECENT`` arrivals before it were copies of it."""
         return dict(self._previous)
+
+
+@dataclass
+class LoadMeter:
+    """The offered load: the arrival rate x the mean sequential JCT of every job seen, over the number of devices.
+
+    The simulator numbers jobs in arrival order, so ``k`` ids apart are ``k`` arrivals, those that left without an
+    offer included. With a queue a job may first be offered long after it arrived and after later jobs, so the rate
+    is taken between the newest job seen (the highest id) and the one that was newest ``window`` ids before it.
+    Sizes are drawn independently of time, so the mean sequential JCT is taken over every job seen (each once).
+    """
+
+    window: int = WINDOW
+    _newest: deque[tuple[int, float]] = field(default_factory=deque, repr=False)  # (job id, arrival s), rising ids
+    _seen: set[int] = field(default_factory=set, repr=False)
+    _total_seq_s: float = 0.0
+
+    def observe(self, job: Job) -> None:
+        if job.job_id in self._seen:
+            return  # offered again from the queue
+        self._seen.add(job.job_id)
+        self._total_seq_s += job.sequential_jct_s
+        if not self._newest or job.job_id > self._newest[-1][0]:
+            self._newest.append((job.job_id, job.arrival_s))
+            while len(self._newest) > 2 and self._newest[-1][0] - self._newest[1][0] >= self.window:
+                self._newest.popleft()
+
+    @property
+    def seen(self) -> int:
+        return len(self._seen)
+
+    def load(self, num_devices: int) -> float | None:
+        """Offered load (arrival rate x mean sequential JCT / devices); None before two arrivals apart in time."""
+        if len(self._newest) < 2:
+            return None
+        (first_id, first_s), (last_id, last_s) = self._newest[0], self._newest[-1]
+        if last_s <= first_s:
+            return None
+        return (last_id - first_id) / (last_s - first_s) * (self._total_seq_s / len(self._seen)) / num_devices

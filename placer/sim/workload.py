@@ -104,12 +104,14 @@ class WorkloadSpec(BaseModel):
         sequential_iteration_s: Callable[[JobGraph], float] | None = None,
         size: SizeDistribution | None = None,
         structure: Structure | None = None,
+        load: float | None = None,
     ) -> Workload:
-        """The job stream of one beta distribution (and one size and structure, default the first) on ``num_devices`` devices."""
+        """The job stream of one beta distribution (and one size and structure, default the first; at offered ``load``,
+        default :attr:`load`) on ``num_devices`` devices."""
         return Workload(
             graphs,
             beta,
-            self.load,
+            self.load if load is None else load,
             num_devices,
             self.jobs,
             arrival=self.arrival,

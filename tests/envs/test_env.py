@@ -167,3 +167,21 @@ def test_history_env_passes_the_checkers_and_sees_a_sweep():
         obs, _, done, _, _ = env.step(int(np.flatnonzero(env.action_masks())[-1]))
     assert max(copies) >= 3 / 32  # a sweep's later copies see the earlier ones
     assert "history" not in envs.ClusterPlacementEnv(**QUEUED).reset(seed=0)[0]
+
+
+def test_each_episode_draws_one_of_the_loads_and_the_meter_reads_it():
+    config = {**QUEUED, "loads": (0.3, 1.5), "meter": True, "beta_dists": ("C",)}
+    check_env(envs.ClusterPlacementEnv(**config), skip_render_check=True)
+    env = envs.ClusterPlacementEnv(**config)
+    readings: dict[float, list[float]] = {0.3: [], 1.5: []}
+    for seed in range(6):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            reading = obs["meter"]
+            obs, _, done, _, _ = env.step(int(np.flatnonzero(env.action_masks())[-1]))
+        readings[info["load"]].append(float(reading[1]))  # log2(load over 96 arrivals) / 2 at the episode's last offer
+    assert all(readings.values())  # both loads drawn
+    assert max(readings[0.3]) < min(readings[1.5])  # the meter tells them apart
+    with pytest.raises(ValueError):
+        envs.ClusterPlacementEnv(**{**QUEUED, "loads": (0.0,)})

@@ -89,3 +89,27 @@ def test_graphs_with_equal_array_sums_get_their_own_ids():
     assert [table.ref(g).id for g in table.graphs] == [0, 1]
     with pytest.raises(PlacerError, match="not in the observation's graph table"):
         table.ref(chain())
+
+
+def test_meter_reads_the_offered_load_from_the_arrivals_seen():
+    from envs.observation import meter_features
+
+    history = JobHistory()
+    assert meter_features(history.meters, 64).tolist() == [0.0, 0.0, 0.0]  # nothing read yet: as for load 1, no trust
+    for i in range(4):  # one arrival a second, each 64 s of sequential work, on 64 devices: load 1
+        history.observe(Job(i, chain(), float(i), 0.5, 1, 64.0))
+    assert meter_features(history.meters, 64).tolist() == pytest.approx([0.0, 0.0, 4 / 96])
+    assert meter_features(history.meters, 16).tolist() == pytest.approx([1.0, 1.0, 4 / 96])  # load 4: log2(4) / 2
+    assert meter_features(history.meters, 4096).tolist() == pytest.approx([-1.0, -1.0, 4 / 96])  # load 1/64: clipped
+
+
+def test_meter_observation_only_when_asked():
+    cost = CostModel(toy_cluster(servers=2, per_server=2))
+    view = ClusterView(cost, 0.0, np.ones(4, dtype=bool), np.zeros(4), 0)
+    history = JobHistory()
+    offered = job(0, 8.0)
+    history.observe(offered)
+    offer = Offer(offered, view, tuple(options(offered, view, degrees=(1, 2), rules=SMALL.rules)))
+    ref = GraphRef(0, 3)
+    assert "meter" not in observe(offer, history, SMALL, ref)
+    assert observe(offer, history, SMALL.with_changes(meter=True), ref)["meter"].shape == (3,)

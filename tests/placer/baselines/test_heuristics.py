@@ -210,27 +210,6 @@ def test_a_tuning_runs_each_named_heuristic_once_per_metric(monkeypatch):
     assert runs == ["lean"] * 4
 
 
-def _job(job_id, arrival_s, seq_s=64.0):
-    from placer.sim.types import Job
-
-    return Job(job_id, chain(), arrival_s, 1.0, 1, seq_s)
-
-
-def test_load_meter_counts_arrivals_by_id_and_each_job_once():
-    from placer.baselines.adaptive import LoadMeter
-
-    meter = LoadMeter(window=4)
-    assert meter.load(64) is None
-    for k in (0, 2, 4):  # ids 1 and 3 left without an offer: still arrivals
-        meter.observe(_job(k, float(k)))
-    assert meter.load(64) == pytest.approx(1.0)  # 1 arrival/s x 64 s / 64 devices
-    meter.observe(_job(4, 4.0))  # offered again from the queue: nothing changes
-    meter.observe(_job(3, 3.0, seq_s=256.0))  # offered late, after a newer job: in the mean, not the rate
-    assert meter.seen == 4 and meter.load(64) == pytest.approx((64 * 3 + 256) / 4 / 64)
-    meter.observe(_job(10, 6.0))  # 6 arrivals in 2 s; the window keeps ids within 4 of the newest
-    assert meter.load(64) == pytest.approx(6 / 2 * ((64 * 4 + 256) / 5) / 64)
-
-
 def test_adaptive_runs_the_member_of_the_nearest_measured_load_and_holds_placements_that_would_miss_the_deadline():
     from placer.baselines.adaptive import Adaptive
 
@@ -252,7 +231,8 @@ def test_adaptive_runs_the_member_of_the_nearest_measured_load_and_holds_placeme
 
 
 def test_adaptive_changes_member_only_after_the_table_asked_for_another_for_sticky_arrivals_in_a_row():
-    from placer.baselines.adaptive import Adaptive, LoadMeter
+    from placer.baselines.adaptive import Adaptive
+    from placer.sim.history import LoadMeter
 
     members = {"lean": make_heuristic("lean"), "para_max": make_heuristic("para_max")}
     policy = Adaptive(members, None, ((0.5, "lean"), (2.0, "para_max")), "para_max", None, members, sticky=3)

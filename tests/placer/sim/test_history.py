@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from placer.sim.history import ArrivalHistory, identity
+from placer.sim.history import ArrivalHistory, LoadMeter, identity
 from placer.sim.types import Job
 from tests.placer.toys import chain
 
@@ -50,3 +50,20 @@ def test_identity_is_graph_length_and_deadline():
     assert identity(_job(0, 0.0)) == identity(_job(1, 5.0))
     assert identity(_job(0, 0.0)) != identity(_job(1, 5.0, iterations=11))
     assert identity(_job(0, 0.0)) != identity(_job(1, 5.0, beta=0.51))
+
+
+def _seq_job(job_id, arrival_s, seq_s=64.0):
+    return Job(job_id, chain(), arrival_s, 1.0, 1, seq_s)
+
+
+def test_load_meter_counts_arrivals_by_id_and_each_job_once():
+    meter = LoadMeter(window=4)
+    assert meter.load(64) is None
+    for k in (0, 2, 4):  # ids 1 and 3 left without an offer: still arrivals
+        meter.observe(_seq_job(k, float(k)))
+    assert meter.load(64) == pytest.approx(1.0)  # 1 arrival/s x 64 s / 64 devices
+    meter.observe(_seq_job(4, 4.0))  # offered again from the queue: nothing changes
+    meter.observe(_seq_job(3, 3.0, seq_s=256.0))  # offered late, after a newer job: in the mean, not the rate
+    assert meter.seen == 4 and meter.load(64) == pytest.approx((64 * 3 + 256) / 4 / 64)
+    meter.observe(_seq_job(10, 6.0))  # 6 arrivals in 2 s; the window keeps ids within 4 of the newest
+    assert meter.load(64) == pytest.approx(6 / 2 * ((64 * 4 + 256) / 5) / 64)
