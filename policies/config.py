@@ -42,7 +42,8 @@ class TrainSection(BaseModel):
     eval_episodes: int = Field(2, ge=1)
     torch_threads: int = Field(2, ge=1)
     baselines: list[str] = ["para_min", "para_min+best_fit", "lean"]  # heuristics validated beside the policy
-    imitation_teacher: str = "lean"  # heuristic cloned before PPO starts
+    imitation_teacher: str = "lean"  # heuristic cloned before PPO starts; "best": the member tuned per episode's regime
+    teacher_pooled: list[Literal["cluster", "load", "beta_dist", "queue", "size", "structure"]] = []  # best: pool over these
     imitation_steps: int = Field(0, ge=0)  # decisions to record; 0 skips the warm start
     imitation_epochs: int = Field(5, ge=1)
     imitation_learning_rate: float = Field(1e-3, gt=0)

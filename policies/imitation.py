@@ -15,6 +15,7 @@ graph by id (:mod:`envs.observation`): the policy's graph table holds the arrays
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
@@ -26,9 +27,8 @@ from tqdm.auto import tqdm
 from envs.action import REJECT
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
-from placer.baselines.registry import make_heuristic
-from placer.baselines.specs import PolicySpec
 from placer.sim.types import Place
+from policies.teachers import Teachers
 
 
 @dataclass
@@ -84,6 +84,7 @@ def collect(
     gamma: float = 0.99,
     learner=None,
     temperature: float = 0.0,
+    members: Mapping[str, str] | None = None,
 ) -> Demonstrations:
     """Record at least ``steps`` decisions of the heuristic ``teacher`` that had a choice (a progress bar when ``progress``).
 
@@ -95,15 +96,17 @@ def collect(
     ``workers`` > 1 records in that many processes, worker ``w`` seeded ``1009 seed + w + 1`` (a slow
     teacher such as ``lookahead`` or ``hindsight`` then takes 1 / workers of the time; the learner is copied to each).
     ``temperature`` (jobs) makes a planner's soft targets (:func:`teacher_targets`); 0 keeps them one-hot.
+    ``members``: for the teacher ``best``, the member tuned per regime (:func:`policies.teachers.regime_members`);
+    each episode is demonstrated by its regime's member.
     """
     if workers > 1:
-        return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner, temperature)
+        return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner, temperature, members)
     drive = _GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
-    spec = PolicySpec.parse(teacher, plugins={}).replace(discipline=None)  # offered in the env's queue order
-    policy = make_heuristic(spec, max_degree=config.max_degree)
+    teachers = Teachers(teacher, config.max_degree, members)
+    obs, info = env.reset(seed=seed)
+    policy = teachers.for_episode(info)
     policy.reset(np.random.default_rng(seed))
-    obs, _ = env.reset(seed=seed)
     policy.foresee(env.stream)  # a clairvoyant teacher (hindsight) is told the episode's jobs; the learner never sees them
     dynamic: dict[str, list[np.ndarray]] = {}
     masks: list[np.ndarray] = []
@@ -127,7 +130,8 @@ def collect(
                 obs_now_done = True
             else:
                 obs_now_done = False
-                obs, _ = env.reset()
+                obs, info = env.reset()
+                policy = teachers.for_episode(info)
                 policy.reset(np.random.default_rng([seed, len(actions)]))  # a new episode: job ids start again
                 policy.foresee(env.stream)  # a clairvoyant teacher (hindsight) is told the episode's jobs; the learner never sees them
         else:
@@ -193,16 +197,24 @@ def _discounted(rewards: list[float], gamma: float) -> np.ndarray:
 
 
 def _collect_one(args: tuple) -> Demonstrations:
-    config, teacher, steps, seed, gamma, learner, temperature = args
+    config, teacher, steps, seed, gamma, learner, temperature, members = args
     torch.set_num_threads(1)
-    return collect(config, teacher, steps, seed, gamma=gamma, learner=learner, temperature=temperature)
+    return collect(config, teacher, steps, seed, gamma=gamma, learner=learner, temperature=temperature, members=members)
 
 
 def _collect_in_processes(
-    config: EnvConfig, teacher: str, steps: int, seed: int, workers: int, gamma: float, learner, temperature: float
+    config: EnvConfig,
+    teacher: str,
+    steps: int,
+    seed: int,
+    workers: int,
+    gamma: float,
+    learner,
+    temperature: float,
+    members: Mapping[str, str] | None,
 ) -> Demonstrations:
     shares = [steps // workers + (w < steps % workers) for w in range(workers)]
-    jobs = [(config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature) for w, share in enumerate(shares) if share]
+    jobs = [(config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature, members) for w, share in enumerate(shares) if share]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         return merge(list(pool.map(_collect_one, jobs)))
 

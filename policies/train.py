@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
@@ -44,7 +45,8 @@ from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
 from policies.model import policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
-from policies.validation import paired_summary, validation_blocking
+from policies.teachers import regime_members, tuned_per_regime
+from policies.validation import paired_summary, validation_blocking, validation_rates
 
 
 class TrainingCallback(BaseCallback):
@@ -60,6 +62,7 @@ class TrainingCallback(BaseCallback):
         self.last_checkpoint = self.last_eval = 0
         self.best = float("inf")
         self.baselines: dict[str, float] = {}
+        self.evaluated: tuple[int, np.ndarray] | None = None  # (timesteps, per-stream rates) of the latest validation
 
     def _on_training_start(self) -> None:
         self.last_checkpoint = self.last_eval = self.num_timesteps
@@ -105,7 +108,9 @@ class TrainingCallback(BaseCallback):
     def evaluate(self) -> float:
         policy = self.model.policy
         with threadpool_limits(1, user_api="blas"):  # the numpy actor's small matmuls; threads would spin
-            rate = validation_blocking(self.evaluated_policy(), self.env, self.config.train.eval_episodes)
+            rates = validation_rates(self.evaluated_policy(), self.env, self.config.train.eval_episodes)
+        self.evaluated = (self.num_timesteps, rates)
+        rate = float(np.mean(rates))
         self.logger.record("eval/blocking_rate", rate)
         for name, value in self.baselines.items():
             self.logger.record(f"eval/blocking_rate_{name}", value)
@@ -187,6 +192,9 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
     settings = config.train
     env_config = config.env
     temperature = settings.imitation_temperature
+    members = None
+    if tuned_per_regime(settings.imitation_teacher):
+        members = regime_members(env_config, pooled=settings.teacher_pooled, workers=settings.imitation_workers, progress=progress)
     data = collect(
         env_config,
         settings.imitation_teacher,
@@ -196,6 +204,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
         workers=settings.imitation_workers,
         gamma=config.ppo.gamma,
         temperature=temperature,
+        members=members,
     )
     cloning: dict[str, Any] = {
         "epochs": settings.imitation_epochs,
@@ -216,13 +225,17 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
             learner=model.policy,
             workers=settings.imitation_workers,
             temperature=temperature,
+            members=members,
         )
         on_own_states = agreement(model.policy, visited)  # before learning from them: how well the clone generalises
         data = merge([data, visited])
         accuracy = clone(model.policy, data, seed=seed, **cloning)
         rounds.append({"samples": len(data), "agreement_on_own_states": on_own_states, "accuracy": accuracy})
     (out / "imitation.json").write_text(
-        json.dumps({"teacher": settings.imitation_teacher, "samples": len(data), "accuracy": accuracy, "rounds": rounds}) + "\n"
+        json.dumps(
+            {"teacher": settings.imitation_teacher, "members": members, "samples": len(data), "accuracy": accuracy, "rounds": rounds}
+        )
+        + "\n"
     )
 
 
@@ -289,7 +302,8 @@ def train(
     (start over in it). SIGTERM and Ctrl-C save a checkpoint before stopping. ``report(message)``
     hears each phase as it starts (warm start, baseline validation, PPO, final validation).
     ``promote``: also copy the final policy there (e.g. over ``data/policies/``), but only if the paired
-    validation finds it blocks on average no more jobs than its teacher's online rule (else the file there is kept).
+    validation does not find it blocking more jobs than its teacher's online rule (the 95 % interval of the difference
+    reaches 0: :meth:`~policies.validation.PairedSummary.not_worse_than_reference`; else the file there is kept).
     """
     report = report or (lambda message: None)
     if timesteps is not None and timesteps < 0:
@@ -316,12 +330,13 @@ def train(
         if config.train.imitation_steps:
             report(f"warm start: recording {config.train.imitation_steps:,} decisions of {config.train.imitation_teacher} and cloning them")
         warm_start(model, config, out, progress)
-    report(f"validating {', '.join(config.train.baselines)} and the starting policy, then PPO (progress bar)")
+    report(f"validating {', '.join([*config.train.baselines, 'the starting policy'])}, then PPO (progress bar)")
     total = timesteps or config.train.timesteps
     callback = TrainingCallback(out, config)
+    steps_before = model.num_timesteps
     try:
         with _sigterm_as_interrupt():
-            model.learn(
+            model.learn(  # with no PPO steps left it only validates the starting policy and the baselines
                 total_timesteps=max(total - model.num_timesteps, 0),
                 callback=callback,
                 progress_bar=progress,
@@ -334,12 +349,14 @@ def train(
     save_checkpoint(model, checkpoint)
     env_config = config.env
     save_policy_file(out / "last.pt", model.policy, env_config, config.policy.model_dump())
-    report("validating the final policy")
-    callback.evaluate()  # logs the final policy; best.pt changes only if it beats every earlier one
+    updated = model.num_timesteps != steps_before  # a validation during PPO's last rollout preceded its last update
+    if updated or callback.evaluated is None:
+        report("validating the final policy")
+        callback.evaluate()  # logs the final policy; best.pt changes only if it beats every earlier one
     final = out / "policy.pt"
     write_atomic(final, (out / "last.pt").read_bytes())
     report("paired validation of the final policy against its teacher and the heuristics")
-    summary = paired_summary(callback.evaluated_policy(), config)
+    summary = paired_summary(callback.evaluated_policy(), config, callback.evaluated[1] if callback.evaluated else None)
     write_atomic(out / "summary.json", summary.model_dump_json(indent=1) + "\n")
     for line in summary.lines():
         report(line)
@@ -350,7 +367,7 @@ def train(
 
 def _promote(final: Path, target: Path, summary, report) -> None:
     if not summary.not_worse_than_reference():
-        report(f"not promoted: the policy blocks more jobs than {summary.reference} on the paired validation; {target} is unchanged")
+        report(f"not promoted: the policy blocks more jobs than {summary.reference} (paired, 95 % interval); {target} is unchanged")
         return
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -116,8 +116,9 @@ def test_missing_policy_file_is_one_line_error(tmp_path):
 def test_best_policy_is_never_replaced_by_a_worse_final_one(tmp_path, monkeypatch):
     import policies.train as training
 
-    rates = iter([0.3, 0.3, 0.3, 0.5, 0.2, 0.9])  # 3 baselines, step 0, step 128, then the worse final one
-    monkeypatch.setattr(training, "validation_blocking", lambda *args, **kwargs: next(rates, 0.9))
+    monkeypatch.setattr(training, "validation_blocking", lambda *args, **kwargs: 0.3)  # the 3 baselines
+    rates = iter([0.5, 0.2, 0.9])  # the policy at step 0, at step 128, then the worse final one (validated per stream)
+    monkeypatch.setattr(training, "validation_rates", lambda *args, **kwargs: np.array([next(rates, 0.9)]))
     out = tmp_path / "run"
     final = train(tiny_config(128), out, progress=False)
     rows = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
@@ -213,8 +214,11 @@ def test_online_reference_and_the_promotion_gate(tmp_path):
 
     final, target, said = tmp_path / "policy.pt", tmp_path / "shipped" / "p.pt", []
     final.write_bytes(b"new")
-    _promote(final, target, summary(-0.004), said.append)  # the learned policy blocks 0.4 points more: refused
+    _promote(final, target, summary(-0.02), said.append)  # the learned policy blocks 2 points more, +-1: refused
     assert not target.exists() and "not promoted" in said[-1]
+    _promote(final, target, summary(-0.004), said.append)  # 0.4 points more, +-1: no difference resolved, promoted
+    assert target.read_bytes() == b"new" and "promoted" in said[-1]
+    target.unlink()
     _promote(final, target, summary(0.0), said.append)
     assert target.read_bytes() == b"new" and target.with_suffix(".summary.json").exists() and "promoted" in said[-1]
 
@@ -223,3 +227,29 @@ def test_resume_into_a_folder_without_a_checkpoint_says_it_starts_from_scratch(t
     phases = []
     train(tiny_config(256), tmp_path / "empty", timesteps=0, resume=True, progress=False, report=phases.append)
     assert phases[0] == f"--resume: no {tmp_path / 'empty' / 'checkpoint.pt'} to continue from; starting from scratch"
+
+
+@pytest.mark.slow
+def test_a_policy_cloned_from_best_per_load_reads_the_meter_and_is_validated_against_best(tmp_path):
+    env = EnvConfig(
+        clusters=["dgx8x8"], graphs=["alexnet", "gnmt"], loads=(0.5, 1.3), meter=True, reward="mission", beta_dists=["B", "C"],
+        queue="edf-bf", size="loguniform:0.1:10", episode_jobs=32, max_nodes=64, max_edges=128,
+    )  # fmt: skip
+    config = tiny_config(0).model_copy(update={"env": env})
+    config = config.model_copy(
+        update={
+            "train": config.train.model_copy(update={"imitation_teacher": "best", "teacher_pooled": ["beta_dist"], "imitation_steps": 64})
+        }
+    )
+    phases: list[str] = []
+    final = train(config, tmp_path / "run", progress=False, report=phases.append)
+    imitation = json.loads((tmp_path / "run" / "imitation.json").read_text())
+    members = imitation["members"]
+    assert (
+        len(members) == 4
+        and members["dgx8x8|0.5|B|edf-bf:32|loguniform:0.1:10|iid"] == members["dgx8x8|0.5|C|edf-bf:32|loguniform:0.1:10|iid"]
+    )
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["reference"] == "best" and summary["streams"] == 4  # 2 loads x 2 beta distributions
+    assert sum(p.startswith("validating") for p in phases) == 1  # no PPO: the starting policy is the final one, validated once
+    assert LearnedPolicy.from_file(final).env.meter

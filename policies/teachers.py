@@ -1,0 +1,132 @@
+"""Who demonstrates in the warm start: one heuristic, or ``best``, the heuristic tuned for each episode's regime.
+
+A regime is what an episode of the environment draws (:meth:`envs.env.ClusterPlacementEnv.reset`'s ``info``):
+cluster, offered load, beta distribution, queue, job-length spread and stream structure. For the teacher
+``best`` every regime of the config is tuned before recording, as ``placer evaluate`` tunes ``best``
+(:class:`placer.baselines.best.Best`: the member of every heuristic family with the least avoidable blocking on
+tuning streams apart from any evaluated or training stream); each episode is then demonstrated by its regime's
+member. The teacher is *told* the regime; the student sees only what a deployed policy sees (with
+``meter = true``, the offered load it measures), so it has to learn to read the regime from the stream.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from envs.config import EnvConfig
+from envs.observation import GraphTable
+from placer.baselines.best import Best
+from placer.baselines.policy import Policy, Tuning
+from placer.baselines.registry import make_heuristic
+from placer.baselines.specs import PolicySpec
+from placer.cluster.topology import load_cluster
+from placer.cost import CostModel
+
+REGIME_FIELDS = ("cluster", "load", "beta_dist", "queue", "size", "structure")
+REGIME_TEACHERS = ("best",)  # teachers tuned per regime
+
+
+def tuned_per_regime(teacher: str) -> bool:
+    """Whether the teacher ``teacher`` is tuned per regime (needs :func:`regime_members`' table)."""
+    return PolicySpec.parse(teacher, plugins={}).kind in REGIME_TEACHERS
+
+
+def regime_key(info: Mapping[str, Any]) -> str:
+    """The regime of an episode (its ``reset`` info, or a :func:`regimes` row) as one string: ``cluster|load|beta|...``."""
+    return "|".join(str(info[field]) for field in REGIME_FIELDS)
+
+
+def regimes(config: EnvConfig) -> list[dict[str, Any]]:
+    """Every regime an episode of ``config`` may draw, named as ``reset``'s info names it (parsed specs)."""
+    workload = config.workload
+    clusters = [load_cluster(c).name for c in config.clusters]
+    specs = [[item.spec for item in items] for items in (workload.betas, workload.queues, workload.sizes, workload.structures)]
+    rows = itertools.product(clusters, config.load_values, *specs)
+    return [dict(zip(REGIME_FIELDS, row, strict=True)) for row in rows]
+
+
+def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, float]]:
+    """The member ``best`` runs in the regimes ``rows`` (one, or several pooled: the member with the least mean avoidable
+    blocking over all of them, as ``single-best`` chooses) and every candidate's mean avoidable blocking on their tuning
+    streams."""
+    tunings = tuple(_tuning(config, row) for row in rows)
+    for tuning in tunings:
+        tuning.regimes = tunings if len(tunings) > 1 else ()
+    best = make_heuristic(PolicySpec.parse("single-best" if len(rows) > 1 else "best", plugins={}), max_degree=config.max_degree)
+    if not isinstance(best, Best):
+        raise TypeError(f"best built a {type(best).__name__}")
+    tuned = best.tuned(tunings[0])
+    return str(tuned.chosen), dict(tuned.tuning_blocking or {})
+
+
+def _tuning(config: EnvConfig, regime: Mapping[str, Any]) -> Tuning:
+    """The tuning streams of one regime (as ``placer evaluate`` draws them for its workload)."""
+    cost = next(
+        cm for cm in (CostModel(load_cluster(c), strategy=config.strategy) for c in config.clusters) if cm.cluster.name == regime["cluster"]
+    )
+    workload = config.workload
+    graphs = list(GraphTable.from_config(config).graphs)
+    beta = next(item for item in workload.betas if item.spec == regime["beta_dist"])
+    size = next(item for item in workload.sizes if item.spec == regime["size"])
+    structure = next(item for item in workload.structures if item.spec == regime["structure"])
+    queue = next(item for item in workload.queues if item.spec == regime["queue"])
+    stream = workload.stream(graphs, beta, cost.cluster.num_devices, cost.sequential_iteration_s, size, structure, float(regime["load"]))
+    return Tuning(cost, queue, stream.jobs, beta.stream_key, load=float(regime["load"]))
+
+
+def _tune_group(args: tuple[EnvConfig, list[dict[str, Any]]]) -> tuple[str, dict[str, float]]:
+    return tune_regime(*args)
+
+
+def regime_members(config: EnvConfig, *, pooled: Sequence[str] = (), workers: int = 1, progress: bool = False) -> dict[str, str]:
+    """:func:`regime_key` -> the member ``best`` chose for it, for every regime of ``config`` (``workers`` processes).
+
+    ``pooled``: regime fields (of :data:`REGIME_FIELDS`) the choice is not made per value of but pooled over, e.g.
+    ``("beta_dist", "structure")``: one member per cluster and load, the least avoidable blocking over every beta
+    distribution and structure at that load (a table a student that reads the load but not the deadlines' distribution
+    can follow without contradictions)."""
+    unknown = set(pooled) - set(REGIME_FIELDS)
+    if unknown:
+        raise ValueError(f"cannot pool a teacher over {', '.join(sorted(unknown))} (regime fields: {', '.join(REGIME_FIELDS)})")
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in regimes(config):
+        groups.setdefault(tuple(v for k, v in row.items() if k not in pooled), []).append(row)
+    jobs = [(config, rows) for rows in groups.values()]
+    bar = dict(total=len(jobs), desc="tuning best per regime", unit="regime", disable=not progress, leave=False)
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            chosen = list(tqdm(pool.map(_tune_group, jobs), **bar))
+    else:
+        chosen = [_tune_group(job) for job in tqdm(jobs, **bar)]
+    return {regime_key(row): member for rows, (member, _) in zip(groups.values(), chosen, strict=True) for row in rows}
+
+
+class Teachers:
+    """The teacher of each episode: the heuristic ``teacher``, or for ``best`` the member tuned for the episode's regime
+    (``members``: :func:`regime_members`' table). Policies are offered jobs in the env's queue order (no discipline)."""
+
+    def __init__(self, teacher: str, max_degree: int, members: Mapping[str, str] | None = None) -> None:
+        self.spec = PolicySpec.parse(teacher, plugins={}).replace(discipline=None)
+        self.max_degree = max_degree
+        self.members = dict(members or {})
+        if self.per_regime and not self.members:
+            raise ValueError(f"the teacher {teacher!r} needs its table of regime -> member (regime_members)")
+        self._built: dict[str, Policy] = {}
+
+    @property
+    def per_regime(self) -> bool:
+        return self.spec.kind in REGIME_TEACHERS
+
+    def for_episode(self, info: Mapping[str, Any]) -> Policy:
+        """The policy that demonstrates the episode whose ``reset`` info is ``info``."""
+        name = self.members[regime_key(info)] if self.per_regime else str(self.spec)
+        if name not in self._built:
+            spec = PolicySpec.parse(name, plugins={}).replace(discipline=None)
+            self._built[name] = make_heuristic(spec, max_degree=self.max_degree)
+        return self._built[name]

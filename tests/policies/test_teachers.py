@@ -1,0 +1,59 @@
+"""The warm start's teachers: one heuristic, or ``best`` tuned per regime and told each episode's regime."""
+
+import numpy as np
+import pytest
+
+from envs.config import EnvConfig
+from placer.baselines.best import BEST_CANDIDATES
+from policies.imitation import collect
+from policies.teachers import Teachers, regime_key, regime_members, regimes, tune_regime, tuned_per_regime
+
+CONFIG = EnvConfig(
+    clusters=("dgx8x8",), graphs=("alexnet", "gnmt"), loads=(0.5, 1.3), beta_dists=("C",), queue="edf-bf",
+    size="loguniform:0.1:10", jobs=40, max_nodes=64, max_edges=128,
+)  # fmt: skip
+
+
+def test_regimes_are_every_draw_of_the_env_named_as_its_reset_info_names_them():
+    rows = regimes(CONFIG.with_changes(structure=("iid", "daily")))
+    assert [(r["load"], r["structure"]) for r in rows] == [(0.5, "iid"), (0.5, "daily"), (1.3, "iid"), (1.3, "daily")]
+    assert {r["queue"] for r in rows} == {"edf-bf:32"} and {r["cluster"] for r in rows} == {"dgx8x8"}
+    assert regime_key(rows[0]) == "dgx8x8|0.5|C|edf-bf:32|loguniform:0.1:10|iid"
+    import envs
+
+    _, info = envs.ClusterPlacementEnv(CONFIG).reset(seed=0)
+    assert regime_key(info) in {regime_key(r) for r in regimes(CONFIG)}
+
+
+def test_each_episode_is_taught_by_its_regimes_member():
+    assert tuned_per_regime("best") and not tuned_per_regime("lean:admit=0.9")
+    with pytest.raises(ValueError, match="regime_members"):
+        Teachers("best", 16)
+    low, high = (regime_key(r) for r in regimes(CONFIG))
+    teachers = Teachers("best", 16, {low: "para_max", high: "lean:admit=0.9"})
+    low_info, high_info = (dict(r) for r in regimes(CONFIG))
+    assert teachers.for_episode(low_info).name == "para_max" and teachers.for_episode(high_info).name == "lean:admit=0.9"
+    assert teachers.for_episode(low_info) is teachers.for_episode(low_info)  # built once
+    assert Teachers("lean@edf", 16).for_episode(low_info).name == "lean"  # offered in the env's queue order
+
+
+def test_a_table_naming_one_member_everywhere_records_what_that_member_records():
+    everywhere = {regime_key(r): "para_min+best_fit" for r in regimes(CONFIG)}
+    by_table = collect(CONFIG, "best", 60, seed=4, members=everywhere)
+    direct = collect(CONFIG, "para_min+best_fit", 60, seed=4)
+    assert np.array_equal(by_table.actions, direct.actions) and np.array_equal(by_table.returns, direct.returns)
+
+
+def test_tuning_a_regime_scores_every_candidate_and_picks_the_least_avoidable_blocking():
+    member, blocking = tune_regime(CONFIG, regimes(CONFIG)[1:])
+    assert set(blocking) == set(BEST_CANDIDATES) and member == min(BEST_CANDIDATES, key=blocking.__getitem__)
+    low, high = (tune_regime(CONFIG, [row])[1] for row in regimes(CONFIG))
+    _, pooled = tune_regime(CONFIG, regimes(CONFIG))  # both loads: each candidate's mean over them
+    assert pooled["lean"] == pytest.approx((low["lean"] + high["lean"]) / 2)
+
+
+def test_a_pooled_teacher_names_one_member_per_group():
+    members = regime_members(CONFIG.with_changes(loads=(0.5,), beta_dists=("B", "C")), pooled=("beta_dist",))
+    assert len(members) == 2 and len(set(members.values())) == 1
+    with pytest.raises(ValueError, match="cannot pool"):
+        regime_members(CONFIG, pooled=("deadline",))
