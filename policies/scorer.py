@@ -9,9 +9,12 @@ mean of the option embeddings.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
+from torch.nn import functional as F
 
 from policies.extractor import PlacementExtractor
 
@@ -30,10 +33,15 @@ class OptionScorer(nn.Module):
         self.latent_dim_pi, self.latent_dim_vf = 1 + num_options, hidden
 
     def _embed(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(context (B, hidden), option embeddings (B, O, hidden)). The option MLP's first layer reads
+        ``[option row, context]``; its context half is applied once per sample and broadcast over the O options
+        (the same function as concatenating, without a (B, O, F + hidden) tensor and its gradient)."""
         context = self.context(features[:, : self.context_dim])
         rows = features[:, self.context_dim :].reshape(features.shape[0], -1, self.option_features)
-        joined = torch.cat([rows, context.unsqueeze(1).expand(-1, rows.shape[1], -1)], dim=-1)
-        return context, self.option(joined)
+        first = cast(nn.Linear, self.option[0])
+        weight_rows, weight_context = first.weight[:, : self.option_features], first.weight[:, self.option_features :]
+        pre = torch.matmul(rows, weight_rows.T) + F.linear(context, weight_context, first.bias).unsqueeze(1)
+        return context, self.option[3](self.option[2](self.option[1](pre)))
 
     def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
         context, options = self._embed(features)
