@@ -36,7 +36,9 @@ LEARNING_MD = "docs/learning.md"
 COST_MD = "docs/cost-model.md"
 
 REGIMES = "--queue edf-bf --size loguniform:0.1:10 --beta-dist A,B,C,D --seeds 10 --jobs 500 --load 0.5,0.9,1.3 --workers 2"
-FAMILIES = "lean,lean:admit=0.9,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,single-best,best,adaptive,learned:pacml"
+FAMILIES = (
+    "lean,lean:admit=0.9,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,single-best,best,adaptive,learned:pacml,learned:regimes"
+)
 
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
     "dgx8x8, Poisson": ("families-loads", "dgx8x8", ""),
@@ -44,6 +46,7 @@ REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extr
     "dgx8x8, daily": ("families-daily", "dgx8x8", " --structure daily"),
     "mixed, daily": ("families-daily-mixed", "mixed", " --structure daily"),
     "dgxh100, Poisson": ("families-loads-dgxh100", "dgxh100", ""),
+    "dgx8x8, Philly arrivals": ("families-philly", "dgx8x8", " --structure replay:philly"),  # an arrival pattern never trained on
 }
 
 
@@ -151,6 +154,14 @@ FIGURES: tuple[Figure, ...] = (
     *(
         _evaluate(name, LEARNING_MD, (cluster,), f"--cluster {cluster} {REGIMES}{extra} --policies {FAMILIES}", **AGAINST_SINGLE_BEST)
         for name, cluster, extra in REGIME_RUNS.values()
+    ),
+    _evaluate(  # loads between and beyond those learned:regimes was trained on (0.5, 0.7, ..., 1.3)
+        "families-unseen-loads",
+        LEARNING_MD,
+        ("dgx8x8",),
+        f"--cluster dgx8x8 {REGIMES.replace('--load 0.5,0.9,1.3', '--load 0.6,1.0,1.4')} "
+        "--policies lean:admit=0.9,para_max,para_min+best_fit,single-best,best,adaptive,learned:pacml,learned:regimes",
+        **AGAINST_SINGLE_BEST,
     ),
     Figure(
         "fidelity-published",
