@@ -66,6 +66,13 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
             [3, 2, 4, 2, 3, 3, 3, 5, 5, 5, 5, 5, 12, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 3, 2, 0, 0, 0, 0, 0],
             "2f9abdf797dec053",
         ),
+        (  # reads the offered load (the meter) as well
+            "regimes.pt",
+            "dgx8x8",
+            "daily",
+            [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 2, 3, 0, 0, 0, 3, 3, 3, 2, 2, 0, 0, 0],
+            "2e1ac0d38d1f95f0",
+        ),
     ],
 )
 def test_shipped_policies_make_the_pinned_decisions(policy_file, cluster, structure, degrees, digest):
