@@ -15,21 +15,30 @@ import itertools
 import multiprocessing
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from tqdm.auto import tqdm
 
 from envs.config import EnvConfig
-from envs.observation import GraphTable
 from placer.baselines.best import Best
 from placer.baselines.policy import Policy, Tuning
 from placer.baselines.registry import make_heuristic
 from placer.baselines.specs import PolicySpec
 from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
+from placer.graphs.catalog import resolve_graph
+from placer.graphs.job_graph import JobGraph
 
 REGIME_FIELDS = ("cluster", "load", "beta_dist", "queue", "size", "structure")
 REGIME_TEACHERS = ("best",)  # teachers tuned per regime
+
+
+class _Parsed(Protocol):
+    @property
+    def spec(self) -> str: ...
+
+
+T = TypeVar("T", bound=_Parsed)
 
 
 def tuned_per_regime(teacher: str) -> bool:
@@ -55,7 +64,10 @@ def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[s
     """The member ``best`` runs in the regimes ``rows`` (one, or several pooled: the member with the least mean avoidable
     blocking over all of them, as ``single-best`` chooses) and every candidate's mean avoidable blocking on their tuning
     streams."""
-    tunings = tuple(_tuning(config, row) for row in rows)
+    graphs = [resolve_graph(g) for g in config.workload.graphs]
+    clusters = {cluster.name: cluster for cluster in map(load_cluster, config.clusters)}  # rows name clusters as reset's info does
+    costs = {name: CostModel(clusters[name], strategy=config.strategy) for name in dict.fromkeys(row["cluster"] for row in rows)}
+    tunings = tuple(_tuning(config, row, costs[row["cluster"]], graphs) for row in rows)  # rows of one cluster share its caches
     for tuning in tunings:
         tuning.regimes = tunings if len(tunings) > 1 else ()
     best = make_heuristic(PolicySpec.parse("single-best" if len(rows) > 1 else "best", plugins={}), max_degree=config.max_degree)
@@ -65,19 +77,19 @@ def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[s
     return str(tuned.chosen), dict(tuned.tuning_blocking or {})
 
 
-def _tuning(config: EnvConfig, regime: Mapping[str, Any]) -> Tuning:
-    """The tuning streams of one regime (as ``placer evaluate`` draws them for its workload)."""
-    cost = next(
-        cm for cm in (CostModel(load_cluster(c), strategy=config.strategy) for c in config.clusters) if cm.cluster.name == regime["cluster"]
-    )
+def _tuning(config: EnvConfig, regime: Mapping[str, Any], cost: CostModel, graphs: list[JobGraph]) -> Tuning:
+    """The tuning streams of one regime (as ``placer evaluate`` draws them for its workload) on ``cost``'s cluster."""
     workload = config.workload
-    graphs = list(GraphTable.from_config(config).graphs)
-    beta = next(item for item in workload.betas if item.spec == regime["beta_dist"])
-    size = next(item for item in workload.sizes if item.spec == regime["size"])
-    structure = next(item for item in workload.structures if item.spec == regime["structure"])
-    queue = next(item for item in workload.queues if item.spec == regime["queue"])
-    stream = workload.stream(graphs, beta, cost.cluster.num_devices, cost.sequential_iteration_s, size, structure, float(regime["load"]))
-    return Tuning(cost, queue, stream.jobs, beta.stream_key, load=float(regime["load"]))
+    beta, queue = _by_spec(workload.betas, regime["beta_dist"]), _by_spec(workload.queues, regime["queue"])
+    size, structure = _by_spec(workload.sizes, regime["size"]), _by_spec(workload.structures, regime["structure"])
+    load = float(regime["load"])
+    stream = workload.stream(graphs, beta, cost.cluster.num_devices, cost.sequential_iteration_s, size, structure, load)
+    return Tuning(cost, queue, stream.jobs, beta.stream_key, load=load)
+
+
+def _by_spec(items: Sequence[T], spec: str) -> T:
+    """The parsed item (beta distribution, queue, size, structure) whose ``spec`` is ``spec``."""
+    return next(item for item in items if item.spec == spec)
 
 
 def _tune_group(args: tuple[EnvConfig, list[dict[str, Any]]]) -> tuple[str, dict[str, float]]:
