@@ -76,6 +76,8 @@ def test_observe_is_pure_and_names_the_graph_by_id():
     assert all(np.array_equal(first[k], again[k]) for k in first)  # nothing was written between the calls
     assert history.relative(100.0) == (1.0, 0.0) and history.arrivals.arrivals == 1
     assert first["graph"].tolist() == [3] and first["graph"].dtype == np.int64
+    metered = observe(offer, history, config.with_changes(meter=True), GraphRef(3, 2))  # the meter only when asked
+    assert metered.keys() - first.keys() == {"meter"} and metered["meter"].shape == (3,)
 
 
 def test_graphs_with_equal_array_sums_get_their_own_ids():
@@ -101,15 +103,3 @@ def test_meter_reads_the_offered_load_from_the_arrivals_seen():
     assert meter_features(history.meters, 64).tolist() == pytest.approx([0.0, 0.0, 4 / 96])
     assert meter_features(history.meters, 16).tolist() == pytest.approx([1.0, 1.0, 4 / 96])  # load 4: log2(4) / 2
     assert meter_features(history.meters, 4096).tolist() == pytest.approx([-1.0, -1.0, 4 / 96])  # load 1/64: clipped
-
-
-def test_meter_observation_only_when_asked():
-    cost = CostModel(toy_cluster(servers=2, per_server=2))
-    view = ClusterView(cost, 0.0, np.ones(4, dtype=bool), np.zeros(4), 0)
-    history = JobHistory()
-    offered = job(0, 8.0)
-    history.observe(offered)
-    offer = Offer(offered, view, tuple(options(offered, view, degrees=(1, 2), rules=SMALL.rules)))
-    ref = GraphRef(0, 3)
-    assert "meter" not in observe(offer, history, SMALL, ref)
-    assert observe(offer, history, SMALL.with_changes(meter=True), ref)["meter"].shape == (3,)
