@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placer.sim.options import Option, options
+from placer.sim.options import Option, any_feasible, options
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
 
@@ -29,6 +29,11 @@ def option_table(job: Job, view: ClusterView, max_degree: int, rules: tuple[str,
     table = options(job, view, degrees=range(1, usable + 1), rules=rules)
     table += [Option(d, r, None, None, job.deadline_s) for d in range(usable + 1, max_degree + 1) for r in rules]
     return table
+
+
+def any_option(job: Job, view: ClusterView, max_degree: int, rules: tuple[str, ...]) -> bool:
+    """True when some option of :func:`option_table` is feasible (one memoised lookup: no table is built)."""
+    return any_feasible(job, view, degrees=range(1, min(max_degree, view.cluster.num_devices) + 1), rules=rules)
 
 
 def action_mask(table: Sequence[Option], max_degree: int, num_rules: int) -> np.ndarray:

@@ -126,9 +126,8 @@ class ClusterPlacementEnv(gym.Env):
         while (job := sim.next_job()) is not None:
             self._history.observe(job)
             view = sim.view()
-            offer = Offer(job, view, tuple(act.option_table(job, view, self.config.max_degree, self.config.rules)))
-            if any(option.feasible for option in offer.options):
-                self._offer = offer
+            if act.any_option(job, view, self.config.max_degree, self.config.rules):
+                self._offer = Offer(job, view, tuple(act.option_table(job, view, self.config.max_degree, self.config.rules)))
                 return job
             sim.decide(Reject())
         return None

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -43,7 +44,7 @@ from placer.baselines.specs import PolicySpec
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import PolicyError
 from placer.sim.history import ArrivalHistory
-from placer.sim.options import DEFAULT_MAX_DEGREE, Option, degrees_for, options
+from placer.sim.options import DEFAULT_MAX_DEGREE, Option, any_feasible, degrees_for, options
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Reject
 
@@ -63,8 +64,13 @@ class Heuristic(Policy):
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
 
+    feasible_only: ClassVar[bool] = False  # choose() picks only feasible options: skip the table when there is none
+
     def decide(self, job: Job, view: ClusterView) -> Decision:
-        chosen = self.choose(job, view, options(job, view, degrees=degrees_for(view, self.max_degree), rules=(self.rule,)))
+        degrees = degrees_for(view, self.max_degree)
+        if self.feasible_only and not any_feasible(job, view, degrees=degrees, rules=(self.rule,)):
+            return Reject()
+        chosen = self.choose(job, view, options(job, view, degrees=degrees, rules=(self.rule,)))
         return chosen.place() if chosen is not None else Reject()
 
     def choose(self, job: Job, view: ClusterView, table: list[Option]) -> Option | None:
@@ -77,6 +83,8 @@ class ParaMax(Heuristic):
 
 
 class ParaMin(Heuristic):
+    feasible_only = True
+
     def choose(self, job, view, table):
         return next((o for o in table if o.feasible), None)
 
@@ -100,6 +108,7 @@ class Efficient(Heuristic):
     """``eff:E`` (module docstring)."""
 
     efficiency: float = 0.5
+    feasible_only = True
 
     def choose(self, job, view, table):
         feasible = [o for o in table if o.feasible]
@@ -141,10 +150,9 @@ class Lean(Heuristic):
         if self.admit is not None and self._large(job, view, self.admit):
             return Reject()
         degrees = degrees_for(view, min(self.max_degree, self.cap or self.max_degree))
-        table = options(job, view, degrees=degrees, rules=tuple(PLACEMENT_RULES), distinct=True)
-        feasible = [o for o in table if o.feasible]
-        if not feasible:
+        if not any_feasible(job, view, degrees=degrees, rules=tuple(PLACEMENT_RULES)):
             return Reject()
+        feasible = [o for o in options(job, view, degrees=degrees, rules=tuple(PLACEMENT_RULES), distinct=True) if o.feasible]
         least = min(o.device_seconds for o in feasible)
         thrifty = [o for o in feasible if o.device_seconds <= least * (1 + LEAN_TIE)]
         best = min(thrifty, key=lambda o: (o.degree, o.jct_s, o.device_seconds))

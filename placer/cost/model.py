@@ -33,7 +33,6 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -45,6 +44,7 @@ from placer.common.lru import LRUCache
 from placer.cost import sipml
 from placer.cost.collectives import Fabric, allreduce_s, p2p_s
 from placer.cost.data_parallel import exposed_sync_s
+from placer.cost.prediction import Prediction, Strategy
 from placer.cost.profile import GraphProfile
 from placer.cost.shape import PlacementShape
 from placer.cost.stages import Stages, factorisations, one_f_one_b, tp_inside_servers
@@ -53,59 +53,7 @@ from placer.graphs.job_graph import JobGraph
 STRATEGIES = ("auto", "dp", "tp", "pp", "sipml")
 MAX_SHAPES = 200_000
 MAX_PLACEMENT_TABLES = 1024
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """How a job is split: ``dp x tp x pp`` ranks, or PAC-ML's op splitting ``sipml`` ways."""
-
-    dp: int = 1
-    tp: int = 1
-    pp: int = 1
-    sipml: bool = False
-
-    @property
-    def degree(self) -> int:
-        return self.dp * self.tp * self.pp
-
-    def as_dict(self) -> dict[str, int]:
-        return {"sipml": self.dp} if self.sipml else {"dp": self.dp, "tp": self.tp, "pp": self.pp}
-
-    @property
-    def label(self) -> str:
-        return f"sipml{self.dp}" if self.sipml else f"dp{self.dp}-tp{self.tp}-pp{self.pp}"
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """One iteration of a job on a placement (seconds, bytes)."""
-
-    iteration_s: float
-    strategy: Strategy | None  # None: no strategy applies (e.g. tp across servers)
-    memory_per_device_bytes: float
-    memory_capacity_bytes: float
-    comm_s: float
-    data_loading_s: float
-    micro_batches: int = 1
-
-    @property
-    def fits(self) -> bool:
-        return self.strategy is not None and self.memory_per_device_bytes <= self.memory_capacity_bytes
-
-    def to_dict(self) -> dict:
-        return {
-            "iteration_s": self.iteration_s,
-            "strategy": self.strategy.as_dict() if self.strategy else None,
-            "memory_per_device_bytes": self.memory_per_device_bytes,
-            "memory_capacity_bytes": self.memory_capacity_bytes,
-            "fits": self.fits,
-            "comm_s": self.comm_s,
-            "data_loading_s": self.data_loading_s,
-            "micro_batches": self.micro_batches,
-        }
-
-
-_NONE = Strategy(0, 0, 0)
+MAX_BEST_ITERATIONS = 16_384  # (graph, free-device mask) pairs: a queue re-offers its jobs at every decision point
 
 
 class PlacementEntry(NamedTuple):
@@ -176,6 +124,7 @@ class CostModel:
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
         self._shapes: dict[tuple[int, ...], PlacementShape] = {}  # device tuple -> shape; cleared when full
         self._placements: LRUCache[tuple, tuple[PlacementEntry, ...]] = LRUCache(MAX_PLACEMENT_TABLES)
+        self._best: LRUCache[tuple, float] = LRUCache(MAX_BEST_ITERATIONS)
         return self
 
     # -- placements -------------------------------------------------------------------
@@ -239,6 +188,19 @@ class CostModel:
                 out.append(PlacementEntry(degree, rule, devices, None if devices is None else self.shape(devices), repeat))
         return tuple(out)
 
+    def best_iteration_s(self, graph: JobGraph, free: np.ndarray, degrees: Sequence[int], rules: Sequence[str]) -> float:
+        """The least seconds per iteration of ``graph`` over :meth:`placements` ``(free, degrees, rules)`` that fit in
+        memory (inf when none does), memoised per graph and free-device mask: whether a waiting job has any option
+        that meets its deadline is one lookup, not a table of predictions."""
+        key = (graph.key, free.tobytes(), tuple(degrees), tuple(rules))
+        best = self._best.get(key)
+        if best is None:
+            fitting = (self.predict(graph, e.shape) for e in self.placements(free, degrees, rules) if e.shape is not None)
+            best = min((p.iteration_s for p in fitting if p.fits), default=math.inf)
+            if self.cache:
+                self._best[key] = best
+        return best
+
     # -- predictions ------------------------------------------------------------------
     def predict(self, graph: JobGraph, placement, strategy: str | None = None) -> Prediction:
         """Prediction for ``graph`` on ``placement`` (device ids or a :class:`PlacementShape`)."""
@@ -265,7 +227,7 @@ class CostModel:
         twin = copy.copy(self)
         twin.fabric, twin.overheads, twin.jobs = fabric, overheads, jobs
         twin._predictions = LRUCache(self._predictions.maxsize)
-        twin._placements = LRUCache(MAX_PLACEMENT_TABLES)
+        twin._placements, twin._best = LRUCache(MAX_PLACEMENT_TABLES), LRUCache(MAX_BEST_ITERATIONS)
         return twin
 
     def rebased(self, cluster: Cluster) -> CostModel:

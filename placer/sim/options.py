@@ -5,6 +5,7 @@ Heuristics, the RL environment's action mask and the query API all read this one
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -80,3 +81,11 @@ def options(
         jct = prediction.iteration_s * iterations if prediction.fits else None
         out.append(Option(degree, rule, devices, jct, deadline, prediction.strategy, shape.servers))
     return out
+
+
+def any_feasible(job: Job, view: ClusterView, *, degrees: Sequence[int], rules: Sequence[str]) -> bool:
+    """``any(o.feasible for o in options(job, view, degrees=degrees, rules=rules))``, from one memoised lookup
+    (:meth:`~placer.cost.CostModel.best_iteration_s`) instead of the table: a queue re-offers its waiting jobs at every
+    decision point, and most have nothing feasible."""
+    best = view.cost.best_iteration_s(job.graph, view.free, degrees, rules)
+    return best < math.inf and meets_deadline(best * job.iterations, job.remaining_s(view.now))

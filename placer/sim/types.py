@@ -98,6 +98,10 @@ class JobRecord:
     fastest_jct_s: float | None = None  # the shortest JCT any placement gives on the idle cluster (inf: fits nowhere; None: unknown)
     avoidable: bool = True  # that fastest placement, started at arrival, meets the deadline: some policy could accept the job
 
+    def __deepcopy__(self, memo: dict) -> JobRecord:
+        """Itself: every field is immutable (vector envs deep-copy each step's ``info``, which holds records)."""
+        return self
+
     def to_dict(self) -> dict:
         return {
             **{k: getattr(self, k) for k in self.__dataclass_fields__},
