@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from envs.reward import REWARDS
+from placer.baselines.specs import PolicySpec
 from placer.common.errors import PlacerError
 from placer.sim.workload import WorkloadSpec, nest_workload
 
@@ -31,6 +32,10 @@ class EnvConfig(BaseModel):
     op splitting; see :mod:`placer.cost`).
     history: add the ``history`` observation (:mod:`envs.observation`: arrival rates, recurrence).
     meter: add the ``meter`` observation (the offered load measured from the arrivals, as ``adaptive`` reads it).
+    baseline: a heuristic (policy name), or a table of regime (:func:`envs.env.regime_key`) -> heuristic, also run on
+    each episode's stream; each arrival's reward under it is subtracted when the arrival happens, so the return counts
+    what the policy does better than it on the same arrivals (an input-dependent baseline for PPO,
+    :mod:`envs.baseline`); None: the plain reward.
     loads: offered loads an episode draws from (one per episode, uniformly; a curriculum over loads); empty:
     the workload's ``load``.
     max_nodes / max_edges: padding limits of the graph part (forward ops and forward edges); a
@@ -49,6 +54,7 @@ class EnvConfig(BaseModel):
     history: bool = False
     meter: bool = False
     loads: tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)], ...] = ()
+    baseline: str | dict[str, str] | None = None
     max_nodes: int = Field(512, ge=1, le=100_000)  # padding sizes: bounded so a typo cannot fill memory
     max_edges: int = Field(1024, ge=1, le=1_000_000)
     max_groups: int = Field(64, ge=1, le=100_000)
@@ -59,6 +65,9 @@ class EnvConfig(BaseModel):
         data = nest_workload(data, {"episode_jobs": "jobs"})
         if isinstance(data, dict) and data.get("reward", "acceptance") not in REWARDS:
             raise PlacerError(f"unknown reward {data['reward']!r} (choose from {', '.join(REWARDS)})")
+        baseline = data.get("baseline") if isinstance(data, dict) else None
+        for name in [baseline] if isinstance(baseline, str) else baseline.values() if isinstance(baseline, dict) else []:
+            PolicySpec.parse(name)  # one line naming a bad name, at the edge
         return data
 
     @property

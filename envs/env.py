@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from envs import action as act
+from envs.baseline import StreamBaseline, baseline_for, baseline_policy
 from envs.config import EnvConfig
 from envs.observation import GraphTable, JobHistory, Offer, observation_space, observe
 from envs.reward import reward
+from placer.baselines.policy import Policy
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
+from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import Simulator
 from placer.sim.types import Job, Reject
+
+REGIME_FIELDS = ("cluster", "load", "beta_dist", "queue", "size", "structure")  # what reset draws, as its info names it
+
+
+def regime_key(info: Mapping[str, Any]) -> str:
+    """The regime of an episode (its ``reset`` info) as one string: ``cluster|load|beta|queue|size|structure``."""
+    return "|".join(str(info[field]) for field in REGIME_FIELDS)
 
 
 class ClusterPlacementEnv(gym.Env):
@@ -51,6 +62,8 @@ class ClusterPlacementEnv(gym.Env):
         self.observation_space = observation_space(len(self.graph_table), self.num_options, config.max_groups, config.history, config.meter)
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
         self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
+        self._baselines: dict[tuple[str, str], Policy] = {}  # (heuristic, cluster) -> the baseline, built on first use
+        self._baseline: StreamBaseline | None = None
         self.sim: Simulator | None = None
         self.stream: tuple = ()
         self.job: Job | None = None
@@ -89,7 +102,7 @@ class ClusterPlacementEnv(gym.Env):
         self.job = self._next_choice()
         if self.job is None:
             raise PlacerError("no job of the episode had a feasible choice (raise the load or loosen the deadlines)")
-        return self._observe(), {
+        info = {
             "beta_dist": beta.spec,
             "cluster": self.cost.cluster.name,
             "queue": queue.spec,
@@ -97,6 +110,8 @@ class ClusterPlacementEnv(gym.Env):
             "structure": structure.spec,
             "load": load,
         }
+        self._baseline = self._stream_baseline(info, queue) if self.config.baseline else None
+        return self._observe(), info
 
     def step(self, action):
         if self.sim is None or self.job is None:
@@ -109,6 +124,8 @@ class ClusterPlacementEnv(gym.Env):
         settled = self.sim.records[self._settled :]  # every job decided for good since the last step
         self._settled = len(self.sim.records)
         r = sum(reward(self.config.reward, done, self._mean_seq) for done in settled)
+        if self._baseline is not None:  # what the baseline heuristic earned on the arrivals that have happened
+            r -= self._baseline.rest() if terminated else self._baseline.due(self.sim.now)
         obs = self._observe() if not terminated else {k: v.copy() for k, v in self._last_obs.items()}
         return obs, float(r), terminated, False, {"record": record, "settled": settled}
 
@@ -131,6 +148,14 @@ class ClusterPlacementEnv(gym.Env):
                 return job
             sim.decide(Reject())
         return None
+
+    def _stream_baseline(self, info: dict[str, Any], queue: QueueConfig) -> StreamBaseline:
+        """The baseline heuristic of the episode (``config.baseline``: one name, or one per regime) run on its stream."""
+        name = baseline_for(self.config.baseline, regime_key(info))
+        key = (name, self.cost.cluster.name)
+        if key not in self._baselines:
+            self._baselines[key] = baseline_policy(name, self.cost, self.config.max_degree)
+        return StreamBaseline(self._baselines[key], self.cost, self.stream, queue, self.config.reward, self._mean_seq)
 
     def _observe(self) -> dict[str, np.ndarray]:
         offer = self.offer

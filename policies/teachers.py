@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 from tqdm.auto import tqdm
 
 from envs.config import EnvConfig
+from envs.env import REGIME_FIELDS, regime_key
 from placer.baselines.best import Best
 from placer.baselines.policy import Policy, Tuning
 from placer.baselines.registry import make_heuristic
@@ -29,7 +30,6 @@ from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
 
-REGIME_FIELDS = ("cluster", "load", "beta_dist", "queue", "size", "structure")
 REGIME_TEACHERS = ("best",)  # teachers tuned per regime
 
 
@@ -44,11 +44,6 @@ T = TypeVar("T", bound=_Parsed)
 def tuned_per_regime(teacher: str) -> bool:
     """Whether the teacher ``teacher`` is tuned per regime (needs :func:`regime_members`' table)."""
     return PolicySpec.parse(teacher, plugins={}).kind in REGIME_TEACHERS
-
-
-def regime_key(info: Mapping[str, Any]) -> str:
-    """The regime of an episode (its ``reset`` info, or a :func:`regimes` row) as one string: ``cluster|load|beta|...``."""
-    return "|".join(str(info[field]) for field in REGIME_FIELDS)
 
 
 def regimes(config: EnvConfig) -> list[dict[str, Any]]:

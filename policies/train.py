@@ -43,7 +43,7 @@ from policies.config import TrainConfig
 from policies.extractor import PlacementExtractor
 from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
-from policies.model import policy_kwargs, save_policy_file
+from policies.model import load_policy_file, policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
 from policies.teachers import regime_members, tuned_per_regime
 from policies.validation import paired_summary, validation_blocking, validation_rates
@@ -175,26 +175,61 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     )
 
 
-def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool = False) -> None:
-    """Behaviour-clone the configured heuristic into the fresh policy (see policies.imitation)."""
+def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool = False, members: dict[str, str] | None = None) -> None:
+    """Behaviour-clone the configured heuristic into the fresh policy (see policies.imitation); ``members``: the
+    teacher's table when it is tuned per regime (:func:`teacher_members`)."""
     settings = config.train
+    if settings.init_policy:
+        _init_weights(model, Path(settings.init_policy))
+        if settings.ppo_baseline:  # returns are now the teacher's less its clone's, about 0: a critic fitted to the raw ones is off
+            torch.nn.init.zeros_(model.policy.value_net.weight)
+            torch.nn.init.zeros_(model.policy.value_net.bias)
+        return
     if settings.imitation_steps == 0:
         return
     device = model.policy.device
     model.policy.to("cpu")  # the teacher's demonstrations and the cloning run on the CPU, PPO on its device
     try:
-        _clone_teacher(model, config, out, progress)
+        _clone_teacher(model, config, out, progress, members)
     finally:
         model.policy.to(device)
 
 
-def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool) -> None:
+def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str, str] | None:
+    """For a teacher tuned per regime (``best``) whose table is needed (a warm start, or ``ppo_baseline``): regime -> member,
+    tuned once and kept in ``out/members.json`` (a resume reads it back); else None."""
+    settings = config.train
+    needed = (settings.imitation_steps and not settings.init_policy) or settings.ppo_baseline
+    if not (needed and tuned_per_regime(settings.imitation_teacher)):
+        return None
+    path = out / "members.json"
+    if path.exists():
+        return dict(json.loads(path.read_text()))
+    members = regime_members(config.env, pooled=settings.teacher_pooled, workers=settings.imitation_workers, progress=progress)
+    write_atomic(path, json.dumps(members, indent=1) + "\n")
+    return members
+
+
+def with_baseline(config: TrainConfig, members: dict[str, str] | None) -> TrainConfig:
+    """``config`` whose environment subtracts the teacher's reward on each episode's arrivals, if ``ppo_baseline``."""
+    if not config.train.ppo_baseline:
+        return config
+    return config.model_copy(update={"env": config.env.with_changes(baseline=members or config.train.imitation_teacher)})
+
+
+def _init_weights(model: MaskablePPO, path: Path) -> None:
+    """Load a policy file's weights into the model (its observation and network must match the config's)."""
+    policy, _ = load_policy_file(path)
+    try:
+        model.policy.load_state_dict(policy.state_dict())
+    except RuntimeError as exc:
+        raise PlacerError(f"init_policy {str(path)!r} does not fit this config's network: {str(exc).splitlines()[0]}") from None
+
+
+def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool, members: dict[str, str] | None) -> None:
     settings = config.train
     env_config = config.env
     temperature = settings.imitation_temperature
-    members = None
-    if tuned_per_regime(settings.imitation_teacher):
-        members = regime_members(env_config, pooled=settings.teacher_pooled, workers=settings.imitation_workers, progress=progress)
     data = collect(
         env_config,
         settings.imitation_teacher,
@@ -319,6 +354,8 @@ def train(
         if _without_budget(previous) != _without_budget(config.model_dump(mode="json")):
             raise PlacerError(f"{out} was trained with another config; resume with the same --config")
     write_atomic(saved, config.model_dump_json(indent=1) + "\n")
+    members = teacher_members(config, out, progress)
+    config = with_baseline(config, members)
     model = build_model(config, out)
     checkpoint = out / "checkpoint.pt"
     if resume and checkpoint.exists():
@@ -327,9 +364,11 @@ def train(
         if resume:
             report(f"--resume: no {checkpoint} to continue from; starting from scratch")
         (out / "eval.jsonl").unlink(missing_ok=True)
-        if config.train.imitation_steps:
+        if config.train.init_policy:
+            report(f"starting from the weights of {config.train.init_policy}")
+        elif config.train.imitation_steps:
             report(f"warm start: recording {config.train.imitation_steps:,} decisions of {config.train.imitation_teacher} and cloning them")
-        warm_start(model, config, out, progress)
+        warm_start(model, config, out, progress, members)
     report(f"validating {', '.join([*config.train.baselines, 'the starting policy'])}, then PPO (progress bar)")
     total = timesteps or config.train.timesteps
     callback = TrainingCallback(out, config)

@@ -77,7 +77,7 @@ def run_policy(
     return simulate(cost, jobs, policy.decide, on_job, policy.queue(queue))
 
 
-def _named_by_spec(policy: Policy) -> bool:
+def named_by_spec(policy: Policy) -> bool:
     """True for a heuristic with nothing to tune: its name alone decides what it does, so its runs may be remembered."""
     return policy.spec is not None and policy.spec.kind in HEURISTIC_KINDS and type(policy).tuned is Policy.tuned
 
@@ -114,7 +114,7 @@ class Tuning:
     def blocking(self, policy: Policy, metric: str = "blocking_rate") -> float:
         """Mean ``metric`` (a :class:`~placer.sim.metrics.RunMetrics` field; default the blocking rate) of ``policy`` over the
         tuning streams (stream ``k`` run with rng ``[TUNING_SEED + k, 1]``)."""
-        key = (policy.name, metric) if _named_by_spec(policy) else None
+        key = (policy.name, metric) if named_by_spec(policy) else None
         if key is not None and key in self._measured:
             return self._measured[key]
         rngs = (np.random.default_rng([TUNING_SEED + k, 1]) for k in range(self.streams))

@@ -4,9 +4,11 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 from envs.config import EnvConfig
 from placer.cluster.topology import load_cluster
+from placer.common.errors import PlacerError
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.sim.rollout import simulate
@@ -129,7 +131,6 @@ def test_best_policy_is_never_replaced_by_a_worse_final_one(tmp_path, monkeypatc
 
 
 def test_training_refuses_a_non_empty_out_a_file_and_a_bad_budget(tmp_path):
-    from placer.common.errors import PlacerError
 
     used = tmp_path / "used"
     used.mkdir()
@@ -253,3 +254,30 @@ def test_a_policy_cloned_from_best_per_load_reads_the_meter_and_is_validated_aga
     assert summary["reference"] == "best" and summary["streams"] == 4  # 2 loads x 2 beta distributions
     assert sum(p.startswith("validating") for p in phases) == 1  # no PPO: the starting policy is the final one, validated once
     assert LearnedPolicy.from_file(final).env.meter
+
+
+@pytest.mark.slow
+def test_ppo_from_a_policy_file_against_the_teachers_reward_on_the_same_arrivals(tmp_path):
+    """init_policy starts from a file's weights with the critic at 0; ppo_baseline makes the env subtract each regime's
+    member (tuned once, kept in members.json for a resume); a file of another network is one line."""
+    env = EnvConfig(
+        clusters=["dgx8x8"], graphs=["alexnet", "gnmt"], loads=(0.5, 1.3), reward="mission", queue="edf-bf",
+        size="loguniform:0.1:10", episode_jobs=32, max_nodes=64, max_edges=128,
+    )  # fmt: skip
+    config = tiny_config(0).model_copy(update={"env": env})
+    first = train(config, tmp_path / "start", progress=False)
+    settings = {"imitation_teacher": "best", "init_policy": str(first), "ppo_baseline": True, "timesteps": 128}
+    config = config.model_copy(update={"train": config.train.model_copy(update=settings)})
+    phases: list[str] = []
+    final = train(config, tmp_path / "run", progress=False, report=phases.append)
+    members = json.loads((tmp_path / "run" / "members.json").read_text())
+    assert len(members) == 8 and all(isinstance(name, str) for name in members.values())  # 2 loads x beta A-D
+    assert any(p.startswith(f"starting from the weights of {first}") for p in phases)
+    learned = LearnedPolicy.from_file(final)
+    assert learned.env.baseline == members  # the policy file says what its rewards were measured against
+    start = torch.load(first, weights_only=True)["state_dict"]
+    trained = torch.load(final, weights_only=True)["state_dict"]
+    assert not torch.equal(start["value_net.weight"], trained["value_net.weight"])  # moved from 0 by PPO's 128 steps
+    other = config.model_copy(update={"policy": PolicySection(hidden=16, rounds=1, net_arch=[16])})
+    with pytest.raises(PlacerError, match="does not fit this config's network"):
+        train(other, tmp_path / "other", progress=False)
