@@ -101,7 +101,7 @@ def collect(
     """
     if workers > 1:
         return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner, temperature, members)
-    drive = _GreedyLearner(learner) if learner is not None else None
+    drive = GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
     teachers = Teachers(teacher, config.max_degree, members)
     obs, info = env.reset(seed=seed)
@@ -158,7 +158,7 @@ def collect(
     )
 
 
-class _GreedyLearner:
+class GreedyLearner:
     """The policy network's greedy action on an env observation, each graph encoded once (by id)."""
 
     def __init__(self, policy) -> None:
