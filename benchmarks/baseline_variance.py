@@ -63,6 +63,7 @@ def main() -> None:
     parser.add_argument("--policy", type=Path, default=data_dir() / "policies" / "regimes.pt")
     parser.add_argument("--baseline", default="lean:admit=0.9", help="the heuristic when the policy recorded no members")
     parser.add_argument("--gamma", type=float, default=0.99)
+    parser.add_argument("--per-arrival", type=float, default=None, help="the potential's discount per arrival (default: --gamma)")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -73,7 +74,10 @@ def main() -> None:
     if args.smoke:
         args.episodes, config = 2, config.with_changes(jobs=40)
     plain = returns(config.with_changes(baseline=None), policy, args.episodes, args.gamma)
-    based = returns(config.with_changes(baseline=members or args.baseline), policy, args.episodes, args.gamma)
+    shaped = config.with_changes(
+        baseline=members or args.baseline, baseline_discount=args.gamma, baseline_arrival_discount=args.per_arrival
+    )
+    based = returns(shaped, policy, args.episodes, args.gamma)
     label = "each regime's member of best" if members else args.baseline
     print(f"{args.policy.name}, {args.episodes} episodes of {config.workload.jobs} jobs, baseline: {label}")
     rows = (
@@ -83,7 +87,7 @@ def main() -> None:
     )
     for name, raw, less in rows:
         print(f"variance, {name:<30} {raw:9.2f} plain, {less:8.2f} less the baseline ({raw / max(less, 1e-12):.1f}x lower)")
-    print(f"mean episode return less the baseline: {based[1].mean():+.2f} (the policy against its baseline on the same arrivals)")
+    print(f"steps per arrival: {len(plain[0]) / (args.episodes * config.workload.jobs):.2f}")
 
 
 if __name__ == "__main__":

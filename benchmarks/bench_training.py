@@ -86,7 +86,8 @@ def main() -> None:
 
 
 def _scaled_rate(config, envs: int, device: str, steps: int) -> tuple[float, str]:
-    """End-to-end timesteps/s (rollout with cached graph encodings + update) with ``envs`` subprocess envs on ``device``."""
+    """End-to-end timesteps/s (rollout with cached graph encodings + update) with ``envs`` subprocess envs on ``device``,
+    after an untimed rollout that fills each process's cost-model caches."""
     ppo = config.ppo.model_copy(update={"n_envs": envs, "vec_env": "subproc" if envs > 1 else "dummy", "n_steps": max(steps // envs, 8)})
     config = config.model_copy(update={"ppo": ppo, "train": config.train.model_copy(update={"device": device})})
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,6 +95,7 @@ def _scaled_rate(config, envs: int, device: str, steps: int) -> tuple[float, str
         _, callback = model._setup_learn(ppo.n_steps * envs, callback=None)
         callback.init_callback(model)
         model.policy.features_extractor.rollout_cache = {}
+        model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=ppo.n_steps)  # warm-up, untimed
         start = time.perf_counter()
         model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=ppo.n_steps)
         model.policy.features_extractor.rollout_cache = None

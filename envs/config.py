@@ -33,9 +33,12 @@ class EnvConfig(BaseModel):
     history: add the ``history`` observation (:mod:`envs.observation`: arrival rates, recurrence).
     meter: add the ``meter`` observation (the offered load measured from the arrivals, as ``adaptive`` reads it).
     baseline: a heuristic (policy name), or a table of regime (:func:`envs.env.regime_key`) -> heuristic, also run on
-    each episode's stream; each arrival's reward under it is subtracted when the arrival happens, so the return counts
-    what the policy does better than it on the same arrivals (an input-dependent baseline for PPO,
-    :mod:`envs.baseline`); None: the plain reward.
+    each episode's stream; the reward is shaped by the potential of its rewards on the arrivals still to come, so the
+    return from a state is the plain one less what the heuristic would earn from there on the same arrivals (an
+    input-dependent baseline for PPO, :mod:`envs.baseline`); None: the plain reward. baseline_discount: the discount per
+    step the shaping telescopes under (PPO's ``gamma``; training sets it). baseline_arrival_discount: the potential's
+    discount per arrival (any value keeps the policy gradient unbiased; the variance is least when the potential tracks
+    the discounted return, about ``baseline_discount`` to the power of the steps per arrival; None: ``baseline_discount``).
     loads: offered loads an episode draws from (one per episode, uniformly; a curriculum over loads); empty:
     the workload's ``load``.
     max_nodes / max_edges: padding limits of the graph part (forward ops and forward edges); a
@@ -55,6 +58,8 @@ class EnvConfig(BaseModel):
     meter: bool = False
     loads: tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)], ...] = ()
     baseline: str | dict[str, str] | None = None
+    baseline_discount: float = Field(0.99, gt=0, le=1)
+    baseline_arrival_discount: float | None = Field(None, gt=0, le=1)
     max_nodes: int = Field(512, ge=1, le=100_000)  # padding sizes: bounded so a typo cannot fill memory
     max_edges: int = Field(1024, ge=1, le=1_000_000)
     max_groups: int = Field(64, ge=1, le=100_000)

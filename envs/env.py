@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -29,10 +29,17 @@ def regime_key(info: Mapping[str, Any]) -> str:
     return "|".join(str(info[field]) for field in REGIME_FIELDS)
 
 
+def cost_models_for(config: EnvConfig) -> list[CostModel]:
+    """One cost model per cluster of ``config``, in order: what envs of one process may share (``cost_models=``; their
+    caches are exact, so sharing changes no result and fills them once)."""
+    return [CostModel(load_cluster(c), strategy=config.strategy) for c in config.clusters]
+
+
 class ClusterPlacementEnv(gym.Env):
     """Pick a partitioning degree and a placement for each arriving job.
 
-    Keyword arguments are the fields of :class:`envs.config.EnvConfig`. Spaces: see
+    Keyword arguments are the fields of :class:`envs.config.EnvConfig`, and ``cost_models`` (:func:`cost_models_for`
+    ``config``'s, shared with other envs of the process). Spaces: see
     :mod:`envs.observation` and :mod:`envs.action`. With a queue one step is one offer of a waiting
     job (action 0 holds it). Offers with nothing feasible are rejected (held) without a step: every
     step is a real choice. The reward sums over every job settled since the last step (started,
@@ -49,10 +56,10 @@ class ClusterPlacementEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, config: EnvConfig | None = None, **kwargs: Any) -> None:
+    def __init__(self, config: EnvConfig | None = None, *, cost_models: Sequence[CostModel] | None = None, **kwargs: Any) -> None:
         config = config or EnvConfig()
         self.config = config = config.with_changes(**kwargs) if kwargs else config
-        self.costs = [CostModel(load_cluster(c), strategy=config.strategy) for c in config.clusters]
+        self.costs = list(cost_models) if cost_models is not None else cost_models_for(config)
         self.cost = self.costs[0]
         self.graph_table = GraphTable.from_config(config)  # every graph's arrays, once: observations hold its id
         self.graphs = list(self.graph_table.graphs)
@@ -64,6 +71,7 @@ class ClusterPlacementEnv(gym.Env):
         self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
         self._baselines: dict[tuple[str, str], Policy] = {}  # (heuristic, cluster) -> the baseline, built on first use
         self._baseline: StreamBaseline | None = None
+        self._potential = self._settled_baseline = 0.0  # the baseline's potential at the current state, its reward so far
         self.sim: Simulator | None = None
         self.stream: tuple = ()
         self.job: Job | None = None
@@ -111,6 +119,8 @@ class ClusterPlacementEnv(gym.Env):
             "load": load,
         }
         self._baseline = self._stream_baseline(info, queue) if self.config.baseline else None
+        self._settled_baseline = 0.0  # the baseline's reward for the jobs settled so far
+        self._potential = self._baseline.potential(self.sim.now, 0.0) if self._baseline is not None else 0.0
         return self._observe(), info
 
     def step(self, action):
@@ -124,8 +134,11 @@ class ClusterPlacementEnv(gym.Env):
         settled = self.sim.records[self._settled :]  # every job decided for good since the last step
         self._settled = len(self.sim.records)
         r = sum(reward(self.config.reward, done, self._mean_seq) for done in settled)
-        if self._baseline is not None:  # what the baseline heuristic earned on the arrivals that have happened
-            r -= self._baseline.rest() if terminated else self._baseline.due(self.sim.now)
+        if (baseline := self._baseline) is not None:  # shaped by the baseline heuristic's potential (envs.baseline)
+            self._settled_baseline += sum(baseline.rewards[done.job_id] for done in settled)
+            potential = 0.0 if terminated else baseline.potential(self.sim.now, self._settled_baseline)
+            r += self.config.baseline_discount * potential - self._potential
+            self._potential = potential
         obs = self._observe() if not terminated else {k: v.copy() for k, v in self._last_obs.items()}
         return obs, float(r), terminated, False, {"record": record, "settled": settled}
 
@@ -155,7 +168,9 @@ class ClusterPlacementEnv(gym.Env):
         key = (name, self.cost.cluster.name)
         if key not in self._baselines:
             self._baselines[key] = baseline_policy(name, self.cost, self.config.max_degree)
-        return StreamBaseline(self._baselines[key], self.cost, self.stream, queue, self.config.reward, self._mean_seq)
+        cfg = self.config
+        per_arrival = cfg.baseline_arrival_discount or cfg.baseline_discount
+        return StreamBaseline.of_run(self._baselines[key], self.cost, self.stream, queue, cfg.reward, self._mean_seq, per_arrival)
 
     def _observe(self) -> dict[str, np.ndarray]:
         offer = self.offer

@@ -35,10 +35,11 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 from threadpoolctl import threadpool_limits
 
 from envs.config import EnvConfig
-from envs.env import ClusterPlacementEnv
+from envs.env import ClusterPlacementEnv, cost_models_for
 from envs.observation import GraphTable
 from placer.common.atomic import atomic_path, write_atomic
 from placer.common.errors import PlacerError
+from placer.cost import CostModel
 from policies.config import TrainConfig
 from policies.extractor import PlacementExtractor
 from policies.imitation import agreement, clone, collect, merge
@@ -143,10 +144,10 @@ def load_checkpoint(model: MaskablePPO, path: Path) -> None:
     model.num_timesteps = int(payload["num_timesteps"])
 
 
-def _monitored_env(env_config: EnvConfig, own_process: bool) -> Monitor:
+def _monitored_env(env_config: EnvConfig, own_process: bool, cost_models: list[CostModel] | None = None) -> Monitor:
     if own_process:
         torch.set_num_threads(1)  # an env process steps the simulator; torch there would only contend
-    return Monitor(ClusterPlacementEnv(env_config))
+    return Monitor(ClusterPlacementEnv(env_config, cost_models=cost_models))
 
 
 def resolve_device(name: str) -> str:
@@ -160,7 +161,9 @@ def resolve_device(name: str) -> str:
 def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     env_config, ppo, arch = config.env, config.ppo, config.policy
     # Monitor records episode returns and lengths, so rollout/ep_rew_mean reaches TensorBoard.
-    factories: list[Callable[[], gym.Env]] = [partial(_monitored_env, env_config, ppo.vec_env == "subproc") for _ in range(ppo.n_envs)]
+    own_process = ppo.vec_env == "subproc"
+    shared = None if own_process else cost_models_for(env_config)  # envs of one process fill one set of caches
+    factories: list[Callable[[], gym.Env]] = [partial(_monitored_env, env_config, own_process, shared) for _ in range(ppo.n_envs)]
     vec_env = SubprocVecEnv(factories, start_method="spawn") if ppo.vec_env == "subproc" else DummyVecEnv(factories)
     vec_env.seed(config.train.seed)
     return MaskablePPO(
@@ -181,7 +184,7 @@ def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: boo
     settings = config.train
     if settings.init_policy:
         _init_weights(model, Path(settings.init_policy))
-        if settings.ppo_baseline:  # returns are now the teacher's less its clone's, about 0: a critic fitted to the raw ones is off
+        if settings.ppo_baseline:  # returns are now the clone's less its teacher's, about 0: a critic fitted to the raw ones is off
             torch.nn.init.zeros_(model.policy.value_net.weight)
             torch.nn.init.zeros_(model.policy.value_net.bias)
         return
@@ -211,10 +214,12 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str,
 
 
 def with_baseline(config: TrainConfig, members: dict[str, str] | None) -> TrainConfig:
-    """``config`` whose environment subtracts the teacher's reward on each episode's arrivals, if ``ppo_baseline``."""
+    """``config`` whose environment is shaped by the teacher's reward on each episode's own arrivals (the potential of
+    :mod:`envs.baseline`, exact for PPO's discount), if ``ppo_baseline``."""
     if not config.train.ppo_baseline:
         return config
-    return config.model_copy(update={"env": config.env.with_changes(baseline=members or config.train.imitation_teacher)})
+    baseline = members or config.train.imitation_teacher
+    return config.model_copy(update={"env": config.env.with_changes(baseline=baseline, baseline_discount=config.ppo.gamma)})
 
 
 def _init_weights(model: MaskablePPO, path: Path) -> None:

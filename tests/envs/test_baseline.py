@@ -6,10 +6,8 @@ import numpy as np
 import pytest
 
 import envs
-from envs.baseline import StreamBaseline, baseline_for, baseline_policy
+from envs.baseline import StreamBaseline, baseline_for
 from envs.config import EnvConfig
-from envs.reward import reward
-from placer.baselines.policy import run_policy
 from placer.common.errors import PlacerError
 
 QUEUED = {"graphs": ("alexnet", "gnmt", "resnet18"), "jobs": 60, "queue": "edf-bf", "reward": "mission", "load": 1.2, "clusters": "dgx8x8"}
@@ -26,32 +24,34 @@ def _episode(env: envs.ClusterPlacementEnv, seed: int) -> tuple[list[float], lis
     return rewards, times
 
 
-def test_the_return_is_the_policys_less_the_heuristics_on_the_same_arrivals():
-    plain, based = envs.ClusterPlacementEnv(**QUEUED), envs.ClusterPlacementEnv(**QUEUED, baseline="lean")
-    raw, times = _episode(plain, 3)
+def test_the_discounted_return_from_any_state_is_the_plain_one_less_the_potential():
+    """Same actions with and without the baseline: at every step, G' = G - Phi(s) exactly (potential-based shaping)."""
+    gamma = 0.9
+    plain = envs.ClusterPlacementEnv(**QUEUED)
+    based = envs.ClusterPlacementEnv(**QUEUED, baseline="lean", baseline_discount=gamma, baseline_arrival_discount=0.5)
+    raw, _ = _episode(plain, 3)
+    based.reset(seed=3)
+    potentials = [based._potential]
     shaped, _ = _episode(based, 3)
-    assert len(raw) == len(shaped)  # the baseline changes rewards, never the episode
-    heuristic = baseline_policy("lean", plain.cost, 16)
-    run = run_policy(heuristic, plain.cost, plain.stream, plain.sim.queue, np.random.default_rng(0))
-    per_job = {r.job_id: reward("mission", r, plain._mean_seq) for r in run.records}
-    arrivals = [spec.arrival_s for spec in plain.stream]
-    due = [sum(per_job[j] for j, t in enumerate(arrivals) if t <= now) for now in times[:-1]] + [sum(per_job.values())]
-    subtracted = np.diff([0.0, *due])  # each step takes what arrived since the last one; the last step takes the rest
-    assert np.allclose(np.array(raw) - np.array(shaped), subtracted)
-    assert sum(shaped) == pytest.approx(sum(raw) - sum(per_job.values()))
-    assert any(per_job.values())  # the heuristic earned something: the test subtracts more than zeros
+    based.reset(seed=3)
+    rng, done = np.random.default_rng(3), False
+    while not done:
+        _, _, done, _, _ = based.step(int(rng.choice(np.flatnonzero(based.action_masks()))))
+        potentials.append(based._potential)
+    assert len(raw) == len(shaped) and potentials[-1] == 0.0  # the baseline changes rewards, never the episode
+    to_go = lambda rewards: np.array([sum(gamma**i * r for i, r in enumerate(rewards[t:])) for t in range(len(rewards))])  # noqa: E731
+    assert np.allclose(to_go(shaped), to_go(raw) - np.array(potentials[:-1]))
+    assert any(based._baseline.rewards)  # the heuristic earned something: more than zeros are subtracted
 
 
-def test_a_stream_baseline_hands_out_each_arrival_once():
-    """Three arrivals at 1, 2 and 2 s earning 1, -1 and 0.5 (hand-built, no simulation)."""
-    baseline = StreamBaseline.__new__(StreamBaseline)
-    baseline._arrivals, baseline._cumulative, baseline._returned = [1.0, 2.0, 2.0], [0.0, 1.0, 0.0, 0.5], 0
-    assert baseline.due(0.5) == 0.0
-    assert baseline.due(1.0) == 1.0
-    assert baseline.due(1.5) == 0.0  # nothing new arrived
-    assert baseline.due(2.0) == -0.5
-    assert baseline.rest() == 0.0  # all handed out already
+def test_the_potential_counts_waiting_jobs_whole_and_arrivals_to_come_discounted():
+    """Three arrivals at 1, 2 and 2 s earning 1, -1 and 0.5 under the heuristic, discount 0.5 per arrival (hand-built)."""
+    baseline = StreamBaseline([1.0, -1.0, 0.5], [1.0, 2.0, 2.0], 0.5)
     assert baseline.total == 0.5
+    assert baseline.potential(0.5, 0.0) == pytest.approx(0.3125)  # all to come: 0.5 x 1 + 0.25 x -1 + 0.125 x 0.5
+    assert baseline.potential(1.0, 0.0) == pytest.approx(1.0 - 0.375)  # job 0 waits; 1 and 2 to come
+    assert baseline.potential(1.0, 1.0) == pytest.approx(-0.375)  # job 0 settled
+    assert baseline.potential(2.0, 1.0) == pytest.approx(-0.5)  # jobs 1 and 2 wait
 
 
 def test_a_table_names_a_heuristic_per_regime_and_a_gap_is_one_line():
