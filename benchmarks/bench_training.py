@@ -1,9 +1,10 @@
 """PPO training speed with and without encoding each distinct graph of a minibatch once.
 
-    python benchmarks/bench_training.py [--steps 2048] [--threads 1] [--smoke]
+    python benchmarks/bench_training.py [--steps 2048] [--threads 1] [--config data/configs/pacml.toml] [--net-arch 128] [--smoke]
 
-Builds the shipped policy's model (``data/configs/pacml.toml``: 4 envs, minibatches of 256,
-PAC-ML's and three more graphs), collects ``--steps`` environment steps with and without the
+Builds the model of ``--config`` (default the shipped policy's, ``data/configs/pacml.toml``: 4 envs, minibatches of
+256, PAC-ML's and three more graphs; ``--net-arch`` another option-scorer width), times one environment alone
+(random valid actions, after as many untimed steps), collects ``--steps`` environment steps with and without the
 rollout cache of graph encodings (the weights are fixed during a rollout), then times PPO's
 update on that rollout buffer with the graph deduplication off and on (the GNN is most of an
 update, and a minibatch of 256 holds only a few distinct graphs), and prints the end-to-end
@@ -23,8 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
+from envs.env import ClusterPlacementEnv
 from placer.common.shipped import data_dir
 from policies.config import load_train_config
 from policies.train import build_model
@@ -37,14 +40,18 @@ def main() -> None:
     parser.add_argument("--scale", action="store_true", help="also measure rollouts in processes and the network on --device")
     parser.add_argument("--envs", type=int, default=os.cpu_count() or 1, help="environments (processes) with --scale")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="the network's device with --scale")
+    parser.add_argument("--config", type=Path, default=data_dir() / "configs" / "pacml.toml", help="the training config to build")
+    parser.add_argument("--net-arch", type=int, default=None, help="the option scorer's width (default: the config's, 128)")
     parser.add_argument("--smoke", action="store_true", help="32 steps: checks it runs, times nothing worth reading")
     args = parser.parse_args()
     if args.smoke:
         args.steps = 32
     torch.set_num_threads(args.threads)
-    config = load_train_config(data_dir() / "configs" / "pacml.toml")
+    config = load_train_config(args.config)
     n_steps = max(args.steps // config.ppo.n_envs, 8)
     config = config.model_copy(update={"ppo": config.ppo.model_copy(update={"n_steps": n_steps})})
+    if args.net_arch is not None:  # how much of the update is the option scorer's width
+        config = config.model_copy(update={"policy": config.policy.model_copy(update={"net_arch": [args.net_arch]})})
     with tempfile.TemporaryDirectory() as tmp:
         model = build_model(config, Path(tmp))
         _, callback = model._setup_learn(n_steps * config.ppo.n_envs, callback=None)
@@ -70,6 +77,8 @@ def main() -> None:
             model.train()
             timings[dedupe] = time.perf_counter() - start
     steps = n_steps * config.ppo.n_envs
+    alone = _env_alone(config, steps)
+    print(f"environment alone (random valid actions): {steps / alone:5.0f} steps/s ({alone / steps * 1e3:.3f} ms a step)")
     for cached, label in ((False, "every step's graph encoded"), (True, "graph encodings cached    ")):
         print(f"rollout, {label}: {collect[cached]:6.1f} s ({steps / collect[cached]:4.0f} steps/s)")
     for dedupe, label in ((False, "every sample's graph encoded"), (True, "each distinct graph once  ")):
@@ -83,6 +92,21 @@ def main() -> None:
         scaled = _scaled_rate(config, args.envs, args.device, n_steps * config.ppo.n_envs)
         baseline = steps / after
         print(f"at scale ({args.envs} env processes, network on {scaled[1]}): {scaled[0]:.0f} timesteps/s, {scaled[0] / baseline:.2f}x")
+
+
+def _env_alone(config, steps: int) -> float:
+    """Seconds for ``steps`` steps of one environment of ``config`` taking random valid actions, after as many untimed."""
+    env, rng = ClusterPlacementEnv(config.env), np.random.default_rng(0)
+    env.reset(seed=0)
+    elapsed = 0.0
+    for timed in (False, True):
+        start = time.perf_counter()
+        for _ in range(steps):
+            _, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+            if done:
+                env.reset()
+        elapsed = time.perf_counter() - start if timed else 0.0
+    return elapsed
 
 
 def _scaled_rate(config, envs: int, device: str, steps: int) -> tuple[float, str]:
