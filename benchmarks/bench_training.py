@@ -2,13 +2,13 @@
 
     python benchmarks/bench_training.py [--steps 2048] [--threads 1] [--config data/configs/pacml.toml] [--net-arch 128] [--smoke]
 
-Builds the model of ``--config`` (default the shipped policy's, ``data/configs/pacml.toml``: 4 envs, minibatches of
-256, PAC-ML's and three more graphs; ``--net-arch`` another option-scorer width), times one environment alone
-(random valid actions, after as many untimed steps), collects ``--steps`` environment steps with and without the
-rollout cache of graph encodings (the weights are fixed during a rollout), then times PPO's
-update on that rollout buffer with the graph deduplication off and on (the GNN is most of an
-update, and a minibatch of 256 holds only a few distinct graphs), and prints the end-to-end
-timesteps/s (collection + update) both ways. Target (issue 11): >= 2x timesteps/s.
+Builds the model of ``--config`` (default the shipped policy's, ``data/configs/pacml.toml``: 4 envs,
+minibatches of 256, PAC-ML's and three more graphs; ``--net-arch``: another option-scorer width), collects
+``--steps`` environment steps with and without the rollout cache of graph encodings (the weights are fixed
+during a rollout), times one of the rollouts' environments alone (``--steps`` random valid actions, its caches
+as warm as the rollouts'), then times PPO's update on that rollout buffer with the graph deduplication off
+and on (the GNN is most of an update, and a minibatch of 256 holds only a few distinct graphs), and prints
+the end-to-end timesteps/s (collection + update) both ways. Target (issue 11): >= 2x timesteps/s.
 
 An untimed rollout of the same length comes first: each environment's cost model memoises its
 predictions per graph and placement shape, and a fresh process spends its first thousands of steps
@@ -66,6 +66,7 @@ def main() -> None:
             model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=n_steps)
             collect[cached] = time.perf_counter() - start
         extractor.rollout_cache = None
+        alone = _env_alone(model.env.envs[0].unwrapped, n_steps * config.ppo.n_envs)  # its caches as warm as the rollouts'
         timings = {}
         state = {k: v.clone() for k, v in model.policy.state_dict().items()}
         optimizer = model.policy.optimizer.state_dict()
@@ -77,7 +78,6 @@ def main() -> None:
             model.train()
             timings[dedupe] = time.perf_counter() - start
     steps = n_steps * config.ppo.n_envs
-    alone = _env_alone(config, steps)
     print(f"environment alone (random valid actions): {steps / alone:5.0f} steps/s ({alone / steps * 1e3:.3f} ms a step)")
     for cached, label in ((False, "every step's graph encoded"), (True, "graph encodings cached    ")):
         print(f"rollout, {label}: {collect[cached]:6.1f} s ({steps / collect[cached]:4.0f} steps/s)")
@@ -94,19 +94,15 @@ def main() -> None:
         print(f"at scale ({args.envs} env processes, network on {scaled[1]}): {scaled[0]:.0f} timesteps/s, {scaled[0] / baseline:.2f}x")
 
 
-def _env_alone(config, steps: int) -> float:
-    """Seconds for ``steps`` steps of one environment of ``config`` taking random valid actions, after as many untimed."""
-    env, rng = ClusterPlacementEnv(config.env), np.random.default_rng(0)
-    env.reset(seed=0)
-    elapsed = 0.0
-    for timed in (False, True):
-        start = time.perf_counter()
-        for _ in range(steps):
-            _, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
-            if done:
-                env.reset()
-        elapsed = time.perf_counter() - start if timed else 0.0
-    return elapsed
+def _env_alone(env: ClusterPlacementEnv, steps: int) -> float:
+    """Seconds for ``steps`` steps of ``env`` (one of the rollouts', mid-episode, its caches warm) taking random valid actions."""
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    for _ in range(steps):
+        _, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        if done:
+            env.reset()
+    return time.perf_counter() - start
 
 
 def _scaled_rate(config, envs: int, device: str, steps: int) -> tuple[float, str]:
