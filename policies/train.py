@@ -44,7 +44,7 @@ from policies.config import TrainConfig
 from policies.extractor import PlacementExtractor
 from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
-from policies.model import load_policy_file, policy_kwargs, save_policy_file
+from policies.model import build_policy, load_policy_file, policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
 from policies.teachers import regime_members, tuned_per_regime
 from policies.validation import paired_summary, validation_blocking, validation_rates
@@ -182,8 +182,8 @@ def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: boo
     """Behaviour-clone the configured heuristic into the fresh policy (see policies.imitation); ``members``: the
     teacher's table when it is tuned per regime (:func:`teacher_members`)."""
     settings = config.train
-    if settings.init_policy:
-        _init_weights(model, Path(settings.init_policy))
+    if (weights := init_weights(config)) is not None:
+        model.policy.load_state_dict(weights)
         if settings.ppo_baseline:  # returns are now the clone's less its teacher's, about 0: a critic fitted to the raw ones is off
             torch.nn.init.zeros_(model.policy.value_net.weight)
             torch.nn.init.zeros_(model.policy.value_net.bias)
@@ -222,13 +222,21 @@ def with_baseline(config: TrainConfig, members: dict[str, str] | None) -> TrainC
     return config.model_copy(update={"env": config.env.with_changes(baseline=baseline, baseline_discount=config.ppo.gamma)})
 
 
-def _init_weights(model: MaskablePPO, path: Path) -> None:
-    """Load a policy file's weights into the model (its observation and network must match the config's)."""
+def init_weights(config: TrainConfig) -> dict[str, torch.Tensor] | None:
+    """The weights of ``config.train.init_policy`` (None without one), checked against a policy built from ``config``
+    (its observation and network must match): read before anything slow runs, so a bad file is one line at once."""
+    if not config.train.init_policy:
+        return None
+    path = config.train.init_policy
     policy, _ = load_policy_file(path)
+    arch = config.policy
     try:
-        model.policy.load_state_dict(policy.state_dict())
-    except RuntimeError as exc:
-        raise PlacerError(f"init_policy {str(path)!r} does not fit this config's network: {str(exc).splitlines()[0]}") from None
+        build_policy(config.env, arch.hidden, arch.rounds, arch.net_arch).load_state_dict(policy.state_dict())
+    except RuntimeError as exc:  # torch's first line names only the class; the next names the first mismatch
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        detail = (lines[1] if len(lines) > 1 else lines[0])[:200] if lines else type(exc).__name__
+        raise PlacerError(f"init_policy {path!r} does not fit this config's network: {detail}") from None
+    return policy.state_dict()
 
 
 def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool, members: dict[str, str] | None) -> None:
@@ -348,6 +356,7 @@ def train(
     report = report or (lambda message: None)
     if timesteps is not None and timesteps < 0:
         raise PlacerError(f"--timesteps must be a number of environment steps >= 0 (0: no PPO), got {timesteps}")
+    init_weights(config)  # a bad init_policy is refused before anything is written or tuned
     _prepare_out(out, resume=resume, force=force)
     torch.set_num_threads(config.train.torch_threads)
     saved = out / "config.json"

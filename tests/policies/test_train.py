@@ -9,6 +9,7 @@ import torch
 from envs.config import EnvConfig
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
+from placer.common.shipped import data_dir
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.sim.rollout import simulate
@@ -281,3 +282,15 @@ def test_ppo_from_a_policy_file_against_the_teachers_reward_on_the_same_arrivals
     other = config.model_copy(update={"policy": PolicySection(hidden=16, rounds=1, net_arch=[16])})
     with pytest.raises(PlacerError, match="does not fit this config's network"):
         train(other, tmp_path / "other", progress=False)
+
+
+def test_a_bad_init_policy_is_one_line_before_anything_is_written(tmp_path):
+    config = tiny_config(0)
+    for path, message in (
+        (tmp_path / "nope.pt", "does not exist"),
+        (data_dir() / "policies" / "pacml.pt", "does not fit this config's network: Unexpected key"),
+    ):
+        bad = config.model_copy(update={"train": config.train.model_copy(update={"init_policy": str(path)})})
+        with pytest.raises(PlacerError, match=message):
+            train(bad, tmp_path / "run", progress=False)
+        assert not (tmp_path / "run").exists()
