@@ -66,6 +66,8 @@ def main() -> None:
     parser.add_argument("--per-arrival", type=float, default=None, help="the potential's discount per arrival (default: --gamma)")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
+    if args.episodes < 1 or not 0 < args.gamma <= 1 or (args.per_arrival is not None and not 0 < args.per_arrival <= 1):
+        parser.error("--episodes must be >= 1, --gamma and --per-arrival within (0, 1]")
     torch.set_num_threads(1)
     policy, config = load_policy_file(args.policy)
     policy.features_extractor.set_graphs(GraphTable.from_config(config))
@@ -86,7 +88,7 @@ def main() -> None:
         ("episode return", plain[1].var(), based[1].var()),
     )
     for name, raw, less in rows:
-        print(f"variance, {name:<30} {raw:9.2f} plain, {less:8.2f} less the baseline ({raw / max(less, 1e-12):.1f}x lower)")
+        print(f"variance, {name:<30} {raw:9.2f} plain, {less:8.2f} less the baseline (plain / shaped: {raw / max(less, 1e-12):.1f})")
     print(f"steps per arrival: {len(plain[0]) / (args.episodes * config.workload.jobs):.2f}")
 
 

@@ -44,6 +44,8 @@ def main() -> None:
     parser.add_argument("--net-arch", type=int, default=None, help="the option scorer's width (default: the config's, 128)")
     parser.add_argument("--smoke", action="store_true", help="32 steps: checks it runs, times nothing worth reading")
     args = parser.parse_args()
+    if args.threads < 1 or args.steps < 1 or (args.net_arch is not None and not 1 <= args.net_arch <= 65536):
+        parser.error("--threads and --steps must be >= 1, --net-arch within 1..65536")
     if args.smoke:
         args.steps = 32
     torch.set_num_threads(args.threads)

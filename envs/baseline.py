@@ -34,15 +34,16 @@ import numpy as np
 from envs.reward import reward
 from placer.baselines.policy import Policy, named_by_spec, run_policy
 from placer.baselines.registry import PolicyContext, make_policy
+from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
 from placer.sim.queueing import QueueConfig
 from placer.workloads.generator import JobSpec
 
 
-def baseline_policy(spec: str, cost: CostModel, max_degree: int) -> Policy:
-    """The heuristic ``spec`` on ``cost``'s cluster; one that must be tuned first (``best``, ``lean:admit=best``) is an error."""
-    policy = make_policy(spec, PolicyContext(cost.cluster, max_degree))
+def baseline_policy(spec: str, cluster: Cluster, max_degree: int) -> Policy:
+    """The heuristic ``spec`` on ``cluster``; one that must be tuned first (``best``, ``lean:admit=best``) is an error."""
+    policy = make_policy(spec, PolicyContext(cluster, max_degree))
     if not named_by_spec(policy):
         raise PlacerError(f"baseline {spec!r}: give a heuristic whose name alone decides what it does (e.g. lean:admit=0.9)")
     return policy

@@ -71,7 +71,11 @@ class EnvConfig(BaseModel):
         if isinstance(data, dict) and data.get("reward", "acceptance") not in REWARDS:
             raise PlacerError(f"unknown reward {data['reward']!r} (choose from {', '.join(REWARDS)})")
         baseline = data.get("baseline") if isinstance(data, dict) else None
+        if isinstance(baseline, dict) and not baseline:
+            raise PlacerError("baseline: the table names no regime (give a heuristic, a table of regime -> heuristic, or none)")
         for name in [baseline] if isinstance(baseline, str) else baseline.values() if isinstance(baseline, dict) else []:
+            if not isinstance(name, str):
+                raise PlacerError(f"baseline: {name!r} is not a heuristic's name")
             PolicySpec.parse(name)  # one line naming a bad name, at the edge
         return data
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,35 @@ def cost_models_for(config: EnvConfig) -> list[CostModel]:
     return [CostModel(load_cluster(c), strategy=config.strategy) for c in config.clusters]
 
 
+def regimes(config: EnvConfig) -> list[dict[str, Any]]:
+    """Every regime an episode of ``config`` may draw, named as ``reset``'s info names it (parsed specs)."""
+    workload = config.workload
+    clusters = [load_cluster(c).name for c in config.clusters]
+    specs = [[item.spec for item in items] for items in (workload.betas, workload.queues, workload.sizes, workload.structures)]
+    rows = itertools.product(clusters, config.load_values, *specs)
+    return [dict(zip(REGIME_FIELDS, row, strict=True)) for row in rows]
+
+
+def check_baseline(config: EnvConfig) -> None:
+    """Refuse, in one line, a ``config.baseline`` that a reset would: a heuristic that needs tuning, or a table that names
+    no heuristic for some regime of ``config``."""
+    if config.baseline is None:
+        return
+    rows = regimes(config)
+    names = {baseline_for(config.baseline, regime_key(row)) for row in rows}
+    for name in sorted(names):
+        baseline_policy(name, load_cluster(config.clusters[0]), config.max_degree)
+
+
+def _checked(cost_models: Sequence[CostModel], config: EnvConfig) -> list[CostModel]:
+    """``cost_models`` if they are ``config``'s clusters, in order, with its strategy (else one line)."""
+    wanted = [load_cluster(c).name for c in config.clusters]
+    given = [getattr(getattr(c, "cluster", None), "name", None) for c in cost_models]
+    if given != wanted or any(getattr(c, "strategy", None) != config.strategy for c in cost_models):
+        raise PlacerError(f"cost_models are for clusters {given}, not the config's {wanted} with strategy {config.strategy!r}")
+    return list(cost_models)
+
+
 class ClusterPlacementEnv(gym.Env):
     """Pick a partitioning degree and a placement for each arriving job.
 
@@ -59,7 +89,7 @@ class ClusterPlacementEnv(gym.Env):
     def __init__(self, config: EnvConfig | None = None, *, cost_models: Sequence[CostModel] | None = None, **kwargs: Any) -> None:
         config = config or EnvConfig()
         self.config = config = config.with_changes(**kwargs) if kwargs else config
-        self.costs = list(cost_models) if cost_models is not None else cost_models_for(config)
+        self.costs = _checked(cost_models, config) if cost_models is not None else cost_models_for(config)
         self.cost = self.costs[0]
         self.graph_table = GraphTable.from_config(config)  # every graph's arrays, once: observations hold its id
         self.graphs = list(self.graph_table.graphs)
@@ -69,6 +99,7 @@ class ClusterPlacementEnv(gym.Env):
         self.observation_space = observation_space(len(self.graph_table), self.num_options, config.max_groups, config.history, config.meter)
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
         self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
+        check_baseline(config)
         self._baselines: dict[tuple[str, str], Policy] = {}  # (heuristic, cluster) -> the baseline, built on first use
         self._baseline: StreamBaseline | None = None
         self._potential = self._settled_baseline = 0.0  # the baseline's potential at the current state, its reward so far
@@ -167,7 +198,7 @@ class ClusterPlacementEnv(gym.Env):
         name = baseline_for(self.config.baseline, regime_key(info))
         key = (name, self.cost.cluster.name)
         if key not in self._baselines:
-            self._baselines[key] = baseline_policy(name, self.cost, self.config.max_degree)
+            self._baselines[key] = baseline_policy(name, self.cost.cluster, self.config.max_degree)
         cfg = self.config
         per_arrival = cfg.baseline_arrival_discount or cfg.baseline_discount
         return StreamBaseline.of_run(self._baselines[key], self.cost, self.stream, queue, cfg.reward, self._mean_seq, per_arrival)

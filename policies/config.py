@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from envs.config import EnvConfig
+from placer.baselines.specs import PolicySpec
+from placer.common.errors import PlacerError
 from placer.common.tomlfile import load_toml
 
 
@@ -62,6 +64,13 @@ class TrainConfig(BaseModel):
     ppo: PPOSection = PPOSection()
     policy: PolicySection = PolicySection()
     train: TrainSection = TrainSection()
+
+    @model_validator(mode="after")
+    def _one_baseline(self) -> TrainConfig:
+        PolicySpec.parse(self.train.imitation_teacher)  # a bad teacher is one line now, not after the whole run
+        if self.train.ppo_baseline and self.env.baseline is not None:
+            raise PlacerError("set [env] baseline or [train] ppo_baseline (the teacher as the baseline), not both")
+        return self
 
 
 def load_train_config(path: str | Path) -> TrainConfig:

@@ -11,24 +11,28 @@ member. The teacher is *told* the regime; the student sees only what a deployed 
 
 from __future__ import annotations
 
-import itertools
+import json
 import multiprocessing
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from tqdm.auto import tqdm
 
 from envs.config import EnvConfig
-from envs.env import REGIME_FIELDS, regime_key
+from envs.env import REGIME_FIELDS, check_baseline, regime_key, regimes
 from placer.baselines.best import Best
 from placer.baselines.policy import Policy, Tuning
 from placer.baselines.registry import make_heuristic
 from placer.baselines.specs import PolicySpec
 from placer.cluster.topology import load_cluster
+from placer.common.atomic import write_atomic
+from placer.common.errors import PlacerError
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
+from policies.config import TrainConfig
 
 REGIME_TEACHERS = ("best",)  # teachers tuned per regime
 
@@ -44,15 +48,6 @@ T = TypeVar("T", bound=_Parsed)
 def tuned_per_regime(teacher: str) -> bool:
     """Whether the teacher ``teacher`` is tuned per regime (needs :func:`regime_members`' table)."""
     return PolicySpec.parse(teacher, plugins={}).kind in REGIME_TEACHERS
-
-
-def regimes(config: EnvConfig) -> list[dict[str, Any]]:
-    """Every regime an episode of ``config`` may draw, named as ``reset``'s info names it (parsed specs)."""
-    workload = config.workload
-    clusters = [load_cluster(c).name for c in config.clusters]
-    specs = [[item.spec for item in items] for items in (workload.betas, workload.queues, workload.sizes, workload.structures)]
-    rows = itertools.product(clusters, config.load_values, *specs)
-    return [dict(zip(REGIME_FIELDS, row, strict=True)) for row in rows]
 
 
 def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, float]]:
@@ -137,3 +132,47 @@ class Teachers:
             spec = PolicySpec.parse(name, plugins={}).replace(discipline=None)
             self._built[name] = make_heuristic(spec, max_degree=self.max_degree)
         return self._built[name]
+
+
+def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str, str] | None:
+    """For a teacher tuned per regime (``best``) whose table is needed (a warm start, or ``ppo_baseline``): regime -> member,
+    tuned once and kept in ``out/members.json`` with the config it was tuned for (a resume reads it back; another
+    config's table, after ``--force``, or a file that is not one is tuned again); else None."""
+    settings = config.train
+    needed = (settings.imitation_steps and not settings.init_policy) or settings.ppo_baseline
+    if not (needed and tuned_per_regime(settings.imitation_teacher)):
+        return None
+    path = out / "members.json"
+    tuned_for = {"env": config.env.model_dump(mode="json"), "teacher": settings.imitation_teacher, "pooled": settings.teacher_pooled}
+    try:
+        saved = json.loads(path.read_text())
+        if saved["tuned_for"] == tuned_for and all(isinstance(v, str) for v in saved["members"].values()):
+            return dict(saved["members"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass  # none yet, another config's (--force), or not one we wrote: tune again
+    members = regime_members(config.env, pooled=settings.teacher_pooled, workers=settings.imitation_workers, progress=progress)
+    write_atomic(path, json.dumps({"tuned_for": tuned_for, "members": members}, indent=1) + "\n")
+    return members
+
+
+def with_baseline(config: TrainConfig, members: dict[str, str] | None) -> TrainConfig:
+    """``config`` whose environment is shaped by its teacher (``ppo_baseline``: each regime's member for ``best``) on each
+    episode's own arrivals (:mod:`envs.baseline`), and whose shaping, the teacher's or the config's own ``[env]
+    baseline``, is exact for PPO's discount."""
+    env = config.env
+    if config.train.ppo_baseline:
+        env = env.with_changes(baseline=members or config.train.imitation_teacher)
+    if env.baseline is None:
+        return config
+    return config.model_copy(update={"env": env.with_changes(baseline_discount=config.ppo.gamma)})
+
+
+def check_baseline_early(config: TrainConfig) -> None:
+    """Refuse a baseline that the first episode would (a heuristic that needs tuning, a table short of a regime) in one line."""
+    check_baseline(config.env)
+    teacher = config.train.imitation_teacher
+    if config.train.ppo_baseline and not tuned_per_regime(teacher):
+        try:
+            check_baseline(config.env.with_changes(baseline=teacher))
+        except PlacerError as exc:
+            raise PlacerError(f"ppo_baseline: the teacher {teacher!r} cannot be the baseline ({exc})") from None

@@ -46,7 +46,7 @@ from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
 from policies.model import build_policy, load_policy_file, policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
-from policies.teachers import regime_members, tuned_per_regime
+from policies.teachers import check_baseline_early, teacher_members, with_baseline
 from policies.validation import paired_summary, validation_blocking, validation_rates
 
 
@@ -198,30 +198,6 @@ def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: boo
         model.policy.to(device)
 
 
-def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str, str] | None:
-    """For a teacher tuned per regime (``best``) whose table is needed (a warm start, or ``ppo_baseline``): regime -> member,
-    tuned once and kept in ``out/members.json`` (a resume reads it back); else None."""
-    settings = config.train
-    needed = (settings.imitation_steps and not settings.init_policy) or settings.ppo_baseline
-    if not (needed and tuned_per_regime(settings.imitation_teacher)):
-        return None
-    path = out / "members.json"
-    if path.exists():
-        return dict(json.loads(path.read_text()))
-    members = regime_members(config.env, pooled=settings.teacher_pooled, workers=settings.imitation_workers, progress=progress)
-    write_atomic(path, json.dumps(members, indent=1) + "\n")
-    return members
-
-
-def with_baseline(config: TrainConfig, members: dict[str, str] | None) -> TrainConfig:
-    """``config`` whose environment is shaped by the teacher's reward on each episode's own arrivals (the potential of
-    :mod:`envs.baseline`, exact for PPO's discount), if ``ppo_baseline``."""
-    if not config.train.ppo_baseline:
-        return config
-    baseline = members or config.train.imitation_teacher
-    return config.model_copy(update={"env": config.env.with_changes(baseline=baseline, baseline_discount=config.ppo.gamma)})
-
-
 def init_weights(config: TrainConfig) -> dict[str, torch.Tensor] | None:
     """The weights of ``config.train.init_policy`` (None without one), checked against a policy built from ``config``
     (its observation and network must match): read before anything slow runs, so a bad file is one line at once."""
@@ -356,7 +332,8 @@ def train(
     report = report or (lambda message: None)
     if timesteps is not None and timesteps < 0:
         raise PlacerError(f"--timesteps must be a number of environment steps >= 0 (0: no PPO), got {timesteps}")
-    init_weights(config)  # a bad init_policy is refused before anything is written or tuned
+    init_weights(config)  # a bad init_policy or baseline is refused before anything is written or tuned
+    check_baseline_early(config)
     _prepare_out(out, resume=resume, force=force)
     torch.set_num_threads(config.train.torch_threads)
     saved = out / "config.json"

@@ -8,6 +8,7 @@ import pytest
 import envs
 from envs.baseline import StreamBaseline, baseline_for
 from envs.config import EnvConfig
+from envs.env import cost_models_for
 from placer.common.errors import PlacerError
 
 QUEUED = {"graphs": ("alexnet", "gnmt", "resnet18"), "jobs": 60, "queue": "edf-bf", "reward": "mission", "load": 1.2, "clusters": "dgx8x8"}
@@ -59,13 +60,25 @@ def test_a_table_names_a_heuristic_per_regime_and_a_gap_is_one_line():
     assert baseline_for({"a|b": "fixed:8"}, "a|b") == "fixed:8"
     with pytest.raises(PlacerError, match="no heuristic for the regime 'c'"):
         baseline_for({"a|b": "fixed:8"}, "c")
-    env = envs.ClusterPlacementEnv(**QUEUED, baseline={"nowhere": "lean"})
     with pytest.raises(PlacerError, match="no heuristic for the regime 'dgx8x8"):
-        env.reset(seed=0)
+        envs.ClusterPlacementEnv(**QUEUED, baseline={"nowhere": "lean"})
 
 
-def test_bad_baselines_are_refused_with_one_line():
+def test_bad_baselines_are_refused_with_one_line_when_the_env_is_built():
     with pytest.raises(PlacerError, match="nonsense"):
         EnvConfig(baseline="nonsense:3")
     with pytest.raises(PlacerError, match="whose name alone decides"):
-        envs.ClusterPlacementEnv(**QUEUED, baseline="best").reset(seed=0)
+        envs.ClusterPlacementEnv(**QUEUED, baseline="best")
+    with pytest.raises(PlacerError, match="names no regime"):
+        EnvConfig(baseline={})
+    with pytest.raises(PlacerError, match="not a heuristic's name"):
+        EnvConfig(baseline={"a": 1})
+
+
+def test_shared_cost_models_must_be_the_configs():
+    config = EnvConfig(**QUEUED)
+    env = envs.ClusterPlacementEnv(config, cost_models=cost_models_for(config))
+    assert env.costs[0].cluster.name == "dgx8x8"
+    for wrong in ([], cost_models_for(config.with_changes(clusters="pacml")), cost_models_for(config.with_changes(strategy="sipml"))):
+        with pytest.raises(PlacerError, match="cost_models are for clusters"):
+            envs.ClusterPlacementEnv(config, cost_models=wrong)

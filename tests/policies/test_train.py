@@ -16,6 +16,7 @@ from placer.sim.rollout import simulate
 from placer.workloads.generator import BetaDistribution, Workload
 from policies.config import PolicySection, PPOSection, TrainConfig, TrainSection
 from policies.loading import LearnedPolicy
+from policies.teachers import teacher_members, with_baseline
 from policies.train import train
 
 
@@ -271,7 +272,7 @@ def test_ppo_from_a_policy_file_against_the_teachers_reward_on_the_same_arrivals
     config = config.model_copy(update={"train": config.train.model_copy(update=settings)})
     phases: list[str] = []
     final = train(config, tmp_path / "run", progress=False, report=phases.append)
-    members = json.loads((tmp_path / "run" / "members.json").read_text())
+    members = json.loads((tmp_path / "run" / "members.json").read_text())["members"]
     assert len(members) == 8 and all(isinstance(name, str) for name in members.values())  # 2 loads x beta A-D
     assert any(p.startswith(f"starting from the weights of {first}") for p in phases)
     learned = LearnedPolicy.from_file(final)
@@ -279,6 +280,10 @@ def test_ppo_from_a_policy_file_against_the_teachers_reward_on_the_same_arrivals
     start = torch.load(first, weights_only=True)["state_dict"]
     trained = torch.load(final, weights_only=True)["state_dict"]
     assert not torch.equal(start["value_net.weight"], trained["value_net.weight"])  # moved from 0 by PPO's 128 steps
+    (tmp_path / "run" / "members.json").write_text("not json")  # a file we did not write, or another config's: tuned again
+    assert teacher_members(config, tmp_path / "run", progress=False) == members
+    fewer = config.model_copy(update={"env": config.env.with_changes(loads=(0.5,))})
+    assert len(teacher_members(fewer, tmp_path / "run", progress=False) or {}) == 4
     other = config.model_copy(update={"policy": PolicySection(hidden=16, rounds=1, net_arch=[16])})
     with pytest.raises(PlacerError, match="does not fit this config's network"):
         train(other, tmp_path / "other", progress=False)
@@ -294,3 +299,26 @@ def test_a_bad_init_policy_is_one_line_before_anything_is_written(tmp_path):
         with pytest.raises(PlacerError, match=message):
             train(bad, tmp_path / "run", progress=False)
         assert not (tmp_path / "run").exists()
+
+
+def test_one_baseline_at_a_time_and_a_teacher_that_needs_tuning_is_refused_at_once(tmp_path):
+    config = tiny_config(0)
+    with pytest.raises(PlacerError, match="not both"):
+        config.model_validate(
+            {**config.model_dump(), "env": {**config.env.model_dump(), "baseline": "lean"}, "train": {"ppo_baseline": True}}
+        )
+    with pytest.raises(PlacerError, match="nosuch"):
+        config.model_validate({**config.model_dump(), "train": {"imitation_teacher": "nosuch"}})
+    adaptive = config.model_copy(update={"train": config.train.model_copy(update={"ppo_baseline": True, "imitation_teacher": "adaptive"})})
+    with pytest.raises(PlacerError, match="ppo_baseline: the teacher 'adaptive' cannot be the baseline"):
+        train(adaptive, tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_configured_baseline_is_shaped_for_ppos_discount():
+    config = tiny_config(0)
+    config = config.model_copy(
+        update={"env": config.env.with_changes(baseline="lean"), "ppo": config.ppo.model_copy(update={"gamma": 0.95})}
+    )
+    assert with_baseline(config, None).env.baseline_discount == 0.95
+    assert with_baseline(tiny_config(0), None) == tiny_config(0)  # no baseline, nothing changes
