@@ -204,7 +204,10 @@ def init_weights(config: TrainConfig) -> dict[str, torch.Tensor] | None:
     if not config.train.init_policy:
         return None
     path = config.train.init_policy
-    policy, _ = load_policy_file(path)
+    policy, trained = load_policy_file(path)
+    differ = [f for f in ("max_degree", "rules", "strategy") if getattr(trained, f) != getattr(config.env, f)]  # what features mean
+    if differ:
+        raise PlacerError(f"init_policy {path!r} was trained with another {', '.join(differ)}: its features would mean something else")
     arch = config.policy
     try:
         build_policy(config.env, arch.hidden, arch.rounds, arch.net_arch).load_state_dict(policy.state_dict())

@@ -299,6 +299,12 @@ def test_a_bad_init_policy_is_one_line_before_anything_is_written(tmp_path):
         with pytest.raises(PlacerError, match=message):
             train(bad, tmp_path / "run", progress=False)
         assert not (tmp_path / "run").exists()
+    first = train(config, tmp_path / "first", progress=False)
+    other = config.model_copy(
+        update={"env": config.env.with_changes(max_degree=8), "train": config.train.model_copy(update={"init_policy": str(first)})}
+    )
+    with pytest.raises(PlacerError, match="trained with another max_degree"):
+        train(other, tmp_path / "second", progress=False)
 
 
 def test_one_baseline_at_a_time_and_a_teacher_that_needs_tuning_is_refused_at_once(tmp_path):
