@@ -178,11 +178,19 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     )
 
 
-def warm_start(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool = False, members: dict[str, str] | None = None) -> None:
-    """Behaviour-clone the configured heuristic into the fresh policy (see policies.imitation); ``members``: the
-    teacher's table when it is tuned per regime (:func:`teacher_members`)."""
+def warm_start(
+    model: MaskablePPO,
+    config: TrainConfig,
+    out: Path,
+    progress: bool = False,
+    members: dict[str, str] | None = None,
+    weights: dict[str, torch.Tensor] | None = None,
+) -> None:
+    """Behaviour-clone the configured heuristic into the fresh policy (see policies.imitation), or start from ``weights``
+    (:func:`init_weights`' of ``init_policy``); ``members``: the teacher's table when it is tuned per regime
+    (:func:`teacher_members`)."""
     settings = config.train
-    if (weights := init_weights(config)) is not None:
+    if weights is not None:
         model.policy.load_state_dict(weights)
         if settings.ppo_baseline:  # returns are now the clone's less its teacher's, about 0: a critic fitted to the raw ones is off
             torch.nn.init.zeros_(model.policy.value_net.weight)
@@ -335,7 +343,7 @@ def train(
     report = report or (lambda message: None)
     if timesteps is not None and timesteps < 0:
         raise PlacerError(f"--timesteps must be a number of environment steps >= 0 (0: no PPO), got {timesteps}")
-    init_weights(config)  # a bad init_policy or baseline is refused before anything is written or tuned
+    weights = init_weights(config)  # a bad init_policy or baseline is refused before anything is written or tuned
     check_baseline_early(config)
     _prepare_out(out, resume=resume, force=force)
     torch.set_num_threads(config.train.torch_threads)
@@ -362,7 +370,7 @@ def train(
             report(f"starting from the weights of {config.train.init_policy}")
         elif config.train.imitation_steps:
             report(f"warm start: recording {config.train.imitation_steps:,} decisions of {config.train.imitation_teacher} and cloning them")
-        warm_start(model, config, out, progress, members)
+        warm_start(model, config, out, progress, members, weights)
     report(f"validating {', '.join([*config.train.baselines, 'the starting policy'])}, then PPO (progress bar)")
     total = timesteps or config.train.timesteps
     callback = TrainingCallback(out, config)
