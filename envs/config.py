@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from envs.reward import REWARDS
 from placer.baselines.specs import PolicySpec
@@ -12,6 +12,7 @@ from placer.common.errors import PlacerError
 from placer.sim.workload import WorkloadSpec, nest_workload
 
 PLACEMENT_RULES = ("first_fit", "best_fit", "spread")
+SETTING_FIELDS = ("clusters", "loads", "load", "graphs", "beta_dists", "queue", "size", "structure", "arrival", "jobs")  # its keys
 Names = Annotated[tuple[str, ...], BeforeValidator(lambda v: (v,) if isinstance(v, str) else v)]
 
 
@@ -41,6 +42,11 @@ class EnvConfig(BaseModel):
     the discounted return, about ``baseline_discount`` to the power of the steps per arrival; None: ``baseline_discount``).
     loads: offered loads an episode draws from (one per episode, uniformly; a curriculum over loads); empty:
     the workload's ``load``.
+    settings: variants of this config an episode draws from (one per episode, uniformly, then its regime within it), each
+    a table of the fields that say what an episode draws (:data:`SETTING_FIELDS`; its graphs a subset of this config's)
+    replacing this config's; e.g. ``({}, {"clusters": "pacml", "queue": "none", "size": "const", "loads": [0.9]})``
+    trains on this config's regimes and on PAC-ML's loss setting without the regimes between them. Empty: this config
+    alone (:attr:`variants`).
     max_nodes / max_edges: padding limits of the graph part (forward ops and forward edges); a
     graph over a limit is an error, never truncated. max_groups: rows of the cluster part (any
     cluster fits: servers are grouped beyond it).
@@ -63,6 +69,7 @@ class EnvConfig(BaseModel):
     max_nodes: int = Field(512, ge=1, le=100_000)  # padding sizes: bounded so a typo cannot fill memory
     max_edges: int = Field(1024, ge=1, le=1_000_000)
     max_groups: int = Field(64, ge=1, le=100_000)
+    settings: tuple[dict[str, Any], ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -77,7 +84,30 @@ class EnvConfig(BaseModel):
             if not isinstance(name, str):
                 raise PlacerError(f"baseline: {name!r} is not a heuristic's name")
             PolicySpec.parse(name)  # one line naming a bad name, at the edge
+        for setting in data.get("settings") or () if isinstance(data, dict) else ():
+            _check_setting(setting)
         return data
+
+    @model_validator(mode="after")
+    def _valid_settings(self) -> EnvConfig:
+        for variant in self.variants:  # each setting validated once, here: a bad value is one line when the config is read
+            if unknown := [g for g in variant.workload.graphs if g not in self.workload.graphs]:
+                raise PlacerError(
+                    f"settings: graph {unknown[0]!r} is not one of [env.workload] graphs (observations name a graph by its place there)"
+                )
+        return self
+
+    @property
+    def variants(self) -> tuple[EnvConfig, ...]:
+        """The configs an episode draws from: this one, or one per setting (this config with the setting's fields)."""
+        if not self.settings:
+            return (self,)
+        return tuple(_variant(self, setting) for setting in self.settings)
+
+    @property
+    def all_clusters(self) -> tuple[str, ...]:
+        """Every cluster an episode may draw (of every variant, each once, in order of first appearance)."""
+        return tuple(dict.fromkeys(c for variant in self.variants for c in variant.clusters))
 
     @property
     def load_values(self) -> tuple[float, ...]:
@@ -87,3 +117,22 @@ class EnvConfig(BaseModel):
     def with_changes(self, **changes: Any) -> EnvConfig:
         """A copy with ``changes`` applied (workload fields may be given flat), validated."""
         return EnvConfig.model_validate({**self.model_dump(), **changes})
+
+
+def _check_setting(setting: Any) -> None:
+    """One line for a setting that is not a table of :data:`SETTING_FIELDS`."""
+    if not isinstance(setting, dict):
+        raise PlacerError(f"settings: {setting!r} is not a table of fields")
+    unknown = sorted(set(setting) - set(SETTING_FIELDS))
+    if unknown:
+        raise PlacerError(f"settings: {', '.join(unknown)} cannot vary by setting (a setting sets {', '.join(SETTING_FIELDS)})")
+
+
+def _variant(config: EnvConfig, setting: dict[str, Any]) -> EnvConfig:
+    """``config`` with one setting's fields (it has no settings of its own)."""
+    try:
+        return config.with_changes(**setting, settings=())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        raise PlacerError(f"settings: {setting!r}: {where}: {first['msg']}") from None

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -18,9 +19,15 @@ from placer.baselines.policy import Policy
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
+from placer.graphs.job_graph import JobGraph
 from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import Simulator
 from placer.sim.types import Job, Reject
+from placer.sim.workload import WorkloadSpec
+from placer.workloads.generator import BetaDistribution, SizeDistribution
+from placer.workloads.structure import Structure
+
+T = TypeVar("T")
 
 REGIME_FIELDS = ("cluster", "load", "beta_dist", "queue", "size", "structure")  # what reset draws, as its info names it
 
@@ -33,11 +40,23 @@ def regime_key(info: Mapping[str, Any]) -> str:
 def cost_models_for(config: EnvConfig) -> list[CostModel]:
     """One cost model per cluster of ``config``, in order: what envs of one process may share (``cost_models=``; their
     caches are exact, so sharing changes no result and fills them once)."""
-    return [CostModel(load_cluster(c), strategy=config.strategy) for c in config.clusters]
+    return [CostModel(load_cluster(c), strategy=config.strategy) for c in config.all_clusters]
 
 
 def regimes(config: EnvConfig) -> list[dict[str, Any]]:
-    """Every regime an episode of ``config`` may draw, named as ``reset``'s info names it (parsed specs)."""
+    """Every regime an episode of ``config`` may draw (of each of its settings, each once), named as ``reset``'s info names
+    it (parsed specs)."""
+    rows = {regime_key(row): row for variant in config.variants for row in _variant_regimes(variant)}
+    return list(rows.values())
+
+
+def variant_of(config: EnvConfig, regime: Mapping[str, Any]) -> EnvConfig:
+    """The variant of ``config`` (:attr:`EnvConfig.variants`) that draws ``regime`` (a row of :func:`regimes`), the first."""
+    key = regime_key(regime)
+    return next(v for v in config.variants if any(regime_key(row) == key for row in _variant_regimes(v)))
+
+
+def _variant_regimes(config: EnvConfig) -> list[dict[str, Any]]:
     workload = config.workload
     clusters = [load_cluster(c).name for c in config.clusters]
     specs = [[item.spec for item in items] for items in (workload.betas, workload.queues, workload.sizes, workload.structures)]
@@ -58,11 +77,36 @@ def check_baseline(config: EnvConfig) -> None:
 
 def _checked(cost_models: Sequence[CostModel], config: EnvConfig) -> list[CostModel]:
     """``cost_models`` if they are ``config``'s clusters, in order, with its strategy (else one line)."""
-    wanted = [load_cluster(c).name for c in config.clusters]
+    wanted = [load_cluster(c).name for c in config.all_clusters]
     given = [getattr(getattr(c, "cluster", None), "name", None) for c in cost_models]
     if given != wanted or any(getattr(c, "strategy", None) != config.strategy for c in cost_models):
         raise PlacerError(f"cost_models are for clusters {given}, not the config's {wanted} with strategy {config.strategy!r}")
     return list(cost_models)
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """What ``reset`` draws from for one variant of the config (:attr:`EnvConfig.variants`)."""
+
+    workload: WorkloadSpec
+    graphs: tuple[JobGraph, ...]
+    costs: tuple[CostModel, ...]
+    betas: tuple[BetaDistribution, ...]
+    queues: tuple[QueueConfig, ...]
+    sizes: tuple[SizeDistribution, ...]
+    structures: tuple[Structure, ...]
+    loads: tuple[float, ...]
+
+    @classmethod
+    def of(cls, config: EnvConfig, costs: Sequence[CostModel], graphs: Sequence[JobGraph]) -> _Draws:
+        w = config.workload
+        return cls(w, tuple(graphs), tuple(costs), w.betas, w.queues, w.sizes, w.structures, config.load_values)
+
+
+def _pick(rng: np.random.Generator, items: Sequence[T]) -> T:
+    """One of ``items``, uniformly (no draw when there is one: a config's streams do not change when a list of one is
+    given)."""
+    return items[int(rng.integers(len(items)))] if len(items) > 1 else items[0]
 
 
 class ClusterPlacementEnv(gym.Env):
@@ -93,8 +137,12 @@ class ClusterPlacementEnv(gym.Env):
         self.cost = self.costs[0]
         self.graph_table = GraphTable.from_config(config)  # every graph's arrays, once: observations hold its id
         self.graphs = list(self.graph_table.graphs)
-        workload = config.workload
-        self.betas, self.queues, self.sizes, self.structures = workload.betas, workload.queues, workload.sizes, workload.structures
+        costs = dict(zip(config.all_clusters, self.costs, strict=True))
+        graphs = dict(zip(config.workload.graphs, self.graphs, strict=True))  # a setting's graphs are some of the table's
+        self._draws = tuple(
+            _Draws.of(variant, [costs[c] for c in variant.clusters], [graphs[g] for g in variant.workload.graphs])
+            for variant in config.variants
+        )
         self.num_options = config.max_degree * len(config.rules)
         self.observation_space = observation_space(len(self.graph_table), self.num_options, config.max_groups, config.history, config.meter)
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
@@ -125,15 +173,13 @@ class ClusterPlacementEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         rng = self.np_random
-        self.cost = self.costs[int(rng.integers(len(self.costs)))] if len(self.costs) > 1 else self.costs[0]
-        beta = self.betas[int(rng.integers(len(self.betas)))]
-        queue = self.queues[int(rng.integers(len(self.queues)))] if len(self.queues) > 1 else self.queues[0]
-        size = self.sizes[int(rng.integers(len(self.sizes)))] if len(self.sizes) > 1 else self.sizes[0]
-        structure = self.structures[int(rng.integers(len(self.structures)))] if len(self.structures) > 1 else self.structures[0]
-        loads = self.config.load_values
-        load = loads[int(rng.integers(len(loads)))] if len(loads) > 1 else loads[0]
+        draws = _pick(rng, self._draws)  # a setting (none drawn without settings), then the regime within it
+        self.cost = _pick(rng, draws.costs)
+        beta = draws.betas[int(rng.integers(len(draws.betas)))]
+        queue, size, structure = _pick(rng, draws.queues), _pick(rng, draws.sizes), _pick(rng, draws.structures)
+        load = _pick(rng, draws.loads)
         devices = self.cost.cluster.num_devices
-        workload = self.config.workload.stream(self.graphs, beta, devices, self.cost.sequential_iteration_s, size, structure, load)
+        workload = draws.workload.stream(list(draws.graphs), beta, devices, self.cost.sequential_iteration_s, size, structure, load)
         self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
         self.sim = Simulator(self.cost, self.stream, queue=queue)
         self._history = JobHistory()

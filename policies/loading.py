@@ -25,7 +25,9 @@ GRAPH_CACHE_SIZE = 512
 
 
 def default_policy_file() -> Path:
-    return data_dir() / "policies" / "pacml.pt"
+    """The policy ``learned`` loads when no file is given: ``default.pt``, one network for every load of the trained
+    clusters and PAC-ML's loss setting (``data/policies/README.md``)."""
+    return data_dir() / "policies" / "default.pt"
 
 
 class LearnedPolicy(Policy):

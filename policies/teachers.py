@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 from tqdm.auto import tqdm
 
 from envs.config import EnvConfig
-from envs.env import REGIME_FIELDS, check_baseline, regime_key, regimes
+from envs.env import REGIME_FIELDS, check_baseline, regime_key, regimes, variant_of
 from placer.baselines.best import Best
 from placer.baselines.policy import Policy, Tuning
 from placer.baselines.registry import make_heuristic
@@ -31,7 +31,6 @@ from placer.common.atomic import write_atomic
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
-from placer.graphs.job_graph import JobGraph
 from policies.config import TrainConfig
 
 REGIME_TEACHERS = ("best",)  # teachers tuned per regime
@@ -54,10 +53,9 @@ def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[s
     """The member ``best`` runs in the regimes ``rows`` (one, or several pooled: the member with the least mean avoidable
     blocking over all of them, as ``single-best`` chooses) and every candidate's mean avoidable blocking on their tuning
     streams."""
-    graphs = [resolve_graph(g) for g in config.workload.graphs]
-    clusters = {cluster.name: cluster for cluster in map(load_cluster, config.clusters)}  # rows name clusters as reset's info does
+    clusters = {cluster.name: cluster for cluster in map(load_cluster, config.all_clusters)}  # rows name clusters as reset's info does
     costs = {name: CostModel(clusters[name], strategy=config.strategy) for name in dict.fromkeys(row["cluster"] for row in rows)}
-    tunings = tuple(_tuning(config, row, costs[row["cluster"]], graphs) for row in rows)  # rows of one cluster share its caches
+    tunings = tuple(_tuning(config, row, costs[row["cluster"]]) for row in rows)  # rows of one cluster share its caches
     for tuning in tunings:
         tuning.regimes = tunings if len(tunings) > 1 else ()
     best = make_heuristic(PolicySpec.parse("single-best" if len(rows) > 1 else "best", plugins={}), max_degree=config.max_degree)
@@ -67,9 +65,10 @@ def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[s
     return str(tuned.chosen), dict(tuned.tuning_blocking or {})
 
 
-def _tuning(config: EnvConfig, regime: Mapping[str, Any], cost: CostModel, graphs: list[JobGraph]) -> Tuning:
+def _tuning(config: EnvConfig, regime: Mapping[str, Any], cost: CostModel) -> Tuning:
     """The tuning streams of one regime (as ``placer evaluate`` draws them for its workload) on ``cost``'s cluster."""
-    workload = config.workload
+    workload = variant_of(config, regime).workload
+    graphs = [resolve_graph(g) for g in workload.graphs]
     beta, queue = _by_spec(workload.betas, regime["beta_dist"]), _by_spec(workload.queues, regime["queue"])
     size, structure = _by_spec(workload.sizes, regime["size"]), _by_spec(workload.structures, regime["structure"])
     load = float(regime["load"])

@@ -1,8 +1,8 @@
 """Validation of a policy during and after training: blocking rates on fixed streams, paired with heuristics.
 
 Every policy is run on the same streams (each cluster x queue x size spread x structure x load x beta
-distribution x ``eval_episodes`` seeds, fixed: ``numpy`` seeds ``[10_000 + k, i]``), so differences are paired
-per stream and their 95 % intervals are far narrower than those of the rates themselves.
+distribution x ``eval_episodes`` seeds of each setting of the environment, fixed: ``numpy`` seeds ``[10_000 + k, i]``),
+so differences are paired per stream and their 95 % intervals are far narrower than those of the rates themselves.
 """
 
 from __future__ import annotations
@@ -25,14 +25,16 @@ VALIDATION_SEED = 10_000  # validation stream k of beta distribution i: np.rando
 
 
 def validation_configs(env: EnvConfig, episodes: int, policy: str | PolicySpec) -> Iterator[EvaluationConfig]:
-    """The evaluations that make up a validation of ``policy``: one per cluster x queue x size x structure of ``env``."""
-    w = env.workload
-    for cluster, queue, size, structure in itertools.product(env.clusters, w.queue, w.size, w.structure):
-        yield EvaluationConfig(
-            cluster=cluster, workload=w.model_copy(update={"queue": (queue,), "size": (size,), "structure": (structure,)}),
-            seeds=episodes, first_seed=VALIDATION_SEED, policies=[str(policy)], max_degree=env.max_degree, strategy=env.strategy,
-            loads=env.loads,
-        )  # fmt: skip
+    """The evaluations that make up a validation of ``policy``: one per cluster x queue x size x structure of ``env`` (of
+    each of its settings in turn)."""
+    for variant in env.variants:
+        w = variant.workload
+        for cluster, queue, size, structure in itertools.product(variant.clusters, w.queue, w.size, w.structure):
+            yield EvaluationConfig(
+                cluster=cluster, workload=w.model_copy(update={"queue": (queue,), "size": (size,), "structure": (structure,)}),
+                seeds=episodes, first_seed=VALIDATION_SEED, policies=[str(policy)], max_degree=env.max_degree,
+                strategy=env.strategy, loads=variant.loads,
+            )  # fmt: skip
 
 
 def validation_rates(policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int) -> np.ndarray:

@@ -185,3 +185,51 @@ def test_each_episode_draws_one_of_the_loads_and_the_meter_reads_it():
     assert max(readings[0.3]) < min(readings[1.5])  # the meter tells them apart
     with pytest.raises(ValueError):
         envs.ClusterPlacementEnv(**{**QUEUED, "loads": (0.0,)})
+
+
+SETTINGS = {**SMALL, "clusters": "dgx8x8", "queue": "edf-bf", "loads": (0.5, 1.3), "beta_dists": ("C",)}
+LOSS_SETTING = {"clusters": "pacml", "queue": "none", "loads": (0.9,), "graphs": ("gnmt",)}
+
+
+def test_each_episode_draws_a_setting_and_only_that_settings_regimes():
+    from envs.env import regime_key, regimes, variant_of
+
+    env = envs.ClusterPlacementEnv(**SETTINGS, settings=({}, LOSS_SETTING))
+    assert env.config.all_clusters == ("dgx8x8", "pacml")
+    seen = set()
+    for seed in range(24):
+        info = env.reset(seed=seed)[1]
+        seen.add(tuple(info[k] for k in ("cluster", "queue", "load")))
+        assert info["cluster"] == "dgx8x8" or {job.graph.name for job in env.stream} == {"gnmt"}  # the setting's graphs
+    assert seen == {("dgx8x8", "edf-bf:32", 0.5), ("dgx8x8", "edf-bf:32", 1.3), ("pacml", "none", 0.9)}  # never pacml queued
+    rows = regimes(env.config)
+    assert [(r["cluster"], r["load"]) for r in rows] == [("dgx8x8", 0.5), ("dgx8x8", 1.3), ("pacml", 0.9)]
+    assert variant_of(env.config, rows[2]).clusters == ("pacml",) and variant_of(env.config, rows[0]).workload.queue == ("edf-bf",)
+    assert regime_key(rows[2]) == "pacml|0.9|C|none|const|iid"
+
+
+def test_without_settings_an_episode_draws_what_it_drew_before_settings_existed():
+    plain, one = envs.ClusterPlacementEnv(**SETTINGS), envs.ClusterPlacementEnv(**SETTINGS, settings=({},))
+
+    def jobs(env):
+        return [(j.arrival_s, j.graph.name, j.beta, j.iterations) for j in env.stream]
+
+    for seed in range(4):
+        (_, a), (_, b) = plain.reset(seed=seed), one.reset(seed=seed)
+        assert a == b and jobs(plain) == jobs(one)  # one setting draws no setting: the same streams
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"max_degree": 4}, "max_degree cannot vary by setting"),
+        ({"loads": (-1.0,)}, "settings: .*loads.0"),
+        ("pacml", "not a table"),
+        ({"graphs": ("vgg16",)}, "graph 'vgg16' is not one of"),
+    ],
+)
+def test_a_bad_setting_is_one_line(setting, message):
+    from placer.common.errors import PlacerError
+
+    with pytest.raises(PlacerError, match=message):
+        envs.ClusterPlacementEnv(**SETTINGS, settings=(setting,))

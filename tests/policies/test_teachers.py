@@ -57,3 +57,16 @@ def test_a_pooled_teacher_names_one_member_per_group():
     assert len(members) == 2 and len(set(members.values())) == 1
     with pytest.raises(ValueError, match="cannot pool"):
         regime_members(CONFIG, pooled=("deadline",))
+
+
+def test_a_setting_is_tuned_and_validated_on_its_own_streams():
+    from policies.validation import validation_configs
+
+    config = CONFIG.with_changes(loads=(1.3,), settings=({}, {"clusters": "pacml", "queue": "none", "loads": (0.9,)}))
+    queued, loss = regimes(config)
+    assert (loss["cluster"], loss["queue"], loss["load"]) == ("pacml", "none", 0.9)
+    _, blocking = tune_regime(config, [loss])  # the loss system's streams on pacml: holding a job blocks it
+    alone = CONFIG.with_changes(clusters=("pacml",), queue="none", loads=(0.9,))
+    assert blocking == tune_regime(alone, regimes(alone))[1]
+    evaluations = list(validation_configs(config, 2, "lean"))
+    assert [(e.cluster, e.workload.queue, e.loads) for e in evaluations] == [("dgx8x8", ("edf-bf",), (1.3,)), ("pacml", ("none",), (0.9,))]

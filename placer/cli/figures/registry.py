@@ -37,7 +37,8 @@ COST_MD = "docs/cost-model.md"
 
 REGIMES = "--queue edf-bf --size loguniform:0.1:10 --beta-dist A,B,C,D --seeds 10 --jobs 500 --load 0.5,0.9,1.3 --workers 2"
 FAMILIES = (
-    "lean,lean:admit=0.9,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,single-best,best,adaptive,learned:pacml,learned:regimes"
+    "lean,lean:admit=0.9,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,single-best,best,adaptive,"
+    "learned:pacml,learned:regimes,learned:default"
 )
 
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
@@ -58,7 +59,7 @@ FIGURES: tuple[Figure, ...] = (
         "readme-pacml",
         "README.md",
         ("pacml",),
-        f"--cluster pacml --beta-dist A,B,C,D --seeds 5 --jobs 1000 --policies para_max,fixed:4,para_min,lean,learned {LEARNED}",
+        f"--cluster pacml {ABCD} {FIVE} --policies para_max,fixed:4,para_min,lean,learned,learned:default {LEARNED}",
         against="para_max",
     ),
     _evaluate(
@@ -160,7 +161,7 @@ FIGURES: tuple[Figure, ...] = (
         LEARNING_MD,
         ("dgx8x8",),
         f"--cluster dgx8x8 {REGIMES.replace('--load 0.5,0.9,1.3', '--load 0.6,1.0,1.4')} "
-        "--policies lean:admit=0.9,para_max,para_min+best_fit,single-best,best,adaptive,learned:pacml,learned:regimes",
+        "--policies lean:admit=0.9,para_max,para_min+best_fit,single-best,best,adaptive,learned:pacml,learned:regimes,learned:default",
         **AGAINST_SINGLE_BEST,
     ),
     Figure(
