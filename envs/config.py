@@ -84,7 +84,10 @@ class EnvConfig(BaseModel):
             if not isinstance(name, str):
                 raise PlacerError(f"baseline: {name!r} is not a heuristic's name")
             PolicySpec.parse(name)  # one line naming a bad name, at the edge
-        for setting in data.get("settings") or () if isinstance(data, dict) else ():
+        settings = data.get("settings") or () if isinstance(data, dict) else ()
+        if not isinstance(settings, list | tuple):
+            raise PlacerError(f"settings: {settings!r} is not a list of tables (one per setting)")
+        for setting in settings:
             _check_setting(setting)
         return data
 

@@ -37,6 +37,7 @@ from threadpoolctl import threadpool_limits
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv, cost_models_for
 from envs.observation import GraphTable
+from placer.cluster.topology import load_cluster
 from placer.common.atomic import atomic_path, write_atomic
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
@@ -345,6 +346,8 @@ def train(
         raise PlacerError(f"--timesteps must be a number of environment steps >= 0 (0: no PPO), got {timesteps}")
     weights = init_weights(config)  # a bad init_policy or baseline is refused before anything is written or tuned
     check_baseline_early(config)
+    for cluster in config.env.all_clusters:  # an unknown cluster is one line before anything is written
+        load_cluster(cluster)
     _prepare_out(out, resume=resume, force=force)
     torch.set_num_threads(config.train.torch_threads)
     saved = out / "config.json"

@@ -21,6 +21,7 @@ from importlib.metadata import entry_points
 
 import typer
 from pydantic import ValidationError
+from rich.markup import escape
 
 from placer.cli import bound, calibrate, catalog, demo, evaluate, figures, imports, query, ray_demo, report, serve  # noqa: F401  (each registers its commands)
 from placer.cli.app import app, err_console
@@ -43,13 +44,13 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except PlacerError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(map(str, err["loc"]))  # empty for a check of the whole model
         message = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's ValueError
-        err_console.print(f"[red]error:[/red] {where + ': ' if where else ''}{message}", highlight=False)
+        err_console.print(f"[red]error:[/red] {escape(where + ': ' if where else '')}{escape(message)}", highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")
@@ -64,5 +65,5 @@ def main() -> None:
             raise
         message = " ".join(exc.format_message().split()) or "see 'placer --help'"
         command = getattr(getattr(exc, "ctx", None), "command_path", "placer")
-        err_console.print(f"[red]error:[/red] {message} (see '{command} --help')", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {escape(message)} (see '{command} --help')", highlight=False, soft_wrap=True)
         sys.exit(exit_code)

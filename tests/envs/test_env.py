@@ -233,3 +233,5 @@ def test_a_bad_setting_is_one_line(setting, message):
 
     with pytest.raises(PlacerError, match=message):
         envs.ClusterPlacementEnv(**SETTINGS, settings=(setting,))
+    with pytest.raises(PlacerError, match="not a list of tables"):
+        envs.ClusterPlacementEnv(**SETTINGS, settings=setting)

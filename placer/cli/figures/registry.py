@@ -164,6 +164,13 @@ FIGURES: tuple[Figure, ...] = (
         "--policies lean:admit=0.9,para_max,para_min+best_fit,single-best,best,adaptive,learned:pacml,learned:regimes,learned:default",
         **AGAINST_SINGLE_BEST,
     ),
+    Figure(  # what a warm start's budget of decisions buys in episodes per regime
+        "demonstration-steps",
+        LEARNING_MD,
+        ("dgx8x8", "mixed", "pacml"),
+        (Step("python benchmarks/demonstration_steps.py", stdout="output.md"),),
+        printed("output.md"),
+    ),
     Figure(
         "fidelity-published",
         COST_MD,

@@ -367,3 +367,13 @@ def test_hostile_files_are_one_line(tmp_path):
     for args, message in cases:
         result = run(*args)
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr[-500:])
+
+
+def test_an_error_naming_a_toml_section_keeps_its_brackets(tmp_path):
+    pytest.importorskip("torch")
+    config = tmp_path / "c.toml"
+    config.write_text('[env]\nclusters = ["dgx8x8"]\nsettings = [{graphs = ["vgg16"]}]\n\n[env.workload]\ngraphs = ["alexnet"]\n')
+    result = run("train", "--config", str(config), "--out", str(tmp_path / "run"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "graph 'vgg16' is not one of [env.workload] graphs" in " ".join(result.stderr.split())  # not read as markup
+    assert not (tmp_path / "run").exists()  # refused before anything is written

@@ -1,0 +1,84 @@
+"""How many decisions one teacher episode takes in each regime of a training config: what a warm start's budget of
+``imitation_steps`` decisions buys in episodes, and so in regimes covered.
+
+    python benchmarks/demonstration_steps.py [--config data/configs/default.toml]
+        [--members data/policies/default.imitation.json] [--seed 1] [--smoke]
+
+For each cluster x load of every setting of ``--config`` (beta C, Poisson arrivals: one stream each, seed ``--seed``),
+plays one episode of the member of ``best`` that the warm start recorded for that regime (``--members``: a
+``*.imitation.json`` or ``members.json`` with a ``members`` table) and prints its decisions with a choice, the ones a
+warm start records, and the jobs. ``--smoke``: the first two regimes, 40 jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from envs.config import EnvConfig
+from envs.env import ClusterPlacementEnv, regime_key
+from placer.common.shipped import data_dir
+from policies.config import load_train_config
+from policies.imitation import teacher_action
+from policies.teachers import Teachers
+
+
+def regimes_to_play(config: EnvConfig) -> list[EnvConfig]:
+    """One single-regime config per cluster x load of each setting of ``config`` (beta C, Poisson arrivals)."""
+    return [
+        variant.with_changes(clusters=(cluster,), loads=(load,), beta_dists=("C",), structure=("iid",), settings=())
+        for variant in config.variants
+        for cluster in variant.clusters
+        for load in variant.load_values
+    ]
+
+
+def decisions(config: EnvConfig, members: dict[str, str], seed: int) -> tuple[str, int, int]:
+    """(the member that plays, its decisions with a choice, every step) over one episode of ``config``'s one regime."""
+    env = ClusterPlacementEnv(config)
+    _, info = env.reset(seed=seed)
+    policy = Teachers("best", config.max_degree, members).for_episode(info)
+    policy.reset(np.random.default_rng(seed))
+    chosen = steps = 0
+    done = False
+    while not done:
+        mask = env.action_masks()
+        action = teacher_action(policy.decide(env.offer.job, env.offer.view), env.offer.options)
+        chosen += int(mask.sum() > 1)
+        steps += 1
+        _, _, done, _, _ = env.step(action)
+    return policy.name, chosen, steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", type=Path, default=data_dir() / "configs" / "default.toml")
+    parser.add_argument("--members", type=Path, default=data_dir() / "policies" / "default.imitation.json")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    config = load_train_config(args.config).env
+    try:
+        members = dict(json.loads(args.members.read_text())["members"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        parser.error(f"--members {args.members}: no table of regime -> member ({exc})")
+    plays = regimes_to_play(config)
+    if args.smoke:
+        plays = [c.with_changes(jobs=40) for c in plays[:2]]
+    print(f"{args.config.name}: one teacher episode per regime (beta C, Poisson arrivals, seed {args.seed})")
+    print("| regime | member | jobs | decisions with a choice | per job |\n|---|---|---:|---:|---:|")
+    for play in plays:
+        _, info = ClusterPlacementEnv(play).reset(seed=args.seed)
+        if regime_key(info) not in members:
+            parser.error(f"--members has no member for {regime_key(info)} (recorded for another config?)")
+        member, chosen, _ = decisions(play, members, args.seed)
+        jobs = play.workload.jobs
+        name = f"{info['cluster']}, load {info['load']}, queue {info['queue']}"
+        print(f"| {name} | {member} | {jobs} | {chosen:,} | {chosen / jobs:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
