@@ -36,21 +36,22 @@ def regimes_to_play(config: EnvConfig) -> list[EnvConfig]:
     ]
 
 
-def decisions(config: EnvConfig, members: dict[str, str], seed: int) -> tuple[str, int, int]:
-    """(the member that plays, its decisions with a choice, every step) over one episode of ``config``'s one regime."""
+def decisions(config: EnvConfig, members: dict[str, str], seed: int) -> tuple[dict, str, int]:
+    """(the ``reset`` info, the member that plays, its decisions with a choice) over one episode of ``config``'s one
+    regime; a ``LookupError`` naming the regime when ``members`` has none for it."""
     env = ClusterPlacementEnv(config)
     _, info = env.reset(seed=seed)
+    if regime_key(info) not in members:
+        raise LookupError(regime_key(info))
     policy = Teachers("best", config.max_degree, members).for_episode(info)
     policy.reset(np.random.default_rng(seed))
-    chosen = steps = 0
-    done = False
+    chosen, done = 0, False
     while not done:
         mask = env.action_masks()
         action = teacher_action(policy.decide(env.offer.job, env.offer.view), env.offer.options)
         chosen += int(mask.sum() > 1)
-        steps += 1
         _, _, done, _, _ = env.step(action)
-    return policy.name, chosen, steps
+    return info, policy.name, chosen
 
 
 def main() -> None:
@@ -71,10 +72,10 @@ def main() -> None:
     print(f"{args.config.name}: one teacher episode per regime (beta C, Poisson arrivals, seed {args.seed})")
     print("| regime | member | jobs | decisions with a choice | per job |\n|---|---|---:|---:|---:|")
     for play in plays:
-        _, info = ClusterPlacementEnv(play).reset(seed=args.seed)
-        if regime_key(info) not in members:
-            parser.error(f"--members has no member for {regime_key(info)} (recorded for another config?)")
-        member, chosen, _ = decisions(play, members, args.seed)
+        try:
+            info, member, chosen = decisions(play, members, args.seed)
+        except LookupError as exc:
+            parser.error(f"--members has no member for {exc.args[0]} (recorded for another config?)")
         jobs = play.workload.jobs
         name = f"{info['cluster']}, load {info['load']}, queue {info['queue']}"
         print(f"| {name} | {member} | {jobs} | {chosen:,} | {chosen / jobs:.1f} |")

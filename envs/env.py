@@ -23,9 +23,6 @@ from placer.graphs.job_graph import JobGraph
 from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import Simulator
 from placer.sim.types import Job, Reject
-from placer.sim.workload import WorkloadSpec
-from placer.workloads.generator import BetaDistribution, SizeDistribution
-from placer.workloads.structure import Structure
 
 T = TypeVar("T")
 
@@ -86,21 +83,12 @@ def _checked(cost_models: Sequence[CostModel], config: EnvConfig) -> list[CostMo
 
 @dataclass(frozen=True)
 class _Draws:
-    """What ``reset`` draws from for one variant of the config (:attr:`EnvConfig.variants`)."""
+    """What ``reset`` draws from for one variant of the config (:attr:`EnvConfig.variants`): its workload's beta
+    distributions, queues, sizes and structures, its loads, and these graphs and cost models."""
 
-    workload: WorkloadSpec
+    config: EnvConfig
     graphs: tuple[JobGraph, ...]
     costs: tuple[CostModel, ...]
-    betas: tuple[BetaDistribution, ...]
-    queues: tuple[QueueConfig, ...]
-    sizes: tuple[SizeDistribution, ...]
-    structures: tuple[Structure, ...]
-    loads: tuple[float, ...]
-
-    @classmethod
-    def of(cls, config: EnvConfig, costs: Sequence[CostModel], graphs: Sequence[JobGraph]) -> _Draws:
-        w = config.workload
-        return cls(w, tuple(graphs), tuple(costs), w.betas, w.queues, w.sizes, w.structures, config.load_values)
 
 
 def _pick(rng: np.random.Generator, items: Sequence[T]) -> T:
@@ -140,7 +128,7 @@ class ClusterPlacementEnv(gym.Env):
         costs = dict(zip(config.all_clusters, self.costs, strict=True))
         graphs = dict(zip(config.workload.graphs, self.graphs, strict=True))  # a setting's graphs are some of the table's
         self._draws = tuple(
-            _Draws.of(variant, [costs[c] for c in variant.clusters], [graphs[g] for g in variant.workload.graphs])
+            _Draws(variant, tuple(graphs[g] for g in variant.workload.graphs), tuple(costs[c] for c in variant.clusters))
             for variant in config.variants
         )
         self.num_options = config.max_degree * len(config.rules)
@@ -174,12 +162,13 @@ class ClusterPlacementEnv(gym.Env):
         super().reset(seed=seed)
         rng = self.np_random
         draws = _pick(rng, self._draws)  # a setting (none drawn without settings), then the regime within it
+        w = draws.config.workload
         self.cost = _pick(rng, draws.costs)
-        beta = draws.betas[int(rng.integers(len(draws.betas)))]
-        queue, size, structure = _pick(rng, draws.queues), _pick(rng, draws.sizes), _pick(rng, draws.structures)
-        load = _pick(rng, draws.loads)
+        beta = w.betas[int(rng.integers(len(w.betas)))]
+        queue, size, structure = _pick(rng, w.queues), _pick(rng, w.sizes), _pick(rng, w.structures)
+        load = _pick(rng, draws.config.load_values)
         devices = self.cost.cluster.num_devices
-        workload = draws.workload.stream(list(draws.graphs), beta, devices, self.cost.sequential_iteration_s, size, structure, load)
+        workload = w.stream(list(draws.graphs), beta, devices, self.cost.sequential_iteration_s, size, structure, load)
         self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
         self.sim = Simulator(self.cost, self.stream, queue=queue)
         self._history = JobHistory()

@@ -31,6 +31,8 @@ from placer.common.atomic import write_atomic
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
+from placer.graphs.job_graph import JobGraph
+from placer.sim.workload import WorkloadSpec
 from policies.config import TrainConfig
 
 REGIME_TEACHERS = ("best",)  # teachers tuned per regime
@@ -55,7 +57,11 @@ def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[s
     streams."""
     clusters = {cluster.name: cluster for cluster in map(load_cluster, config.all_clusters)}  # rows name clusters as reset's info does
     costs = {name: CostModel(clusters[name], strategy=config.strategy) for name in dict.fromkeys(row["cluster"] for row in rows)}
-    tunings = tuple(_tuning(config, row, costs[row["cluster"]]) for row in rows)  # rows of one cluster share its caches
+    workloads = [variant_of(config, row).workload for row in rows]
+    graphs = {names: [resolve_graph(g) for g in names] for names in dict.fromkeys(w.graphs for w in workloads)}  # read once
+    tunings = tuple(  # rows of one cluster share its cost model's caches, and one setting's rows its graphs
+        _tuning(row, w, costs[row["cluster"]], graphs[w.graphs]) for row, w in zip(rows, workloads, strict=True)
+    )
     for tuning in tunings:
         tuning.regimes = tunings if len(tunings) > 1 else ()
     best = make_heuristic(PolicySpec.parse("single-best" if len(rows) > 1 else "best", plugins={}), max_degree=config.max_degree)
@@ -65,10 +71,8 @@ def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[s
     return str(tuned.chosen), dict(tuned.tuning_blocking or {})
 
 
-def _tuning(config: EnvConfig, regime: Mapping[str, Any], cost: CostModel) -> Tuning:
-    """The tuning streams of one regime (as ``placer evaluate`` draws them for its workload) on ``cost``'s cluster."""
-    workload = variant_of(config, regime).workload
-    graphs = [resolve_graph(g) for g in workload.graphs]
+def _tuning(regime: Mapping[str, Any], workload: WorkloadSpec, cost: CostModel, graphs: list[JobGraph]) -> Tuning:
+    """The tuning streams of one regime of ``workload`` (as ``placer evaluate`` draws them) on ``cost``'s cluster."""
     beta, queue = _by_spec(workload.betas, regime["beta_dist"]), _by_spec(workload.queues, regime["queue"])
     size, structure = _by_spec(workload.sizes, regime["size"]), _by_spec(workload.structures, regime["structure"])
     load = float(regime["load"])
