@@ -7,7 +7,8 @@
 For each cluster x load of every setting of ``--config`` (beta C, Poisson arrivals: one stream each, seed ``--seed``),
 plays one episode of the member of ``best`` that the warm start recorded for that regime (``--members``: a
 ``*.imitation.json`` or ``members.json`` with a ``members`` table) and prints its decisions with a choice, the ones a
-warm start records, and the jobs. ``--smoke``: the first two regimes, 40 jobs.
+warm start records (at most ``imitation_per_episode`` of them, when the config sets it), and the jobs.
+``--smoke``: the first two regimes, 40 jobs.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
-    config = load_train_config(args.config).env
+    train_config = load_train_config(args.config)
+    config, cap = train_config.env, train_config.train.imitation_per_episode
     try:
         members = dict(json.loads(args.members.read_text())["members"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -70,7 +72,8 @@ def main() -> None:
     if args.smoke:
         plays = [c.with_changes(jobs=40) for c in plays[:2]]
     print(f"{args.config.name}: one teacher episode per regime (beta C, Poisson arrivals, seed {args.seed})")
-    print("| regime | member | jobs | decisions with a choice | per job |\n|---|---|---:|---:|---:|")
+    print(f"imitation_steps = {train_config.train.imitation_steps:,}, imitation_per_episode = {cap or 'all'}")
+    print("| regime | member | jobs | decisions with a choice | per job | recorded of them |\n|---|---|---:|---:|---:|---:|")
     for play in plays:
         try:
             info, member, chosen = decisions(play, members, args.seed)
@@ -78,7 +81,7 @@ def main() -> None:
             parser.error(f"--members has no member for {exc.args[0]} (recorded for another config?)")
         jobs = play.workload.jobs
         name = f"{info['cluster']}, load {info['load']}, queue {info['queue']}"
-        print(f"| {name} | {member} | {jobs} | {chosen:,} | {chosen / jobs:.1f} |")
+        print(f"| {name} | {member} | {jobs} | {chosen:,} | {chosen / jobs:.1f} | {min(chosen, cap or chosen):,} |")
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ class TrainSection(BaseModel):
     imitation_teacher: str = "lean"  # heuristic cloned before PPO starts; "best": the member tuned per episode's regime
     teacher_pooled: list[Literal["cluster", "load", "beta_dist", "queue", "size", "structure"]] = []  # best: pool over these
     imitation_steps: int = Field(0, ge=0)  # decisions to record; 0 skips the warm start
+    imitation_per_episode: int = Field(0, ge=0)  # record at most this many decisions of an episode (uniformly); 0: all of them
     imitation_epochs: int = Field(5, ge=1)
     imitation_learning_rate: float = Field(1e-3, gt=0)
     imitation_workers: int = Field(1, ge=1)  # processes recording the teacher (a slow teacher such as lookahead)

@@ -14,6 +14,7 @@ graph by id (:mod:`envs.observation`): the policy's graph table holds the arrays
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
@@ -85,14 +86,18 @@ def collect(
     learner=None,
     temperature: float = 0.0,
     members: Mapping[str, str] | None = None,
+    per_episode: int = 0,
 ) -> Demonstrations:
     """Record at least ``steps`` decisions of the heuristic ``teacher`` that had a choice (a progress bar when ``progress``).
 
     With ``learner`` (a policy network), the learner's greedy actions drive the episodes while the
     teacher's are recorded (DAgger: the states the learner reaches, labelled by the teacher, so
-    its own mistakes are in the data). The last episode is played to its end so that every
-    return (discount ``gamma``) is complete.
+    its own mistakes are in the data). Episodes are played to their end, so that every
+    return (discount ``gamma``) is complete; recording stops at the first episode end with ``steps`` recorded.
     Offers where only reject (or hold) is open are played but not recorded: there is nothing to learn from them.
+    ``per_episode`` > 0 records at most that many decisions of an episode, drawn uniformly among its decisions with a
+    choice (a reservoir, seeded by ``seed`` and the episode): a busy episode (10^4 decisions) then teaches no more than a
+    quiet one (10^2), and ``steps`` spread over many episodes instead of a few. 0 records every decision.
     ``workers`` > 1 records in that many processes, worker ``w`` seeded ``1009 seed + w + 1`` (a slow
     teacher such as ``lookahead`` or ``hindsight`` then takes 1 / workers of the time; the learner is copied to each).
     ``temperature`` (jobs) makes a planner's soft targets (:func:`teacher_targets`); 0 keeps them one-hot.
@@ -100,62 +105,87 @@ def collect(
     each episode is demonstrated by its regime's member.
     """
     if workers > 1:
-        return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner, temperature, members)
+        return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner, temperature, members, per_episode)
     drive = GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
     teachers = Teachers(teacher, config.max_degree, members)
-    obs, info = env.reset(seed=seed)
-    policy = teachers.for_episode(info)
-    policy.reset(np.random.default_rng(seed))
-    policy.foresee(env.stream)  # a clairvoyant teacher (hindsight) is told the episode's jobs; the learner never sees them
-    dynamic: dict[str, list[np.ndarray]] = {}
-    masks: list[np.ndarray] = []
-    actions: list[int] = []
-    returns: list[float] = []
-    targets: list[np.ndarray] = []
-    episode_rewards, episode_recorded = [], []  # this episode: every step's reward; whether it was recorded
+    recorded: list[_Sample] = []
     bar = tqdm(total=steps, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
-    while True:
-        offer, mask = env.offer, env.action_masks()
-        action = teacher_action(policy.decide(offer.job, offer.view), offer.options)
-        target = teacher_targets(policy, action, offer.options, len(mask), temperature)
-        obs_now = obs
-        obs, reward, terminated, truncated, _ = env.step(action if drive is None else drive(obs, mask))
-        episode_rewards.append(reward)
-        episode_recorded.append(mask.sum() > 1)
-        if terminated or truncated:
-            returns.extend(_discounted(episode_rewards, gamma)[np.asarray(episode_recorded, dtype=bool)])
-            episode_rewards, episode_recorded = [], []
-            if len(actions) + (mask.sum() > 1) >= steps:
-                obs_now_done = True
-            else:
-                obs_now_done = False
-                obs, info = env.reset()
-                policy = teachers.for_episode(info)
-                policy.reset(np.random.default_rng([seed, len(actions)]))  # a new episode: job ids start again
-                policy.foresee(env.stream)  # a clairvoyant teacher (hindsight) is told the episode's jobs; the learner never sees them
-        else:
-            obs_now_done = False
-        if mask.sum() == 1:
-            if obs_now_done:
+    obs, info = env.reset(seed=seed)
+    for episode in itertools.count():
+        policy = teachers.for_episode(info)
+        policy.reset(np.random.default_rng(seed if episode == 0 else [seed, len(recorded)]))  # a new episode: job ids start again
+        policy.foresee(env.stream)  # a clairvoyant teacher (hindsight) is told the episode's jobs; the learner never sees them
+        reservoir = _Reservoir(per_episode, np.random.default_rng([seed, episode, 17]))
+        rewards: list[float] = []
+        while True:
+            offer, mask = env.offer, env.action_masks()
+            action = teacher_action(policy.decide(offer.job, offer.view), offer.options)
+            if mask.sum() > 1:  # a choice: a lesson (with only reject or hold open, there is none)
+                reservoir.add(
+                    _Sample(obs, mask, action, teacher_targets(policy, action, offer.options, len(mask), temperature), len(rewards))
+                )
+            obs, reward, terminated, truncated, _ = env.step(action if drive is None else drive(obs, mask))
+            rewards.append(reward)
+            if terminated or truncated:
                 break
-            continue  # nothing to choose (only reject or hold is open): no lesson in it
-        bar.update()
-        for k, v in obs_now.items():
-            dynamic.setdefault(k, []).append(v)
-        masks.append(mask)
-        actions.append(action)
-        targets.append(target)
-        if obs_now_done:
+        returns = _discounted(rewards, gamma)
+        kept = reservoir.samples()
+        for sample in kept:
+            sample.ret = float(returns[sample.step])
+        recorded.extend(kept)
+        bar.update(len(kept))
+        if len(recorded) >= steps:
             break
+        obs, info = env.reset()
     bar.close()
+    if not recorded:
+        return Demonstrations(
+            {k: np.zeros((0, *v.shape), v.dtype) for k, v in obs.items()},
+            np.zeros((0, env.action_space.n), bool),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.float32),
+            np.zeros((0, env.action_space.n), np.float32),
+        )
     return Demonstrations(
-        {k: np.stack(v) for k, v in dynamic.items()},
-        np.stack(masks),
-        np.asarray(actions, dtype=np.int64),
-        np.asarray(returns, dtype=np.float32),
-        np.stack(targets) if targets else np.zeros((0, env.action_space.n), dtype=np.float32),
+        {k: np.stack([s.obs[k] for s in recorded]) for k in recorded[0].obs},
+        np.stack([s.mask for s in recorded]),
+        np.asarray([s.action for s in recorded], dtype=np.int64),
+        np.asarray([s.ret for s in recorded], dtype=np.float32),
+        np.stack([s.target for s in recorded]),
     )
+
+
+@dataclass
+class _Sample:
+    """One recorded decision: the observation, mask, teacher's action and targets, and its step in the episode."""
+
+    obs: dict[str, np.ndarray]
+    mask: np.ndarray
+    action: int
+    target: np.ndarray
+    step: int
+    ret: float = 0.0  # the discounted return from ``step``, filled in when the episode ends
+
+
+class _Reservoir:
+    """Up to ``size`` of the samples offered, uniformly (Algorithm R), in episode order; every one when ``size`` is 0."""
+
+    def __init__(self, size: int, rng: np.random.Generator) -> None:
+        self.size, self.rng, self.seen = size, rng, 0
+        self.kept: list[_Sample] = []
+
+    def add(self, sample: _Sample) -> None:
+        self.seen += 1
+        if not self.size or len(self.kept) < self.size:
+            self.kept.append(sample)
+            return
+        slot = int(self.rng.integers(self.seen))
+        if slot < self.size:
+            self.kept[slot] = sample
+
+    def samples(self) -> list[_Sample]:
+        return sorted(self.kept, key=lambda s: s.step)
 
 
 class GreedyLearner:
@@ -197,9 +227,11 @@ def _discounted(rewards: list[float], gamma: float) -> np.ndarray:
 
 
 def _collect_one(args: tuple) -> Demonstrations:
-    config, teacher, steps, seed, gamma, learner, temperature, members = args
+    config, teacher, steps, seed, gamma, learner, temperature, members, per_episode = args
     torch.set_num_threads(1)
-    return collect(config, teacher, steps, seed, gamma=gamma, learner=learner, temperature=temperature, members=members)
+    return collect(
+        config, teacher, steps, seed, gamma=gamma, learner=learner, temperature=temperature, members=members, per_episode=per_episode
+    )
 
 
 def _collect_in_processes(
@@ -212,9 +244,14 @@ def _collect_in_processes(
     learner,
     temperature: float,
     members: Mapping[str, str] | None,
+    per_episode: int,
 ) -> Demonstrations:
     shares = [steps // workers + (w < steps % workers) for w in range(workers)]
-    jobs = [(config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature, members) for w, share in enumerate(shares) if share]
+    jobs = [
+        (config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature, members, per_episode)
+        for w, share in enumerate(shares)
+        if share
+    ]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         return merge(list(pool.map(_collect_one, jobs)))
 

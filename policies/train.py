@@ -241,6 +241,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
         gamma=config.ppo.gamma,
         temperature=temperature,
         members=members,
+        per_episode=settings.imitation_per_episode,
     )
     cloning: dict[str, Any] = {
         "epochs": settings.imitation_epochs,
@@ -262,6 +263,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
             workers=settings.imitation_workers,
             temperature=temperature,
             members=members,
+            per_episode=settings.imitation_per_episode,
         )
         on_own_states = agreement(model.policy, visited)  # before learning from them: how well the clone generalises
         data = merge([data, visited])

@@ -131,3 +131,34 @@ def test_a_planner_teacher_records_soft_targets_that_favour_its_choice():
     assert ((data.targets > 0).sum(1) > 1).any()  # and some offers carry more than one candidate
     policy = build_policy(CONFIG, 16, 1, [32], TABLE)
     clone(policy, data, epochs=2, batch_size=16, learning_rate=1e-3, seed=0, soft=True)  # the soft loss trains
+
+
+def test_a_reservoir_keeps_each_offered_sample_equally_often_and_in_episode_order():
+    from policies.imitation import _Reservoir, _Sample
+
+    kept = np.zeros(4)
+    for trial in range(4000):
+        reservoir = _Reservoir(2, np.random.default_rng(trial))
+        for step in range(4):
+            reservoir.add(_Sample({}, np.ones(2, bool), 1, np.zeros(2, np.float32), step))
+        steps = [s.step for s in reservoir.samples()]
+        assert len(steps) == 2 and steps == sorted(steps)
+        kept[steps] += 1
+    assert np.all(np.abs(kept / 4000 - 0.5) < 0.03), kept  # each of the 4 kept with probability 2/4
+    everything = _Reservoir(0, np.random.default_rng(0))
+    for step in range(5):
+        everything.add(_Sample({}, np.ones(2, bool), 1, np.zeros(2, np.float32), step))
+    assert [s.step for s in everything.samples()] == [0, 1, 2, 3, 4]  # size 0: every one
+
+
+def test_recording_at_most_k_decisions_an_episode_draws_them_from_that_episodes_decisions():
+    full = collect(CONFIG, "lean", 1, seed=6, gamma=1.0)  # the first episode, every decision
+    capped = collect(CONFIG, "lean", 1, seed=6, gamma=1.0, per_episode=5)  # the same episode (lean has no randomness), 5 of them
+    assert len(full) > 5 and len(capped) == 5
+    rows = [np.flatnonzero((full.dynamic["cluster"] == c).all(axis=tuple(range(1, c.ndim + 1)))) for c in capped.dynamic["cluster"]]
+    index = [int(r[0]) for r in rows]  # where each sample sits in the full recording
+    assert index == sorted(index) and len(set(index)) == 5
+    assert (capped.actions == full.actions[index]).all() and (capped.returns == full.returns[index]).all()  # returns of the whole episode
+    many = collect(CONFIG, "lean", 12, seed=6, per_episode=3)
+    assert len(many) == 12  # four episodes of 40 jobs, three decisions each
+    assert len(collect(CONFIG, "lean", 1, seed=6, per_episode=10_000)) == len(full)  # a cap above the episode's decisions: all of them
