@@ -241,12 +241,15 @@ def test_a_policy_cloned_from_best_per_load_reads_the_meter_and_is_validated_aga
     config = tiny_config(0).model_copy(update={"env": env})
     config = config.model_copy(
         update={
-            "train": config.train.model_copy(update={"imitation_teacher": "best", "teacher_pooled": ["beta_dist"], "imitation_steps": 64})
+            "train": config.train.model_copy(
+                update={"imitation_teacher": "best", "teacher_pooled": ["beta_dist"], "imitation_steps": 64, "imitation_per_episode": 8}
+            )
         }
     )
     phases: list[str] = []
     final = train(config, tmp_path / "run", progress=False, report=phases.append)
     imitation = json.loads((tmp_path / "run" / "imitation.json").read_text())
+    assert imitation["samples"] == 64  # 8 decisions of each of 8 episodes (whole episodes would record 70 here)
     members = imitation["members"]
     assert (
         len(members) == 4
