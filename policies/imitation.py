@@ -88,7 +88,7 @@ def collect(
     members: Mapping[str, str] | None = None,
     per_episode: int = 0,
 ) -> Demonstrations:
-    """Record at least ``steps`` decisions of the heuristic ``teacher`` that had a choice (a progress bar when ``progress``).
+    """Record at least ``steps`` (>= 1) decisions of the heuristic ``teacher`` that had a choice (a progress bar when ``progress``).
 
     With ``learner`` (a policy network), the learner's greedy actions drive the episodes while the
     teacher's are recorded (DAgger: the states the learner reaches, labelled by the teacher, so
@@ -110,6 +110,7 @@ def collect(
     env = ClusterPlacementEnv(config)
     teachers = Teachers(teacher, config.max_degree, members)
     recorded: list[_Sample] = []
+    returns: list[float] = []  # the discounted return from each recorded decision (its episode played out)
     bar = tqdm(total=steps, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
     obs, info = env.reset(seed=seed)
     for episode in itertools.count():
@@ -129,34 +130,25 @@ def collect(
             rewards.append(reward)
             if terminated or truncated:
                 break
-        returns = _discounted(rewards, gamma)
         kept = reservoir.samples()
-        for sample in kept:
-            sample.ret = float(returns[sample.step])
+        episode_returns = _discounted(rewards, gamma)
+        returns.extend(float(episode_returns[sample.step]) for sample in kept)
         recorded.extend(kept)
         bar.update(len(kept))
         if len(recorded) >= steps:
             break
         obs, info = env.reset()
     bar.close()
-    if not recorded:
-        return Demonstrations(
-            {k: np.zeros((0, *v.shape), v.dtype) for k, v in obs.items()},
-            np.zeros((0, env.action_space.n), bool),
-            np.zeros(0, np.int64),
-            np.zeros(0, np.float32),
-            np.zeros((0, env.action_space.n), np.float32),
-        )
     return Demonstrations(
         {k: np.stack([s.obs[k] for s in recorded]) for k in recorded[0].obs},
         np.stack([s.mask for s in recorded]),
         np.asarray([s.action for s in recorded], dtype=np.int64),
-        np.asarray([s.ret for s in recorded], dtype=np.float32),
+        np.asarray(returns, dtype=np.float32),
         np.stack([s.target for s in recorded]),
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Sample:
     """One recorded decision: the observation, mask, teacher's action and targets, and its step in the episode."""
 
@@ -165,7 +157,6 @@ class _Sample:
     action: int
     target: np.ndarray
     step: int
-    ret: float = 0.0  # the discounted return from ``step``, filled in when the episode ends
 
 
 class _Reservoir:
