@@ -28,8 +28,7 @@ from placer.sim.types import Decision, Job
 BEST_CANDIDATES = (
     *(f"{kind}{rule}" for kind in ("para_max", "para_min") for rule in ("", "+best_fit", "+spread")),
     *(f"fixed:{k}" for k in (2, 4, 8, 16)),
-    "lean",
-    *(f"lean:admit={q}" for q in (0.8, 0.9, 0.95)),
+    *(f"lean{admit}{rule}" for rule in ("+best_fit", "") for admit in ("", ":admit=0.8", ":admit=0.9", ":admit=0.95")),
     *(f"eff:{e}" for e in (0.5, 0.7, 0.9)),
     *(f"switch:{u}" for u in (0.25, 0.5, 0.75)),
 )

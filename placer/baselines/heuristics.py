@@ -10,9 +10,10 @@ rule (``first_fit`` by default; see :mod:`placer.cluster.placement`):
 - ``random``: a uniformly random degree among those with enough free devices.
 - ``lean``: over every degree and every placement rule, the feasible choice with the least
   device-time (degree x JCT); device-times within ``LEAN_TIE`` (0.1 %) of the least count as
-  equal, and among those the fewest devices win, then the shorter JCT (with linear scaling,
+  equal, and among those the fewest devices win, then the shorter JCT, then the rule ``+RULE`` names
+  (``first_fit`` by default; ``lean+best_fit`` fills the fullest server that fits). With linear scaling,
   which data parallelism often gives, every degree ties and the thrifty choice keeps devices
-  free). ``lean:cap=K`` adds admission control: jobs that would need more than ``K`` devices are
+  free. ``lean:cap=K`` adds admission control: jobs that would need more than ``K`` devices are
   declined, keeping room for cheaper jobs. ``lean:admit=Q:free=F`` holds a job larger than the
   ``Q`` quantile of the lengths seen while others wait or fewer than ``F`` of the devices are free.
   ``lean:admit=auto`` sets ``Q`` online from the arrival history (:class:`AutoAdmission`: stricter
@@ -150,13 +151,20 @@ class Lean(Heuristic):
         if self.admit is not None and self._large(job, view, self.admit):
             return Reject()
         degrees = degrees_for(view, min(self.max_degree, self.cap or self.max_degree))
-        if not any_feasible(job, view, degrees=degrees, rules=tuple(PLACEMENT_RULES)):
+        rules = self.rules_in_preference()
+        if not any_feasible(job, view, degrees=degrees, rules=rules):
             return Reject()
-        feasible = [o for o in options(job, view, degrees=degrees, rules=tuple(PLACEMENT_RULES), distinct=True) if o.feasible]
+        feasible = [o for o in options(job, view, degrees=degrees, rules=rules, distinct=True) if o.feasible]
         least = min(o.device_seconds for o in feasible)
         thrifty = [o for o in feasible if o.device_seconds <= least * (1 + LEAN_TIE)]
-        best = min(thrifty, key=lambda o: (o.degree, o.jct_s, o.device_seconds))
+        best = min(thrifty, key=lambda o: (o.degree, o.jct_s, o.device_seconds))  # min keeps the first of equals: the preferred rule's
         return best.place()
+
+    def rules_in_preference(self) -> tuple[str, ...]:
+        """Every placement rule, :attr:`rule` first: lean weighs them all, and among choices of equal degree and JCT
+        (e.g. one server's devices by ``first_fit`` or ``best_fit``) it takes the first rule's. ``lean`` prefers
+        ``first_fit`` (the rules' own order); ``lean+best_fit`` fills the fullest server that fits."""
+        return (self.rule, *(rule for rule in PLACEMENT_RULES if rule != self.rule))
 
     def _large(self, job: Job, view: ClusterView, admit: float | AutoAdmission) -> bool:
         """True when ``job`` should wait (or be declined) under the size admission rule."""

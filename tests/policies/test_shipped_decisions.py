@@ -73,12 +73,12 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
             [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 2, 3, 0, 0, 0, 3, 3, 3, 2, 2, 0, 0, 0],
             "2e1ac0d38d1f95f0",
         ),
-        (  # the default: regimes.pt's training, PAC-ML's loss setting, 250 decisions an episode (data/configs/default.toml)
+        (  # the default (data/configs/default.toml), taught by best with its lean+best_fit members
             "default.pt",
             "dgx8x8",
             "daily",
-            [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 2, 3, 0, 0, 3, 3, 3, 2, 2, 3, 3, 2],
-            "67b527fab638d369",
+            [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0],
+            "2b1052bc5bf4f19b",
         ),
     ],
 )

@@ -37,7 +37,7 @@ COST_MD = "docs/cost-model.md"
 
 REGIMES = "--queue edf-bf --size loguniform:0.1:10 --beta-dist A,B,C,D --seeds 10 --jobs 500 --load 0.5,0.9,1.3 --workers 2"
 FAMILIES = (
-    "lean,lean:admit=0.9,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,single-best,best,adaptive,"
+    "lean,lean:admit=0.9,lean:admit=0.9+best_fit,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,single-best,best,adaptive,"
     "learned:pacml,learned:regimes,learned:default"
 )
 
@@ -169,6 +169,13 @@ FIGURES: tuple[Figure, ...] = (
         LEARNING_MD,
         ("dgx8x8", "mixed", "pacml"),
         (Step("python benchmarks/demonstration_steps.py", stdout="output.md"),),
+        printed("output.md"),
+    ),
+    Figure(  # which of the learned policy's departures from best cost it jobs, where it blocks more than best
+        "departures",
+        LEARNING_MD,
+        ("mixed",),
+        (Step("python benchmarks/departures.py --cluster mixed --load 0.5", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(

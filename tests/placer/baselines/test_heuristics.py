@@ -94,6 +94,16 @@ def test_lean_breaks_device_time_ties_towards_fewer_devices():
         assert make_heuristic("lean").decide(job, sim.view()) == Place(tuple(range(degree)))
 
 
+def test_lean_breaks_placement_ties_towards_its_rule():
+    # device 2 busy, beta 1: one device, 6 s wherever it goes. first_fit takes device 0; best_fit the fullest server
+    # that fits (server 1, device 3), leaving server 0 whole for a job of two.
+    job, view = _first_job(1.0, busy=(2,))
+    assert make_heuristic("lean").decide(job, view) == Place((0,))
+    assert make_heuristic("lean+best_fit").decide(job, view) == Place((3,))
+    assert make_heuristic("lean:admit=0.9+best_fit").decide(job, view) == Place((3,))
+    assert Lean(rule="spread").rules_in_preference() == ("spread", "first_fit", "best_fit")
+
+
 def test_auto_admission_is_stricter_while_arrivals_come_fast():
     from placer.baselines.heuristics import AutoAdmission
     from placer.sim.history import ArrivalHistory

@@ -1,0 +1,140 @@
+"""Where a learned policy departs from the per-regime ``best`` and which of its extra blocks those departures cause.
+
+    python benchmarks/departures.py [--cluster mixed] [--load 0.5] [--seeds 10] [--jobs 500]
+        [--policy-file data/policies/default.pt] [--smoke]
+
+On ``--seeds`` paired streams of each beta distribution A-D (an EDF queue with backfilling, job lengths
+``loguniform:0.1:10``, Poisson arrivals: the families figures' streams), runs ``learned`` and, at each offer it
+decides, asks ``best`` (tuned per beta distribution on streams apart, as ``placer evaluate`` tunes it) what it
+would do in the same state. Prints how often they agree, by kind of departure, then runs ``best`` on the same
+streams and counts the avoidable jobs only one of them blocks, and of the learned policy's, how many it departed on
+(a job it held or placed otherwise): the rest were blocked by what its earlier departures did to the cluster.
+``--smoke``: one seed of beta A, 30 jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from placer.baselines.policy import Policy, run_policy
+from placer.cluster.placement import PLACEMENT_RULES
+from placer.evaluate.config import EvaluationConfig
+from placer.evaluate.runner import Runner, Task
+from placer.sim.options import options
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Decision, Job, Outcome, Place
+
+KINDS = ("agree", "both hold", "same degree, other devices", "other degree", "learned holds, best places", "learned places, best holds")
+
+
+def departure(learned: Decision, best: Decision) -> str:
+    """The kind (one of :data:`KINDS`) of the learned policy's decision against ``best``'s in the same state."""
+    if not isinstance(learned, Place):
+        return "both hold" if not isinstance(best, Place) else "learned holds, best places"
+    if not isinstance(best, Place):
+        return "learned places, best holds"
+    if learned.degree != best.degree:
+        return "other degree"
+    return "agree" if learned.devices == best.devices else "same degree, other devices"
+
+
+class Shadowed(Policy):
+    """``policy``'s decisions, each compared with what ``shadow`` decides in the same state (``shadow`` sees every
+    offer, so its own state, e.g. the lengths a size rule has seen, follows the run)."""
+
+    def __init__(self, policy: Policy, shadow: Policy) -> None:
+        self.policy, self.shadow = policy, shadow
+        self.kinds: Counter[str] = Counter()
+        self.departed: set[int] = set()  # jobs on whose own offer the policy decided otherwise
+        self.rules: Counter[tuple[str, str]] = Counter()  # (the policy's rules, the shadow's) where only the devices differ
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self.policy.reset(rng)
+        self.shadow.reset(np.random.default_rng(0))
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        decision, other = self.policy.decide(job, view), self.shadow.decide(job, view)
+        kind = departure(decision, other)
+        self.kinds[kind] += 1
+        if isinstance(decision, Place) and isinstance(other, Place) and kind == "same degree, other devices":  # which rules gave them
+            self.rules[(rules_giving(decision, job, view), rules_giving(other, job, view))] += 1
+        if kind not in ("agree", "both hold"):
+            self.departed.add(job.job_id)
+        return decision
+
+
+def rules_giving(decision: Place, job: Job, view: ClusterView) -> str:
+    """The placement rules that give ``decision``'s devices at its degree ("other" when none does), joined by "/"."""
+    table = options(job, view, degrees=[decision.degree], rules=tuple(PLACEMENT_RULES))
+    return "/".join(o.rule for o in table if o.devices == decision.devices) or "other"
+
+
+def avoidable_blocked(records) -> set[int]:
+    return {r.job_id for r in records if r.outcome == Outcome.BLOCKED and r.avoidable}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cluster", default="mixed")
+    parser.add_argument("--load", type=float, default=0.5)
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--policy-file", type=Path, default=None, help="the learned policy (default: the shipped default.pt)")
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    if args.seeds < 1 or args.jobs < 1 or args.load <= 0:
+        parser.error("--seeds and --jobs must be >= 1, --load > 0")
+    betas = ["A"] if args.smoke else ["A", "B", "C", "D"]
+    seeds, jobs = (1, 30) if args.smoke else (args.seeds, args.jobs)
+    workload = {"jobs": jobs, "queue": "edf-bf", "size": "loguniform:0.1:10", "beta_dists": betas}
+    extra = {"policy_file": str(args.policy_file)} if args.policy_file else {}
+    config = EvaluationConfig.model_validate(
+        {"cluster": args.cluster, "policies": ["learned", "best"], "seeds": seeds, "loads": [args.load], "workload": workload, **extra}
+    )
+    runner = Runner(config)
+    kinds: Counter[str] = Counter()
+    rules: Counter[tuple[str, str]] = Counter()
+    only_learned = only_best = on_own_offer = 0
+    members: Counter[str] = Counter()
+    for beta in range(len(betas)):
+        for seed in range(seeds):
+            learned, best = runner.policy(Task(beta, seed, 0)), runner.policy(Task(beta, seed, 1))
+            members[(best.stats() or {}).get("chosen", best.name)] += 1
+            stream, rng = runner.jobs(beta, seed), [seed, runner.config.workload.betas[beta].stream_key, 1]
+            shadowed = Shadowed(learned, copy.deepcopy(best))  # its own copy: the reference run below resets the other
+            ran = run_policy(shadowed, runner.cost, stream, runner.queue, np.random.default_rng(rng))
+            reference = run_policy(best, runner.cost, stream, runner.queue, np.random.default_rng(rng))
+            mine, theirs = avoidable_blocked(ran.records), avoidable_blocked(reference.records)
+            kinds += shadowed.kinds
+            rules += shadowed.rules
+            only_learned += len(mine - theirs)
+            only_best += len(theirs - mine)
+            on_own_offer += len((mine - theirs) & shadowed.departed)
+    offers = sum(kinds.values())
+    name = args.policy_file or "default.pt"
+    print(f"{args.cluster}, load {args.load}, Poisson, {seeds} seeds x {jobs} jobs x {','.join(betas)}: learned ({name}) against best")
+    print(f"best's members: {', '.join(f'{m} ({n} streams)' for m, n in members.most_common())}")
+    print("| decision of learned against best's in the same state | offers | share |\n|---|---:|---:|")
+    for kind in KINDS:
+        print(f"| {kind} | {kinds[kind]:,} | {kinds[kind] / max(offers, 1):.1%} |")
+    if rules:
+        print("\n| where only the devices differ: rule of learned's | rule of best's | offers |\n|---|---|---:|")
+        for (learned_rule, best_rule), count in rules.most_common():
+            print(f"| {learned_rule} | {best_rule} | {count:,} |")
+    print(
+        f"\navoidable jobs blocked by learned only: {only_learned}, by best only: {only_best} "
+        f"(net {only_learned - only_best:+d} of {seeds * jobs * len(betas):,} jobs)"
+    )
+    print(
+        f"of learned's own: {on_own_offer} on an offer of that job where it departed from best, "
+        f"{only_learned - on_own_offer} after agreeing on every offer of it (blocked by what earlier departures did to the cluster)"
+    )
+
+
+if __name__ == "__main__":
+    main()
