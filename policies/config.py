@@ -51,6 +51,7 @@ class TrainSection(BaseModel):
     imitation_epochs: int = Field(5, ge=1)
     imitation_learning_rate: float = Field(1e-3, gt=0)
     imitation_workers: int = Field(1, ge=1)  # processes recording the teacher (a slow teacher such as lookahead)
+    eval_workers: int = Field(1, ge=1)  # processes validating the teacher and baselines (the policy trained runs in this one)
     dagger_rounds: int = Field(0, ge=0)  # after cloning: rounds of (learner drives, teacher labels, clone again on all)
     dagger_steps: int = Field(10_000, ge=1)  # decisions recorded per round
     ppo_baseline: bool = False  # PPO's reward less the teacher's on the same arrivals (envs.baseline): an input-dependent baseline

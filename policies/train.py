@@ -72,7 +72,7 @@ class TrainingCallback(BaseCallback):
         if best_file.exists():
             self.best = min((r["learned"] for r in _read_rows(best_file)), default=float("inf"))
         for name in self.config.train.baselines:
-            self.baselines[name] = validation_blocking(name, self.env, self.config.train.eval_episodes)
+            self.baselines[name] = validation_blocking(name, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
         if self.num_timesteps == 0:
             self.evaluate()  # the starting (possibly warm-started) policy is a candidate too
 

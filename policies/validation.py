@@ -18,6 +18,7 @@ from envs.config import EnvConfig
 from placer.baselines.policy import Policy
 from placer.baselines.specs import PolicySpec
 from placer.evaluate.config import EvaluationConfig
+from placer.evaluate.parallel import run_tasks
 from placer.evaluate.runner import Runner, tasks
 from placer.evaluate.stats import mean_ci95, plus_minus
 
@@ -37,24 +38,29 @@ def validation_configs(env: EnvConfig, episodes: int, policy: str | PolicySpec) 
             )  # fmt: skip
 
 
-def validation_rates(policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int) -> np.ndarray:
+def validation_rates(policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
     """Blocking rate per validation stream (module docstring), in a fixed order: cluster, queue, size, structure, then the
     evaluation's task order (load, beta, episode).
 
     ``policy``: a policy name (built, and tuned per cell if it tunes, like ``placer evaluate`` does) or a built policy
-    (e.g. the one being trained), reset before every stream.
+    (e.g. the one being trained), reset before every stream. ``workers`` > 1 runs a named policy's streams in that many
+    processes (:func:`placer.evaluate.parallel.run_tasks`: the same rates, a task's result depending only on its seed);
+    a built policy always runs here.
     """
     name = policy.name if isinstance(policy, Policy) else policy
     rates: list[float] = []
     for config in validation_configs(env, episodes, name):
+        if workers > 1 and not isinstance(policy, Policy):
+            rates.extend(summary["blocking_rate"] for summary, _ in run_tasks(config, tasks(config), workers=workers))
+            continue
         runner = Runner(config, policies=[policy] if isinstance(policy, Policy) else None)
         rates.extend(runner.run(task)[0]["blocking_rate"] for task in tasks(config))
     return np.array(rates)
 
 
-def validation_blocking(policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int) -> float:
+def validation_blocking(policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int, workers: int = 1) -> float:
     """Mean of :func:`validation_rates`."""
-    return float(np.mean(validation_rates(policy, env, episodes)))
+    return float(np.mean(validation_rates(policy, env, episodes, workers)))
 
 
 class PairedRow(BaseModel):
@@ -114,7 +120,7 @@ def paired_summary(learned: Policy, config, learned_rates: np.ndarray | None = N
     learned_rates = validation_rates(learned, env, episodes) if learned_rates is None else learned_rates
     rows = [_row("learned", learned_rates, None)]
     for name in dict.fromkeys([teacher, reference, *config.train.baselines]):
-        rates = validation_rates(name, env, episodes)
+        rates = validation_rates(name, env, episodes, config.train.eval_workers)
         label = f"{name} (teacher)" if name == teacher else name
         rows.append(_row(label, rates, learned_rates))
     return PairedSummary(streams=len(learned_rates), teacher=teacher, reference=reference, rows=rows)
