@@ -26,6 +26,7 @@ class PPOSection(BaseModel):
     clip_range: float = Field(0.2, gt=0)
     ent_coef: float = Field(0.01, ge=0)
     vf_coef: float = Field(0.5, ge=0)
+    anchor_kl: float = Field(0.0, ge=0)  # > 0: add this x KL(starting policy || policy) to the loss (OptionPolicy.anchor_to)
 
 
 class PolicySection(BaseModel):

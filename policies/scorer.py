@@ -14,6 +14,7 @@ from typing import cast
 import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
+from torch.distributions import Categorical
 from torch.nn import functional as F
 
 from policies.extractor import PlacementExtractor
@@ -58,10 +59,40 @@ class OptionScorer(nn.Module):
 
 
 class OptionPolicy(MaskableActorCriticPolicy):
-    """MaskablePPO policy whose logits come from :class:`OptionScorer` (``net_arch``: [hidden])."""
+    """MaskablePPO policy whose logits come from :class:`OptionScorer` (``net_arch``: [hidden]).
+
+    :meth:`anchor_to` regularises PPO toward a fixed policy (the clone PPO starts from): the loss gains
+    ``kl * KL(anchor || policy)`` per sample, so the policy moves off its teacher only where the advantage pays for it.
+    """
 
     features_extractor: PlacementExtractor
     mlp_extractor: OptionScorer  # type: ignore[assignment]  # SB3 types it as its MlpExtractor; replacing it is SB3's documented extension
+    _anchor: tuple[OptionPolicy, ...] = ()  # a tuple, so that nn.Module does not register (save, optimise) the anchor
+    anchor_kl = 0.0
+    entropy_coef = 0.0
+    anchor_kls: list[float]  # the mean KL of each minibatch since the caller last cleared it
+
+    def anchor_to(self, anchor: OptionPolicy, kl: float, ent_coef: float) -> None:
+        """Add ``kl * KL(anchor || self)`` to PPO's loss, ``anchor`` frozen. It rides in SB3's entropy slot: each
+        sample's "entropy" becomes ``ent_coef * H - kl * KL``, so the caller must set MaskablePPO's ``ent_coef`` to 1."""
+        anchor.set_training_mode(False)
+        anchor.requires_grad_(False)
+        self._anchor, self.anchor_kl, self.entropy_coef, self.anchor_kls = (anchor,), kl, ent_coef, []
+
+    def evaluate_actions(self, obs, actions: torch.Tensor, action_masks=None):
+        if not self._anchor:
+            return super().evaluate_actions(obs, actions, action_masks=action_masks)
+        features = self.extract_features(obs)
+        latent_pi, latent_vf = self.mlp_extractor(features)
+        distribution = self._get_action_dist_from_latent(latent_pi)
+        distribution.apply_masking(action_masks)
+        with torch.no_grad():
+            anchor = cast(Categorical, self._anchor[0].get_distribution(obs, action_masks=action_masks).distribution)
+        # logits are log-probabilities after masking; a masked action has probability 0 under the anchor
+        kl = (anchor.probs * (anchor.logits - cast(Categorical, distribution.distribution).logits)).sum(-1)
+        self.anchor_kls.append(float(kl.detach().mean()))
+        regulariser = self.entropy_coef * cast(torch.Tensor, distribution.entropy()) - self.anchor_kl * kl
+        return self.value_net(latent_vf), distribution.log_prob(actions), regulariser
 
     def _build_mlp_extractor(self) -> None:
         extractor = self.features_extractor

@@ -78,6 +78,9 @@ class TrainingCallback(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         self._extractor().rollout_cache = {}  # weights are fixed until the next update
+        if kls := getattr(self.model.policy, "anchor_kls", None):  # the last update's, when PPO is anchored
+            self.logger.record("train/anchor_kl", float(np.mean(kls)))
+            kls.clear()
 
     def _on_rollout_end(self) -> None:
         self._extractor().rollout_cache = None
@@ -175,7 +178,7 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
         verbose=0,
         device=resolve_device(config.train.device),
         policy_kwargs=policy_kwargs(arch.hidden, arch.rounds, arch.net_arch, GraphTable.from_config(env_config)),
-        **ppo.model_dump(exclude={"n_envs", "vec_env"}),
+        **ppo.model_dump(exclude={"n_envs", "vec_env", "anchor_kl"}),
     )
 
 
@@ -376,6 +379,8 @@ def train(
         elif config.train.imitation_steps:
             report(f"warm start: recording {config.train.imitation_steps:,} decisions of {config.train.imitation_teacher} and cloning them")
         warm_start(model, config, out, progress, members, weights)
+    if config.ppo.anchor_kl > 0:
+        _anchor(model, config, out / "anchor.pt")
     report(f"validating {', '.join([*config.train.baselines, 'the starting policy'])}, then PPO (progress bar)")
     total = timesteps or config.train.timesteps
     callback = TrainingCallback(out, config)
@@ -409,6 +414,20 @@ def train(
     if promote is not None:
         _promote(final, promote, summary, report)
     return final
+
+
+def _anchor(model: MaskablePPO, config: TrainConfig, path: Path) -> None:
+    """Anchor PPO to the policy it starts from (``path`` keeps it, so that a resumed run has the same anchor)."""
+    if not path.exists():
+        with atomic_path(path) as tmp:
+            torch.save(model.policy.state_dict(), tmp)
+    policy = model.policy
+    if not isinstance(policy, OptionPolicy):
+        raise TypeError(f"anchoring expects an OptionPolicy, got {type(policy).__name__}")
+    anchor = copy.deepcopy(policy)
+    anchor.load_state_dict(torch.load(path, map_location=model.device, weights_only=True))
+    policy.anchor_to(anchor, config.ppo.anchor_kl, config.ppo.ent_coef)
+    model.ent_coef = 1.0  # the entropy slot now carries ent_coef * H - anchor_kl * KL
 
 
 def _promote(final: Path, target: Path, summary, report) -> None:

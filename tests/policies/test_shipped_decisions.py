@@ -80,6 +80,13 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
             [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0],
             "2b1052bc5bf4f19b",
         ),
+        (  # the default after 100,000 anchored PPO steps (data/configs/anchored.toml): the same first 30 degrees,
+            "anchored.pt",  # other devices from the 6th decision on
+            "dgx8x8",
+            "daily",
+            [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0],
+            "405853742d10dc64",
+        ),
     ],
 )
 def test_shipped_policies_make_the_pinned_decisions(policy_file, cluster, structure, degrees, digest):

@@ -331,3 +331,43 @@ def test_a_configured_baseline_is_shaped_for_ppos_discount():
     )
     assert with_baseline(config, None).env.baseline_discount == 0.95
     assert with_baseline(tiny_config(0), None) == tiny_config(0)  # no baseline, nothing changes
+
+
+def test_anchored_ppo_adds_the_kl_to_its_starting_policy_and_nothing_else(tmp_path):
+    """anchor_kl: each sample's entropy slot is ent_coef * H - anchor_kl * KL(anchor || policy), KL computed as torch
+    does over the unmasked actions; 0 where the policy is its anchor; the anchor is not saved or optimised."""
+    from torch.distributions import Categorical, kl_divergence
+
+    from policies.train import _anchor, build_model
+
+    config = tiny_config()
+    config = config.model_copy(update={"ppo": config.ppo.model_copy(update={"anchor_kl": 0.5, "ent_coef": 0.01})})
+    model = build_model(config, tmp_path)
+    _anchor(model, config, tmp_path / "anchor.pt")
+    assert model.ent_coef == 1.0 and (tmp_path / "anchor.pt").exists()
+    policy = model.policy
+    assert not any("anchor" in key for key in policy.state_dict())
+    assert {id(p) for group in policy.optimizer.param_groups for p in group["params"]} == {id(p) for p in policy.parameters()}
+    model.collect_rollouts(model.env, model._setup_learn(128, callback=None)[1], model.rollout_buffer, n_rollout_steps=64)
+    data = next(model.rollout_buffer.get(16))
+    actions, masks = data.actions.long().flatten(), data.action_masks
+    _, _, term = policy.evaluate_actions(data.observations, actions, action_masks=masks)
+    entropy = policy.get_distribution(data.observations, action_masks=masks).entropy()
+    assert torch.allclose(term, 0.01 * entropy, atol=1e-6)  # the policy is its anchor: KL 0
+    with torch.no_grad():
+        policy.mlp_extractor.option_score.weight.add_(0.5)  # move the policy off its anchor
+    _, _, term = policy.evaluate_actions(data.observations, actions, action_masks=masks)
+    moved = policy.get_distribution(data.observations, action_masks=masks).distribution
+    anchor = policy._anchor[0].get_distribution(data.observations, action_masks=masks).distribution
+    masked = masks.bool()
+    expected = torch.stack([
+        kl_divergence(Categorical(logits=a[m]), Categorical(logits=b[m]))
+        for a, b, m in zip(anchor.logits, moved.logits, masked, strict=True)
+    ])  # fmt: skip
+    assert expected.max() > 1e-4
+    assert torch.allclose(term, 0.01 * moved.entropy() - 0.5 * expected, atol=1e-5)
+    resumed = build_model(config, tmp_path)
+    with torch.no_grad():
+        resumed.policy.mlp_extractor.option_score.weight.add_(1.0)  # where a resumed run's checkpoint left it
+    _anchor(resumed, config, tmp_path / "anchor.pt")  # a resume anchors to the file, not to its own start
+    assert all(torch.equal(resumed.policy._anchor[0].state_dict()[k], v) for k, v in policy._anchor[0].state_dict().items())
