@@ -418,14 +418,15 @@ def train(
 
 def _anchor(model: MaskablePPO, config: TrainConfig, path: Path) -> None:
     """Anchor PPO to the policy it starts from (``path`` keeps it, so that a resumed run has the same anchor)."""
-    if not path.exists():
-        with atomic_path(path) as tmp:
-            torch.save(model.policy.state_dict(), tmp)
     policy = model.policy
     if not isinstance(policy, OptionPolicy):
         raise TypeError(f"anchoring expects an OptionPolicy, got {type(policy).__name__}")
     anchor = copy.deepcopy(policy)
-    anchor.load_state_dict(torch.load(path, map_location=model.device, weights_only=True))
+    if path.exists():  # a resumed run: its policy has moved, its anchor has not
+        anchor.load_state_dict(torch.load(path, map_location=model.device, weights_only=True))
+    else:
+        with atomic_path(path) as tmp:
+            torch.save(anchor.state_dict(), tmp)
     policy.anchor_to(anchor, config.ppo.anchor_kl, config.ppo.ent_coef)
     model.ent_coef = 1.0  # the entropy slot now carries ent_coef * H - anchor_kl * KL
 
