@@ -1,8 +1,8 @@
 """How many decisions one teacher episode takes in each regime of a training config: what a warm start's budget of
 ``imitation_steps`` decisions buys in episodes, and so in regimes covered.
 
-    python benchmarks/demonstration_steps.py [--config data/configs/default.toml]
-        [--members data/policies/default.imitation.json] [--seed 1] [--smoke]
+    python benchmarks/demonstration_steps.py [--config data/configs/clone.toml]
+        [--members data/policies/clone.imitation.json] [--seed 1] [--smoke]
 
 For each cluster x load of every setting of ``--config`` (beta C, Poisson arrivals: one stream each, seed ``--seed``),
 plays one episode of the member of ``best`` that the warm start recorded for that regime (``--members``: a
@@ -57,8 +57,8 @@ def decisions(config: EnvConfig, members: dict[str, str], seed: int) -> tuple[di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", type=Path, default=data_dir() / "configs" / "default.toml")
-    parser.add_argument("--members", type=Path, default=data_dir() / "policies" / "default.imitation.json")
+    parser.add_argument("--config", type=Path, default=data_dir() / "configs" / "clone.toml")
+    parser.add_argument("--members", type=Path, default=data_dir() / "policies" / "clone.imitation.json")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()

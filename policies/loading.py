@@ -26,7 +26,7 @@ GRAPH_CACHE_SIZE = 512
 
 def default_policy_file() -> Path:
     """The policy ``learned`` loads when no file is given: ``default.pt``, one network for every load of the trained
-    clusters and PAC-ML's loss setting (``data/policies/README.md``)."""
+    clusters and PAC-ML's loss setting, fine-tuned from ``clone.pt`` by anchored PPO (``data/policies/README.md``)."""
     return data_dir() / "policies" / "default.pt"
 
 

@@ -38,7 +38,7 @@ COST_MD = "docs/cost-model.md"
 REGIMES = "--queue edf-bf --size loguniform:0.1:10 --beta-dist A,B,C,D --seeds 10 --jobs 500 --load 0.5,0.9,1.3 --workers 2"
 FAMILIES = (
     "lean,lean:admit=0.9,lean:admit=0.9+best_fit,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,single-best,best,adaptive,"
-    "learned:pacml,learned:regimes,learned:default"
+    "learned:pacml,learned:regimes,learned:clone,learned:default"
 )
 
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
@@ -59,7 +59,7 @@ FIGURES: tuple[Figure, ...] = (
         "readme-pacml",
         "README.md",
         ("pacml",),
-        f"--cluster pacml {ABCD} {FIVE} --policies para_max,fixed:4,para_min,lean,learned,learned:default {LEARNED}",
+        f"--cluster pacml {ABCD} {FIVE} --policies para_max,fixed:4,para_min,lean,learned,learned:clone,learned:default {LEARNED}",
         against="para_max",
     ),
     _evaluate(
@@ -161,7 +161,8 @@ FIGURES: tuple[Figure, ...] = (
         LEARNING_MD,
         ("dgx8x8",),
         f"--cluster dgx8x8 {REGIMES.replace('--load 0.5,0.9,1.3', '--load 0.6,1.0,1.4')} "
-        "--policies lean:admit=0.9,para_max,para_min+best_fit,single-best,best,adaptive,learned:pacml,learned:regimes,learned:default",
+        "--policies lean:admit=0.9,para_max,para_min+best_fit,single-best,best,adaptive,learned:pacml,learned:regimes,learned:clone,"
+        "learned:default",
         **AGAINST_SINGLE_BEST,
     ),
     Figure(  # what a warm start's budget of decisions buys in episodes per regime
