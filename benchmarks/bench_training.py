@@ -2,7 +2,7 @@
 
     python benchmarks/bench_training.py [--steps 2048] [--threads 1] [--config data/configs/pacml.toml] [--net-arch 128] [--smoke]
 
-Builds the model of ``--config`` (default the shipped policy's, ``data/configs/pacml.toml``: 4 envs,
+Builds the model of ``--config`` (default ``data/configs/pacml.toml``, ``learned:pacml``'s: 4 envs,
 minibatches of 256, PAC-ML's and three more graphs; ``--net-arch``: another option-scorer width), collects
 ``--steps`` environment steps with and without the rollout cache of graph encodings (the weights are fixed
 during a rollout), times one of the rollouts' environments alone (``--steps`` random valid actions, its caches

@@ -115,7 +115,7 @@ def shipped_policy_names() -> list[str]:
 
 
 def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPolicy:
-    """Entry point ``learned``: the policy of ``--policy-file`` (default: the shipped ``pacml``); ``learned:NAME``
+    """Entry point ``learned``: the policy of ``--policy-file`` (default: :func:`default_policy_file`); ``learned:NAME``
     the shipped policy ``NAME``; ``learned+RULE`` the fixed-placement ablation."""
     path = Path(context.policy_file) if context.policy_file else default_policy_file()
     if spec.args:
