@@ -9,12 +9,15 @@ decides, asks ``best`` (tuned per beta distribution on streams apart, as ``place
 would do in the same state. Prints how often they agree, by kind of departure, then runs ``best`` on the same
 streams and counts the avoidable jobs only one of them blocks, and of the learned policy's, how many it departed on
 (a job it held or placed otherwise): the rest were blocked by what its earlier departures did to the cluster.
+Then, for the offers where the learned policy holds a job that ``best`` places: the job's size rank (the share of the
+jobs offered so far with a shorter sequential JCT, what ``lean:admit=Q`` compares with Q) and what became of it.
 ``--smoke``: one seed of beta A, 30 jobs.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import copy
 from collections import Counter
 from pathlib import Path
@@ -27,8 +30,9 @@ from placer.evaluate.config import EvaluationConfig
 from placer.evaluate.runner import Runner, Task
 from placer.sim.options import options
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Decision, Job, Outcome, Place
+from placer.sim.types import Decision, Job, JobRecord, Outcome, Place
 
+RANK_BINS = (0.5, 0.8, 0.9, 0.95)  # size-rank bins of held jobs: below 0.5, 0.5-0.8, ..., 0.95 and above
 KINDS = ("agree", "both hold", "same degree, other devices", "other degree", "learned holds, best places", "learned places, best holds")
 
 
@@ -52,6 +56,10 @@ class Shadowed(Policy):
         self.kinds: Counter[str] = Counter()
         self.departed: set[int] = set()  # jobs on whose own offer the policy decided otherwise
         self.rules: Counter[tuple[str, str]] = Counter()  # (the policy's rules, the shadow's) where only the devices differ
+        self.held: Counter[int] = Counter()  # job -> offers on which the policy held it and the shadow placed it
+        self.held_ranks: Counter[int] = Counter()  # RANK_BINS bin -> such offers
+        self._sizes: list[float] = []  # sequential JCTs of the jobs offered so far, sorted
+        self._seen: set[int] = set()
 
     def reset(self, rng: np.random.Generator) -> None:
         self.policy.reset(rng)
@@ -61,6 +69,13 @@ class Shadowed(Policy):
         decision, other = self.policy.decide(job, view), self.shadow.decide(job, view)
         kind = departure(decision, other)
         self.kinds[kind] += 1
+        if job.job_id not in self._seen:
+            self._seen.add(job.job_id)
+            bisect.insort(self._sizes, job.sequential_jct_s)
+        if kind == "learned holds, best places":
+            self.held[job.job_id] += 1
+            rank = bisect.bisect_left(self._sizes, job.sequential_jct_s) / len(self._sizes)
+            self.held_ranks[bisect.bisect_right(RANK_BINS, rank)] += 1
         if isinstance(decision, Place) and isinstance(other, Place) and kind == "same degree, other devices":  # which rules gave them
             self.rules[(rules_giving(decision, job, view), rules_giving(other, job, view))] += 1
         if kind not in ("agree", "both hold"):
@@ -72,6 +87,11 @@ def rules_giving(decision: Place, job: Job, view: ClusterView) -> str:
     """The placement rules that give ``decision``'s devices at its degree ("other" when none does), joined by "/"."""
     table = options(job, view, degrees=[decision.degree], rules=tuple(PLACEMENT_RULES))
     return "/".join(o.rule for o in table if o.devices == decision.devices) or "other"
+
+
+def fate(record: JobRecord) -> str:
+    """``placed``, or ``blocked: REASON``."""
+    return "placed" if record.outcome == Outcome.ACCEPTED else f"blocked: {record.reason}"
 
 
 def avoidable_blocked(records) -> set[int]:
@@ -101,6 +121,8 @@ def main() -> None:
     rules: Counter[tuple[str, str]] = Counter()
     only_learned = only_best = on_own_offer = 0
     members: Counter[str] = Counter()
+    held_ranks: Counter[int] = Counter()
+    fates: Counter[str] = Counter()  # what became of the jobs held where best placed
     for beta in range(len(betas)):
         for seed in range(seeds):
             learned, best = runner.policy(Task(beta, seed, 0)), runner.policy(Task(beta, seed, 1))
@@ -111,6 +133,8 @@ def main() -> None:
             reference = run_policy(best, runner.cost, stream, runner.queue, np.random.default_rng(rng))
             mine, theirs = avoidable_blocked(ran.records), avoidable_blocked(reference.records)
             kinds += shadowed.kinds
+            held_ranks += shadowed.held_ranks
+            fates += Counter(fate(r) for r in ran.records if r.job_id in shadowed.held)
             rules += shadowed.rules
             only_learned += len(mine - theirs)
             only_best += len(theirs - mine)
@@ -134,6 +158,20 @@ def main() -> None:
         f"of learned's own: {on_own_offer} on an offer of that job where it departed from best, "
         f"{only_learned - on_own_offer} after agreeing on every offer of it (blocked by what earlier departures did to the cluster)"
     )
+    print_held(held_ranks, fates)
+
+
+def print_held(held_ranks: Counter[int], fates: Counter[str]) -> None:
+    """Where learned holds and best places: the held jobs' size ranks (by offers) and what became of them (by jobs)."""
+    offers = sum(held_ranks.values())
+    if not offers:
+        return
+    edges = ("0", *(f"{b:g}" for b in RANK_BINS), "1")
+    print("\n| learned holds, best places: size rank of the job | offers | share |\n|---|---:|---:|")
+    for k in range(len(RANK_BINS) + 1):
+        print(f"| {edges[k]}-{edges[k + 1]} | {held_ranks[k]:,} | {held_ranks[k] / offers:.1%} |")
+    jobs = sum(fates.values())
+    print(f"\n{jobs:,} jobs held so ({offers / max(jobs, 1):.0f} offers each): " + ", ".join(f"{f} {n:,}" for f, n in fates.most_common()))
 
 
 if __name__ == "__main__":

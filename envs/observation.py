@@ -300,6 +300,7 @@ def _decision_arrays(offer: Offer, history: JobHistory, config: EnvConfig, num_f
     whole_servers = np.bincount(cluster.server_of, weights=view.free, minlength=servers) == per_server
     whole, is_whole = int(whole_servers.sum()), whole_servers.tolist()
     rows = []
+    broken_by_devices: dict[tuple[int, ...], int] = {}  # rules often give the same devices
     for o in table:
         rule = _RULE_ONE_HOT[o.rule]
         if o.devices is None or o.jct_s is None:
@@ -307,7 +308,9 @@ def _decision_arrays(offer: Offer, history: JobHistory, config: EnvConfig, num_f
             continue
         s = o.strategy
         split = (0.0, 0.0, 0.0) if s is None or s.sipml else _SPLIT[s.dp, s.tp, s.pp]
-        broken = len({server for server in map(server_list.__getitem__, o.devices) if is_whole[server]})
+        broken = broken_by_devices.get(o.devices)
+        if broken is None:  # whole-free servers the placement breaks into
+            broken = broken_by_devices[o.devices] = len({server for server in map(server_list.__getitem__, o.devices) if is_whole[server]})
         rows.append(
             (
                 float(o.feasible),

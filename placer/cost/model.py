@@ -66,6 +66,13 @@ class PlacementEntry(NamedTuple):
     repeat: bool
 
 
+class _Table(NamedTuple):
+    """A memoised placement table and its distinct shapes (each once, in first-seen order)."""
+
+    entries: tuple[PlacementEntry, ...]
+    shapes: tuple[PlacementShape, ...]
+
+
 class CostModel:
     """Iteration time, memory and the chosen strategy of jobs on one cluster, with caches.
 
@@ -123,19 +130,23 @@ class CostModel:
         self._predictions: LRUCache[tuple, Prediction] = LRUCache(max_predictions)
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
         self._shapes: dict[tuple[int, ...], PlacementShape] = {}  # device tuple -> shape; cleared when full
-        self._placements: LRUCache[tuple, tuple[PlacementEntry, ...]] = LRUCache(MAX_PLACEMENT_TABLES)
+        self._interned: dict[PlacementShape, PlacementShape] = {}  # equal shapes are one object (cleared with _shapes)
+        self._placements: LRUCache[tuple, _Table] = LRUCache(MAX_PLACEMENT_TABLES)
         self._best: LRUCache[tuple, float] = LRUCache(MAX_BEST_ITERATIONS)
         return self
 
     # -- placements -------------------------------------------------------------------
     def shape(self, devices: tuple[int, ...] | list[int] | np.ndarray) -> PlacementShape:
-        """The placement's :class:`PlacementShape` (memoised per device tuple: placements recur)."""
+        """The placement's :class:`PlacementShape` (memoised per device tuple: placements recur; equal shapes of
+        different device tuples are one object, so a table's distinct shapes are found by identity)."""
         key = tuple(devices.tolist()) if isinstance(devices, np.ndarray) else tuple(devices)
         shape = self._shapes.get(key)
         if shape is None:
             if len(self._shapes) >= MAX_SHAPES:
                 self._shapes.clear()
-            shape = self._shapes[key] = self._shape(key)
+                self._interned.clear()
+            shape = self._shape(key)
+            shape = self._shapes[key] = self._interned.setdefault(shape, shape)
         return shape
 
     def slowest(self, devices: Sequence[int]) -> int:
@@ -170,10 +181,15 @@ class CostModel:
         than ``degree`` devices are free; ``repeat`` marks a rule that gave the same devices as an
         earlier rule at that degree.
         """
+        return self._table(free, degrees, rules).entries
+
+    def _table(self, free: np.ndarray, degrees: Sequence[int], rules: Sequence[str]) -> _Table:
         key = (free.tobytes(), tuple(degrees), tuple(rules))
         table = self._placements.get(key)
         if table is None:
-            table = self._placements[key] = self._placement_table(free, degrees, rules)
+            entries = self._placement_table(free, degrees, rules)
+            shapes = {id(e.shape): e.shape for e in entries if e.shape is not None}  # interned: equal shapes, one id
+            table = self._placements[key] = _Table(entries, tuple(shapes.values()))
         return table
 
     def _placement_table(self, free: np.ndarray, degrees: Sequence[int], rules: Sequence[str]) -> tuple[PlacementEntry, ...]:
@@ -195,8 +211,8 @@ class CostModel:
         key = (graph.key, free.tobytes(), tuple(degrees), tuple(rules))
         best = self._best.get(key)
         if best is None:
-            fitting = (self.predict(graph, e.shape) for e in self.placements(free, degrees, rules) if e.shape is not None)
-            best = min((p.iteration_s for p in fitting if p.fits), default=math.inf)
+            predictions = (self.predict(graph, shape) for shape in self._table(free, degrees, rules).shapes)
+            best = min((p.iteration_s for p in predictions if p.fits), default=math.inf)
             if self.cache:
                 self._best[key] = best
         return best

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from placer.cost import Strategy
+from placer.cost import Prediction, Strategy
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Job, Place, meets_deadline
 
@@ -71,13 +71,16 @@ def options(
     """
     cost, graph, iterations, out = view.cost, job.graph, job.iterations, []
     deadline = job.remaining_s(view.now)
+    predicted: dict[int, Prediction] = {}  # by the shape's id: the cost model interns equal shapes
     for degree, rule, devices, shape, repeat in cost.placements(view.free, degrees, rules):
         if repeat and distinct:
             continue
         if devices is None or shape is None:  # both None together: too few devices free
             out.append(Option(degree, rule, None, None, deadline, None))
             continue
-        prediction = cost.predict(graph, shape)  # the same shape twice is one cached lookup
+        prediction = predicted.get(id(shape))
+        if prediction is None:
+            prediction = predicted[id(shape)] = cost.predict(graph, shape)
         jct = prediction.iteration_s * iterations if prediction.fits else None
         out.append(Option(degree, rule, devices, jct, deadline, prediction.strategy, shape.servers))
     return out

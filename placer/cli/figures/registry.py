@@ -179,6 +179,20 @@ FIGURES: tuple[Figure, ...] = (
         (Step("python benchmarks/departures.py --cluster mixed --load 0.5", stdout="output.md"),),
         printed("output.md"),
     ),
+    Figure(  # the same at load 0.9, where the learned policies block more than best on mixed: which jobs they hold
+        "departures-busy",
+        LEARNING_MD,
+        ("mixed",),
+        (Step("python benchmarks/departures.py --cluster mixed --load 0.9", stdout="output.md"),),
+        printed("output.md"),
+    ),
+    Figure(  # the room in the learned policy's holds: each one best would place, placed as best does
+        "overrides",
+        LEARNING_MD,
+        ("dgx8x8", "mixed"),
+        (Step("python benchmarks/overrides.py", stdout="output.md"),),
+        printed("output.md"),
+    ),
     Figure(
         "fidelity-published",
         COST_MD,

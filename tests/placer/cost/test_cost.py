@@ -114,6 +114,18 @@ def test_cache_returns_identical_values():
     assert cost.iteration_s(chain(), cost.shape(np.array([4, 0, 1]))) == first
 
 
+def test_equal_shapes_are_one_object_and_a_table_lists_each_once():
+    """Two servers' first pairs have one shape object (the cost model interns them), so a placement table's distinct
+    shapes, which best_iteration_s predicts, are found by identity: on two idle 4-device servers, first_fit and
+    best_fit at degrees 1-4 fill one server (4 shapes), spread crosses both (at degrees 2-4: 3 more)."""
+    cost = CostModel(toy_cluster(2, 4), strategy="sipml")
+    assert cost.shape([0, 1]) is cost.shape([4, 5])
+    assert cost.shape([0, 4]) is not cost.shape([0, 1])
+    table = cost._table(np.ones(8, dtype=bool), range(1, 5), ("first_fit", "best_fit", "spread"))
+    assert len(table.entries) == 12 and len(table.shapes) == 7
+    assert sorted((s.degree, s.servers) for s in table.shapes) == [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (4, 1), (4, 2)]
+
+
 def test_uncached_model_gives_the_same_answer_and_stores_nothing():
     cached, uncached = CostModel(toy_cluster(2, 4), strategy="sipml"), CostModel(toy_cluster(2, 4), strategy="sipml", cache=False)
     for devices in ([0, 1], [0, 4], [0, 1, 2, 5]):

@@ -1,0 +1,147 @@
+"""The room in a learned policy's holds: the policy with each hold replaced by the placement another policy makes there.
+
+    python benchmarks/overrides.py [--cluster dgx8x8,mixed] [--load 0.5,0.9,1.3] [--by best] [--below L]
+        [--structure iid] [--seeds 5] [--jobs 500] [--policy-file data/policies/default.pt] [--workers 2] [--smoke]
+
+On the families figures' streams of each cluster and load (``--seeds`` paired streams of each beta distribution A-D,
+an EDF queue with backfilling, job lengths ``loguniform:0.1:10``, Poisson arrivals or ``--structure daily``), runs
+three policies: ``learned``;
+``overridden``,
+which decides as ``learned`` except where ``learned`` holds a job that ``--by`` places in the same state, and there
+places it as ``--by`` does; and ``--by`` alone. ``--by best`` (tuned per beta distribution on streams apart, as
+``placer evaluate`` tunes it) measures what following the teacher's admission boundary, and nothing else of it,
+would recover; ``--by adaptive`` (the member tuned for the load it measures) is the same with an online rule.
+``--below L`` overrides only while the offered load measured from the jobs seen so far (:class:`LoadMeter`, as the
+learned policy's meter reads it; before it reads one, as low) is below ``L``: a policy told no regime.
+Prints, per regime, the overrides per job and the paired differences in avoidable blocking, mean ± 95 % interval
+over the streams; ``--workers`` regimes at once, each in its own process. ``--smoke``: one seed of beta A, 30 jobs,
+``mixed`` at load 0.9.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from placer.baselines.policy import Policy, run_policy
+from placer.evaluate.config import EvaluationConfig
+from placer.evaluate.runner import Runner, Task
+from placer.sim.history import LoadMeter
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Decision, Job, Place
+
+
+class Overridden(Policy):
+    """``policy``'s decisions, except that a job it holds and ``by`` places in the same state is placed as ``by`` places it
+    (``by`` sees every offer, so its own state, e.g. the lengths a size rule has seen, follows the run)."""
+
+    def __init__(self, policy: Policy, by: Policy, below: float = math.inf) -> None:
+        self.policy, self.by, self.below = policy, by, below
+        self.overrides = 0
+        self.meter = LoadMeter()
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self.policy.reset(rng)
+        self.by.reset(np.random.default_rng(0))
+        self.meter = LoadMeter()
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        decision, other = self.policy.decide(job, view), self.by.decide(job, view)
+        self.meter.observe(job)
+        load = self.meter.load(view.cluster.num_devices) if self.below < math.inf else None
+        if not isinstance(decision, Place) and isinstance(other, Place) and (load is None or load < self.below):
+            self.overrides += 1
+            return other
+        return decision
+
+
+def interval(values: list[float]) -> str:
+    """``mean ± 95 % half-width`` (normal, over the paired streams)."""
+    if len(values) < 2:
+        return f"{values[0]:+.4f}" if values else "n/a"
+    return f"{np.mean(values):+.4f} ± {1.96 * np.std(values, ddof=1) / math.sqrt(len(values)):.4f}"
+
+
+def measure(cluster: str, load: float, by: str, below: float, structure: str, seeds: int, jobs: int, betas: list[str], policy_file) -> dict:
+    """One regime: each stream's avoidable blocking rate under learned, overridden and ``by``, and the overrides made."""
+    workload = {"jobs": jobs, "queue": "edf-bf", "size": "loguniform:0.1:10", "beta_dists": betas, "structure": [structure]}
+    extra = {"policy_file": str(policy_file)} if policy_file else {}
+    config = EvaluationConfig.model_validate(
+        {"cluster": cluster, "policies": ["learned", by], "seeds": seeds, "loads": [load], "workload": workload, **extra}
+    )
+    runner = Runner(config)
+    rates: dict[str, list[float]] = {"learned": [], "overridden": [], "by": []}
+    overrides = 0
+    for beta in range(len(betas)):
+        for seed in range(seeds):
+            learned, other = runner.policy(Task(beta, seed, 0)), runner.policy(Task(beta, seed, 1))
+            stream, key = runner.jobs(beta, seed), [seed, runner.config.workload.betas[beta].stream_key, 1]
+            overridden = Overridden(learned, copy.deepcopy(other), below)  # its own copy: the run of `by` alone resets the other
+            for name, policy in (("learned", learned), ("overridden", overridden), ("by", other)):
+                rates[name].append(
+                    run_policy(policy, runner.cost, stream, runner.queue, np.random.default_rng(key)).metrics.avoidable_blocking_rate
+                )
+            overrides += overridden.overrides
+    return {"cluster": cluster, "load": load, "rates": rates, "overrides_per_job": overrides / (seeds * jobs * len(betas))}
+
+
+def _measure(args: tuple) -> dict:
+    return measure(*args)
+
+
+def differences(rates: dict[str, list[float]], a: str, b: str) -> str:
+    return interval([x - y for x, y in zip(rates[a], rates[b], strict=True)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cluster", default="dgx8x8,mixed", help="comma-separated presets")
+    parser.add_argument("--load", default="0.5,0.9,1.3", help="comma-separated offered loads")
+    parser.add_argument("--by", default="best", choices=("best", "adaptive"), help="the policy whose placements replace holds")
+    parser.add_argument("--below", type=float, default=math.inf, help="override only while the measured load is below this")
+    parser.add_argument("--structure", default="iid", choices=("iid", "daily"), help="Poisson arrivals, or the daily cycle")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--policy-file", type=Path, default=None, help="the learned policy (default: the shipped default.pt)")
+    parser.add_argument("--workers", type=int, default=2, help="regimes measured at once, each in its own process")
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    try:
+        loads = [float(v) for v in args.load.split(",")]
+    except ValueError:
+        parser.error(f"--load: comma-separated numbers, got {args.load!r}")
+    clusters = [c for c in args.cluster.split(",") if c]
+    if args.seeds < 1 or args.jobs < 1 or args.workers < 1 or not clusters or min(loads) <= 0:
+        parser.error("--seeds, --jobs and --workers must be >= 1, --cluster named, every --load > 0")
+    betas = ["A"] if args.smoke else ["A", "B", "C", "D"]
+    seeds, jobs = (1, 30) if args.smoke else (args.seeds, args.jobs)
+    if args.smoke:
+        clusters, loads = ["mixed"], [0.9]
+    tasks = [(c, load, args.by, args.below, args.structure, seeds, jobs, betas, args.policy_file) for c in clusters for load in loads]
+    if args.workers > 1 and len(tasks) > 1:
+        with ProcessPoolExecutor(min(args.workers, len(tasks))) as pool:
+            rows = list(pool.map(_measure, tasks))
+    else:
+        rows = [measure(*t) for t in tasks]
+    name = args.policy_file or "default.pt"
+    gate = f" while the measured load is below {args.below:g}" if args.below < math.inf else ""
+    arrivals = "Poisson" if args.structure == "iid" else "daily cycle"
+    print(f"learned ({name}), its holds overridden by {args.by}{gate}; {arrivals}, {seeds} seeds x {jobs} jobs x {','.join(betas)}")
+    print(f"avoidable blocking, paired differences (mean ± 95 % interval over {seeds * len(betas)} streams)\n")
+    print(f"| cluster | load | overrides per job | {args.by} | learned - {args.by} | overridden - {args.by} | overridden - learned |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        r = row["rates"]
+        print(
+            f"| {row['cluster']} | {row['load']:g} | {row['overrides_per_job']:.3f} | {np.mean(r['by']):.4f} | "
+            f"{differences(r, 'learned', 'by')} | {differences(r, 'overridden', 'by')} | {differences(r, 'overridden', 'learned')} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
