@@ -94,6 +94,25 @@ def fate(record: JobRecord) -> str:
     return "placed" if record.outcome == Outcome.ACCEPTED else f"blocked: {record.reason}"
 
 
+def families_runner(
+    cluster: str,
+    load: float,
+    policies: list[str],
+    seeds: int,
+    jobs: int,
+    betas: list[str],
+    policy_file: Path | None,
+    structure: str = "iid",
+) -> Runner:
+    """``placer evaluate``'s runner on the families figures' streams of one cluster and load: an EDF queue with
+    backfilling, job lengths ``loguniform:0.1:10``, ``structure`` arrivals (``iid``: Poisson), ``learned`` from
+    ``policy_file`` (None: the shipped default)."""
+    workload = {"jobs": jobs, "queue": "edf-bf", "size": "loguniform:0.1:10", "beta_dists": betas, "structure": [structure]}
+    extra = {"policy_file": str(policy_file)} if policy_file else {}
+    config = {"cluster": cluster, "policies": policies, "seeds": seeds, "loads": [load], "workload": workload, **extra}
+    return Runner(EvaluationConfig.model_validate(config))
+
+
 def avoidable_blocked(records) -> set[int]:
     return {r.job_id for r in records if r.outcome == Outcome.BLOCKED and r.avoidable}
 
@@ -111,12 +130,7 @@ def main() -> None:
         parser.error("--seeds and --jobs must be >= 1, --load > 0")
     betas = ["A"] if args.smoke else ["A", "B", "C", "D"]
     seeds, jobs = (1, 30) if args.smoke else (args.seeds, args.jobs)
-    workload = {"jobs": jobs, "queue": "edf-bf", "size": "loguniform:0.1:10", "beta_dists": betas}
-    extra = {"policy_file": str(args.policy_file)} if args.policy_file else {}
-    config = EvaluationConfig.model_validate(
-        {"cluster": args.cluster, "policies": ["learned", "best"], "seeds": seeds, "loads": [args.load], "workload": workload, **extra}
-    )
-    runner = Runner(config)
+    runner = families_runner(args.cluster, args.load, ["learned", "best"], seeds, jobs, betas, args.policy_file)
     kinds: Counter[str] = Counter()
     rules: Counter[tuple[str, str]] = Counter()
     only_learned = only_best = on_own_offer = 0
@@ -127,10 +141,10 @@ def main() -> None:
         for seed in range(seeds):
             learned, best = runner.policy(Task(beta, seed, 0)), runner.policy(Task(beta, seed, 1))
             members[(best.stats() or {}).get("chosen", best.name)] += 1
-            stream, rng = runner.jobs(beta, seed), [seed, runner.config.workload.betas[beta].stream_key, 1]
+            stream = runner.jobs(beta, seed)
             shadowed = Shadowed(learned, copy.deepcopy(best))  # its own copy: the reference run below resets the other
-            ran = run_policy(shadowed, runner.cost, stream, runner.queue, np.random.default_rng(rng))
-            reference = run_policy(best, runner.cost, stream, runner.queue, np.random.default_rng(rng))
+            ran = run_policy(shadowed, runner.cost, stream, runner.queue, runner.run_rng(beta, seed))
+            reference = run_policy(best, runner.cost, stream, runner.queue, runner.run_rng(beta, seed))
             mine, theirs = avoidable_blocked(ran.records), avoidable_blocked(reference.records)
             kinds += shadowed.kinds
             held_ranks += shadowed.held_ranks

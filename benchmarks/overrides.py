@@ -5,16 +5,15 @@
 
 On the families figures' streams of each cluster and load (``--seeds`` paired streams of each beta distribution A-D,
 an EDF queue with backfilling, job lengths ``loguniform:0.1:10``, Poisson arrivals or ``--structure daily``), runs
-three policies: ``learned``;
-``overridden``,
-which decides as ``learned`` except where ``learned`` holds a job that ``--by`` places in the same state, and there
-places it as ``--by`` does; and ``--by`` alone. ``--by best`` (tuned per beta distribution on streams apart, as
-``placer evaluate`` tunes it) measures what following the teacher's admission boundary, and nothing else of it,
-would recover; ``--by adaptive`` (the member tuned for the load it measures) is the same with an online rule.
+three policies: ``learned``; ``overridden``, which decides as ``learned`` except where ``learned`` holds a job that
+``--by`` places in the same state, and there places it as ``--by`` does; and ``--by`` alone. ``--by best`` (tuned
+per beta distribution on streams apart, as ``placer evaluate`` tunes it) measures what following the teacher's
+admission boundary, and nothing else of it, would recover; ``--by adaptive`` (the member tuned for the load it
+measures) is the same with an online rule.
 ``--below L`` overrides only while the offered load measured from the jobs seen so far (:class:`LoadMeter`, as the
 learned policy's meter reads it; before it reads one, as low) is below ``L``: a policy told no regime.
 Prints, per regime, the overrides per job and the paired differences in avoidable blocking, mean ± 95 % interval
-over the streams; ``--workers`` regimes at once, each in its own process. ``--smoke``: one seed of beta A, 30 jobs,
+over the streams (Student's t); ``--workers`` regimes at once, each in its own process. ``--smoke``: one seed of beta A, 30 jobs,
 ``mixed`` at load 0.9.
 """
 
@@ -27,10 +26,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from departures import families_runner  # a sibling script: benchmarks/ is on the path of a script run from it
 
 from placer.baselines.policy import Policy, run_policy
-from placer.evaluate.config import EvaluationConfig
-from placer.evaluate.runner import Runner, Task
+from placer.evaluate.runner import Task
+from placer.evaluate.stats import mean_ci95, plus_minus
 from placer.sim.history import LoadMeter
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place
@@ -60,31 +60,19 @@ class Overridden(Policy):
         return decision
 
 
-def interval(values: list[float]) -> str:
-    """``mean ± 95 % half-width`` (normal, over the paired streams)."""
-    if len(values) < 2:
-        return f"{values[0]:+.4f}" if values else "n/a"
-    return f"{np.mean(values):+.4f} ± {1.96 * np.std(values, ddof=1) / math.sqrt(len(values)):.4f}"
-
-
 def measure(cluster: str, load: float, by: str, below: float, structure: str, seeds: int, jobs: int, betas: list[str], policy_file) -> dict:
     """One regime: each stream's avoidable blocking rate under learned, overridden and ``by``, and the overrides made."""
-    workload = {"jobs": jobs, "queue": "edf-bf", "size": "loguniform:0.1:10", "beta_dists": betas, "structure": [structure]}
-    extra = {"policy_file": str(policy_file)} if policy_file else {}
-    config = EvaluationConfig.model_validate(
-        {"cluster": cluster, "policies": ["learned", by], "seeds": seeds, "loads": [load], "workload": workload, **extra}
-    )
-    runner = Runner(config)
+    runner = families_runner(cluster, load, ["learned", by], seeds, jobs, betas, policy_file, structure)
     rates: dict[str, list[float]] = {"learned": [], "overridden": [], "by": []}
     overrides = 0
     for beta in range(len(betas)):
         for seed in range(seeds):
             learned, other = runner.policy(Task(beta, seed, 0)), runner.policy(Task(beta, seed, 1))
-            stream, key = runner.jobs(beta, seed), [seed, runner.config.workload.betas[beta].stream_key, 1]
+            stream = runner.jobs(beta, seed)
             overridden = Overridden(learned, copy.deepcopy(other), below)  # its own copy: the run of `by` alone resets the other
             for name, policy in (("learned", learned), ("overridden", overridden), ("by", other)):
                 rates[name].append(
-                    run_policy(policy, runner.cost, stream, runner.queue, np.random.default_rng(key)).metrics.avoidable_blocking_rate
+                    run_policy(policy, runner.cost, stream, runner.queue, runner.run_rng(beta, seed)).metrics.avoidable_blocking_rate
                 )
             overrides += overridden.overrides
     return {"cluster": cluster, "load": load, "rates": rates, "overrides_per_job": overrides / (seeds * jobs * len(betas))}
@@ -95,7 +83,9 @@ def _measure(args: tuple) -> dict:
 
 
 def differences(rates: dict[str, list[float]], a: str, b: str) -> str:
-    return interval([x - y for x, y in zip(rates[a], rates[b], strict=True)])
+    """``a``'s rates less ``b``'s, paired by stream: ``mean ± 95 % half-width``."""
+    mean, half = mean_ci95([x - y for x, y in zip(rates[a], rates[b], strict=True)])
+    return ("+" if mean >= 0 else "") + plus_minus(mean, half, ".4f")
 
 
 def main() -> None:

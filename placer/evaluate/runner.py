@@ -82,6 +82,10 @@ class Runner:
             return self.trace
         return list(self.workload(beta_index, load_index).jobs(np.random.default_rng([seed, self._stream_key(beta_index)])))
 
+    def run_rng(self, beta_index: int, seed: int) -> np.random.Generator:
+        """The generator a policy runs a task's stream with (apart from the stream's own draw)."""
+        return np.random.default_rng([seed, self._stream_key(beta_index), 1])
+
     def _stream_key(self, beta_index: int) -> int:
         return self.config.workload.betas[beta_index].stream_key
 
@@ -114,7 +118,7 @@ class Runner:
         config, i, seed = self.config, task.beta_index, task.seed
         beta, spec, policy = config.beta_labels[i], config.policies[task.policy_index], self.policy(task)
         jobs = self.jobs(i, seed, task.load_index)
-        run = run_policy(policy, self.cost, jobs, self.queue, np.random.default_rng([seed, self._stream_key(i), 1]), on_job)
+        run = run_policy(policy, self.cost, jobs, self.queue, self.run_rng(i, seed), on_job)
         m = run.metrics
         load = config.load_values[task.load_index]
         summary = {
