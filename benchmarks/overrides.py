@@ -5,13 +5,14 @@
 
 On the families figures' streams of each cluster and load (``--seeds`` paired streams of each beta distribution A-D,
 an EDF queue with backfilling, job lengths ``loguniform:0.1:10``, Poisson arrivals or ``--structure daily``), runs
-three policies: ``learned``; ``overridden``, which decides as ``learned`` except where ``learned`` holds a job that
-``--by`` places in the same state, and there places it as ``--by`` does; and ``--by`` alone. ``--by best`` (tuned
+three policies: ``learned``; ``overridden`` (:class:`~placer.baselines.guard.Guarded`), which decides as ``learned``
+except where ``learned`` holds a job that ``--by`` places in the same state, and there places it as ``--by`` does;
+and ``--by`` alone. ``--by best`` (tuned
 per beta distribution on streams apart, as ``placer evaluate`` tunes it) measures what following the teacher's
 admission boundary, and nothing else of it, would recover; ``--by adaptive`` (the member tuned for the load it
 measures) is the same with an online rule.
-``--below L`` overrides only while the offered load measured from the jobs seen so far (:class:`LoadMeter`, as the
-learned policy's meter reads it; before it reads one, as low) is below ``L``: a policy told no regime.
+``--below L`` overrides only while the offered load measured from the last 96 arrivals (:class:`LoadMeter`'s default
+window, one of the learned policy's two; before it reads one, as low) is below ``L``: a policy told no regime.
 Prints, per regime, the overrides per job and the paired differences in avoidable blocking, mean ± 95 % interval
 over the streams (Student's t); ``--workers`` regimes at once, each in its own process. ``--smoke``: one seed of beta A, 30 jobs,
 ``mixed`` at load 0.9.
@@ -28,36 +29,10 @@ from pathlib import Path
 import numpy as np
 from departures import families_runner  # a sibling script: benchmarks/ is on the path of a script run from it
 
-from placer.baselines.policy import Policy, run_policy
+from placer.baselines.guard import Guarded
+from placer.baselines.policy import run_policy
 from placer.evaluate.runner import Task
 from placer.evaluate.stats import mean_ci95, plus_minus
-from placer.sim.history import LoadMeter
-from placer.sim.simulator import ClusterView
-from placer.sim.types import Decision, Job, Place
-
-
-class Overridden(Policy):
-    """``policy``'s decisions, except that a job it holds and ``by`` places in the same state is placed as ``by`` places it
-    (``by`` sees every offer, so its own state, e.g. the lengths a size rule has seen, follows the run)."""
-
-    def __init__(self, policy: Policy, by: Policy, below: float = math.inf) -> None:
-        self.policy, self.by, self.below = policy, by, below
-        self.overrides = 0
-        self.meter = LoadMeter()
-
-    def reset(self, rng: np.random.Generator) -> None:
-        self.policy.reset(rng)
-        self.by.reset(np.random.default_rng(0))
-        self.meter = LoadMeter()
-
-    def decide(self, job: Job, view: ClusterView) -> Decision:
-        decision, other = self.policy.decide(job, view), self.by.decide(job, view)
-        self.meter.observe(job)
-        load = self.meter.load(view.cluster.num_devices) if self.below < math.inf else None
-        if not isinstance(decision, Place) and isinstance(other, Place) and (load is None or load < self.below):
-            self.overrides += 1
-            return other
-        return decision
 
 
 def measure(cluster: str, load: float, by: str, below: float, structure: str, seeds: int, jobs: int, betas: list[str], policy_file) -> dict:
@@ -69,7 +44,7 @@ def measure(cluster: str, load: float, by: str, below: float, structure: str, se
         for seed in range(seeds):
             learned, other = runner.policy(Task(beta, seed, 0)), runner.policy(Task(beta, seed, 1))
             stream = runner.jobs(beta, seed)
-            overridden = Overridden(learned, copy.deepcopy(other), below)  # its own copy: the run of `by` alone resets the other
+            overridden = Guarded(learned, copy.deepcopy(other), below)  # its own copy: the run of `by` alone resets the other
             for name, policy in (("learned", learned), ("overridden", overridden), ("by", other)):
                 rates[name].append(
                     run_policy(policy, runner.cost, stream, runner.queue, runner.run_rng(beta, seed)).metrics.avoidable_blocking_rate

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +11,9 @@ from threadpoolctl import threadpool_limits
 
 from envs.action import action_mask, decision, option_table
 from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, forward_size, graph_arrays, observe
+from placer.baselines.guard import Guarded
 from placer.baselines.policy import Policy
-from placer.baselines.registry import PolicyContext
+from placer.baselines.registry import PolicyContext, make_heuristic
 from placer.baselines.specs import PolicySpec
 from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
@@ -114,18 +116,42 @@ def shipped_policy_names() -> list[str]:
     return sorted(path.stem for path in (data_dir() / "policies").glob("*.pt"))
 
 
-def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPolicy:
+def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPolicy | Guarded:
     """Entry point ``learned``: the policy of ``--policy-file`` (default: :func:`default_policy_file`); ``learned:NAME``
-    the shipped policy ``NAME``; ``learned+RULE`` the fixed-placement ablation."""
+    the shipped policy ``NAME``; ``learned+RULE`` the fixed-placement ablation; ``:below=L`` (``learned:below=1.1``,
+    ``learned:default:below=1.1``) the policy whose holds, while the measured load is under ``L``, are placed as
+    ``adaptive`` places them (:class:`~placer.baselines.guard.Guarded`; tuned, as ``adaptive`` is, by ``placer evaluate``)."""
     path = Path(context.policy_file) if context.policy_file else default_policy_file()
-    if spec.args:
-        shipped = shipped_policy_names()
-        if len(spec.args) > 1 or spec.positional not in shipped:
-            names = ", ".join(shipped)
-            raise PolicyError(f"unknown policy {str(spec)!r}: use learned (its --policy-file) or learned:NAME, NAME one of {names}")
+    shipped = shipped_policy_names()
+    names = ", ".join(shipped)
+    usage = f"use learned (its --policy-file) or learned:NAME, NAME one of {names}, optionally :below=L (L > 0)"
+    keys = [key for key, _ in spec.args]
+    below = dict(spec.args).get("below")
+    if keys.count(None) > 1 or any(key not in (None, "below") for key in keys) or len(keys) != len(set(keys)):
+        raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
+    if spec.positional is not None:
+        if spec.positional not in shipped:
+            raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
         path = data_dir() / "policies" / f"{spec.positional}.pt"
+    gate = _gate(below, spec, usage)
     torch.set_num_threads(1)  # one observation at a time: extra threads only add overhead
     threadpool_limits(1, user_api="blas")  # the numpy actor's small matmuls: threads only spin (10x slower on a busy host)
     if not path.exists():
         raise PolicyError(f"policy file {str(path)!r} does not exist (train one with 'placer train' or pass --policy-file)")
-    return LearnedPolicy.from_file(path, spec=spec, rule_override=spec.rule)
+    learned = LearnedPolicy.from_file(path, spec=spec, rule_override=spec.rule)
+    if gate is None:
+        return learned
+    return Guarded(learned, make_heuristic("adaptive", max_degree=context.max_degree), gate, spec=spec)
+
+
+def _gate(text: str | None, spec: PolicySpec, usage: str) -> float | None:
+    """The measured load under which holds are overridden (``below=L``), None without one."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
+    return value

@@ -17,12 +17,10 @@ from pydantic import BaseModel
 from envs.config import EnvConfig
 from placer.baselines.policy import Policy
 from placer.baselines.specs import PolicySpec
-from placer.evaluate.config import EvaluationConfig
+from placer.evaluate.config import VALIDATION_SEED, EvaluationConfig
 from placer.evaluate.parallel import run_tasks
 from placer.evaluate.runner import Runner, tasks
 from placer.evaluate.stats import mean_ci95, plus_minus
-
-VALIDATION_SEED = 10_000  # validation stream k of beta distribution i: np.random.default_rng([VALIDATION_SEED + k, i])
 
 
 def validation_configs(env: EnvConfig, episodes: int, policy: str | PolicySpec) -> Iterator[EvaluationConfig]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from placer.api.types import ClusterState, PlacementDecision, Reason
+from placer.baselines.guard import Guarded
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_policy
 from placer.cluster.placement import PLACEMENT_RULES
@@ -40,10 +41,15 @@ class Placer:
     """
 
     def __init__(self, cost: CostModel, policy: Policy, *, seed: int = 0, max_degree: int = DEFAULT_MAX_DEGREE) -> None:
-        if type(policy).tuned is not Policy.tuned:  # best, single-best, adaptive, lean:admit=best: chosen per workload
+        if type(policy).tuned is not Policy.tuned:  # best, single-best, adaptive, lean:admit=best, a gate: chosen per workload
+            instead = (
+                "learned or learned:NAME"
+                if isinstance(policy, Guarded)
+                else "the member it chose (placer report names it), e.g. lean:admit=0.9"
+            )
             raise PolicyError(
                 f"{policy.name} is tuned on the generated streams of a workload (placer evaluate does it), so it cannot answer "
-                "placement queries: use the member it chose (placer report names it), e.g. lean:admit=0.9"
+                f"placement queries: use {instead}"
             )
         self.cost, self.policy, self.max_degree = cost, policy, max_degree
         policy.reset(np.random.default_rng(seed))

@@ -26,6 +26,7 @@ def evaluate(
     cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
     graphs_dir: Annotated[Path | None, typer.Option(help="use every *.json graph in this folder instead of --graphs")] = None,
     seeds: Annotated[int, typer.Option(help="runs per policy and beta distribution")] = 3,
+    first_seed: Annotated[int, typer.Option(help="the first stream seed (streams apart from another evaluation's)")] = 0,
     policies: Annotated[str, typer.Option(help="comma-separated policy names")] = "para_max,para_min,fixed:4,fixed:8,random,lean",
     trace: Annotated[Path | None, typer.Option(help="CSV trace (arrival_s,graph,beta,iterations) to replay")] = None,
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
@@ -38,15 +39,19 @@ def evaluate(
     """Compare policies on the same simulated job streams; write results, summary and plots.
 
     Policies: para_max, para_min, fixed:K, random, lean (lean:admit=Q for size admission), eff:E, switch:U, best, lookahead
-    (lookahead:k=K:h=H), learned; +RULE picks a placement rule, @DISCIPLINE a queue order (lean@edf).
+    (lookahead:k=K:h=H), learned (learned:NAME a shipped policy; learned:below=L places its holds as adaptive would
+    while the measured load is under L); +RULE picks a placement rule, @DISCIPLINE a queue order (lean@edf).
     --workers N or --ray ADDRESS run the (distribution, seed, policy) runs in parallel, with the same results.
     """
     if out.exists() and not out.is_dir():
         raise PlacerError(f"--out {str(out)!r} is a file, not a folder")
     from placer.evaluate import EvaluationConfig, total_decisions, write_results
     from placer.evaluate import evaluate as run_evaluation
+    from placer.evaluate.config import VALIDATION_SEED
     from placer.evaluate.plots import plot_all
 
+    if first_seed < 0 or first_seed + seeds > VALIDATION_SEED:
+        raise PlacerError(f"--first-seed: seeds 0 to {VALIDATION_SEED - 1:,} (from {VALIDATION_SEED:,}: a training's validation streams)")
     loads = parse_loads(load)
     config = EvaluationConfig(
         cluster=str(cluster),
@@ -54,6 +59,7 @@ def evaluate(
         loads=loads if len(loads) > 1 else (),
         graphs_dir=str(graphs_dir) if graphs_dir else None,
         seeds=seeds,
+        first_seed=first_seed,
         policies=split_list(policies),
         trace=str(trace) if trace else None,
         max_degree=max_degree,

@@ -6,10 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from placer.baselines.policy import TUNING_SEED
 from placer.baselines.specs import PolicySpec
 from placer.cost import STRATEGIES
 from placer.sim.options import DEFAULT_MAX_DEGREE
 from placer.sim.workload import WorkloadSpec, nest_workload
+
+VALIDATION_SEED = 10_000  # a training's validation stream k of beta distribution i: np.random.default_rng([VALIDATION_SEED + k, i])
 
 
 class EvaluationConfig(BaseModel):
@@ -24,7 +27,7 @@ class EvaluationConfig(BaseModel):
     workload: WorkloadSpec
     graphs_dir: str | None = None
     seeds: int = Field(ge=1)
-    first_seed: int = Field(default=0, ge=0)  # seeds first_seed .. first_seed + seeds - 1 (validation streams start at 10,000)
+    first_seed: int = Field(default=0, ge=0)  # seeds first_seed .. first_seed + seeds - 1 (validation streams start at VALIDATION_SEED)
     policies: list[str] = Field(min_length=1)
     trace: str | None = None
     max_degree: int = Field(default=DEFAULT_MAX_DEGREE, ge=1)
@@ -50,6 +53,8 @@ class EvaluationConfig(BaseModel):
     def _loads_need_streams(self) -> EvaluationConfig:
         if self.trace and len(self.loads) > 1:
             raise ValueError("a replayed --trace has its own arrival times: it takes no list of loads")
+        if self.first_seed + self.seeds > TUNING_SEED:
+            raise ValueError(f"seeds from {TUNING_SEED:,} draw the tuning streams: first_seed + seeds must stay below")
         return self
 
     @field_validator("workload")

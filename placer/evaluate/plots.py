@@ -73,15 +73,21 @@ def plot_metric(result: EvaluationResult, metric: str, path: Path) -> Path:
     return path
 
 
+def _first_seed(result: EvaluationResult) -> str:
+    """``seed 0 of 10``, or ``seed 100 of 100-109``."""
+    first, seeds = result.config.first_seed, result.config.seeds
+    return f"seed 0 of {seeds}" if first == 0 else f"seed {first} of {first}-{first + seeds - 1}"
+
+
 def plot_blocking_over_time(result: EvaluationResult, path: Path) -> Path:
-    """Blocked fraction of the arrivals in each time span, seed 0, one panel per beta distribution (or the trace)."""
+    """Blocked fraction of the arrivals in each time span, the first seed, one panel per beta distribution (or the trace)."""
     betas = result.config.beta_labels
     fig, axes = plt.subplots(len(betas), 1, figsize=(9, 2.2 * len(betas) + 1.0), squeeze=False)
     for ax, beta in zip(axes[:, 0], betas, strict=True):
         lines = [
             {"policy": t["policy"], "time_s": t["blocking_time_s"], "busy": t["blocking"]}
             for t in result.timelines
-            if t["beta_dist"] == beta and t["seed"] == 0 and "blocking" in t
+            if t["beta_dist"] == beta and t["seed"] == result.config.first_seed and "blocking" in t
         ]
         for label, line in coinciding(lines):
             y = np.array([np.nan if v is None else v for v in line["busy"]], dtype=float)
@@ -92,7 +98,7 @@ def plot_blocking_over_time(result: EvaluationResult, path: Path) -> Path:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1, 0].set_xlabel("simulated time (hours); each point: arrivals in one of 40 equal spans")
-    fig.suptitle(f"blocking over time: {setting(result)}, seed 0", fontsize=9)
+    fig.suptitle(f"blocking over time: {setting(result)}, seed {result.config.first_seed}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -114,7 +120,7 @@ def _devices(result: EvaluationResult) -> int:
 
 
 def plot_utilization(result: EvaluationResult, path: Path) -> Path:
-    """Busy-device fraction over time for seed 0, one panel per beta distribution.
+    """Busy-device fraction over time for the first seed, one panel per beta distribution.
 
     Policies whose lines coincide (identical decisions) are drawn once and named together; the
     others differ in colour and line style, so no line hides another unannounced.
@@ -122,7 +128,7 @@ def plot_utilization(result: EvaluationResult, path: Path) -> Path:
     betas = result.config.beta_labels
     fig, axes = plt.subplots(len(betas), 1, figsize=(9, 2.2 * len(betas) + 1.0), sharex=False, squeeze=False)
     for ax, beta in zip(axes[:, 0], betas, strict=True):
-        lines = [line for line in result.timelines if line["beta_dist"] == beta and line["seed"] == 0]
+        lines = [line for line in result.timelines if line["beta_dist"] == beta and line["seed"] == result.config.first_seed]
         for label, line in coinciding(lines):
             style = policy_style(line["policy"], result.config.policies)
             ax.plot(np.asarray(line["time_s"]) / 3600, line["busy"], lw=1.0, label=label, **style)
@@ -132,8 +138,7 @@ def plot_utilization(result: EvaluationResult, path: Path) -> Path:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1, 0].set_xlabel("simulated time (hours)")
     fig.suptitle(
-        f"devices busy over time: {setting(result)}, seed 0 of {result.config.seeds} "
-        f"({result.config.cluster} has {_devices(result)} devices)",
+        f"devices busy over time: {setting(result)}, {_first_seed(result)} ({result.config.cluster} has {_devices(result)} devices)",
         fontsize=9,
     )
     fig.tight_layout()

@@ -63,7 +63,7 @@ class EvaluationResult:
         return mean, math.nan if self.config.trace else half  # one replayed trace: no interval (summary)
 
 
-STREAM_FIELDS_IGNORED = {"policies", "policy_file", "seeds"}  # fields that do not change the job stream of a seed
+STREAM_FIELDS_IGNORED = {"policies", "policy_file", "seeds", "first_seed"}  # fields that do not change the job stream of a seed
 
 
 def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
@@ -71,12 +71,14 @@ def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
 
     Lets a new policy be compared, paired by seed, with baselines evaluated earlier. A policy
     evaluated in several of them is taken from the first. Seed ``s`` draws the same streams
-    whatever the number of seeds, so evaluations with different numbers of seeds merge on the
-    seeds they share (the fewest).
+    whatever the number of seeds, so evaluations with different seeds merge on the seeds they share.
     """
     first = results[0].config
     keep = _stream_settings(first)
-    seeds = min(result.config.seeds for result in results)
+    low = max(result.config.first_seed for result in results)
+    high = min(result.config.first_seed + result.config.seeds for result in results)
+    if high <= low:
+        raise PlacerError("these evaluations share no seed: nothing to pair")
     policies, runs, timelines = [], [], []
     for result in results:
         other = _stream_settings(result.config)
@@ -85,9 +87,9 @@ def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
             raise PlacerError(f"these evaluations drew different job streams (they differ in {', '.join(differing)}): nothing to pair")
         new = [p for p in result.config.policies if p not in policies]
         policies += new
-        runs += [r for r in result.runs if r["policy"] in new and r["seed"] < seeds]
-        timelines += [t for t in result.timelines if t["policy"] in new and t["seed"] < seeds]
-    return EvaluationResult(first.model_copy(update={"policies": policies, "seeds": seeds}), runs, timelines)
+        runs += [r for r in result.runs if r["policy"] in new and low <= r["seed"] < high]
+        timelines += [t for t in result.timelines if t["policy"] in new and low <= t["seed"] < high]
+    return EvaluationResult(first.model_copy(update={"policies": policies, "seeds": high - low, "first_seed": low}), runs, timelines)
 
 
 def versions() -> dict[str, str]:

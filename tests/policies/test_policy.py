@@ -179,3 +179,20 @@ def test_env_and_policy_at_8192_devices_and_a_5000_op_graph(tmp_path):
         obs, _, done, _, _ = env.step(int(action))
         steps += 1
     assert steps >= 1 and env.observation_space.contains(obs)
+
+
+def test_learned_with_a_load_gate_is_the_shipped_policy_guarded_by_adaptive():
+    from placer.baselines.adaptive import Adaptive
+    from placer.baselines.guard import Guarded
+    from placer.baselines.registry import PolicyContext, make_policy
+    from placer.cluster.topology import load_cluster
+    from policies.loading import LearnedPolicy
+
+    context = PolicyContext(load_cluster("dgx8x8"))
+    guarded = make_policy("learned:default:below=1.15", context)
+    assert isinstance(guarded, Guarded) and guarded.below == 1.15 and guarded.name == "learned:default:below=1.15"
+    assert isinstance(guarded.policy, LearnedPolicy) and isinstance(guarded.by, Adaptive)
+    assert isinstance(make_policy("learned:below=2", context), Guarded)
+    for bad in ("learned:below=0", "learned:below=inf", "learned:below=x", "learned:default:below=1:below=2", "learned:gate=1"):
+        with pytest.raises(PolicyError, match="unknown policy"):
+            make_policy(bad, context)

@@ -2,8 +2,9 @@
 choose among the heuristic families (``single-best``, ``best``, ``adaptive``) and the learned policy, paired on
 the same streams; then pooled over every regime against ``single-best``.
 
-Rendered from the result files of other figures (one ``placer evaluate --load ...`` each, per cluster and arrival
-pattern: ``docs/results/FIGURE/results.json``), never by running anything.
+Rendered from result files of figures (``placer evaluate --load ...`` runs, per cluster and arrival pattern: e.g.
+``docs/results/FIGURE/results.json``; several files of one evaluation are the same streams, paired), never by running
+anything.
 """
 
 from __future__ import annotations
@@ -20,18 +21,34 @@ SHOWN = ("single-best", "best", "adaptive")  # then the learned policies evaluat
 REFERENCE, TOLD = "single-best", "best"
 
 
-def regimes(figures: dict[str, str]) -> Renderer:
-    """``figures``: the label of each evaluation (``"dgx8x8, Poisson"``) -> the figure whose results it is (a folder
-    beside this figure's)."""
+def regimes(evaluations: dict[str, tuple[str, ...]], *, least: bool = False, only: tuple[str, ...] = ()) -> Renderer:
+    """``evaluations``: the label of each evaluation (``"dgx8x8, Poisson"``) -> its result files, relative to the
+    folder of all figures' results (``("families-loads/results.json",)``); ``least``: end with the learned policy that
+    blocks least over them all (a choice among learned variants); ``only``: the policies shown, where not all (each
+    file's runs are concatenated, so files of other seeds of the same streams' settings pool)."""
 
     def render(folder: Path) -> Rendered:
-        runs = {label: json.loads((folder.parent / name / "results.json").read_text())["runs"] for label, name in figures.items()}
-        shown = _shown(next(iter(runs.values())))
-        commands = "".join(_commands(folder.parent / name) for name in figures.values()).replace("\n\n", "\n")
+        runs = {label: _runs(folder.parent, files) for label, files in evaluations.items()}
+        shown = [p for p in _shown(next(iter(runs.values()))) if not only or p in only]
+        folders = dict.fromkeys(Path(file).parent for files in evaluations.values() for file in files)
+        commands = "".join(_commands(folder.parent / name) for name in folders).replace("\n\n", "\n")
         lines = [commands.rstrip("\n"), "", *_per_regime(runs, shown), "", *_pooled(runs, shown)]
+        lines += ["", _least(runs, shown)] if least else []
         return Rendered("\n".join(lines) + "\n")
 
     return render
+
+
+def _runs(root: Path, files: tuple[str, ...]) -> list[dict]:
+    return [run for file in files for run in json.loads((root / file).read_text())["runs"]]
+
+
+def _least(runs: dict[str, list[dict]], shown: list[str]) -> str:
+    """The learned policy with the least avoidable blocking, mean over the evaluations of each one's mean."""
+    learned = [p for p in shown if p.startswith("learned") and all(_by(rows, p, "avoidable_blocking_rate") for rows in runs.values())]
+    means = {p: math.fsum(_mean(rows, p, "avoidable_blocking_rate") for rows in runs.values()) / len(runs) for p in learned}
+    least = min(means, key=means.__getitem__)
+    return f"The learned policy with the least avoidable blocking (mean of the evaluations' means): `{least}`, {means[least]:.4f}."
 
 
 def _shown(runs: list[dict]) -> list[str]:

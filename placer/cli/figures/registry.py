@@ -8,6 +8,7 @@ from typing import Any
 from placer.cli.figures.core import Figure, Step
 from placer.cli.figures.regimes import regimes
 from placer.cli.figures.render import evaluation, printed, scaling
+from placer.cli.figures.tradeoff import tradeoff
 
 ABCD = "--beta-dist A,B,C,D"
 FIVE, THREE = "--seeds 5 --jobs 1000", "--seeds 3 --jobs 1000"
@@ -41,6 +42,13 @@ FAMILIES = (
     "learned:pacml,learned:regimes,learned:clone,learned:default"
 )
 
+APART = {  # label -> (cluster, extra options): the README's regimes on streams apart from the figures' (seeds from 100)
+    "dgx8x8, Poisson": ("dgx8x8", ""),
+    "mixed, Poisson": ("mixed", ""),
+    "dgx8x8, daily": ("dgx8x8", " --structure daily"),
+    "mixed, daily": ("mixed", " --structure daily"),
+}
+GATES = "single-best,best,adaptive,learned:default,learned:default:below=1,learned:default:below=1.15,learned:default:below=1.3"
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
     "dgx8x8, Poisson": ("families-loads", "dgx8x8", ""),
     "mixed, Poisson": ("families-loads-mixed", "mixed", ""),
@@ -52,6 +60,24 @@ REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extr
 
 
 AGAINST_SINGLE_BEST: dict[str, Any] = {"against": "single-best", "outcomes": True}
+
+
+def _apart(name: str, policies: str, *, seeds: int, least: bool = False) -> Figure:
+    """``policies`` in the regimes of :data:`APART` on ``seeds`` seeds from 100, apart from every other figure's streams,
+    rendered as the README's regime table (``least``: ending with the learned variant that blocks least)."""
+    options = REGIMES.replace("--seeds 10", f"--first-seed 100 --seeds {seeds}")
+    steps = tuple(
+        Step(f"placer evaluate --cluster {cluster} {options}{extra} --policies {policies} --out runs/figures/{name}/{_slug(label)}")
+        for label, (cluster, extra) in APART.items()
+    )
+    keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in APART}
+    render = regimes({label: (f"{name}/{_slug(label)}.json",) for label in APART}, least=least)
+    return Figure(name, LEARNING_MD, ("dgx8x8", "mixed"), steps, render, keep=keep)
+
+
+def _slug(label: str) -> str:
+    """``"dgx8x8, Poisson"`` -> ``"dgx8x8-poisson"``."""
+    return label.lower().replace(", ", "-").replace(" ", "-")
 
 
 FIGURES: tuple[Figure, ...] = (
@@ -151,10 +177,37 @@ FIGURES: tuple[Figure, ...] = (
         against="lean:admit=0.9",
     ),
     # the README's summary of the families figures below: no commands of its own, it reads their result files
-    Figure("readme-regimes", "README.md", ("dgx8x8", "mixed", "dgxh100"), (), regimes({k: v[0] for k, v in REGIME_RUNS.items()})),
+    Figure(
+        "readme-regimes",
+        "README.md",
+        ("dgx8x8", "mixed", "dgxh100"),
+        (),
+        regimes({label: (f"{name}/results.json",) for label, (name, _, _) in REGIME_RUNS.items()}),
+    ),
     *(
         _evaluate(name, LEARNING_MD, (cluster,), f"--cluster {cluster} {REGIMES}{extra} --policies {FAMILIES}", **AGAINST_SINGLE_BEST)
         for name, cluster, extra in REGIME_RUNS.values()
+    ),
+    # blocking against completion time on the README's four regimes: no commands of its own, it reads their result files
+    Figure(
+        "tradeoff-jct",
+        LEARNING_MD,
+        ("dgx8x8", "mixed"),
+        (),
+        tradeoff({label: name for label, (name, _, _) in list(REGIME_RUNS.items())[:4]}, "docs/tradeoff_jct.png"),
+    ),
+    # the load gate's threshold, chosen on streams apart from every figure's; then the shipped policy on 10 such seeds
+    _apart("guard-tuning", GATES, seeds=3, least=True),
+    _apart("regimes-apart", "single-best,best,adaptive,learned:default", seeds=10),
+    Figure(  # the families figures' seeds 0-9 and regimes-apart's 100-109 together: 80 paired streams a regime
+        "regimes-pooled",
+        LEARNING_MD,
+        ("dgx8x8", "mixed"),
+        (),
+        regimes(
+            {label: (f"{REGIME_RUNS[label][0]}/results.json", f"regimes-apart/{_slug(label)}.json") for label in APART},
+            only=("single-best", "best", "adaptive", "learned:default"),
+        ),
     ),
     _evaluate(  # loads between and beyond those learned:regimes was trained on (0.5, 0.7, ..., 1.3)
         "families-unseen-loads",

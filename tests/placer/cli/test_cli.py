@@ -133,6 +133,9 @@ def test_evaluate_is_deterministic(tmp_path):
         (["evaluate", "--policies", "lookahead:k=0"], "unknown policy 'lookahead:k=0'"),
         (["evaluate", "--policies", "learned,learned:nonsense"], "unknown policy 'learned:nonsense': use learned"),
         (["evaluate", "--policies", "lean:admit=2"], "unknown policy 'lean:admit=2'"),
+        (["evaluate", "--policies", "learned:below=0"], "unknown policy 'learned:below=0': use learned"),
+        (["evaluate", "--first-seed", "-1"], "--first-seed: seeds 0 to 9,999 (from 10,000: a training's validation streams)"),
+        (["evaluate", "--first-seed", "9999", "--seeds", "2"], "--first-seed: seeds 0 to 9,999"),
         (["import", "pipedream", "missing.txt", "--out", "x.json"], "cannot read PipeDream file"),
     ],
 )
