@@ -120,32 +120,33 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     """Entry point ``learned``: the policy of ``--policy-file`` (default: :func:`default_policy_file`); ``learned:NAME``
     the shipped policy ``NAME``; ``learned+RULE`` the fixed-placement ablation; ``:below=L`` (``learned:below=1.1``,
     ``learned:default:below=1.1``) the policy whose holds, while the measured load is under ``L``, are placed as
-    ``adaptive`` places them (:class:`~placer.baselines.guard.Guarded`; tuned, as ``adaptive`` is, by ``placer evaluate``)."""
+    ``adaptive`` places them (:class:`~placer.baselines.guard.Guarded`; tuned, as ``adaptive`` is, by ``placer evaluate``);
+    ``:last=K`` only those holds of a job with less than K times the JCT of that placement left before its deadline."""
     path = Path(context.policy_file) if context.policy_file else default_policy_file()
     shipped = shipped_policy_names()
     names = ", ".join(shipped)
-    usage = f"use learned (its --policy-file) or learned:NAME, NAME one of {names}, optionally :below=L (L > 0)"
+    usage = f"use learned (its --policy-file) or learned:NAME, NAME one of {names}, optionally :below=L and :last=K (L, K > 0)"
     keys = [key for key, _ in spec.args]
-    below = dict(spec.args).get("below")
-    if keys.count(None) > 1 or any(key not in (None, "below") for key in keys) or len(keys) != len(set(keys)):
+    if keys.count(None) > 1 or any(key not in (None, "below", "last") for key in keys) or len(keys) != len(set(keys)):
         raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
     if spec.positional is not None:
         if spec.positional not in shipped:
             raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
         path = data_dir() / "policies" / f"{spec.positional}.pt"
-    gate = _gate(below, spec, usage)
+    below, last = (_gate(dict(spec.args).get(key), spec, usage) for key in ("below", "last"))
     torch.set_num_threads(1)  # one observation at a time: extra threads only add overhead
     threadpool_limits(1, user_api="blas")  # the numpy actor's small matmuls: threads only spin (10x slower on a busy host)
     if not path.exists():
         raise PolicyError(f"policy file {str(path)!r} does not exist (train one with 'placer train' or pass --policy-file)")
     learned = LearnedPolicy.from_file(path, spec=spec, rule_override=spec.rule)
-    if gate is None:
+    if below is None and last is None:
         return learned
-    return Guarded(learned, make_heuristic("adaptive", max_degree=context.max_degree), gate, spec=spec)
+    adaptive = make_heuristic("adaptive", max_degree=context.max_degree)
+    return Guarded(learned, adaptive, math.inf if below is None else below, spec=spec, last=last)
 
 
 def _gate(text: str | None, spec: PolicySpec, usage: str) -> float | None:
-    """The measured load under which holds are overridden (``below=L``), None without one."""
+    """A gate's positive finite number (``below=L``, ``last=K``), None where the name gives none."""
     if text is None:
         return None
     try:

@@ -32,13 +32,16 @@ class Guarded(Policy):
     """``policy``'s decisions, its holds below measured load ``below`` replaced by ``by``'s placements (module docstring).
 
     ``below = inf`` replaces every hold that ``by`` would place; before the meter reads a load (two arrivals apart in
-    time), the load counts as low. :meth:`stats` reports the holds replaced.
+    time), the load counts as low. ``last``: besides, replace a hold only when the job has less than ``last`` times the
+    JCT of ``by``'s placement left before its deadline (its last chances to start in time; None: whatever the slack).
+    :meth:`stats` reports the holds replaced.
     """
 
     policy: Policy
     by: Policy
     below: float = math.inf
     spec: PolicySpec | None = None
+    last: float | None = None
     overrides: int = field(default=0, init=False)
     _meter: LoadMeter = field(default_factory=LoadMeter, init=False, repr=False)
 
@@ -67,8 +70,10 @@ class Guarded(Policy):
         load = self._meter.load(view.cluster.num_devices)
         if load is not None and load >= self.below:
             return decision
+        if self.last is not None and job.remaining_s(view.now) >= self.last * view.cost.jct_s(job.graph, other.devices, job.iterations):
+            return decision
         self.overrides += 1
         return other
 
     def stats(self) -> dict[str, Any] | None:
-        return {"overrides": self.overrides, "below": self.below, "policy": self.policy.stats(), "by": self.by.stats()}
+        return {"overrides": self.overrides, "below": self.below, "last": self.last, "policy": self.policy.stats(), "by": self.by.stats()}

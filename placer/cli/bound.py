@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from placer.cli.app import app, console, progress_bar
-from placer.cli.options import model_options
+from placer.cli.options import FirstSeed, check_seed_range, model_options
 from placer.sim.workload import WorkloadSpec
 
 
@@ -19,6 +19,7 @@ def bound(
     workload: dict,
     cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
     seeds: Annotated[int, typer.Option(help="runs per beta distribution")] = 3,
+    first_seed: FirstSeed = 0,
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
     strategy: Annotated[str, typer.Option(help="cost model: auto, dp, tp, pp, or sipml")] = "auto",
     time_limit: Annotated[float, typer.Option(min=1, help="seconds of solver time per run")] = 60.0,
@@ -35,12 +36,15 @@ def bound(
     from placer.baselines.clairvoyant import ClairvoyantResult, clairvoyant, summarize
     from placer.evaluate import EvaluationConfig, Runner
 
-    config = EvaluationConfig(cluster=cluster, workload=workload, seeds=seeds, policies=["lean"], max_degree=max_degree, strategy=strategy)
+    check_seed_range(first_seed, seeds)
+    config = EvaluationConfig(
+        cluster=cluster, workload=workload, seeds=seeds, first_seed=first_seed, policies=["lean"], max_degree=max_degree, strategy=strategy
+    )
     runner, runs = Runner(config), []
     with progress_bar() as bar:
         task = bar.add_task("solving", total=len(config.beta_labels) * seeds)
         for i, beta in enumerate(config.beta_labels):
-            for seed in range(seeds):
+            for seed in range(first_seed, first_seed + seeds):
                 result = clairvoyant(runner.cost, runner.jobs(i, seed), max_degree=max_degree, time_limit_s=time_limit)
                 runs.append({"beta_dist": beta, "seed": seed, **dataclasses.asdict(result)})
                 bar.advance(task)

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from placer.cli.app import app, console, progress_bar, split_list
-from placer.cli.options import model_options
+from placer.cli.options import FirstSeed, check_seed_range, model_options
 from placer.cli.tables import terminal_table
 from placer.common.errors import PlacerError
 from placer.evaluate.stats import plus_minus
@@ -26,7 +26,7 @@ def evaluate(
     cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
     graphs_dir: Annotated[Path | None, typer.Option(help="use every *.json graph in this folder instead of --graphs")] = None,
     seeds: Annotated[int, typer.Option(help="runs per policy and beta distribution")] = 3,
-    first_seed: Annotated[int, typer.Option(help="the first stream seed (streams apart from another evaluation's)")] = 0,
+    first_seed: FirstSeed = 0,
     policies: Annotated[str, typer.Option(help="comma-separated policy names")] = "para_max,para_min,fixed:4,fixed:8,random,lean",
     trace: Annotated[Path | None, typer.Option(help="CSV trace (arrival_s,graph,beta,iterations) to replay")] = None,
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
@@ -40,18 +40,17 @@ def evaluate(
 
     Policies: para_max, para_min, fixed:K, random, lean (lean:admit=Q for size admission), eff:E, switch:U, best, lookahead
     (lookahead:k=K:h=H), learned (learned:NAME a shipped policy; learned:below=L places its holds as adaptive would
-    while the measured load is under L); +RULE picks a placement rule, @DISCIPLINE a queue order (lean@edf).
+    while the measured load is under L, learned:last=K those of a job with under K x that JCT left); +RULE picks a
+    placement rule, @DISCIPLINE a queue order (lean@edf).
     --workers N or --ray ADDRESS run the (distribution, seed, policy) runs in parallel, with the same results.
     """
     if out.exists() and not out.is_dir():
         raise PlacerError(f"--out {str(out)!r} is a file, not a folder")
     from placer.evaluate import EvaluationConfig, total_decisions, write_results
     from placer.evaluate import evaluate as run_evaluation
-    from placer.evaluate.config import VALIDATION_SEED
     from placer.evaluate.plots import plot_all
 
-    if first_seed < 0 or first_seed + seeds > VALIDATION_SEED:
-        raise PlacerError(f"--first-seed: seeds 0 to {VALIDATION_SEED - 1:,} (from {VALIDATION_SEED:,}: a training's validation streams)")
+    check_seed_range(first_seed, seeds)
     loads = parse_loads(load)
     config = EvaluationConfig(
         cluster=str(cluster),

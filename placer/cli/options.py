@@ -17,6 +17,17 @@ import typer
 from pydantic import BaseModel
 
 from placer.cli.app import split_list
+from placer.common.errors import PlacerError
+
+FirstSeed = Annotated[int, typer.Option(help="the first stream seed: seeds S, S+1, ... (streams apart from another run's)")]
+
+
+def check_seed_range(first_seed: int, seeds: int) -> None:
+    """``--first-seed`` and ``--seeds`` name seeds below a training's validation streams, or a one-line error."""
+    from placer.evaluate.config import VALIDATION_SEED
+
+    if first_seed < 0 or first_seed + seeds > VALIDATION_SEED:
+        raise PlacerError(f"--first-seed: seeds 0 to {VALIDATION_SEED - 1:,} (from {VALIDATION_SEED:,}: a training's validation streams)")
 
 
 def model_options(

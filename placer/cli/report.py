@@ -96,6 +96,7 @@ def report(
     _tuned_table(result, fmt)
     _chosen_table(result, fmt)
     _members_table(result, fmt)
+    _overrides_table(result, fmt)
 
 
 def _blocking_table(result, rows: list[dict], fmt: TableFormat) -> None:
@@ -257,6 +258,17 @@ def _members_table(result, fmt: TableFormat) -> None:
             f"a member changed after {stats['sticky']} arrivals in a row asking for it\n",
             fmt,
         )
+
+
+def _overrides_table(result, fmt: TableFormat) -> None:
+    """For a gate (``learned:below=L``, ``learned:last=K``): the holds it placed as ``adaptive`` would, per job, per load and
+    beta distribution."""
+    title = "Holds placed as adaptive would (learned:below=L or :last=K; per job, all seeds)"
+    _by_load_table(result, fmt, ("overrides", "overrides"), title, _per_job)
+
+
+def _per_job(runs: list[dict]) -> str:
+    return f"{sum(r['policy_stats']['overrides'] for r in runs) / sum(r['jobs'] for r in runs):.3f}"
 
 
 def _chosen(runs: list[dict]) -> str:

@@ -193,6 +193,9 @@ def test_learned_with_a_load_gate_is_the_shipped_policy_guarded_by_adaptive():
     assert isinstance(guarded, Guarded) and guarded.below == 1.15 and guarded.name == "learned:default:below=1.15"
     assert isinstance(guarded.policy, LearnedPolicy) and isinstance(guarded.by, Adaptive)
     assert isinstance(make_policy("learned:below=2", context), Guarded)
-    for bad in ("learned:below=0", "learned:below=inf", "learned:below=x", "learned:default:below=1:below=2", "learned:gate=1"):
+    slack = make_policy("learned:last=1.5", context)
+    assert isinstance(slack, Guarded) and (slack.below, slack.last) == (float("inf"), 1.5)
+    bad_names = ("learned:below=0", "learned:below=inf", "learned:below=x", "learned:default:below=1:below=2", "learned:gate=1")
+    for bad in (*bad_names, "learned:last=0"):
         with pytest.raises(PolicyError, match="unknown policy"):
             make_policy(bad, context)

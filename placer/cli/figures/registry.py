@@ -62,16 +62,19 @@ REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extr
 AGAINST_SINGLE_BEST: dict[str, Any] = {"against": "single-best", "outcomes": True}
 
 
-def _apart(name: str, policies: str, *, seeds: int, least: bool = False) -> Figure:
+def _apart(name: str, policies: str, *, seeds: int, least: bool = False, beside: str | None = None) -> Figure:
     """``policies`` in the regimes of :data:`APART` on ``seeds`` seeds from 100, apart from every other figure's streams,
-    rendered as the README's regime table (``least``: ending with the learned variant that blocks least)."""
+    rendered as the README's regime table (``least``: ending with the learned variant that blocks least; ``beside``:
+    another such figure of the same seeds whose policies show too, ``learned:default`` and the three tuned ones)."""
     options = REGIMES.replace("--seeds 10", f"--first-seed 100 --seeds {seeds}")
     steps = tuple(
         Step(f"placer evaluate --cluster {cluster} {options}{extra} --policies {policies} --out runs/figures/{name}/{_slug(label)}")
         for label, (cluster, extra) in APART.items()
     )
     keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in APART}
-    render = regimes({label: (f"{name}/{_slug(label)}.json",) for label in APART}, least=least)
+    files = {label: (*((f"{beside}/{_slug(label)}.json",) if beside else ()), f"{name}/{_slug(label)}.json") for label in APART}
+    only = ("single-best", "best", "adaptive", "learned:default", *policies.split(",")) if beside else ()
+    render = regimes(files, least=least, only=only)
     return Figure(name, LEARNING_MD, ("dgx8x8", "mixed"), steps, render, keep=keep)
 
 
@@ -199,6 +202,7 @@ FIGURES: tuple[Figure, ...] = (
     # the load gate's threshold, chosen on streams apart from every figure's; then the shipped policy on 10 such seeds
     _apart("guard-tuning", GATES, seeds=3, least=True),
     _apart("regimes-apart", "single-best,best,adaptive,learned:default", seeds=10),
+    _apart("gate-slack", "best,learned:default:last=1.5,learned:default:last=3", seeds=3, least=True, beside="guard-tuning"),
     Figure(  # the families figures' seeds 0-9 and regimes-apart's 100-109 together: 80 paired streams a regime
         "regimes-pooled",
         LEARNING_MD,

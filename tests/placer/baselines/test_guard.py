@@ -42,7 +42,7 @@ def test_without_a_gate_every_hold_that_the_other_places_is_placed_as_it_places(
     guarded = Guarded(Always(Reject()), Always(PLACED))
     guarded.reset(np.random.default_rng(0))
     assert [guarded.decide(job(k, 10.0 * k), VIEW) for k in range(3)] == [PLACED] * 3
-    assert guarded.stats() == {"overrides": 3, "below": math.inf, "policy": None, "by": None}
+    assert guarded.stats() == {"overrides": 3, "below": math.inf, "last": None, "policy": None, "by": None}
 
 
 def test_placements_and_holds_the_other_also_holds_are_kept():
@@ -102,3 +102,15 @@ def test_a_placement_session_refuses_a_gate_and_names_what_to_use_instead():
 
     with pytest.raises(PolicyError, match="cannot answer placement queries: use learned or learned:NAME"):
         Placer(CostModel(toy_cluster(1, 2)), Guarded(Always(Reject()), Always(PLACED), 1.0))
+
+
+@pytest.mark.parametrize(("remaining_s", "placed"), [(15.0, True), (19.9, True), (20.0, False), (25.0, False)])
+def test_with_last_only_a_hold_near_its_deadline_is_placed(remaining_s, placed):
+    # the other's placement takes 10 s; last=2: a hold is replaced only with less than 2 x 10 s left
+    offered = SimpleNamespace(job_id=0, arrival_s=0.0, sequential_jct_s=20.0, graph="g", iterations=1, remaining_s=lambda now: remaining_s)
+    view = SimpleNamespace(
+        cluster=SimpleNamespace(num_devices=4), now=0.0, cost=SimpleNamespace(jct_s=lambda graph, devices, iterations: 10.0)
+    )
+    guarded = Guarded(Always(Reject()), Always(PLACED), last=2.0)
+    guarded.reset(np.random.default_rng(0))
+    assert guarded.decide(offered, view) == (PLACED if placed else Reject())

@@ -136,6 +136,7 @@ def test_evaluate_is_deterministic(tmp_path):
         (["evaluate", "--policies", "learned:below=0"], "unknown policy 'learned:below=0': use learned"),
         (["evaluate", "--first-seed", "-1"], "--first-seed: seeds 0 to 9,999 (from 10,000: a training's validation streams)"),
         (["evaluate", "--first-seed", "9999", "--seeds", "2"], "--first-seed: seeds 0 to 9,999"),
+        (["bound", "--first-seed", "-1"], "--first-seed: seeds 0 to 9,999"),
         (["import", "pipedream", "missing.txt", "--out", "x.json"], "cannot read PipeDream file"),
     ],
 )
@@ -380,3 +381,19 @@ def test_an_error_naming_a_toml_section_keeps_its_brackets(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "graph 'vgg16' is not one of [env.workload] graphs" in " ".join(result.stderr.split())  # not read as markup
     assert not (tmp_path / "run").exists()  # refused before anything is written
+
+
+def test_report_counts_the_holds_a_gate_placed_per_job():
+    from pathlib import Path
+
+    from placer.cli.figures.core import RESULTS
+
+    path = Path(__file__).parents[3] / RESULTS / "guard-tuning" / "mixed-poisson.json"  # learned:default:below=L, evaluated
+    report = run("report", str(path))
+    assert report.returncode == 0, report.stderr
+    runs = [r for r in json.loads(path.read_text())["runs"] if r["policy"] == "learned:default:below=1" and r["load"] == 0.5]
+    cell = sum(r["policy_stats"]["overrides"] for r in runs if r["beta_dist"] == "A") / sum(
+        r["jobs"] for r in runs if r["beta_dist"] == "A"
+    )
+    assert "Holds placed as adaptive would" in report.stdout
+    assert f"| learned:default:below=1 (load 0.5) | {cell:.3f} |" in report.stdout
