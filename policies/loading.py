@@ -14,7 +14,7 @@ from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, 
 from placer.baselines.guard import Guarded
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_heuristic
-from placer.baselines.specs import PolicySpec
+from placer.baselines.specs import PolicySpec, positive_finite
 from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
 from placer.common.shipped import data_dir
@@ -24,6 +24,7 @@ from policies.inference import NumpyActor
 from policies.model import load_policy_file
 
 GRAPH_CACHE_SIZE = 512
+GATE_ARGUMENTS = {"below": positive_finite, "last": positive_finite}  # learned:below=L, learned:last=K (Guarded)
 
 
 def default_policy_file() -> Path:
@@ -124,35 +125,25 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     ``:last=K`` only those holds of a job with less than K times the JCT of that placement left before its deadline."""
     path = Path(context.policy_file) if context.policy_file else default_policy_file()
     shipped = shipped_policy_names()
-    names = ", ".join(shipped)
-    usage = f"use learned (its --policy-file) or learned:NAME, NAME one of {names}, optionally :below=L and :last=K (L, K > 0)"
-    keys = [key for key, _ in spec.args]
-    if keys.count(None) > 1 or any(key not in (None, "below", "last") for key in keys) or len(keys) != len(set(keys)):
+
+    def shipped_name(text: str) -> str:
+        if text not in shipped:
+            raise ValueError(text)
+        return text
+
+    arguments = spec.arguments(GATE_ARGUMENTS, shipped_name, optional=True)
+    if arguments is None:
+        names = ", ".join(shipped)
+        usage = f"use learned (its --policy-file) or learned:NAME, NAME one of {names}, optionally :below=L and :last=K (L, K > 0)"
         raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
-    if spec.positional is not None:
-        if spec.positional not in shipped:
-            raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
-        path = data_dir() / "policies" / f"{spec.positional}.pt"
-    below, last = (_gate(dict(spec.args).get(key), spec, usage) for key in ("below", "last"))
+    if None in arguments:
+        path = data_dir() / "policies" / f"{arguments[None]}.pt"
     torch.set_num_threads(1)  # one observation at a time: extra threads only add overhead
     threadpool_limits(1, user_api="blas")  # the numpy actor's small matmuls: threads only spin (10x slower on a busy host)
     if not path.exists():
         raise PolicyError(f"policy file {str(path)!r} does not exist (train one with 'placer train' or pass --policy-file)")
     learned = LearnedPolicy.from_file(path, spec=spec, rule_override=spec.rule)
-    if below is None and last is None:
+    if "below" not in arguments and "last" not in arguments:
         return learned
     adaptive = make_heuristic("adaptive", max_degree=context.max_degree)
-    return Guarded(learned, adaptive, math.inf if below is None else below, spec=spec, last=last)
-
-
-def _gate(text: str | None, spec: PolicySpec, usage: str) -> float | None:
-    """A gate's positive finite number (``below=L``, ``last=K``), None where the name gives none."""
-    if text is None:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value < math.inf:
-        raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
-    return value
+    return Guarded(learned, adaptive, arguments.get("below", math.inf), spec=spec, last=arguments.get("last"))

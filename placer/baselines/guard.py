@@ -1,7 +1,8 @@
-"""A load gate on a policy's holds: below a measured load, a job the policy holds is placed as another policy places it.
+"""A gate on a policy's holds: below a measured load (and optionally near its deadline), a job the policy holds is
+placed as another policy places it.
 
 A learned policy's holds (leaving a job in the queue, or rejecting it, where a placement was open) are its edge under
-overload and its loss when the cluster is quiet (docs/learning.md, "Where the holds pay"). :class:`Guarded` keeps
+overload and its loss when the cluster is quiet (docs/learning.md, the ``overrides`` figure). :class:`Guarded` keeps
 every placement of ``policy`` and every hold made while the offered load it measures is at or above ``below``; below
 it, a hold is replaced by ``by``'s decision in the same state when that is a placement. The load is a
 :class:`LoadMeter`'s over its default window (the last 96 arrivals; ``adaptive`` tunes its own window, 32 or 96).

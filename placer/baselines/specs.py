@@ -48,6 +48,14 @@ def _share(text: str) -> float:
     return value
 
 
+def positive_finite(text: str) -> float:
+    """A number in (0, inf), or ValueError."""
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise ValueError(text)
+    return value
+
+
 def _non_negative(text: str) -> float:
     value = float(text)
     if not value >= 0:
@@ -161,17 +169,24 @@ class PolicySpec:
 
     def _heuristic_args_valid(self) -> bool:
         keys, positional = HEURISTIC_KINDS[self.kind]
-        seen: set[str | None] = set()
+        return self.arguments(keys, positional) is not None
+
+    def arguments(
+        self, keys: Mapping[str, Converter], positional: Converter | None, *, optional: bool = False
+    ) -> dict[str | None, Any] | None:
+        """The arguments converted, ``key`` -> value (None: the positional one), when each key is one of ``keys`` and
+        appears once, each converter accepts its text and the positional argument is given where ``positional`` takes
+        one (unless ``optional``); else None."""
+        converted: dict[str | None, Any] = {}
         for key, text in self.args:
             converter = positional if key is None else keys.get(key)
-            if converter is None or key in seen:
-                return False
-            seen.add(key)
+            if converter is None or key in converted:
+                return None
             try:
-                converter(text)
+                converted[key] = converter(text)
             except ValueError:
-                return False
-        return positional is None or None in seen
+                return None
+        return converted if positional is None or optional or None in converted else None
 
 
 def _argument(part: str) -> tuple[str | None, str]:

@@ -77,3 +77,17 @@ def test_make_policy_builds_heuristics_with_their_declared_hooks():
     assert policy.stats() is None and policy.estimates() == ()  # untuned: nothing to report
     with pytest.raises(PolicyError, match="1 <= K <= 2"):
         make_policy("fixed:3", PolicyContext(toy_cluster(1, 2), max_degree=2))
+
+
+def test_arguments_are_converted_once_each_or_refused():
+    from placer.baselines.specs import positive_finite
+
+    def spec(text):
+        return PolicySpec.parse(text, plugins={"learned": None})
+
+    gates = {"below": positive_finite}
+    assert spec("learned:default:below=1.5").arguments(gates, str, optional=True) == {None: "default", "below": 1.5}
+    assert spec("learned:below=2").arguments(gates, str, optional=True) == {"below": 2.0}
+    assert spec("learned:below=2").arguments(gates, str) is None  # the positional one required
+    for refused in ("learned:below=1:below=2", "learned:a:b", "learned:below=0", "learned:above=1"):
+        assert spec(refused).arguments(gates, str, optional=True) is None
