@@ -103,13 +103,22 @@ def families_runner(
     betas: list[str],
     policy_file: Path | None,
     structure: str = "iid",
+    first_seed: int = 0,
 ) -> Runner:
     """``placer evaluate``'s runner on the families figures' streams of one cluster and load: an EDF queue with
     backfilling, job lengths ``loguniform:0.1:10``, ``structure`` arrivals (``iid``: Poisson), ``learned`` from
-    ``policy_file`` (None: the shipped default)."""
+    ``policy_file`` (None: the shipped default), seeds from ``first_seed``."""
     workload = {"jobs": jobs, "queue": "edf-bf", "size": "loguniform:0.1:10", "beta_dists": betas, "structure": [structure]}
     extra = {"policy_file": str(policy_file)} if policy_file else {}
-    config = {"cluster": cluster, "policies": policies, "seeds": seeds, "loads": [load], "workload": workload, **extra}
+    config = {
+        "cluster": cluster,
+        "policies": policies,
+        "seeds": seeds,
+        "first_seed": first_seed,
+        "loads": [load],
+        "workload": workload,
+        **extra,
+    }
     return Runner(EvaluationConfig.model_validate(config))
 
 

@@ -1,7 +1,7 @@
 """The room in a learned policy's holds: the policy with each hold replaced by the placement another policy makes there.
 
-    python benchmarks/overrides.py [--cluster dgx8x8,mixed] [--load 0.5,0.9,1.3] [--by best] [--below L]
-        [--structure iid] [--seeds 5] [--jobs 500] [--policy-file data/policies/default.pt] [--workers 2] [--smoke]
+    python benchmarks/overrides.py [--cluster dgx8x8,mixed] [--load 0.5,0.9,1.3] [--by best] [--below L] [--waiting W]
+        [--structure iid] [--first-seed 0] [--seeds 5] [--jobs 500] [--policy-file data/policies/default.pt] [--workers 2] [--smoke]
 
 On the families figures' streams of each cluster and load (``--seeds`` paired streams of each beta distribution A-D,
 an EDF queue with backfilling, job lengths ``loguniform:0.1:10``, Poisson arrivals or ``--structure daily``), runs
@@ -10,9 +10,12 @@ except where ``learned`` holds a job that ``--by`` places in the same state, and
 and ``--by`` alone. ``--by best`` (tuned
 per beta distribution on streams apart, as ``placer evaluate`` tunes it) measures what following the teacher's
 admission boundary, and nothing else of it, would recover; ``--by adaptive`` (the member tuned for the load it
-measures) is the same with an online rule.
+measures) is the same with an online rule; ``--by own`` places each hold as the learned policy's own most likely
+placement there (its ranking with holding masked out), so ``own`` alone is the policy that never holds a job it can place.
 ``--below L`` overrides only while the offered load measured from the last 96 arrivals (:class:`LoadMeter`'s default
-window, one of the learned policy's two; before it reads one, as low) is below ``L``: a policy told no regime.
+window, one of the learned policy's two; before it reads one, as low) is below ``L``: a policy told no regime;
+``--waiting W`` only while at most W jobs wait, the held one included.
+Streams are seeds ``--first-seed``, ``--first-seed`` + 1, ... (the families figures': 0).
 Prints, per regime, the overrides per job and the paired differences in avoidable blocking, mean ± 95 % interval
 over the streams (Student's t); ``--workers`` regimes at once, each in its own process. ``--smoke``: one seed of beta A, 30 jobs,
 ``mixed`` at load 0.9.
@@ -25,26 +28,57 @@ import copy
 import math
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from departures import families_runner  # a sibling script: benchmarks/ is on the path of a script run from it
 
+from envs.action import REJECT, action_mask, decision
+from envs.observation import Offer, observe
 from placer.baselines.guard import Guarded
-from placer.baselines.policy import run_policy
+from placer.baselines.policy import Policy, run_policy
 from placer.evaluate.runner import Task
 from placer.evaluate.stats import mean_ci95, plus_minus
+from placer.sim.types import Decision
+from policies.loading import JobHistory, LearnedPolicy
 
 
-def measure(cluster: str, load: float, by: str, below: float, structure: str, seeds: int, jobs: int, betas: list[str], policy_file) -> dict:
-    """One regime: each stream's avoidable blocking rate under learned, overridden and ``by``, and the overrides made."""
-    runner = families_runner(cluster, load, ["learned", by], seeds, jobs, betas, policy_file, structure)
+class Placing(LearnedPolicy):
+    """The learned policy's most likely placement wherever one is open (holding masked out), else its hold."""
+
+    def choose(self, offer: Offer, history: JobHistory) -> Decision:
+        mask = action_mask(offer.options, self.env.max_degree, len(self.env.rules))
+        if mask.sum() == 1:
+            return decision(REJECT, offer.options)
+        mask[REJECT] = False
+        encoding, graph = self._graph(offer.job)
+        return decision(self.actor.act(encoding, observe(offer, history, self.env, graph), mask), offer.options)
+
+
+def measure(
+    cluster: str,
+    load: float,
+    by: str,
+    gate: dict[str, Any],
+    structure: str,
+    first: int,
+    seeds: int,
+    jobs: int,
+    betas: list[str],
+    policy_file,
+) -> dict:
+    """One regime: each stream's avoidable blocking rate under learned, overridden and ``by``, and the overrides made;
+    ``gate``: :class:`Guarded`'s ``below`` and ``waiting``."""
+    names = ["learned"] if by == "own" else ["learned", by]
+    runner = families_runner(cluster, load, names, seeds, jobs, betas, policy_file, structure, first_seed=first)
     rates: dict[str, list[float]] = {"learned": [], "overridden": [], "by": []}
     overrides = 0
     for beta in range(len(betas)):
-        for seed in range(seeds):
-            learned, other = runner.policy(Task(beta, seed, 0)), runner.policy(Task(beta, seed, 1))
+        for seed in range(first, first + seeds):
+            learned = runner.policy(Task(beta, seed, 0))
+            other: Policy = Placing(learned.policy, learned.env) if by == "own" else runner.policy(Task(beta, seed, 1))
             stream = runner.jobs(beta, seed)
-            overridden = Guarded(learned, copy.deepcopy(other), below)  # its own copy: the run of `by` alone resets the other
+            overridden = Guarded(learned, copy.deepcopy(other) if by != "own" else Placing(learned.policy, learned.env), **gate)
             for name, policy in (("learned", learned), ("overridden", overridden), ("by", other)):
                 rates[name].append(
                     run_policy(policy, runner.cost, stream, runner.queue, runner.run_rng(beta, seed)).metrics.avoidable_blocking_rate
@@ -67,8 +101,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cluster", default="dgx8x8,mixed", help="comma-separated presets")
     parser.add_argument("--load", default="0.5,0.9,1.3", help="comma-separated offered loads")
-    parser.add_argument("--by", default="best", choices=("best", "adaptive"), help="the policy whose placements replace holds")
+    parser.add_argument("--by", default="best", choices=("best", "adaptive", "own"), help="the policy whose placements replace holds")
     parser.add_argument("--below", type=float, default=math.inf, help="override only while the measured load is below this")
+    parser.add_argument("--waiting", type=int, default=None, help="override only while at most this many jobs wait")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first stream seed")
     parser.add_argument("--structure", default="iid", choices=("iid", "daily"), help="Poisson arrivals, or the daily cycle")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=500)
@@ -81,22 +117,31 @@ def main() -> None:
     except ValueError:
         parser.error(f"--load: comma-separated numbers, got {args.load!r}")
     clusters = [c for c in args.cluster.split(",") if c]
-    if args.seeds < 1 or args.jobs < 1 or args.workers < 1 or not clusters or min(loads) <= 0:
-        parser.error("--seeds, --jobs and --workers must be >= 1, --cluster named, every --load > 0")
+    if args.seeds < 1 or args.jobs < 1 or args.workers < 1 or not clusters or min(loads) <= 0 or (args.waiting or 1) < 1:
+        parser.error("--seeds, --jobs, --workers and --waiting must be >= 1, --cluster named, every --load > 0")
+    if not 0 <= args.first_seed < 10_000 or not args.below > 0:
+        parser.error("--first-seed within 0..9,999 (validation streams start at 10,000), --below > 0")
     betas = ["A"] if args.smoke else ["A", "B", "C", "D"]
     seeds, jobs = (1, 30) if args.smoke else (args.seeds, args.jobs)
     if args.smoke:
         clusters, loads = ["mixed"], [0.9]
-    tasks = [(c, load, args.by, args.below, args.structure, seeds, jobs, betas, args.policy_file) for c in clusters for load in loads]
+    gate = {"below": args.below, "waiting": args.waiting}
+    tasks = [
+        (c, load, args.by, gate, args.structure, args.first_seed, seeds, jobs, betas, args.policy_file) for c in clusters for load in loads
+    ]
     if args.workers > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(min(args.workers, len(tasks))) as pool:
             rows = list(pool.map(_measure, tasks))
     else:
         rows = [measure(*t) for t in tasks]
     name = args.policy_file or "default.pt"
-    gate = f" while the measured load is below {args.below:g}" if args.below < math.inf else ""
+    when = f" while the measured load is below {args.below:g}" if args.below < math.inf else ""
+    when += f" while at most {args.waiting} jobs wait" if args.waiting else ""
     arrivals = "Poisson" if args.structure == "iid" else "daily cycle"
-    print(f"learned ({name}), its holds overridden by {args.by}{gate}; {arrivals}, {seeds} seeds x {jobs} jobs x {','.join(betas)}")
+    print(
+        f"learned ({name}), its holds overridden by {args.by}{when}; {arrivals}, "
+        f"{seeds} seeds{f' from {args.first_seed}' if args.first_seed else ''} x {jobs} jobs x {','.join(betas)}"
+    )
     print(f"avoidable blocking, paired differences (mean ± 95 % interval over {seeds * len(betas)} streams)\n")
     print(f"| cluster | load | overrides per job | {args.by} | learned - {args.by} | overridden - {args.by} | overridden - learned |")
     print("|---|---:|---:|---:|---:|---:|---:|")

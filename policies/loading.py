@@ -14,7 +14,7 @@ from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, 
 from placer.baselines.guard import Guarded
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_heuristic
-from placer.baselines.specs import PolicySpec, positive_finite
+from placer.baselines.specs import PolicySpec, positive_finite, positive_int
 from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
 from placer.common.shipped import data_dir
@@ -24,7 +24,11 @@ from policies.inference import NumpyActor
 from policies.model import load_policy_file
 
 GRAPH_CACHE_SIZE = 512
-GATE_ARGUMENTS = {"below": positive_finite, "last": positive_finite}  # learned:below=L, learned:last=K (Guarded)
+GATE_ARGUMENTS = {
+    "below": positive_finite,
+    "last": positive_finite,
+    "waiting": positive_int,
+}  # learned:below=L, :last=K, :waiting=W (Guarded)
 
 
 def default_policy_file() -> Path:
@@ -122,7 +126,8 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     the shipped policy ``NAME``; ``learned+RULE`` the fixed-placement ablation; ``:below=L`` (``learned:below=1.1``,
     ``learned:default:below=1.1``) the policy whose holds, while the measured load is under ``L``, are placed as
     ``adaptive`` places them (:class:`~placer.baselines.guard.Guarded`; tuned, as ``adaptive`` is, by ``placer evaluate``);
-    ``:last=K`` only those holds of a job with less than K times the JCT of that placement left before its deadline."""
+    ``:last=K`` only those holds of a job with less than K times the JCT of that placement left before its deadline;
+    ``:waiting=W`` only holds made while at most W jobs wait, the held one included."""
     path = Path(context.policy_file) if context.policy_file else default_policy_file()
     shipped = shipped_policy_names()
 
@@ -134,7 +139,8 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     arguments = spec.arguments(GATE_ARGUMENTS, shipped_name, optional=True)
     if arguments is None:
         names = ", ".join(shipped)
-        usage = f"use learned (its --policy-file) or learned:NAME, NAME one of {names}, optionally :below=L and :last=K (L, K > 0)"
+        usage = f"use learned (its --policy-file) or learned:NAME, NAME one of {names}, optionally :below=L, :last=K (L, K > 0)"
+        usage += " and :waiting=W (W >= 1)"
         raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
     if None in arguments:
         path = data_dir() / "policies" / f"{arguments[None]}.pt"
@@ -143,7 +149,9 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     if not path.exists():
         raise PolicyError(f"policy file {str(path)!r} does not exist (train one with 'placer train' or pass --policy-file)")
     learned = LearnedPolicy.from_file(path, spec=spec, rule_override=spec.rule)
-    if "below" not in arguments and "last" not in arguments:
+    if not GATE_ARGUMENTS.keys() & arguments.keys():
         return learned
     adaptive = make_heuristic("adaptive", max_degree=context.max_degree)
-    return Guarded(learned, adaptive, arguments.get("below", math.inf), spec=spec, last=arguments.get("last"))
+    return Guarded(
+        learned, adaptive, arguments.get("below", math.inf), spec=spec, last=arguments.get("last"), waiting=arguments.get("waiting")
+    )

@@ -1,5 +1,5 @@
-"""A gate on a policy's holds: below a measured load (and optionally near its deadline), a job the policy holds is
-placed as another policy places it.
+"""A gate on a policy's holds: below a measured load (and optionally near its deadline, or while few jobs wait), a job
+the policy holds is placed as another policy places it.
 
 A learned policy's holds (leaving a job in the queue, or rejecting it, where a placement was open) are its edge under
 overload and its loss when the cluster is quiet (docs/learning.md, the ``overrides`` figure). :class:`Guarded` keeps
@@ -35,7 +35,9 @@ class Guarded(Policy):
     ``below = inf`` replaces every hold that ``by`` would place; before the meter reads a load (two arrivals apart in
     time), the load counts as low. ``last``: besides, replace a hold only when the job has less than ``last`` times the
     JCT of ``by``'s placement left before its deadline (its last chances to start in time; None: whatever the slack).
-    :meth:`stats` reports the holds replaced.
+    ``waiting``: besides, replace a hold only while at most ``waiting`` jobs wait, the held one included (a queue the
+    cluster is keeping up with, read from the state at the decision rather than averaged over arrivals; None: however
+    many). :meth:`stats` reports the holds replaced.
     """
 
     policy: Policy
@@ -43,6 +45,7 @@ class Guarded(Policy):
     below: float = math.inf
     spec: PolicySpec | None = None
     last: float | None = None
+    waiting: int | None = None
     overrides: int = field(default=0, init=False)
     _meter: LoadMeter = field(default_factory=LoadMeter, init=False, repr=False)
 
@@ -71,10 +74,19 @@ class Guarded(Policy):
         load = self._meter.load(view.cluster.num_devices)
         if load is not None and load >= self.below:
             return decision
+        if self.waiting is not None and len(view.waiting) > self.waiting:
+            return decision
         if self.last is not None and job.remaining_s(view.now) >= self.last * view.cost.jct_s(job.graph, other.devices, job.iterations):
             return decision
         self.overrides += 1
         return other
 
     def stats(self) -> dict[str, Any] | None:
-        return {"overrides": self.overrides, "below": self.below, "last": self.last, "policy": self.policy.stats(), "by": self.by.stats()}
+        return {
+            "overrides": self.overrides,
+            "below": self.below,
+            "last": self.last,
+            "waiting": self.waiting,
+            "policy": self.policy.stats(),
+            "by": self.by.stats(),
+        }

@@ -27,7 +27,19 @@ HEURISTIC_USAGE = (
 )
 
 
-def _positive_int(text: str) -> int:
+_DECIMAL = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")  # no sign, underscore, space, inf or nan
+
+
+def _float(text: str) -> float:
+    """A plain decimal number (``0.9``, ``1e-3``), or ValueError: Python's ``float`` alone also takes ``1_0`` and `` 1``."""
+    if not _DECIMAL.fullmatch(text):
+        raise ValueError(text)
+    return float(text)
+
+
+def positive_int(text: str) -> int:
+    if not text.isascii() or not text.isdigit():
+        raise ValueError(text)
     value = int(text)
     if value < 1:
         raise ValueError(text)
@@ -35,14 +47,14 @@ def _positive_int(text: str) -> int:
 
 
 def _fraction(text: str) -> float:
-    value = float(text)
+    value = _float(text)
     if not 0 <= value <= 1:
         raise ValueError(text)
     return value
 
 
 def _share(text: str) -> float:
-    value = float(text)
+    value = _float(text)
     if not 0 < value <= 1:
         raise ValueError(text)
     return value
@@ -50,14 +62,14 @@ def _share(text: str) -> float:
 
 def positive_finite(text: str) -> float:
     """A number in (0, inf), or ValueError."""
-    value = float(text)
+    value = _float(text)
     if not 0 < value < float("inf"):
         raise ValueError(text)
     return value
 
 
 def _non_negative(text: str) -> float:
-    value = float(text)
+    value = _float(text)
     if not value >= 0:
         raise ValueError(text)
     return value
@@ -66,7 +78,7 @@ def _non_negative(text: str) -> float:
 def _admission(text: str) -> float | str:
     if text in ("auto", "best"):
         return text
-    value = float(text)
+    value = _float(text)
     if not 0 < value <= 1:
         raise ValueError(text)
     return value
@@ -79,21 +91,21 @@ def _online_admission(text: str) -> float | str:
 
 
 Converter = Callable[[str], Any]
-_LEAN: dict[str, Converter] = {"cap": _positive_int, "admit": _admission, "free": _fraction}
-_PLANNER: dict[str, Converter] = {**_LEAN, "admit": _online_admission, "h": _positive_int, "m": _non_negative}
+_LEAN: dict[str, Converter] = {"cap": positive_int, "admit": _admission, "free": _fraction}
+_PLANNER: dict[str, Converter] = {**_LEAN, "admit": _online_admission, "h": positive_int, "m": _non_negative}
 # heuristic kind -> (its key=value parameters, the converter of its one positional argument or None)
 HEURISTIC_KINDS: dict[str, tuple[dict[str, Converter], Converter | None]] = {
     "para_max": ({}, None),
     "para_min": ({}, None),
     "random": ({}, None),
-    "fixed": ({}, _positive_int),
+    "fixed": ({}, positive_int),
     "lean": (_LEAN, None),
     "eff": ({}, _share),
     "switch": ({}, _fraction),
     "best": ({}, None),
     "single-best": ({}, None),
     "adaptive": ({}, None),
-    "lookahead": ({**_PLANNER, "k": _positive_int}, None),
+    "lookahead": ({**_PLANNER, "k": positive_int}, None),
     "hindsight": (_PLANNER, None),
 }
 

@@ -70,9 +70,13 @@ def report(
         say(f"{result.config.cluster}, trace {result.config.trace} ({jobs} jobs), {result.config.strategy} cost model\n", fmt)
     else:
         loads_text = ", ".join(map(str, result.config.load_values))
+        first, seeds = result.config.first_seed, result.config.seeds
+        seeds_text = f"{seeds} seed{'s' if seeds > 1 else ''}"
+        if first:  # streams apart from the default seeds 0, 1, ...: say which
+            seeds_text += f" ({first}-{first + seeds - 1})" if seeds > 1 else f" (seed {first})"
         say(
             f"{result.config.cluster}, load {loads_text}, queue {w.queue[0]}, size {w.size[0]}, structure {w.structure[0]}, "
-            f"{w.jobs} jobs x {result.config.seeds} seeds, "
+            f"{w.jobs} jobs x {seeds_text}, "
             f"{result.config.strategy} cost model, graphs: {', '.join(w.graphs) or result.config.graphs_dir}\n",
             fmt,
         )
@@ -263,7 +267,7 @@ def _members_table(result, fmt: TableFormat) -> None:
 def _overrides_table(result, fmt: TableFormat) -> None:
     """For a gate (``learned:below=L``, ``learned:last=K``): the holds it placed as ``adaptive`` would, per job, per load and
     beta distribution."""
-    title = "Holds placed as adaptive would (learned:below=L or :last=K; per job, all seeds)"
+    title = "Holds placed as adaptive would (learned:below=L, :last=K or :waiting=W; per job, all seeds)"
     _by_load_table(result, fmt, ("overrides", "overrides"), title, _per_job)
 
 

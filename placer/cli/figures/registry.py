@@ -49,6 +49,8 @@ APART = {  # label -> (cluster, extra options): the README's regimes on streams 
     "mixed, daily": ("mixed", " --structure daily"),
 }
 GATES = "single-best,best,adaptive,learned:default,learned:default:below=1,learned:default:below=1.15,learned:default:below=1.3"
+NEVER_HOLD_SEEDS = "--first-seed 100 --seeds 3"  # gate-waiting's streams
+WAITING_GATES = "best,learned:default:waiting=2,learned:default:waiting=3,learned:default:waiting=4"
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
     "dgx8x8, Poisson": ("families-loads", "dgx8x8", ""),
     "mixed, Poisson": ("families-loads-mixed", "mixed", ""),
@@ -203,6 +205,21 @@ FIGURES: tuple[Figure, ...] = (
     _apart("guard-tuning", GATES, seeds=3, least=True),
     _apart("regimes-apart", "single-best,best,adaptive,learned:default", seeds=10),
     _apart("gate-slack", "best,learned:default:last=1.5,learned:default:last=3", seeds=3, least=True, beside="guard-tuning"),
+    Figure(  # the state at the holds a gate could read (seeds 200-203, apart from every other figure's)
+        "hold-states",
+        LEARNING_MD,
+        ("dgx8x8", "mixed"),
+        (Step("python benchmarks/hold_states.py", stdout="output.md"),),
+        printed("output.md"),
+    ),
+    _apart("gate-waiting", WAITING_GATES, seeds=3, least=True, beside="guard-tuning"),
+    Figure(  # what the holds are worth where every gate lost: the policy that never holds a job it can place
+        "never-hold",
+        LEARNING_MD,
+        ("dgx8x8", "mixed"),
+        (Step(f"python benchmarks/overrides.py --by own --structure daily --load 0.5,0.9 {NEVER_HOLD_SEEDS}", stdout="output.md"),),
+        printed("output.md"),
+    ),
     Figure(  # the families figures' seeds 0-9 and regimes-apart's 100-109 together: 80 paired streams a regime
         "regimes-pooled",
         LEARNING_MD,

@@ -42,7 +42,7 @@ def test_without_a_gate_every_hold_that_the_other_places_is_placed_as_it_places(
     guarded = Guarded(Always(Reject()), Always(PLACED))
     guarded.reset(np.random.default_rng(0))
     assert [guarded.decide(job(k, 10.0 * k), VIEW) for k in range(3)] == [PLACED] * 3
-    assert guarded.stats() == {"overrides": 3, "below": math.inf, "last": None, "policy": None, "by": None}
+    assert guarded.stats() == {"overrides": 3, "below": math.inf, "last": None, "waiting": None, "policy": None, "by": None}
 
 
 def test_placements_and_holds_the_other_also_holds_are_kept():
@@ -114,3 +114,13 @@ def test_with_last_only_a_hold_near_its_deadline_is_placed(remaining_s, placed):
     guarded = Guarded(Always(Reject()), Always(PLACED), last=2.0)
     guarded.reset(np.random.default_rng(0))
     assert guarded.decide(offered, view) == (PLACED if placed else Reject())
+
+
+@pytest.mark.parametrize(("waiting", "placed"), [(1, False), (2, False), (3, True), (4, True)])
+def test_with_waiting_only_a_hold_in_a_short_queue_is_placed(waiting, placed):
+    # three jobs wait, the offered one included: the gate at W places the hold when 3 <= W
+    view = SimpleNamespace(cluster=SimpleNamespace(num_devices=4), waiting=(job(0, 0.0), job(1, 1.0), job(2, 2.0)))
+    guarded = Guarded(Always(Reject()), Always(PLACED), waiting=waiting)
+    guarded.reset(np.random.default_rng(0))
+    assert guarded.decide(job(2, 2.0), view) == (PLACED if placed else Reject())
+    assert guarded.overrides == int(placed)

@@ -57,6 +57,10 @@ def test_parts_are_typed():
         ("lean::cap=2", "malformed policy name"),
         ("Lean", "malformed policy name"),
         ("lookahead:admit=best", "unknown policy"),
+        ("fixed:1_6", "unknown policy"),  # Python's int and float take underscores: 16
+        ("eff:0_5", "unknown policy"),
+        ("lean:admit=nan", "unknown policy"),
+        ("lean:cap=4.0", "unknown policy"),
     ],
 )
 def test_bad_names_are_one_line_naming_what_is_valid(text, message):

@@ -81,7 +81,12 @@ def test_queue_evaluation_in_processes_and_the_paired_report(tmp_path):
     assert fewer.returncode == 0, fewer.stderr
     shared = run("report", str(out), str(tmp_path / "fewer"), "--against", "para_min")  # pairs on seed 0, the one both have
     assert shared.returncode == 0, shared.stderr
-    assert "40 jobs x 1 seeds" in shared.stdout
+    assert "40 jobs x 1 seed," in shared.stdout
+    second = [*streams[: streams.index("--seeds")], "--first-seed", "1", "--seeds", "1", *streams[streams.index("--seeds") + 2 :]]
+    apart = run("evaluate", *second, "--policies", "para_min", "--out", str(tmp_path / "apart"))
+    assert apart.returncode == 0, apart.stderr
+    on_seed1 = run("report", str(out), str(tmp_path / "apart"))  # pairs on seed 1, the one both have, and says which
+    assert on_seed1.returncode == 0 and "40 jobs x 1 seed (seed 1)," in on_seed1.stdout, on_seed1.stderr
     seed0 = {r["policy"]: r["blocking_rate"] for r in json.loads((out / "results.json").read_text())["runs"] if r["seed"] == 0}
     seed0 |= {r["policy"]: r["blocking_rate"] for r in json.loads((tmp_path / "fewer/results.json").read_text())["runs"]}
     paired_on_seed0 = [line for line in shared.stdout.splitlines() if line.startswith("| lean |")][-1].split(" | ")[1]

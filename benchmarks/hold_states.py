@@ -1,0 +1,120 @@
+"""The state of the cluster at each hold of the learned policy that another policy would place: what a gate could read.
+
+    python benchmarks/hold_states.py [--cluster dgx8x8,mixed] [--load 0.5,0.9,1.3] [--structure iid,daily] [--by best]
+        [--first-seed 200] [--seeds 4] [--jobs 500] [--policy-file data/policies/default.pt] [--workers 2] [--smoke]
+
+On the families figures' streams of each regime (``--seeds`` paired streams from ``--first-seed`` of each beta
+distribution A-D, an EDF queue with backfilling, job lengths ``loguniform:0.1:10``, Poisson arrivals or the daily
+cycle), runs the learned policy and, at every offer it holds (queue or reject) where ``--by`` (run beside it on the same
+state, tuned as ``placer evaluate`` tunes it) places, records: the share of devices free, the jobs waiting (the offered
+one included), and the job's slack (time left before its deadline over the JCT of ``--by``'s placement). Prints, per
+regime, the holds per job and the 10th, 50th and 90th percentiles of each. The default seeds are apart from the
+figures' (0-9 and 100-109). ``--smoke``: one seed of beta A, 30 jobs, ``mixed`` at load 0.9.
+"""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from departures import families_runner  # a sibling script: benchmarks/ is on the path of a script run from it
+
+from placer.baselines.policy import Policy, run_policy
+from placer.evaluate.runner import Task
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Decision, Job, Place
+
+FEATURES = ("free", "waiting", "slack")
+
+
+class HoldRecorder(Policy):
+    """Decides as ``policy``; records the state at each of its holds that ``by`` would place."""
+
+    def __init__(self, policy: Policy, by: Policy) -> None:
+        self.policy, self.by, self.states = policy, by, []
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self.policy.reset(rng)
+        self.by.reset(rng)
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        decision, other = self.policy.decide(job, view), self.by.decide(job, view)
+        if isinstance(other, Place) and not isinstance(decision, Place):
+            jct_s = view.cost.jct_s(job.graph, other.devices, job.iterations)
+            self.states.append((view.num_free / view.cluster.num_devices, len(view.waiting), job.remaining_s(view.now) / jct_s))
+        return decision
+
+
+def measure(cluster: str, load: float, structure: str, by: str, first: int, seeds: int, jobs: int, betas: list[str], policy_file) -> dict:
+    """One regime: the states at the holds over every stream, an (n, 3) array of :data:`FEATURES`."""
+    runner = families_runner(cluster, load, ["learned", by], seeds, jobs, betas, policy_file, structure, first_seed=first)
+    states: list[tuple[float, int, float]] = []
+    for beta in range(len(betas)):
+        for seed in range(first, first + seeds):
+            recorder = HoldRecorder(runner.policy(Task(beta, seed, 0)), runner.policy(Task(beta, seed, 1)))
+            run_policy(recorder, runner.cost, runner.jobs(beta, seed), runner.queue, runner.run_rng(beta, seed))
+            states += recorder.states
+    return {"regime": (cluster, structure, load), "states": np.array(states, dtype=float).reshape(-1, 3), "jobs": seeds * jobs * len(betas)}
+
+
+def _measure(args: tuple) -> dict:
+    return measure(*args)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cluster", default="dgx8x8,mixed", help="comma-separated presets")
+    parser.add_argument("--load", default="0.5,0.9,1.3", help="comma-separated offered loads")
+    parser.add_argument("--structure", default="iid,daily", help="comma-separated: iid (Poisson arrivals), daily (the cycle)")
+    parser.add_argument("--by", default="best", choices=("best", "adaptive"), help="the policy that would place the holds")
+    parser.add_argument("--first-seed", type=int, default=200, help="the first stream seed (apart from the figures': 200)")
+    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--policy-file", type=Path, default=None, help="the learned policy (default: the shipped default.pt)")
+    parser.add_argument("--workers", type=int, default=2, help="regimes measured at once, each in its own process")
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    try:
+        loads = [float(v) for v in args.load.split(",")]
+    except ValueError:
+        parser.error(f"--load: comma-separated numbers, got {args.load!r}")
+    clusters, structures = [c for c in args.cluster.split(",") if c], args.structure.split(",")
+    if args.seeds < 1 or args.jobs < 1 or args.workers < 1 or not clusters or min(loads) <= 0 or not 0 <= args.first_seed < 10_000:
+        parser.error("--seeds, --jobs and --workers must be >= 1, --cluster named, every --load > 0, --first-seed within 0..9,999")
+    if not set(structures) <= {"iid", "daily"}:
+        parser.error(f"--structure: iid and/or daily, got {args.structure!r}")
+    betas = ["A"] if args.smoke else ["A", "B", "C", "D"]
+    seeds, jobs = (1, 30) if args.smoke else (args.seeds, args.jobs)
+    if args.smoke:
+        clusters, loads, structures = ["mixed"], [0.9], ["iid"]
+    tasks = [
+        (c, load, s, args.by, args.first_seed, seeds, jobs, betas, args.policy_file) for c in clusters for s in structures for load in loads
+    ]
+    if args.workers > 1 and len(tasks) > 1:
+        with ProcessPoolExecutor(min(args.workers, len(tasks))) as pool:
+            rows = list(pool.map(_measure, tasks))
+    else:
+        rows = [measure(*t) for t in tasks]
+    last = args.first_seed + seeds - 1
+    print(
+        f"learned ({args.policy_file or 'default.pt'}), its holds that {args.by} would place; "
+        f"seeds {args.first_seed}-{last} x {jobs} jobs x {','.join(betas)}"
+    )
+    print("percentiles 10 / 50 / 90 over the holds\n")
+    print("| cluster | arrivals | load | holds per job | devices free | jobs waiting | slack (x JCT) |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        cluster, structure, load = row["regime"]
+        states = row["states"]
+        cells = [
+            " / ".join(f"{v:.2f}" if k != 1 else f"{v:.0f}" for v in np.percentile(states[:, k], [10, 50, 90])) if len(states) else "-"
+            for k in range(3)
+        ]
+        arrivals = "Poisson" if structure == "iid" else "daily"
+        print(f"| {cluster} | {arrivals} | {load:g} | {len(states) / row['jobs']:.2f} | {' | '.join(cells)} |")
+
+
+if __name__ == "__main__":
+    main()
