@@ -19,13 +19,20 @@ from __future__ import annotations
 import argparse
 import bisect
 import copy
+import math
 from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from placer.baselines.policy import Policy, run_policy
+from placer.cli.options import check_seed_range
 from placer.cluster.placement import PLACEMENT_RULES
+from placer.common.errors import PlacerError, validation_message
 from placer.evaluate.config import EvaluationConfig
 from placer.evaluate.runner import Runner, Task
 from placer.sim.options import options
@@ -120,6 +127,39 @@ def families_runner(
         **extra,
     }
     return Runner(EvaluationConfig.model_validate(config))
+
+
+def regime_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list[str], list[float]]:
+    """The clusters and loads of a script over regimes (comma-separated ``--cluster`` and ``--load``), its ``--seeds``
+    from ``--first-seed``, ``--jobs`` and ``--workers`` checked: bad input exits through ``parser.error``, one line."""
+    try:
+        loads = [float(v) for v in args.load.split(",")]
+    except ValueError:
+        parser.error(f"--load: comma-separated numbers, got {args.load!r}")
+    clusters = [c for c in args.cluster.split(",") if c]
+    if min(args.seeds, args.jobs, args.workers) < 1 or not clusters or not all(0 < load < math.inf for load in loads):
+        parser.error("--seeds, --jobs and --workers must be >= 1, --cluster named, every --load a number > 0")
+    try:
+        check_seed_range(args.first_seed, args.seeds)
+    except PlacerError as error:
+        parser.error(str(error))
+    return clusters, loads
+
+
+def run_regimes(
+    parser: argparse.ArgumentParser, measure: Callable[..., dict], tasks: Sequence[tuple[Any, ...]], workers: int
+) -> list[dict]:
+    """``measure(*task)`` for every task, ``workers`` at once in processes; a domain error (an unknown cluster, a missing
+    policy file) exits through ``parser.error``, one line."""
+    try:
+        if workers > 1 and len(tasks) > 1:
+            with ProcessPoolExecutor(min(workers, len(tasks))) as pool:
+                return list(pool.map(measure, *zip(*tasks, strict=True)))
+        return [measure(*task) for task in tasks]
+    except PlacerError as error:
+        parser.error(str(error))
+    except ValidationError as error:
+        parser.error(validation_message(error))
 
 
 def avoidable_blocked(records) -> set[int]:

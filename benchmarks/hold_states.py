@@ -15,11 +15,14 @@ figures' (0-9 and 100-109). ``--smoke``: one seed of beta A, 30 jobs, ``mixed`` 
 from __future__ import annotations
 
 import argparse
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from departures import families_runner  # a sibling script: benchmarks/ is on the path of a script run from it
+from departures import (
+    families_runner,
+    regime_arguments,
+    run_regimes,
+)  # a sibling script: benchmarks/ is on the path of a script run from it
 
 from placer.baselines.policy import Policy, run_policy
 from placer.evaluate.runner import Task
@@ -59,10 +62,6 @@ def measure(cluster: str, load: float, structure: str, by: str, first: int, seed
     return {"regime": (cluster, structure, load), "states": np.array(states, dtype=float).reshape(-1, 3), "jobs": seeds * jobs * len(betas)}
 
 
-def _measure(args: tuple) -> dict:
-    return measure(*args)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cluster", default="dgx8x8,mixed", help="comma-separated presets")
@@ -76,13 +75,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="regimes measured at once, each in its own process")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
-    try:
-        loads = [float(v) for v in args.load.split(",")]
-    except ValueError:
-        parser.error(f"--load: comma-separated numbers, got {args.load!r}")
-    clusters, structures = [c for c in args.cluster.split(",") if c], args.structure.split(",")
-    if args.seeds < 1 or args.jobs < 1 or args.workers < 1 or not clusters or min(loads) <= 0 or not 0 <= args.first_seed < 10_000:
-        parser.error("--seeds, --jobs and --workers must be >= 1, --cluster named, every --load > 0, --first-seed within 0..9,999")
+    clusters, loads = regime_arguments(parser, args)
+    structures = args.structure.split(",")
     if not set(structures) <= {"iid", "daily"}:
         parser.error(f"--structure: iid and/or daily, got {args.structure!r}")
     betas = ["A"] if args.smoke else ["A", "B", "C", "D"]
@@ -92,15 +86,11 @@ def main() -> None:
     tasks = [
         (c, load, s, args.by, args.first_seed, seeds, jobs, betas, args.policy_file) for c in clusters for s in structures for load in loads
     ]
-    if args.workers > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(min(args.workers, len(tasks))) as pool:
-            rows = list(pool.map(_measure, tasks))
-    else:
-        rows = [measure(*t) for t in tasks]
+    rows = run_regimes(parser, measure, tasks, args.workers)
     last = args.first_seed + seeds - 1
+    seed_text = f"seeds {args.first_seed}-{last}" if seeds > 1 else f"seed {args.first_seed}"
     print(
-        f"learned ({args.policy_file or 'default.pt'}), its holds that {args.by} would place; "
-        f"seeds {args.first_seed}-{last} x {jobs} jobs x {','.join(betas)}"
+        f"learned ({args.policy_file or 'default.pt'}), its holds that {args.by} would place; {seed_text} x {jobs} jobs x {','.join(betas)}"
     )
     print("percentiles 10 / 50 / 90 over the holds\n")
     print("| cluster | arrivals | load | holds per job | devices free | jobs waiting | slack (x JCT) |")

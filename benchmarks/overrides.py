@@ -26,12 +26,15 @@ from __future__ import annotations
 import argparse
 import copy
 import math
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from departures import families_runner  # a sibling script: benchmarks/ is on the path of a script run from it
+from departures import (
+    families_runner,
+    regime_arguments,
+    run_regimes,
+)  # a sibling script: benchmarks/ is on the path of a script run from it
 
 from envs.action import REJECT, action_mask, decision
 from envs.observation import Offer, observe
@@ -87,10 +90,6 @@ def measure(
     return {"cluster": cluster, "load": load, "rates": rates, "overrides_per_job": overrides / (seeds * jobs * len(betas))}
 
 
-def _measure(args: tuple) -> dict:
-    return measure(*args)
-
-
 def differences(rates: dict[str, list[float]], a: str, b: str) -> str:
     """``a``'s rates less ``b``'s, paired by stream: ``mean ± 95 % half-width``."""
     mean, half = mean_ci95([x - y for x, y in zip(rates[a], rates[b], strict=True)])
@@ -112,15 +111,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="regimes measured at once, each in its own process")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
-    try:
-        loads = [float(v) for v in args.load.split(",")]
-    except ValueError:
-        parser.error(f"--load: comma-separated numbers, got {args.load!r}")
-    clusters = [c for c in args.cluster.split(",") if c]
-    if args.seeds < 1 or args.jobs < 1 or args.workers < 1 or not clusters or min(loads) <= 0 or (args.waiting or 1) < 1:
-        parser.error("--seeds, --jobs, --workers and --waiting must be >= 1, --cluster named, every --load > 0")
-    if not 0 <= args.first_seed < 10_000 or not args.below > 0:
-        parser.error("--first-seed within 0..9,999 (validation streams start at 10,000), --below > 0")
+    clusters, loads = regime_arguments(parser, args)
+    if (args.waiting is not None and args.waiting < 1) or not args.below > 0:
+        parser.error("--waiting must be >= 1, --below > 0")
     betas = ["A"] if args.smoke else ["A", "B", "C", "D"]
     seeds, jobs = (1, 30) if args.smoke else (args.seeds, args.jobs)
     if args.smoke:
@@ -129,18 +122,14 @@ def main() -> None:
     tasks = [
         (c, load, args.by, gate, args.structure, args.first_seed, seeds, jobs, betas, args.policy_file) for c in clusters for load in loads
     ]
-    if args.workers > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(min(args.workers, len(tasks))) as pool:
-            rows = list(pool.map(_measure, tasks))
-    else:
-        rows = [measure(*t) for t in tasks]
+    rows = run_regimes(parser, measure, tasks, args.workers)
     name = args.policy_file or "default.pt"
     when = f" while the measured load is below {args.below:g}" if args.below < math.inf else ""
-    when += f" while at most {args.waiting} jobs wait" if args.waiting else ""
+    when += f"{' and' if when else ''} while at most {args.waiting} jobs wait" if args.waiting is not None else ""
     arrivals = "Poisson" if args.structure == "iid" else "daily cycle"
     print(
         f"learned ({name}), its holds overridden by {args.by}{when}; {arrivals}, "
-        f"{seeds} seeds{f' from {args.first_seed}' if args.first_seed else ''} x {jobs} jobs x {','.join(betas)}"
+        f"{seeds} seed{'s' if seeds > 1 else ''}{f' from {args.first_seed}' if args.first_seed else ''} x {jobs} jobs x {','.join(betas)}"
     )
     print(f"avoidable blocking, paired differences (mean ± 95 % interval over {seeds * len(betas)} streams)\n")
     print(f"| cluster | load | overrides per job | {args.by} | learned - {args.by} | overridden - {args.by} | overridden - learned |")

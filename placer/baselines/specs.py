@@ -10,6 +10,7 @@ inverse of :meth:`PolicySpec.parse`. Every policy name in the project goes throu
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,10 +32,11 @@ _DECIMAL = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")  # no
 
 
 def _float(text: str) -> float:
-    """A plain decimal number (``0.9``, ``1e-3``), or ValueError: Python's ``float`` alone also takes ``1_0`` and `` 1``."""
-    if not _DECIMAL.fullmatch(text):
+    """A plain finite decimal number (``0.9``, ``1e-3``), or ValueError: Python's ``float`` alone also takes ``1_0``,
+    `` 1``, ``-0``, ``inf`` and ``1e400`` (inf)."""
+    if not _DECIMAL.fullmatch(text) or not math.isfinite(value := float(text)):
         raise ValueError(text)
-    return float(text)
+    return value
 
 
 def positive_int(text: str) -> int:

@@ -25,7 +25,7 @@ from rich.markup import escape
 
 from placer.cli import bound, calibrate, catalog, demo, evaluate, figures, imports, query, ray_demo, report, serve  # noqa: F401  (each registers its commands)
 from placer.cli.app import app, err_console
-from placer.common.errors import PlacerError
+from placer.common.errors import PlacerError, validation_message
 
 __all__ = ["app", "main"]
 
@@ -47,10 +47,7 @@ def main() -> None:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(map(str, err["loc"]))  # empty for a check of the whole model
-        message = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's ValueError
-        err_console.print(f"[red]error:[/red] {escape(where + ': ' if where else '')}{escape(message)}", highlight=False)
+        err_console.print(f"[red]error:[/red] {escape(validation_message(exc))}", highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")

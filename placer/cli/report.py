@@ -265,8 +265,8 @@ def _members_table(result, fmt: TableFormat) -> None:
 
 
 def _overrides_table(result, fmt: TableFormat) -> None:
-    """For a gate (``learned:below=L``, ``learned:last=K``): the holds it placed as ``adaptive`` would, per job, per load and
-    beta distribution."""
+    """For a gate (``learned:below=L``, ``:last=K``, ``:waiting=W``): the holds it placed as ``adaptive`` would, per job, per
+    load and beta distribution."""
     title = "Holds placed as adaptive would (learned:below=L, :last=K or :waiting=W; per job, all seeds)"
     _by_load_table(result, fmt, ("overrides", "overrides"), title, _per_job)
 

@@ -21,3 +21,11 @@ class WorkloadError(PlacerError):
 
 class PolicyError(PlacerError):
     """A policy name or policy file is invalid."""
+
+
+def validation_message(exc) -> str:
+    """The first error of a pydantic ``ValidationError`` as one line: ``field: message`` (no ``Value error,`` prefix)."""
+    err = exc.errors()[0]
+    where = ".".join(map(str, err["loc"]))  # empty for a check of the whole model
+    message = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's ValueError
+    return f"{where}: {message}" if where else message

@@ -57,10 +57,11 @@ def test_parts_are_typed():
         ("lean::cap=2", "malformed policy name"),
         ("Lean", "malformed policy name"),
         ("lookahead:admit=best", "unknown policy"),
-        ("fixed:1_6", "unknown policy"),  # Python's int and float take underscores: 16
-        ("eff:0_5", "unknown policy"),
-        ("lean:admit=nan", "unknown policy"),
-        ("lean:cap=4.0", "unknown policy"),
+        ("fixed:1_6", "unknown policy"),  # Python's int and float take underscores (16), signs, spaces, inf
+        ("switch:-0", "unknown policy"),
+        ("eff: 0.5", "unknown policy"),
+        ("hindsight:m=inf", "unknown policy"),
+        ("lookahead:m=1e400", "unknown policy"),  # a plain decimal, but inf as a float
     ],
 )
 def test_bad_names_are_one_line_naming_what_is_valid(text, message):
