@@ -129,6 +129,21 @@ def families_runner(
     return Runner(EvaluationConfig.model_validate(config))
 
 
+def regime_parser(doc: str, *, first_seed: int, seeds: int, first_seed_help: str = "the first stream seed") -> argparse.ArgumentParser:
+    """The options every script over regimes shares: ``--cluster``, ``--load``, ``--first-seed``, ``--seeds``, ``--jobs``,
+    ``--policy-file``, ``--workers`` and ``--smoke`` (check them with :func:`regime_arguments`)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--cluster", default="dgx8x8,mixed", help="comma-separated presets")
+    parser.add_argument("--load", default="0.5,0.9,1.3", help="comma-separated offered loads")
+    parser.add_argument("--first-seed", type=int, default=first_seed, help=first_seed_help)
+    parser.add_argument("--seeds", type=int, default=seeds)
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--policy-file", type=Path, default=None, help="the learned policy (default: the shipped default.pt)")
+    parser.add_argument("--workers", type=int, default=2, help="regimes measured at once, each in its own process")
+    parser.add_argument("--smoke", action="store_true")
+    return parser
+
+
 def regime_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list[str], list[float]]:
     """The clusters and loads of a script over regimes (comma-separated ``--cluster`` and ``--load``), its ``--seeds``
     from ``--first-seed``, ``--jobs`` and ``--workers`` checked: bad input exits through ``parser.error``, one line."""

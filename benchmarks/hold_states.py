@@ -14,13 +14,11 @@ figures' (0-9 and 100-109). ``--smoke``: one seed of beta A, 30 jobs, ``mixed`` 
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import numpy as np
 from departures import (
     families_runner,
     regime_arguments,
+    regime_parser,
     run_regimes,
 )  # a sibling script: benchmarks/ is on the path of a script run from it
 
@@ -63,17 +61,9 @@ def measure(cluster: str, load: float, structure: str, by: str, first: int, seed
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cluster", default="dgx8x8,mixed", help="comma-separated presets")
-    parser.add_argument("--load", default="0.5,0.9,1.3", help="comma-separated offered loads")
+    parser = regime_parser(__doc__, first_seed=200, seeds=4, first_seed_help="the first stream seed (apart from the figures': 200)")
     parser.add_argument("--structure", default="iid,daily", help="comma-separated: iid (Poisson arrivals), daily (the cycle)")
     parser.add_argument("--by", default="best", choices=("best", "adaptive"), help="the policy that would place the holds")
-    parser.add_argument("--first-seed", type=int, default=200, help="the first stream seed (apart from the figures': 200)")
-    parser.add_argument("--seeds", type=int, default=4)
-    parser.add_argument("--jobs", type=int, default=500)
-    parser.add_argument("--policy-file", type=Path, default=None, help="the learned policy (default: the shipped default.pt)")
-    parser.add_argument("--workers", type=int, default=2, help="regimes measured at once, each in its own process")
-    parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     clusters, loads = regime_arguments(parser, args)
     structures = args.structure.split(",")

@@ -23,16 +23,15 @@ over the streams (Student's t); ``--workers`` regimes at once, each in its own p
 
 from __future__ import annotations
 
-import argparse
 import copy
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from departures import (
     families_runner,
     regime_arguments,
+    regime_parser,
     run_regimes,
 )  # a sibling script: benchmarks/ is on the path of a script run from it
 
@@ -97,19 +96,11 @@ def differences(rates: dict[str, list[float]], a: str, b: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cluster", default="dgx8x8,mixed", help="comma-separated presets")
-    parser.add_argument("--load", default="0.5,0.9,1.3", help="comma-separated offered loads")
+    parser = regime_parser(__doc__, first_seed=0, seeds=5)
     parser.add_argument("--by", default="best", choices=("best", "adaptive", "own"), help="the policy whose placements replace holds")
     parser.add_argument("--below", type=float, default=math.inf, help="override only while the measured load is below this")
     parser.add_argument("--waiting", type=int, default=None, help="override only while at most this many jobs wait")
-    parser.add_argument("--first-seed", type=int, default=0, help="the first stream seed")
     parser.add_argument("--structure", default="iid", choices=("iid", "daily"), help="Poisson arrivals, or the daily cycle")
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--jobs", type=int, default=500)
-    parser.add_argument("--policy-file", type=Path, default=None, help="the learned policy (default: the shipped default.pt)")
-    parser.add_argument("--workers", type=int, default=2, help="regimes measured at once, each in its own process")
-    parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     clusters, loads = regime_arguments(parser, args)
     if (args.waiting is not None and args.waiting < 1) or not args.below > 0:
