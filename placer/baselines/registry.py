@@ -59,14 +59,14 @@ def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGR
     if spec.kind in _SIMPLE:
         return _SIMPLE[spec.kind](**common)
     if spec.kind == "fixed":
-        degree = int(spec.positional or 0)
+        degree = spec.value
         if degree > max_degree:
             raise PolicyError(f"unknown policy {str(spec)!r}: fixed:K needs 1 <= K <= {max_degree}")
         return Fixed(**common, degree=degree)
     if spec.kind == "eff":
-        return Efficient(**common, efficiency=float(spec.positional or 0))
+        return Efficient(**common, efficiency=spec.value)
     if spec.kind == "switch":
-        return Switch(**common, quiet_free=float(spec.positional or 0))
+        return Switch(**common, quiet_free=spec.value)
     lean: dict[str, Any] = {"cap": options.get("cap"), "admit": _admission(options.get("admit")), "admit_free": options.get("free", 0.5)}
     if spec.kind == "lean":
         return BestLean(**common, **(lean | {"admit": None})) if options.get("admit") == "best" else Lean(**common, **lean)

@@ -151,6 +151,13 @@ class PolicySpec:
         return next((text for key, text in self.args if key is None), None)
 
     @property
+    def value(self) -> Any:
+        """A heuristic's positional argument, converted (``8`` of ``fixed:8``, ``0.7`` of ``eff:0.7``); None if it has none."""
+        _, converter = HEURISTIC_KINDS.get(self.kind, ({}, None))
+        text = self.positional
+        return None if converter is None or text is None else converter(text)
+
+    @property
     def options(self) -> dict[str, Any]:
         """A heuristic's ``key=value`` arguments, converted (``{"admit": 0.9, "cap": 8}``)."""
         keys, _ = HEURISTIC_KINDS.get(self.kind, ({}, None))

@@ -41,6 +41,8 @@ def test_parts_are_typed():
     assert (spec.kind, spec.rule, spec.discipline) == ("lookahead", "best_fit", "edf-bf")
     assert spec.options == {"admit": 0.9, "k": 12, "h": 24, "m": 0.25}
     assert PolicySpec.parse("fixed:8", plugins={}).positional == "8"
+    assert (PolicySpec.parse("fixed:08", plugins={}).value, PolicySpec.parse("eff:.7", plugins={}).value) == (8, 0.7)
+    assert PolicySpec.parse("lean", plugins={}).value is None and PolicySpec.parse("learned:x", plugins={"learned": None}).value is None
     assert spec.queue(QueueConfig(8, "fifo", False)) == QueueConfig(8, "edf", True)
 
 
