@@ -27,8 +27,6 @@ from placer.evaluate.runner import Task
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place
 
-FEATURES = ("free", "waiting", "slack")
-
 
 class HoldRecorder(Policy):
     """Decides as ``policy``; records the state at each of its holds that ``by`` would place."""
@@ -49,7 +47,8 @@ class HoldRecorder(Policy):
 
 
 def measure(cluster: str, load: float, structure: str, by: str, first: int, seeds: int, jobs: int, betas: list[str], policy_file) -> dict:
-    """One regime: the states at the holds over every stream, an (n, 3) array of :data:`FEATURES`."""
+    """One regime: the states at the holds over every stream, an (n, 3) array: share of devices free,
+    jobs waiting, slack."""
     runner = families_runner(cluster, load, ["learned", by], seeds, jobs, betas, policy_file, structure, first_seed=first)
     states: list[tuple[float, int, float]] = []
     for beta in range(len(betas)):

@@ -78,9 +78,14 @@ def measure(
     for beta in range(len(betas)):
         for seed in range(first, first + seeds):
             learned = runner.policy(Task(beta, seed, 0))
-            other: Policy = Placing(learned.policy, learned.env) if by == "own" else runner.policy(Task(beta, seed, 1))
+            if by == "own":
+                other: Policy = Placing(learned.policy, learned.env)
+                shadow: Policy = Placing(learned.policy, learned.env)
+            else:
+                other = runner.policy(Task(beta, seed, 1))
+                shadow = copy.deepcopy(other)  # its own copy: the run of `by` alone resets the other
             stream = runner.jobs(beta, seed)
-            overridden = Guarded(learned, copy.deepcopy(other) if by != "own" else Placing(learned.policy, learned.env), **gate)
+            overridden = Guarded(learned, shadow, **gate)
             for name, policy in (("learned", learned), ("overridden", overridden), ("by", other)):
                 rates[name].append(
                     run_policy(policy, runner.cost, stream, runner.queue, runner.run_rng(beta, seed)).metrics.avoidable_blocking_rate

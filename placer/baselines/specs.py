@@ -64,8 +64,8 @@ def _share(text: str) -> float:
 
 def positive_finite(text: str) -> float:
     """A number in (0, inf), or ValueError."""
-    value = _float(text)
-    if not 0 < value < float("inf"):
+    value = _float(text)  # finite
+    if not value > 0:
         raise ValueError(text)
     return value
 
