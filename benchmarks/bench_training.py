@@ -8,7 +8,9 @@ minibatches of 256, PAC-ML's and three more graphs; ``--net-arch``: another opti
 during a rollout), times one of the rollouts' environments alone (``--steps`` random valid actions, its caches
 as warm as the rollouts'), then times PPO's update on that rollout buffer with the graph deduplication off
 and on (the GNN is most of an update, and a minibatch of 256 holds only a few distinct graphs), and prints
-the end-to-end timesteps/s (collection + update) both ways. Target (issue 11): >= 2x timesteps/s.
+the end-to-end timesteps/s (collection + update) both ways. Target (issue 11): >= 2x timesteps/s. Last, the
+ceiling that the environment alone sets: were the network free (no forward pass, no update), end to end could go no
+faster than the environment steps, so a rate below issue 29's 3,000 there means no change to the network reaches it.
 
 An untimed rollout of the same length comes first: each environment's cost model memoises its
 predictions per graph and placement shape, and a fresh process spends its first thousands of steps
@@ -31,6 +33,8 @@ from envs.env import ClusterPlacementEnv
 from placer.common.shipped import data_dir
 from policies.config import load_train_config
 from policies.train import build_model
+
+ISSUE_29_TARGET = 3000.0  # end-to-end timesteps/s on the 2-core machine
 
 
 def main() -> None:
@@ -90,10 +94,21 @@ def main() -> None:
         f"end to end: {steps / before:.0f} -> {steps / after:.0f} timesteps/s, {before / after:.2f}x "
         f"(target >= 2x {'met' if before / after >= 2 else 'MISSED'})"
     )
+    print(_ceiling(steps / alone, steps / after))
     if args.scale:
         scaled = _scaled_rate(config, args.envs, args.device, n_steps * config.ppo.n_envs)
         baseline = steps / after
         print(f"at scale ({args.envs} env processes, network on {scaled[1]}): {scaled[0]:.0f} timesteps/s, {scaled[0] / baseline:.2f}x")
+
+
+def _ceiling(env_rate: float, end_to_end: float, target: float = ISSUE_29_TARGET) -> str:
+    """The line saying how far the environment alone (steps/s, the bound with a free network) is from ``target``."""
+    share = 1 - end_to_end / env_rate
+    verdict = "reachable only with a faster network" if env_rate >= target else "out of reach without a faster environment"
+    return (
+        f"ceiling (the network free): {env_rate:.0f} timesteps/s, {env_rate / target:.2f}x issue 29's {target:.0f}: {verdict}; "
+        f"all but the environment is {share:.0%} of a step's time now"
+    )
 
 
 def _env_alone(env: ClusterPlacementEnv, steps: int) -> float:

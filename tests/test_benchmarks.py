@@ -50,3 +50,15 @@ def test_overrides_by_the_policys_own_placement_under_a_queue_gate():
 def test_regime_scripts_refuse_bad_input_in_one_line(script, args, message):
     done = _script(script, *args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+def test_training_ceiling_line_names_the_bound_the_environment_sets():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from bench_training import _ceiling
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    slow = _ceiling(1500.0, 600.0)
+    assert slow.startswith("ceiling (the network free): 1500 timesteps/s, 0.50x issue 29's 3000: out of reach without a faster environment")
+    assert slow.endswith("all but the environment is 60% of a step's time now")
+    assert "reachable only with a faster network" in _ceiling(6000.0, 600.0)

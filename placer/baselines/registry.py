@@ -75,4 +75,8 @@ def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGR
 
 
 def _admission(value: float | str | None) -> float | AutoAdmission | None:
-    return AutoAdmission() if value == "auto" else None if value in (None, "best") else float(value)
+    """``admit=``'s value as :meth:`PolicySpec.options` converted it: a quantile as it is, ``auto`` as the rule,
+    ``best`` (tuned by the caller) and absent as None."""
+    if value == "auto":
+        return AutoAdmission()
+    return None if value is None or isinstance(value, str) else value
