@@ -49,6 +49,7 @@ APART = {  # label -> (cluster, extra options): the README's regimes on streams 
     "mixed, daily": ("mixed", " --structure daily"),
 }
 GATES = "single-best,best,adaptive,learned:default,learned:default:below=1,learned:default:below=1.15,learned:default:below=1.3"
+CANDIDATE = "learned:targeted"  # data/configs/targeted.toml's policy: PPO on the regimes where learned:default lost
 NEVER_HOLD_SEEDS = "--first-seed 100 --seeds 3"  # gate-waiting's streams
 WAITING_GATES = "best,learned:default:waiting=2,learned:default:waiting=3,learned:default:waiting=4"
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
@@ -78,6 +79,21 @@ def _apart(name: str, policies: str, *, seeds: int, least: bool = False, beside:
     only = ("single-best", "best", "adaptive", "learned:default", *policies.split(",")) if beside else ()
     render = regimes(files, least=least, only=only)
     return Figure(name, LEARNING_MD, ("dgx8x8", "mixed"), steps, render, keep=keep)
+
+
+def _beside(name: str, policies: str, runs: dict[str, tuple[str, str, str]], *, first_seed: int = 0) -> Figure:
+    """``policies`` alone on the streams of other figures' evaluations (``runs``: label -> (their result file, cluster, extra
+    options); 10 seeds from ``first_seed``), rendered as the README's regime table with those evaluations' tuned
+    heuristics and ``learned:default`` beside them, paired on the same streams, ending with the learned policy that blocks least."""
+    options = REGIMES.replace("--seeds 10", "--seeds 10" if first_seed == 0 else f"--first-seed {first_seed} --seeds 10")
+    steps = tuple(
+        Step(f"placer evaluate --cluster {cluster} {options}{extra} --policies {policies} --out runs/figures/{name}/{_slug(label)}")
+        for label, (_, cluster, extra) in runs.items()
+    )
+    keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in runs}
+    files = {label: (other, f"{name}/{_slug(label)}.json") for label, (other, _, _) in runs.items()}
+    render = regimes(files, least=True, only=("single-best", "best", "adaptive", "learned:default", *policies.split(",")))
+    return Figure(name, LEARNING_MD, tuple(dict.fromkeys(c for _, c, _ in runs.values())), steps, render, keep=keep)
 
 
 def _slug(label: str) -> str:
@@ -219,6 +235,14 @@ FIGURES: tuple[Figure, ...] = (
         ("dgx8x8", "mixed"),
         (Step(f"python benchmarks/overrides.py --by own --structure daily --load 0.5,0.9 {NEVER_HOLD_SEEDS}", stdout="output.md"),),
         printed("output.md"),
+    ),
+    _beside(  # PPO where the policy lost: chosen on these streams (seeds 100-109)...
+        "targeted-apart", CANDIDATE, {label: (f"regimes-apart/{_slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
+    ),
+    _beside(  # ...and measured on the README's (seeds 0-9), the unseen cluster and the Philly trace's arrivals included
+        "targeted-figures",
+        CANDIDATE,
+        {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
     ),
     Figure(  # the families figures' seeds 0-9 and regimes-apart's 100-109 together: 80 paired streams a regime
         "regimes-pooled",
