@@ -91,7 +91,7 @@ def _beside(name: str, policies: str, runs: dict[str, tuple[str, str, str]], *, 
         for label, (_, cluster, extra) in runs.items()
     )
     keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in runs}
-    files = {label: (other, f"{name}/{_slug(label)}.json") for label, (other, _, _) in runs.items()}
+    files: dict[str, tuple[str, ...]] = {label: (other, f"{name}/{_slug(label)}.json") for label, (other, _, _) in runs.items()}
     render = regimes(files, least=True, only=("single-best", "best", "adaptive", "learned:default", *policies.split(",")))
     return Figure(name, LEARNING_MD, tuple(dict.fromkeys(c for _, c, _ in runs.values())), steps, render, keep=keep)
 
