@@ -87,6 +87,13 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
             [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0],
             "405853742d10dc64",
         ),
+        (  # the candidate: the default after 40,000 anchored PPO steps at load 0.5 and on mixed at 0.9 (targeted.toml)
+            "targeted.pt",
+            "mixed",
+            "iid",
+            [2, 2, 3, 4, 2, 4, 4, 3, 4, 3, 3, 2, 0, 3, 0, 0, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0, 13],
+            "6984cfcffcc42a97",
+        ),
     ],
 )
 def test_shipped_policies_make_the_pinned_decisions(policy_file, cluster, structure, degrees, digest):
