@@ -15,12 +15,9 @@ figures' (0-9 and 100-109). ``--smoke``: one seed of beta A, 30 jobs, ``mixed`` 
 from __future__ import annotations
 
 import numpy as np
-from departures import (
-    families_runner,
-    regime_arguments,
-    regime_parser,
-    run_regimes,
-)  # a sibling script: benchmarks/ is on the path of a script run from it
+
+# a sibling script: benchmarks/ is on the path of a script run from it
+from departures import families_runner, regime_arguments, regime_parser, run_regimes
 
 from placer.baselines.policy import Policy, run_policy
 from placer.evaluate.runner import Task

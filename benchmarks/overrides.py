@@ -28,12 +28,9 @@ import math
 from typing import Any
 
 import numpy as np
-from departures import (
-    families_runner,
-    regime_arguments,
-    regime_parser,
-    run_regimes,
-)  # a sibling script: benchmarks/ is on the path of a script run from it
+
+# a sibling script: benchmarks/ is on the path of a script run from it
+from departures import families_runner, regime_arguments, regime_parser, run_regimes
 
 from envs.action import REJECT, action_mask, decision
 from envs.observation import Offer, observe

@@ -24,11 +24,8 @@ from policies.inference import NumpyActor
 from policies.model import load_policy_file
 
 GRAPH_CACHE_SIZE = 512
-GATE_ARGUMENTS = {
-    "below": positive_finite,
-    "last": positive_finite,
-    "waiting": positive_int,
-}  # learned:below=L, :last=K, :waiting=W (Guarded)
+# learned:below=L, :last=K, :waiting=W (Guarded)
+GATE_ARGUMENTS = {"below": positive_finite, "last": positive_finite, "waiting": positive_int}
 
 
 def default_policy_file() -> Path:
@@ -139,8 +136,10 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     arguments = spec.arguments(GATE_ARGUMENTS, shipped_name, optional=True)
     if arguments is None:
         names = ", ".join(shipped)
-        usage = f"use learned (its --policy-file) or learned:NAME, NAME one of {names}, optionally :below=L, :last=K (L, K > 0)"
-        usage += " and :waiting=W (W >= 1)"
+        usage = (
+            f"use learned (its --policy-file) or learned:NAME, NAME one of {names}, optionally :below=L, :last=K (L, K > 0)"
+            " and :waiting=W (W >= 1)"
+        )
         raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
     if None in arguments:
         path = data_dir() / "policies" / f"{arguments[None]}.pt"

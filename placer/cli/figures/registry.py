@@ -65,20 +65,29 @@ REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extr
 AGAINST_SINGLE_BEST: dict[str, Any] = {"against": "single-best", "outcomes": True}
 
 
+def _regime_figure(
+    name: str, policies: str, runs: dict[str, tuple[str, str]], options: str, beside: dict[str, str], *, least: bool, only: tuple[str, ...]
+) -> Figure:
+    """``placer evaluate OPTIONS --policies POLICIES`` in each regime of ``runs`` (label -> (cluster, extra options)),
+    rendered as the README's regime table with ``beside``'s result files (label -> a file of the same streams) paired in."""
+    steps = tuple(
+        Step(f"placer evaluate --cluster {cluster} {options}{extra} --policies {policies} --out runs/figures/{name}/{_slug(label)}")
+        for label, (cluster, extra) in runs.items()
+    )
+    keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in runs}
+    files = {label: (*((beside[label],) if label in beside else ()), f"{name}/{_slug(label)}.json") for label in runs}
+    presets = tuple(dict.fromkeys(cluster for cluster, _ in runs.values()))
+    return Figure(name, LEARNING_MD, presets, steps, regimes(files, least=least, only=only), keep=keep)
+
+
 def _apart(name: str, policies: str, *, seeds: int, least: bool = False, beside: str | None = None) -> Figure:
     """``policies`` in the regimes of :data:`APART` on ``seeds`` seeds from 100, apart from every other figure's streams,
     rendered as the README's regime table (``least``: ending with the learned variant that blocks least; ``beside``:
     another such figure of the same seeds whose policies show too, ``learned:default`` and the three tuned ones)."""
     options = REGIMES.replace("--seeds 10", f"--first-seed 100 --seeds {seeds}")
-    steps = tuple(
-        Step(f"placer evaluate --cluster {cluster} {options}{extra} --policies {policies} --out runs/figures/{name}/{_slug(label)}")
-        for label, (cluster, extra) in APART.items()
-    )
-    keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in APART}
-    files = {label: (*((f"{beside}/{_slug(label)}.json",) if beside else ()), f"{name}/{_slug(label)}.json") for label in APART}
+    files = {label: f"{beside}/{_slug(label)}.json" for label in APART} if beside else {}
     only = ("single-best", "best", "adaptive", "learned:default", *policies.split(",")) if beside else ()
-    render = regimes(files, least=least, only=only)
-    return Figure(name, LEARNING_MD, ("dgx8x8", "mixed"), steps, render, keep=keep)
+    return _regime_figure(name, policies, APART, options, files, least=least, only=only)
 
 
 def _beside(name: str, policies: str, runs: dict[str, tuple[str, str, str]], *, first_seed: int = 0) -> Figure:
@@ -86,14 +95,10 @@ def _beside(name: str, policies: str, runs: dict[str, tuple[str, str, str]], *, 
     options); 10 seeds from ``first_seed``), rendered as the README's regime table with those evaluations' tuned
     heuristics and ``learned:default`` beside them, paired on the same streams, ending with the learned policy that blocks least."""
     options = REGIMES.replace("--seeds 10", "--seeds 10" if first_seed == 0 else f"--first-seed {first_seed} --seeds 10")
-    steps = tuple(
-        Step(f"placer evaluate --cluster {cluster} {options}{extra} --policies {policies} --out runs/figures/{name}/{_slug(label)}")
-        for label, (_, cluster, extra) in runs.items()
-    )
-    keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in runs}
-    files: dict[str, tuple[str, ...]] = {label: (other, f"{name}/{_slug(label)}.json") for label, (other, _, _) in runs.items()}
-    render = regimes(files, least=True, only=("single-best", "best", "adaptive", "learned:default", *policies.split(",")))
-    return Figure(name, LEARNING_MD, tuple(dict.fromkeys(c for _, c, _ in runs.values())), steps, render, keep=keep)
+    regimes_of = {label: (cluster, extra) for label, (_, cluster, extra) in runs.items()}
+    files = {label: other for label, (other, _, _) in runs.items()}
+    only = ("single-best", "best", "adaptive", "learned:default", *policies.split(","))
+    return _regime_figure(name, policies, regimes_of, options, files, least=True, only=only)
 
 
 def _slug(label: str) -> str:
