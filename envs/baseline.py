@@ -41,11 +41,12 @@ from placer.sim.queueing import QueueConfig
 from placer.workloads.generator import JobSpec
 
 
-def baseline_policy(spec: str, cluster: Cluster, max_degree: int) -> Policy:
-    """The heuristic ``spec`` on ``cluster``; one that must be tuned first (``best``, ``lean:admit=best``) is an error."""
+def baseline_policy(spec: str, cluster: Cluster, max_degree: int, role: str = "baseline") -> Policy:
+    """The heuristic ``spec`` on ``cluster``; one that must be tuned first (``best``, ``lean:admit=best``) is an error
+    naming its ``role`` (a baseline, an adviser)."""
     policy = make_policy(spec, PolicyContext(cluster, max_degree))
     if not named_by_spec(policy):
-        raise PlacerError(f"baseline {spec!r}: give a heuristic whose name alone decides what it does (e.g. lean:admit=0.9)")
+        raise PlacerError(f"{role} {spec!r}: give a heuristic whose name alone decides what it does (e.g. lean:admit=0.9)")
     return policy
 
 

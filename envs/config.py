@@ -33,6 +33,8 @@ class EnvConfig(BaseModel):
     op splitting; see :mod:`placer.cost`).
     history: add the ``history`` observation (:mod:`envs.observation`: arrival rates, recurrence).
     meter: add the ``meter`` observation (the offered load measured from the arrivals, as ``adaptive`` reads it).
+    advisers: heuristics (policy names whose name alone decides what they do) put every offer beside the policy; the
+    observation says what each would do (:mod:`envs.advice`: one ``options`` column each, and the ``advice`` holds).
     baseline: a heuristic (policy name), or a table of regime (:func:`envs.env.regime_key`) -> heuristic, also run on
     each episode's stream; the reward is shaped by the potential of its rewards on the arrivals still to come, so the
     return from a state is the plain one less what the heuristic would earn from there on the same arrivals (an
@@ -62,6 +64,7 @@ class EnvConfig(BaseModel):
     strategy: str = "auto"
     history: bool = False
     meter: bool = False
+    advisers: Names = ()
     loads: tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)], ...] = ()
     baseline: str | dict[str, str] | None = None
     baseline_discount: float = Field(0.99, gt=0, le=1)
@@ -84,6 +87,11 @@ class EnvConfig(BaseModel):
             if not isinstance(name, str):
                 raise PlacerError(f"baseline: {name!r} is not a heuristic's name")
             PolicySpec.parse(name)  # one line naming a bad name, at the edge
+        advisers = data.get("advisers", ()) if isinstance(data, dict) else ()
+        for name in [advisers] if isinstance(advisers, str) else advisers:
+            if not isinstance(name, str):
+                raise PlacerError(f"advisers: {name!r} is not a heuristic's name")
+            PolicySpec.parse(name)
         settings = data.get("settings") or () if isinstance(data, dict) else ()
         if not isinstance(settings, list | tuple):
             raise PlacerError(f"settings: {settings!r} is not a list of tables (one per setting)")

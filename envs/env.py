@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs import action as act
+from envs.advice import Advisers
 from envs.baseline import StreamBaseline, baseline_for, baseline_policy
 from envs.config import EnvConfig
 from envs.observation import GraphTable, JobHistory, Offer, observation_space, observe
@@ -22,7 +23,7 @@ from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import Simulator
-from placer.sim.types import Job, Reject
+from placer.sim.types import Decision, Job, Reject
 
 T = TypeVar("T")
 
@@ -62,14 +63,17 @@ def _variant_regimes(config: EnvConfig) -> list[dict[str, Any]]:
 
 
 def check_baseline(config: EnvConfig) -> None:
-    """Refuse, in one line, a ``config.baseline`` that a reset would: a heuristic that needs tuning, or a table that names
-    no heuristic for some regime of ``config``."""
+    """Refuse, in one line, a ``config.baseline`` or ``config.advisers`` that a reset would: a heuristic that needs tuning,
+    or a baseline table that names no heuristic for some regime of ``config``."""
+    cluster = load_cluster(config.clusters[0])
+    for name in config.advisers:
+        baseline_policy(name, cluster, config.max_degree, "adviser")
     if config.baseline is None:
         return
     rows = regimes(config)
     names = {baseline_for(config.baseline, regime_key(row)) for row in rows}
     for name in sorted(names):
-        baseline_policy(name, load_cluster(config.clusters[0]), config.max_degree)
+        baseline_policy(name, cluster, config.max_degree)
 
 
 def _checked(cost_models: Sequence[CostModel], config: EnvConfig) -> list[CostModel]:
@@ -132,12 +136,16 @@ class ClusterPlacementEnv(gym.Env):
             for variant in config.variants
         )
         self.num_options = config.max_degree * len(config.rules)
-        self.observation_space = observation_space(len(self.graph_table), self.num_options, config.max_groups, config.history, config.meter)
+        self.observation_space = observation_space(
+            len(self.graph_table), self.num_options, config.max_groups, config.history, config.meter, len(config.advisers)
+        )
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
         self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
         check_baseline(config)
         self._baselines: dict[tuple[str, str], Policy] = {}  # (heuristic, cluster) -> the baseline, built on first use
         self._baseline: StreamBaseline | None = None
+        self.advisers = Advisers(config.advisers, config.max_degree)  # put every offer; their decisions are observed
+        self._advice: tuple[Decision, ...] = ()
         self._potential = self._settled_baseline = 0.0  # the baseline's potential at the current state, its reward so far
         self.sim: Simulator | None = None
         self.stream: tuple = ()
@@ -151,6 +159,11 @@ class ClusterPlacementEnv(gym.Env):
         if self._offer is None:
             raise RuntimeError("call reset() before reading the offer")
         return self._offer
+
+    @property
+    def advice(self) -> tuple[Decision, ...]:
+        """The advisers' decisions on the current offer (:mod:`envs.advice`; empty without advisers)."""
+        return self._advice
 
     @property
     def history(self) -> JobHistory:
@@ -172,6 +185,7 @@ class ClusterPlacementEnv(gym.Env):
         self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
         self.sim = Simulator(self.cost, self.stream, queue=queue)
         self._history = JobHistory()
+        self.advisers.reset(self.cost.cluster, np.random.default_rng(0))  # its own generator: the streams do not change
         self._settled = 0
         self.job = self._next_choice()
         if self.job is None:
@@ -222,6 +236,7 @@ class ClusterPlacementEnv(gym.Env):
         while (job := sim.next_job()) is not None:
             self._history.observe(job)
             view = sim.view()
+            self._advice = self.advisers.advise(job, view) if self.advisers else ()
             if act.any_option(job, view, self.config.max_degree, self.config.rules):
                 self._offer = Offer(job, view, tuple(act.option_table(job, view, self.config.max_degree, self.config.rules)))
                 return job
@@ -240,6 +255,6 @@ class ClusterPlacementEnv(gym.Env):
 
     def _observe(self) -> dict[str, np.ndarray]:
         offer = self.offer
-        obs = observe(offer, self._history, self.config, self.graph_table.ref(offer.job.graph))
+        obs = observe(offer, self._history, self.config, self.graph_table.ref(offer.job.graph), self._advice)
         self._last_obs = obs
         return obs

@@ -52,6 +52,8 @@ The rest is per decision:
 - ``meter`` (3,), only with ``EnvConfig(meter=True)``: the offered load the arrivals so far make
   (:class:`placer.sim.history.LoadMeter`, the information ``adaptive`` has): log2(load over the last
   32 and 96 arrivals) / 2; min(jobs seen / 96, 1). Clipped to [-1, 1].
+- ``advice`` (A,), only with ``EnvConfig(advisers=...)`` (A of them, :mod:`envs.advice`): 1 for each adviser that
+  holds or rejects the job; and ``options`` has A more columns, 1 where that adviser places the job on the option's devices.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
+from envs.advice import advice_arrays
 from envs.config import EnvConfig
 from placer.common.errors import PlacerError
 from placer.graphs.catalog import resolve_graph
@@ -72,13 +75,13 @@ from placer.graphs.job_graph import JobGraph
 from placer.sim.history import RATE_WINDOWS, RECENT, ArrivalHistory, LoadMeter
 from placer.sim.options import Option
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Job
+from placer.sim.types import Decision, Job
 
 NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, GROUP_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 13, 6, 5
 HISTORY_FEATURES = 8
 METER_WINDOWS = (32, 96)  # arrivals the ``meter`` observation's offered-load readings average over
 METER_FEATURES = len(METER_WINDOWS) + 1
-JOB_EXTRAS = ("history", "meter")  # optional observations the job network reads beside ``job``, in this order
+JOB_EXTRAS = ("history", "meter", "advice")  # optional observations the job network reads beside ``job``, in this order
 RULE_INDEX = {"first_fit": 0, "best_fit": 1, "spread": 2}  # the option's placement rule, one-hot
 REFERENCE_MEMORY_BYTES = 80e9
 GRAPH_KEYS = ("nodes", "node_mask", "edge_index", "edges", "edge_mask")  # a graph's arrays, in the GNN's argument order
@@ -101,8 +104,10 @@ class GraphTooLargeError(PlacerError):
     """A job graph or cluster exceeds the observation's padding limits."""
 
 
-def observation_space(num_graphs: int, num_options: int, max_groups: int, history: bool = False, meter: bool = False) -> spaces.Dict:
-    """The ``Dict`` space of :func:`observe` for a table of ``num_graphs`` graphs."""
+def observation_space(
+    num_graphs: int, num_options: int, max_groups: int, history: bool = False, meter: bool = False, advisers: int = 0
+) -> spaces.Dict:
+    """The ``Dict`` space of :func:`observe` for a table of ``num_graphs`` graphs (and ``advisers`` advisers)."""
 
     def box(*shape, low=0.0, high=1.0):
         return spaces.Box(low=low, high=high, shape=shape, dtype=np.float32)
@@ -111,13 +116,14 @@ def observation_space(num_graphs: int, num_options: int, max_groups: int, histor
         {
             "graph": spaces.Box(0, max(num_graphs - 1, 0), shape=(1,), dtype=np.int64),
             "job": box(JOB_FEATURES, low=-4.0, high=4.0),
-            "options": box(num_options, OPTION_FEATURES),
+            "options": box(num_options, OPTION_FEATURES + advisers),
             "groups": box(max_groups, GROUP_FEATURES, high=4.0),
             "group_mask": box(max_groups),
             "cluster": box(CLUSTER_FEATURES),
         }
         | ({"history": box(HISTORY_FEATURES, low=-1.0)} if history else {})
         | ({"meter": box(METER_FEATURES, low=-1.0)} if meter else {})
+        | ({"advice": box(advisers)} if advisers else {})
     )
 
 
@@ -175,15 +181,23 @@ class GraphTable:
             raise PlacerError(f"graph {graph.name!r} is not in the observation's graph table") from None
 
 
-def observe(offer: Offer, history: JobHistory, config: EnvConfig, graph: GraphRef) -> dict[str, np.ndarray]:
+def observe(
+    offer: Offer, history: JobHistory, config: EnvConfig, graph: GraphRef, advice: Sequence[Decision] = ()
+) -> dict[str, np.ndarray]:
     """The observation of ``offer`` (module docstring): the one builder, pure (it writes nothing).
 
     ``history`` is the run's state and must already hold ``offer.job`` (whoever offers a job records
     it, :meth:`JobHistory.observe`); ``config`` gives max_degree, max_groups and whether to add
-    ``history``; ``graph`` names the job's graph.
+    ``history``; ``graph`` names the job's graph; ``advice``: each of ``config.advisers``' decisions on this offer
+    (:meth:`envs.advice.Advisers.advise`).
     """
-    out = {"graph": np.array([graph.id], dtype=np.int64)}
-    return out | _decision_arrays(offer, history, config, graph.forward_ops)
+    if len(advice) != len(config.advisers):
+        raise ValueError(f"{len(advice)} advisers' decisions for the config's {len(config.advisers)} advisers")
+    out = {"graph": np.array([graph.id], dtype=np.int64)} | _decision_arrays(offer, history, config, graph.forward_ops)
+    if config.advisers:
+        columns, out["advice"] = advice_arrays(advice, offer.options)
+        out["options"] = np.concatenate([out["options"], columns], axis=1)
+    return out
 
 
 def forward_size(graph: JobGraph) -> tuple[int, int]:

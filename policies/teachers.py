@@ -137,6 +137,11 @@ class Teachers:
         return self._built[name]
 
 
+OBSERVATION_FIELDS = ("history", "meter", "advisers", "reward", "baseline", "baseline_discount", "baseline_arrival_discount")
+# [env] fields that change what the student sees or earns, not the streams a teacher is tuned on: a table tuned for one
+# config serves another that differs only in these (copy members.json into the new run's folder)
+
+
 def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str, str] | None:
     """For a teacher tuned per regime (``best``) whose table is needed (a warm start, or ``ppo_baseline``): regime -> member,
     tuned once and kept in ``out/members.json`` with the config it was tuned for (a resume reads it back; another
@@ -146,7 +151,8 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str,
     if not (needed and tuned_per_regime(settings.imitation_teacher)):
         return None
     path = out / "members.json"
-    tuned_for = {"env": config.env.model_dump(mode="json"), "teacher": settings.imitation_teacher, "pooled": settings.teacher_pooled}
+    env = config.env.model_dump(mode="json", exclude=set(OBSERVATION_FIELDS))
+    tuned_for = {"env": env, "teacher": settings.imitation_teacher, "pooled": settings.teacher_pooled}
     try:
         saved = json.loads(path.read_text())
         if saved["tuned_for"] == tuned_for and all(isinstance(v, str) for v in saved["members"].values()):

@@ -134,10 +134,11 @@ def test_a_policy_file_missing_its_env_is_a_clear_error(tmp_path):
         load_policy_file(path)
 
 
-def test_cached_graph_encodings_give_the_same_decisions_as_full_observations():
+@pytest.mark.parametrize("advisers", [(), ("lean:admit=0.8+best_fit", "para_min")])
+def test_cached_graph_encodings_give_the_same_decisions_as_full_observations(advisers):
     from policies.loading import LearnedPolicy, greedy_action
 
-    env = envs.ClusterPlacementEnv(graphs=("alexnet", "gnmt", "resnet18"), episode_jobs=40, load=2.0, queue="edf-bf")
+    env = envs.ClusterPlacementEnv(graphs=("alexnet", "gnmt", "resnet18"), episode_jobs=40, load=2.0, queue="edf-bf", advisers=advisers)
     policy = build_policy(env.config, 16, 2, [32], env.graph_table)
     policy.eval()
     learned = LearnedPolicy(policy, env.config)
@@ -146,11 +147,30 @@ def test_cached_graph_encodings_give_the_same_decisions_as_full_observations():
     while not done:
         mask = env.action_masks()
         expected = greedy_action(policy, obs, mask)  # the whole observation, the graph encoded from the policy's table
-        chosen = learned.choose(env.offer, env.history)  # the same offer and run state: the same observation
+        chosen = learned.choose(env.offer, env.history, env.advice)  # the same offer and run state: the same observation
         assert chosen == decision(expected, env.offer.options)
         checked += mask.sum() > 1
         obs, _, done, _, _ = env.step(expected)
     assert checked > 10 and len(learned._graphs) == 3  # one encoding per distinct graph
+
+
+def test_a_policy_with_advisers_decides_in_a_run_as_in_the_env():
+    """LearnedPolicy.decide puts every offer to its advisers as the env does, so a run of it is the env's greedy episode."""
+    from placer.baselines.policy import run_policy
+    from policies.loading import LearnedPolicy, greedy_action
+
+    advisers = ("lean+best_fit",)
+    env = envs.ClusterPlacementEnv(graphs=("alexnet", "gnmt", "resnet18"), episode_jobs=60, load=1.5, queue="edf-bf", advisers=advisers)
+    policy = build_policy(env.config, 16, 2, [32], env.graph_table)
+    policy.eval()
+    obs, _ = env.reset(seed=3)
+    done = False
+    while not done:
+        obs, _, done, _, _ = env.step(greedy_action(policy, obs, env.action_masks()))
+    assert env.sim is not None
+    run = run_policy(LearnedPolicy(policy, env.config), env.cost, env.stream, env.sim.queue, np.random.default_rng(0))
+    outcomes = lambda records: sorted((r.job_id, r.outcome, r.devices) for r in records)  # noqa: E731
+    assert outcomes(run.records) == outcomes(env.sim.records)
 
 
 def test_env_and_policy_at_8192_devices_and_a_5000_op_graph(tmp_path):

@@ -371,3 +371,19 @@ def test_anchored_ppo_adds_the_kl_to_its_starting_policy_and_nothing_else(tmp_pa
         resumed.policy.mlp_extractor.option_score.weight.add_(1.0)  # where a resumed run's checkpoint left it
     _anchor(resumed, config, tmp_path / "anchor.pt")  # a resume anchors to the file, not to its own start
     assert all(torch.equal(resumed.policy._anchor[0].state_dict()[k], v) for k, v in policy._anchor[0].state_dict().items())
+
+
+def test_a_tuned_teacher_table_serves_a_config_that_differs_only_in_what_the_student_sees(tmp_path):
+    """members.json is keyed by the streams the teacher was tuned on: observations, reward and baseline do not re-tune."""
+    from policies.teachers import OBSERVATION_FIELDS
+
+    config = tiny_config(0)
+    config = config.model_copy(update={"train": config.train.model_copy(update={"imitation_teacher": "best", "ppo_baseline": True})})
+    env = config.env.model_dump(mode="json", exclude=set(OBSERVATION_FIELDS))
+    saved = {"tuned_for": {"env": env, "teacher": "best", "pooled": config.train.teacher_pooled}, "members": {"a|regime": "lean"}}
+    (tmp_path / "members.json").write_text(json.dumps(saved))
+    seeing = config.env.with_changes(meter=True, history=True, advisers=["lean"], reward="mission", baseline_arrival_discount=1.0)
+    assert teacher_members(config.model_copy(update={"env": seeing}), tmp_path, progress=False) == {"a|regime": "lean"}
+    saved["tuned_for"]["env"]["max_degree"] = 8  # a table tuned for other streams or options is not read back
+    (tmp_path / "members.json").write_text(json.dumps(saved))
+    assert teacher_members(config, tmp_path, progress=False) != {"a|regime": "lean"}

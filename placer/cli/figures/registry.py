@@ -50,6 +50,7 @@ APART = {  # label -> (cluster, extra options): the README's regimes on streams 
 }
 GATES = "single-best,best,adaptive,learned:default,learned:default:below=1,learned:default:below=1.15,learned:default:below=1.3"
 CANDIDATE = "learned:targeted"  # data/configs/targeted.toml's policy: PPO on the regimes where learned:default lost
+ADVISED = "learned:advised"  # data/configs/advised.toml's clone, shown its teacher's members' decisions (envs/advice.py)
 NEVER_HOLD_SEEDS = "--first-seed 100 --seeds 3"  # gate-waiting's streams
 WAITING_GATES = "best,learned:default:waiting=2,learned:default:waiting=3,learned:default:waiting=4"
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
@@ -247,6 +248,14 @@ FIGURES: tuple[Figure, ...] = (
     _beside(  # ...and measured on the README's (seeds 0-9), the unseen cluster and the Philly trace's arrivals included
         "targeted-figures",
         CANDIDATE,
+        {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
+    ),
+    _beside(  # a clone shown the members' decisions: on the streams apart (seeds 100-109)...
+        "advised-apart", ADVISED, {label: (f"regimes-apart/{_slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
+    ),
+    _beside(  # ...and on the README's, the unseen cluster and the Philly trace's arrivals included
+        "advised-figures",
+        ADVISED,
         {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
     ),
     Figure(  # the families figures' seeds 0-9 and regimes-apart's 100-109 together: 80 paired streams a regime

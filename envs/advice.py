@@ -1,0 +1,67 @@
+"""Advisers: named heuristics run beside the policy, their decisions part of what it observes.
+
+With ``EnvConfig(advisers=("lean+best_fit", "para_min+best_fit", ...))`` every offer is also put to each adviser,
+and the observation says what each would do: ``options`` gains one column per adviser (1 where the adviser places the
+job on exactly that option's devices) and ``advice`` (A,) is 1 for each adviser that holds (or rejects) the job.
+`best`'s members are such heuristics, one per regime; a student shown their decisions learns *which* to follow in the
+state it reads (and where to depart from all of them) rather than re-deriving each one's boundary and placement rule
+from the raw features (``docs/learning.md``: the clone's disagreements with `best` were mostly a placement rule and
+an admission boundary it smoothed across loads).
+
+An adviser keeps its own run state (the job sizes it has seen, its meters), so it is put every offer of the run, those
+with no feasible option included, in the environment and in :class:`policies.loading.LearnedPolicy` alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from envs.baseline import baseline_policy
+from placer.baselines.policy import Policy
+from placer.cluster.topology import Cluster
+from placer.sim.options import Option
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Decision, Job, Place
+
+
+class Advisers:
+    """The heuristics ``names`` on each cluster they meet, reset together at the start of a run (one that must be tuned
+    first, such as ``best`` or ``adaptive``, is refused in one line when a run starts on a cluster)."""
+
+    def __init__(self, names: Sequence[str], max_degree: int) -> None:
+        self.names, self.max_degree = tuple(names), max_degree
+        self._by_cluster: dict[str, tuple[Policy, ...]] = {}
+        self._active: tuple[Policy, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
+        """Start a run on ``cluster``: its advisers (built on first use) forget the last run."""
+        if cluster.name not in self._by_cluster:
+            self._by_cluster[cluster.name] = tuple(baseline_policy(name, cluster, self.max_degree, "adviser") for name in self.names)
+        self._active = self._by_cluster[cluster.name]
+        for adviser in self._active:
+            adviser.reset(rng)
+
+    def advise(self, job: Job, view: ClusterView) -> tuple[Decision, ...]:
+        """Each adviser's decision on this offer (in :attr:`names` order); call for every offer of the run."""
+        return tuple(adviser.decide(job, view) for adviser in self._active)
+
+
+def advice_arrays(advice: Sequence[Decision], table: Sequence[Option]) -> tuple[np.ndarray, np.ndarray]:
+    """(columns (O, A), holds (A,)) float32: ``columns[o, a]`` is 1 where adviser ``a`` places the job on option ``o``'s
+    devices (every rule giving those devices is marked); ``holds[a]`` is 1 where it holds or rejects it."""
+    columns = np.zeros((len(table), len(advice)), dtype=np.float32)
+    holds = np.zeros(len(advice), dtype=np.float32)
+    for a, decision in enumerate(advice):
+        if not isinstance(decision, Place) or not decision.devices:
+            holds[a] = 1.0
+            continue
+        devices = frozenset(decision.devices)
+        for o, option in enumerate(table):
+            if option.devices is not None and len(option.devices) == len(devices) and frozenset(option.devices) == devices:
+                columns[o, a] = 1.0
+    return columns, holds
