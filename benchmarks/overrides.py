@@ -45,13 +45,13 @@ from policies.loading import JobHistory, LearnedPolicy
 class Placing(LearnedPolicy):
     """The learned policy's most likely placement wherever one is open (holding masked out), else its hold."""
 
-    def choose(self, offer: Offer, history: JobHistory, advice: tuple[Decision, ...] | None = None) -> Decision:
+    def choose(self, offer: Offer, history: JobHistory, advice: tuple[Decision, ...] = ()) -> Decision:
         mask = action_mask(offer.options, self.env.max_degree, len(self.env.rules))
         if mask.sum() == 1:
             return decision(REJECT, offer.options)
         mask[REJECT] = False
         encoding, graph = self._graph(offer.job)
-        obs = observe(offer, history, self.env, graph, self._advice if advice is None else advice)
+        obs = observe(offer, history, self.env, graph, advice)
         return decision(self.actor.act(encoding, obs, mask), offer.options)
 
 

@@ -25,6 +25,8 @@ from placer.sim.options import Option
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place
 
+ADVISER_SEED = 0
+
 
 class Advisers:
     """The heuristics ``names`` on each cluster they meet, reset together at the start of a run (one that must be tuned
@@ -38,13 +40,14 @@ class Advisers:
     def __len__(self) -> int:
         return len(self.names)
 
-    def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
-        """Start a run on ``cluster``: its advisers (built on first use) forget the last run."""
+    def reset(self, cluster: Cluster) -> None:
+        """Start a run on ``cluster``: its advisers (built on first use) forget the last run. They draw from a generator of
+        their own, seeded alike in the env and at inference, so that no draw of the env's changes with them."""
         if cluster.name not in self._by_cluster:
             self._by_cluster[cluster.name] = tuple(baseline_policy(name, cluster, self.max_degree, "adviser") for name in self.names)
         self._active = self._by_cluster[cluster.name]
         for adviser in self._active:
-            adviser.reset(rng)
+            adviser.reset(np.random.default_rng(ADVISER_SEED))
 
     def advise(self, job: Job, view: ClusterView) -> tuple[Decision, ...]:
         """Each adviser's decision on this offer (in :attr:`names` order); call for every offer of the run."""
@@ -53,7 +56,8 @@ class Advisers:
 
 def advice_arrays(advice: Sequence[Decision], table: Sequence[Option]) -> tuple[np.ndarray, np.ndarray]:
     """(columns (O, A), holds (A,)) float32: ``columns[o, a]`` is 1 where adviser ``a`` places the job on option ``o``'s
-    devices (every rule giving those devices is marked); ``holds[a]`` is 1 where it holds or rejects it."""
+    devices (every rule giving those devices is marked); ``holds[a]`` is 1 where it holds or rejects it (or returns
+    ``Place(())``, which the simulator blocks for lack of capacity: no heuristic does)."""
     columns = np.zeros((len(table), len(advice)), dtype=np.float32)
     holds = np.zeros(len(advice), dtype=np.float32)
     for a, decision in enumerate(advice):

@@ -83,15 +83,11 @@ class EnvConfig(BaseModel):
         baseline = data.get("baseline") if isinstance(data, dict) else None
         if isinstance(baseline, dict) and not baseline:
             raise PlacerError("baseline: the table names no regime (give a heuristic, a table of regime -> heuristic, or none)")
-        for name in [baseline] if isinstance(baseline, str) else baseline.values() if isinstance(baseline, dict) else []:
-            if not isinstance(name, str):
-                raise PlacerError(f"baseline: {name!r} is not a heuristic's name")
-            PolicySpec.parse(name)  # one line naming a bad name, at the edge
+        _check_names("baseline", [baseline] if isinstance(baseline, str) else baseline.values() if isinstance(baseline, dict) else [])
         advisers = data.get("advisers", ()) if isinstance(data, dict) else ()
-        for name in [advisers] if isinstance(advisers, str) else advisers:
-            if not isinstance(name, str):
-                raise PlacerError(f"advisers: {name!r} is not a heuristic's name")
-            PolicySpec.parse(name)
+        if not isinstance(advisers, str | list | tuple):
+            raise PlacerError(f"advisers: {advisers!r} is not a list of heuristics' names")
+        _check_names("advisers", [advisers] if isinstance(advisers, str) else advisers)
         settings = data.get("settings") or () if isinstance(data, dict) else ()
         if not isinstance(settings, list | tuple):
             raise PlacerError(f"settings: {settings!r} is not a list of tables (one per setting)")
@@ -128,6 +124,14 @@ class EnvConfig(BaseModel):
     def with_changes(self, **changes: Any) -> EnvConfig:
         """A copy with ``changes`` applied (workload fields may be given flat), validated."""
         return EnvConfig.model_validate({**self.model_dump(), **changes})
+
+
+def _check_names(field: str, names: Any) -> None:
+    """One line for an entry of ``field`` that is not a policy name the registry parses (at the edge, when the config is read)."""
+    for name in names:
+        if not isinstance(name, str):
+            raise PlacerError(f"{field}: {name!r} is not a heuristic's name")
+        PolicySpec.parse(name)
 
 
 def _check_setting(setting: Any) -> None:

@@ -62,12 +62,20 @@ def _variant_regimes(config: EnvConfig) -> list[dict[str, Any]]:
     return [dict(zip(REGIME_FIELDS, row, strict=True)) for row in rows]
 
 
-def check_baseline(config: EnvConfig) -> None:
+def check_heuristics(config: EnvConfig) -> None:
     """Refuse, in one line, a ``config.baseline`` or ``config.advisers`` that a reset would: a heuristic that needs tuning,
-    or a baseline table that names no heuristic for some regime of ``config``."""
+    a baseline table that names no heuristic for some regime of ``config``, or an adviser that would read the future
+    (a clairvoyant planner) or place by a rule the observation's options lack (its advice would never show)."""
+    if config.baseline is None and not config.advisers:
+        return
     cluster = load_cluster(config.clusters[0])
     for name in config.advisers:
-        baseline_policy(name, cluster, config.max_degree, "adviser")
+        adviser = baseline_policy(name, cluster, config.max_degree, "adviser")
+        if type(adviser).foresee is not Policy.foresee:
+            raise PlacerError(f"adviser {name!r} is told the stream to come: an observation may not show the future")
+        rule = getattr(adviser, "rule", None)
+        if rule is not None and rule not in config.rules:
+            raise PlacerError(f"adviser {name!r} places by {rule!r}, not one of the options' rules {', '.join(config.rules)}")
     if config.baseline is None:
         return
     rows = regimes(config)
@@ -141,7 +149,7 @@ class ClusterPlacementEnv(gym.Env):
         )
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
         self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
-        check_baseline(config)
+        check_heuristics(config)
         self._baselines: dict[tuple[str, str], Policy] = {}  # (heuristic, cluster) -> the baseline, built on first use
         self._baseline: StreamBaseline | None = None
         self.advisers = Advisers(config.advisers, config.max_degree)  # put every offer; their decisions are observed
@@ -185,7 +193,7 @@ class ClusterPlacementEnv(gym.Env):
         self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
         self.sim = Simulator(self.cost, self.stream, queue=queue)
         self._history = JobHistory()
-        self.advisers.reset(self.cost.cluster, np.random.default_rng(0))  # its own generator: the streams do not change
+        self.advisers.reset(self.cost.cluster)
         self._settled = 0
         self.job = self._next_choice()
         if self.job is None:

@@ -16,7 +16,6 @@ from placer.baselines.guard import Guarded
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_heuristic
 from placer.baselines.specs import PolicySpec, positive_finite, positive_int
-from placer.cluster.topology import Cluster
 from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
 from placer.common.shipped import data_dir
@@ -57,8 +56,7 @@ class LearnedPolicy(Policy):
             raise PolicyError(f"placement rule {rule_override!r} is not one of the policy's {self.env.rules}")
         self.history = JobHistory()  # the jobs seen in this run: the job features are relative to them
         self.advisers = Advisers(env.advisers, env.max_degree)  # the heuristics whose decisions it observes (envs.advice)
-        self._advice: tuple[Decision, ...] = ()
-        self._cluster: Cluster | None = None  # the cluster the advisers were last reset on
+        self._cluster: str | None = None  # the name of the cluster the advisers were last reset on
         self.actor = NumpyActor(policy)  # the weights as they are now: build a new LearnedPolicy after training more
         self._graphs: LRUCache[str, tuple[np.ndarray, GraphRef]] = LRUCache(GRAPH_CACHE_SIZE)  # bounded for long-running services
 
@@ -74,23 +72,23 @@ class LearnedPolicy(Policy):
     def decide(self, job: Job, view: ClusterView) -> Decision:
         """Record ``job`` in this run's history, put it to the advisers, and choose among its options."""
         self.history.observe(job)
+        advice: tuple[Decision, ...] = ()
         if self.advisers:
-            if self._cluster is not view.cluster:
-                self._cluster = view.cluster
-                self.advisers.reset(view.cluster, np.random.default_rng(0))
-            self._advice = self.advisers.advise(job, view)
+            if self._cluster != view.cluster.name:
+                self._cluster = view.cluster.name
+                self.advisers.reset(view.cluster)
+            advice = self.advisers.advise(job, view)
         table = tuple(option_table(job, view, self.env.max_degree, self.env.rules))
-        return self.choose(Offer(job, view, table), self.history)
+        return self.choose(Offer(job, view, table), self.history, advice)
 
-    def choose(self, offer: Offer, history: JobHistory, advice: tuple[Decision, ...] | None = None) -> Decision:
-        """The decision for ``offer`` given the run's ``history`` (which holds ``offer.job``) and the advisers' decisions on it
-        (default: those :meth:`decide` last took); writes nothing but the encoding cache."""
+    def choose(self, offer: Offer, history: JobHistory, advice: tuple[Decision, ...] = ()) -> Decision:
+        """The decision for ``offer`` given the run's ``history`` (which holds ``offer.job``) and each adviser's decision on
+        it (:meth:`envs.advice.Advisers.advise`; a policy with advisers refuses none); writes nothing but the encoding cache."""
         env = self.env
         mask = action_mask(offer.options, env.max_degree, len(env.rules))
         if mask.sum() == 1:
             return decision(0, offer.options)  # only reject (or hold) is open: no need to ask the network
         encoding, graph = self._graph(offer.job)
-        advice = self._advice if advice is None else advice
         action = self.actor.act(encoding, observe(offer, history, env, graph, advice), mask)
         if self.rule_override is not None and action > 0:
             rules = len(env.rules)

@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 from tqdm.auto import tqdm
 
 from envs.config import EnvConfig
-from envs.env import REGIME_FIELDS, check_baseline, regime_key, regimes, variant_of
+from envs.env import REGIME_FIELDS, check_heuristics, regime_key, regimes, variant_of
 from placer.baselines.best import Best
 from placer.baselines.policy import Policy, Tuning
 from placer.baselines.registry import make_heuristic
@@ -178,10 +178,10 @@ def with_baseline(config: TrainConfig, members: dict[str, str] | None) -> TrainC
 
 def check_baseline_early(config: TrainConfig) -> None:
     """Refuse a baseline that the first episode would (a heuristic that needs tuning, a table short of a regime) in one line."""
-    check_baseline(config.env)
+    check_heuristics(config.env)
     teacher = config.train.imitation_teacher
     if config.train.ppo_baseline and not tuned_per_regime(teacher):
         try:
-            check_baseline(config.env.with_changes(baseline=teacher))
+            check_heuristics(config.env.with_changes(baseline=teacher))
         except PlacerError as exc:
             raise PlacerError(f"ppo_baseline: the teacher {teacher!r} cannot be the baseline ({exc})") from None

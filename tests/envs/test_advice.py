@@ -14,6 +14,11 @@ from placer.sim.types import Place, Reject
 SMALL = {"graphs": ("alexnet", "gnmt", "resnet18"), "episode_jobs": 40, "queue": "edf-bf"}
 
 
+def outcomes(records):
+    """A run's records as comparable rows: (job, outcome, devices), by job."""
+    return sorted((r.job_id, r.outcome, r.devices) for r in records)
+
+
 def _option(degree, rule, devices):
     return Option(degree, rule, devices, 1.0 if devices else None, 10.0)
 
@@ -53,12 +58,41 @@ def test_following_an_adviser_reproduces_its_own_run(name):
     alone = make_policy(name, PolicyContext(env.cost.cluster, env.config.max_degree))
     assert env.sim is not None
     run = run_policy(alone, env.cost, env.stream, env.sim.queue, np.random.default_rng(0))
-    outcomes = lambda records: sorted((r.job_id, r.outcome, r.devices) for r in records)  # noqa: E731
     assert outcomes(env.sim.records) == outcomes(run.records)
 
 
-def test_an_adviser_that_must_be_tuned_is_one_line():
-    with pytest.raises(PlacerError, match="adviser 'best': give a heuristic whose name alone decides"):
-        envs.ClusterPlacementEnv(**SMALL, advisers=("best",))
-    with pytest.raises(PlacerError, match="unknown"):
-        envs.ClusterPlacementEnv(**SMALL, advisers=("nonsense:7",))
+@pytest.mark.parametrize(
+    ("advisers", "rules", "message"),
+    [
+        (("best",), None, "adviser 'best': give a heuristic whose name alone decides"),
+        (("lean:admit=best",), None, "adviser 'lean:admit=best': give a heuristic whose name alone decides"),
+        (("nonsense:7",), None, "unknown"),
+        (("hindsight",), None, "adviser 'hindsight' is told the stream to come"),
+        (("lean+spread",), ("first_fit", "best_fit"), "adviser 'lean\\+spread' places by 'spread', not one of the options' rules"),
+        (5, None, "advisers: 5 is not a list of heuristics' names"),
+        ({"lean": 1}, None, "is not a list of heuristics' names"),
+        ([3], None, "advisers: 3 is not a heuristic's name"),
+    ],
+)
+def test_a_bad_adviser_is_one_line(advisers, rules, message):
+    with pytest.raises(PlacerError, match=message):
+        envs.ClusterPlacementEnv(**SMALL, advisers=advisers, **({"rules": rules} if rules else {}))
+
+
+def test_an_episode_starts_its_advisers_afresh():
+    """An episode observes the advice a fresh env's would: the advisers forget the last run at reset."""
+
+    def episode(env, seed):
+        obs, _ = env.reset(seed=seed)
+        seen, done = [obs["advice"].tolist() + obs["options"][:, 13].tolist()], False
+        while not done:
+            obs, _, done, _, _ = env.step(REJECT if obs["advice"][0] else int(np.flatnonzero(env.action_masks())[-1]))
+            seen.append(obs["advice"].tolist() + obs["options"][:, 13].tolist())
+        return seen
+
+    def fresh():
+        return envs.ClusterPlacementEnv(**SMALL, load=1.5, size="loguniform:0.1:10", advisers=("lean:admit=0.5+best_fit",))
+
+    used = fresh()
+    episode(used, 9)  # another stream first: the sizes the admission quantile is taken over would carry over
+    assert episode(used, 4) == episode(fresh(), 4)

@@ -13,6 +13,7 @@ from placer.common.errors import PolicyError
 from policies.extractor import PlacementExtractor
 from policies.gnn import GraphEncoder
 from policies.model import build_policy, load_policy_file, save_policy_file
+from tests.envs.test_advice import outcomes
 
 
 def _batch(observations):
@@ -159,8 +160,9 @@ def test_a_policy_with_advisers_decides_in_a_run_as_in_the_env():
     from placer.baselines.policy import run_policy
     from policies.loading import LearnedPolicy, greedy_action
 
-    advisers = ("lean+best_fit",)
-    env = envs.ClusterPlacementEnv(graphs=("alexnet", "gnmt", "resnet18"), episode_jobs=60, load=1.5, queue="edf-bf", advisers=advisers)
+    advisers = ("lean:admit=0.5+best_fit",)  # its admission reads the sizes of the run's jobs: a run must start it afresh
+    graphs = ("alexnet", "gnmt", "resnet18")
+    env = envs.ClusterPlacementEnv(graphs=graphs, episode_jobs=60, load=1.5, queue="edf-bf", size="loguniform:0.1:10", advisers=advisers)
     policy = build_policy(env.config, 16, 2, [32], env.graph_table)
     policy.eval()
     obs, _ = env.reset(seed=3)
@@ -168,9 +170,13 @@ def test_a_policy_with_advisers_decides_in_a_run_as_in_the_env():
     while not done:
         obs, _, done, _, _ = env.step(greedy_action(policy, obs, env.action_masks()))
     assert env.sim is not None
-    run = run_policy(LearnedPolicy(policy, env.config), env.cost, env.stream, env.sim.queue, np.random.default_rng(0))
-    outcomes = lambda records: sorted((r.job_id, r.outcome, r.devices) for r in records)  # noqa: E731
+    learned = LearnedPolicy(policy, env.config)
+    run = run_policy(learned, env.cost, env.stream, env.sim.queue, np.random.default_rng(0))
     assert outcomes(run.records) == outcomes(env.sim.records)
+    again = run_policy(learned, env.cost, env.stream, env.sim.queue, np.random.default_rng(0))  # reset: advisers afresh
+    assert outcomes(again.records) == outcomes(env.sim.records)
+    with pytest.raises(ValueError, match="0 advisers' decisions for the config's 1 advisers"):
+        learned.choose(env.offer, env.history)  # advice is passed, never remembered from an earlier offer
 
 
 def test_env_and_policy_at_8192_devices_and_a_5000_op_graph(tmp_path):

@@ -94,6 +94,13 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
             [2, 2, 3, 4, 2, 4, 4, 3, 4, 3, 3, 2, 0, 3, 0, 0, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0, 13],
             "6984cfcffcc42a97",
         ),
+        (  # a clone shown its teacher's members' decisions (advised.toml, envs/advice.py): advisers in the run
+            "advised.pt",
+            "mixed",
+            "iid",
+            [2, 2, 3, 4, 2, 4, 4, 3, 4, 3, 3, 2, 5, 3, 3, 4, 13, 2, 3, 5, 3, 3, 2, 5, 5, 3, 0, 2, 12, 2],
+            "8a13f91384cce72e",
+        ),
     ],
 )
 def test_shipped_policies_make_the_pinned_decisions(policy_file, cluster, structure, degrees, digest):

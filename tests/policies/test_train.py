@@ -386,4 +386,5 @@ def test_a_tuned_teacher_table_serves_a_config_that_differs_only_in_what_the_stu
     assert teacher_members(config.model_copy(update={"env": seeing}), tmp_path, progress=False) == {"a|regime": "lean"}
     saved["tuned_for"]["env"]["max_degree"] = 8  # a table tuned for other streams or options is not read back
     (tmp_path / "members.json").write_text(json.dumps(saved))
-    assert teacher_members(config, tmp_path, progress=False) != {"a|regime": "lean"}
+    tuned = teacher_members(config, tmp_path, progress=False) or {}
+    assert "a|regime" not in tuned and len(tuned) == 4  # tuned again: its regimes, beta A-D at one load
