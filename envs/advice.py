@@ -29,29 +29,34 @@ ADVISER_SEED = 0
 
 
 class Advisers:
-    """The heuristics ``names`` on each cluster they meet, reset together at the start of a run (one that must be tuned
-    first, such as ``best`` or ``adaptive``, is refused in one line when a run starts on a cluster)."""
+    """The heuristics ``names`` on each cluster they meet (built there on first use), started afresh in each run."""
 
     def __init__(self, names: Sequence[str], max_degree: int) -> None:
         self.names, self.max_degree = tuple(names), max_degree
         self._by_cluster: dict[str, tuple[Policy, ...]] = {}
-        self._active: tuple[Policy, ...] = ()
+        self._active: tuple[Policy, ...] | None = None  # this run's, once its first offer named the cluster
 
     def __len__(self) -> int:
         return len(self.names)
 
-    def reset(self, cluster: Cluster) -> None:
-        """Start a run on ``cluster``: its advisers (built on first use) forget the last run. They draw from a generator of
-        their own, seeded alike in the env and at inference, so that no draw of the env's changes with them."""
-        if cluster.name not in self._by_cluster:
-            self._by_cluster[cluster.name] = tuple(baseline_policy(name, cluster, self.max_degree, "adviser") for name in self.names)
-        self._active = self._by_cluster[cluster.name]
-        for adviser in self._active:
-            adviser.reset(np.random.default_rng(ADVISER_SEED))
+    def reset(self) -> None:
+        """Start a run: the advisers forget the last one, and start on the cluster of the run's first offer."""
+        self._active = None
 
     def advise(self, job: Job, view: ClusterView) -> tuple[Decision, ...]:
         """Each adviser's decision on this offer (in :attr:`names` order); call for every offer of the run."""
+        if self._active is None:
+            self._active = self._start(view.cluster)
         return tuple(adviser.decide(job, view) for adviser in self._active)
+
+    def _start(self, cluster: Cluster) -> tuple[Policy, ...]:
+        """``cluster``'s advisers, reset with a generator of their own, seeded alike in the env and at inference, so that
+        no draw of the env's changes with them."""
+        if cluster.name not in self._by_cluster:
+            self._by_cluster[cluster.name] = tuple(baseline_policy(name, cluster, self.max_degree, "adviser") for name in self.names)
+        for adviser in self._by_cluster[cluster.name]:
+            adviser.reset(np.random.default_rng(ADVISER_SEED))
+        return self._by_cluster[cluster.name]
 
 
 def advice_arrays(advice: Sequence[Decision], table: Sequence[Option]) -> tuple[np.ndarray, np.ndarray]:
@@ -60,12 +65,13 @@ def advice_arrays(advice: Sequence[Decision], table: Sequence[Option]) -> tuple[
     ``Place(())``, which the simulator blocks for lack of capacity: no heuristic does)."""
     columns = np.zeros((len(table), len(advice)), dtype=np.float32)
     holds = np.zeros(len(advice), dtype=np.float32)
+    on_devices: dict[frozenset[int], list[int]] = {}  # a placement's devices -> the options that use them
+    for o, option in enumerate(table):
+        if option.devices is not None:
+            on_devices.setdefault(frozenset(option.devices), []).append(o)
     for a, decision in enumerate(advice):
-        if not isinstance(decision, Place) or not decision.devices:
+        if isinstance(decision, Place) and decision.devices:
+            columns[on_devices.get(frozenset(decision.devices), []), a] = 1.0
+        else:
             holds[a] = 1.0
-            continue
-        devices = frozenset(decision.devices)
-        for o, option in enumerate(table):
-            if option.devices is not None and len(option.devices) == len(devices) and frozenset(option.devices) == devices:
-                columns[o, a] = 1.0
     return columns, holds

@@ -193,7 +193,7 @@ class ClusterPlacementEnv(gym.Env):
         self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
         self.sim = Simulator(self.cost, self.stream, queue=queue)
         self._history = JobHistory()
-        self.advisers.reset(self.cost.cluster)
+        self.advisers.reset()
         self._settled = 0
         self.job = self._next_choice()
         if self.job is None:
@@ -244,7 +244,7 @@ class ClusterPlacementEnv(gym.Env):
         while (job := sim.next_job()) is not None:
             self._history.observe(job)
             view = sim.view()
-            self._advice = self.advisers.advise(job, view) if self.advisers else ()
+            self._advice = self.advisers.advise(job, view)
             if act.any_option(job, view, self.config.max_degree, self.config.rules):
                 self._offer = Offer(job, view, tuple(act.option_table(job, view, self.config.max_degree, self.config.rules)))
                 return job

@@ -56,7 +56,6 @@ class LearnedPolicy(Policy):
             raise PolicyError(f"placement rule {rule_override!r} is not one of the policy's {self.env.rules}")
         self.history = JobHistory()  # the jobs seen in this run: the job features are relative to them
         self.advisers = Advisers(env.advisers, env.max_degree)  # the heuristics whose decisions it observes (envs.advice)
-        self._cluster: str | None = None  # the name of the cluster the advisers were last reset on
         self.actor = NumpyActor(policy)  # the weights as they are now: build a new LearnedPolicy after training more
         self._graphs: LRUCache[str, tuple[np.ndarray, GraphRef]] = LRUCache(GRAPH_CACHE_SIZE)  # bounded for long-running services
 
@@ -67,17 +66,12 @@ class LearnedPolicy(Policy):
 
     def reset(self, rng: np.random.Generator) -> None:
         self.history = JobHistory()
-        self._cluster = None  # the advisers start afresh on the next offer's cluster
+        self.advisers.reset()
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
         """Record ``job`` in this run's history, put it to the advisers, and choose among its options."""
         self.history.observe(job)
-        advice: tuple[Decision, ...] = ()
-        if self.advisers:
-            if self._cluster != view.cluster.name:
-                self._cluster = view.cluster.name
-                self.advisers.reset(view.cluster)
-            advice = self.advisers.advise(job, view)
+        advice = self.advisers.advise(job, view)
         table = tuple(option_table(job, view, self.env.max_degree, self.env.rules))
         return self.choose(Offer(job, view, table), self.history, advice)
 
