@@ -12,6 +12,13 @@ from placer.baselines.specs import PolicySpec
 from placer.common.errors import PlacerError
 from placer.common.tomlfile import load_toml
 
+REGIME_TEACHERS = ("best",)  # teachers tuned per regime (policies.teachers)
+
+
+def tuned_per_regime(teacher: str) -> bool:
+    """Whether the teacher ``teacher`` is tuned per regime (needs :func:`policies.teachers.regime_members`' table)."""
+    return PolicySpec.parse(teacher, plugins={}).kind in REGIME_TEACHERS
+
 
 class PPOSection(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -47,6 +54,9 @@ class TrainSection(BaseModel):
     baselines: list[str] = ["para_min", "para_min+best_fit", "lean"]  # heuristics validated beside the policy
     imitation_teacher: str = "lean"  # heuristic cloned before PPO starts; "best": the member tuned per episode's regime
     teacher_pooled: list[Literal["cluster", "load", "beta_dist", "queue", "size", "structure"]] = []  # best: pool over these
+    # best: more candidates for each regime's member beside every heuristic family (e.g. a shipped learned policy,
+    # learned:default), scored on the same tuning streams and chosen where they block fewer avoidable jobs
+    teacher_candidates: list[str] = []
     imitation_steps: int = Field(0, ge=0)  # decisions to record; 0 skips the warm start
     imitation_per_episode: int = Field(0, ge=0)  # record at most this many decisions of an episode (uniformly); 0: all of them
     imitation_epochs: int = Field(5, ge=1)
@@ -70,7 +80,10 @@ class TrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_baseline(self) -> TrainConfig:
-        PolicySpec.parse(self.train.imitation_teacher)  # a bad teacher is one line now, not after the whole run
+        for name in (self.train.imitation_teacher, *self.train.teacher_candidates):
+            PolicySpec.parse(name)  # a bad teacher is one line now, not after the whole run
+        if self.train.teacher_candidates and not tuned_per_regime(self.train.imitation_teacher):
+            raise PlacerError(f"teacher_candidates: the teacher {self.train.imitation_teacher!r} is not tuned per regime (use best)")
         if self.train.ppo_baseline and self.env.baseline is not None:
             raise PlacerError("set [env] baseline or [train] ppo_baseline (the teacher as the baseline), not both")
         return self

@@ -18,14 +18,15 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from envs.config import EnvConfig
 from envs.env import REGIME_FIELDS, check_heuristics, regime_key, regimes, variant_of
-from placer.baselines.best import Best
+from placer.baselines.best import TUNING_METRIC, Best
 from placer.baselines.policy import Policy, Tuning
-from placer.baselines.registry import make_heuristic
-from placer.baselines.specs import PolicySpec
+from placer.baselines.registry import PolicyContext, make_heuristic, make_policy
+from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
 from placer.cluster.topology import load_cluster
 from placer.common.atomic import write_atomic
 from placer.common.errors import PlacerError
@@ -33,9 +34,7 @@ from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
 from placer.sim.workload import WorkloadSpec
-from policies.config import TrainConfig
-
-REGIME_TEACHERS = ("best",)  # teachers tuned per regime
+from policies.config import REGIME_TEACHERS, TrainConfig, tuned_per_regime
 
 
 class _Parsed(Protocol):
@@ -46,15 +45,11 @@ class _Parsed(Protocol):
 T = TypeVar("T", bound=_Parsed)
 
 
-def tuned_per_regime(teacher: str) -> bool:
-    """Whether the teacher ``teacher`` is tuned per regime (needs :func:`regime_members`' table)."""
-    return PolicySpec.parse(teacher, plugins={}).kind in REGIME_TEACHERS
-
-
-def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, float]]:
+def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates: Sequence[str] = ()) -> tuple[str, dict[str, float]]:
     """The member ``best`` runs in the regimes ``rows`` (one, or several pooled: the member with the least mean avoidable
     blocking over all of them, as ``single-best`` chooses) and every candidate's mean avoidable blocking on their tuning
-    streams."""
+    streams. ``candidates``: more policies (any registered name, e.g. ``learned:default``) scored on the same streams; one
+    is the member where it blocks less than every heuristic family's best (ties go to the heuristic, then the first listed)."""
     clusters = {cluster.name: cluster for cluster in map(load_cluster, config.all_clusters)}  # rows name clusters as reset's info does
     costs = {name: CostModel(clusters[name], strategy=config.strategy) for name in dict.fromkeys(row["cluster"] for row in rows)}
     workloads = [variant_of(config, row).workload for row in rows]
@@ -68,7 +63,14 @@ def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[s
     if not isinstance(best, Best):
         raise TypeError(f"best built a {type(best).__name__}")
     tuned = best.tuned(tunings[0])
-    return str(tuned.chosen), dict(tuned.tuning_blocking or {})
+    member, blocking = str(tuned.chosen), dict(tuned.tuning_blocking or {})
+    context = PolicyContext(clusters[rows[0]["cluster"]], config.max_degree)
+    for name in candidates:
+        policy = make_policy(name, context)
+        blocking[name] = float(np.mean([tuning.blocking(policy, TUNING_METRIC) for tuning in tunings]))  # each regime weighted alike
+        if blocking[name] < blocking[member]:
+            member = name
+    return member, blocking
 
 
 def _tuning(regime: Mapping[str, Any], workload: WorkloadSpec, cost: CostModel, graphs: list[JobGraph]) -> Tuning:
@@ -85,30 +87,46 @@ def _by_spec(items: Sequence[T], spec: str) -> T:
     return next(item for item in items if item.spec == spec)
 
 
-def _tune_group(args: tuple[EnvConfig, list[dict[str, Any]]]) -> tuple[str, dict[str, float]]:
+def _tune_group(args: tuple[EnvConfig, list[dict[str, Any]], tuple[str, ...]]) -> tuple[str, dict[str, float]]:
     return tune_regime(*args)
 
 
-def regime_members(config: EnvConfig, *, pooled: Sequence[str] = (), workers: int = 1, progress: bool = False) -> dict[str, str]:
+def regime_members(
+    config: EnvConfig,
+    *,
+    pooled: Sequence[str] = (),
+    candidates: Sequence[str] = (),
+    workers: int = 1,
+    progress: bool = False,
+    scores: dict[str, dict[str, float]] | None = None,
+) -> dict[str, str]:
     """:func:`regime_key` -> the member ``best`` chose for it, for every regime of ``config`` (``workers`` processes).
 
     ``pooled``: regime fields (of :data:`REGIME_FIELDS`) the choice is not made per value of but pooled over, e.g.
     ``("beta_dist", "structure")``: one member per cluster and load, the least avoidable blocking over every beta
     distribution and structure at that load (a table a student that reads the load but not the deadlines' distribution
-    can follow without contradictions)."""
+    can follow without contradictions). ``candidates``: as for :func:`tune_regime`. ``scores``, if given, receives for each
+    group (the key of its first regime, pooled fields as ``*``) the avoidable blocking of the heuristic families' best and
+    of each candidate."""
     unknown = set(pooled) - set(REGIME_FIELDS)
     if unknown:
         raise ValueError(f"cannot pool a teacher over {', '.join(sorted(unknown))} (regime fields: {', '.join(REGIME_FIELDS)})")
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for row in regimes(config):
         groups.setdefault(tuple(v for k, v in row.items() if k not in pooled), []).append(row)
-    jobs = [(config, rows) for rows in groups.values()]
+    jobs = [(config, rows, tuple(candidates)) for rows in groups.values()]
     bar = dict(total=len(jobs), desc="tuning best per regime", unit="regime", disable=not progress, leave=False)
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             chosen = list(tqdm(pool.map(_tune_group, jobs), **bar))
     else:
         chosen = [_tune_group(job) for job in tqdm(jobs, **bar)]
+    if scores is not None:
+        for rows, (_, blocking) in zip(groups.values(), chosen, strict=True):
+            heuristics = {name: value for name, value in blocking.items() if name not in candidates}
+            family_best = min(heuristics, key=heuristics.__getitem__)  # min keeps the first of equals, as best does
+            kept = {family_best: blocking[family_best], **{name: blocking[name] for name in candidates}}
+            scores[regime_key({**rows[0], **dict.fromkeys(pooled, "*")})] = kept
     return {regime_key(row): member for rows, (member, _) in zip(groups.values(), chosen, strict=True) for row in rows}
 
 
@@ -132,8 +150,11 @@ class Teachers:
         """The policy that demonstrates the episode whose ``reset`` info is ``info``."""
         name = self.members[regime_key(info)] if self.per_regime else str(self.spec)
         if name not in self._built:
-            spec = PolicySpec.parse(name, plugins={}).replace(discipline=None)
-            self._built[name] = make_heuristic(spec, max_degree=self.max_degree)
+            spec = PolicySpec.parse(name).replace(discipline=None)
+            if spec.kind in HEURISTIC_KINDS:
+                self._built[name] = make_heuristic(spec, max_degree=self.max_degree)
+            else:  # a candidate beside the heuristics (teacher_candidates): a plug-in's policy, on the episode's cluster
+                self._built[name] = make_policy(spec, PolicyContext(load_cluster(str(info["cluster"])), self.max_degree))
         return self._built[name]
 
 
@@ -153,14 +174,24 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str,
     path = out / "members.json"
     env = config.env.model_dump(mode="json", exclude=set(OBSERVATION_FIELDS))
     tuned_for = {"env": env, "teacher": settings.imitation_teacher, "pooled": settings.teacher_pooled}
+    if settings.teacher_candidates:  # absent when there are none: the tables tuned before candidates existed still serve
+        tuned_for["candidates"] = settings.teacher_candidates
     try:
         saved = json.loads(path.read_text())
         if saved["tuned_for"] == tuned_for and all(isinstance(v, str) for v in saved["members"].values()):
             return dict(saved["members"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass  # none yet, another config's (--force), or not one we wrote: tune again
-    members = regime_members(config.env, pooled=settings.teacher_pooled, workers=settings.imitation_workers, progress=progress)
-    write_atomic(path, json.dumps({"tuned_for": tuned_for, "members": members}, indent=1) + "\n")
+    scores: dict[str, dict[str, float]] = {}
+    members = regime_members(
+        config.env,
+        pooled=settings.teacher_pooled,
+        candidates=settings.teacher_candidates,
+        workers=settings.imitation_workers,
+        progress=progress,
+        scores=scores,
+    )
+    write_atomic(path, json.dumps({"tuned_for": tuned_for, "members": members, "tuning": scores}, indent=1) + "\n")
     return members
 
 

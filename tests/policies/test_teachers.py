@@ -4,7 +4,11 @@ import numpy as np
 import pytest
 
 from envs.config import EnvConfig
-from placer.baselines.best import BEST_CANDIDATES
+from placer.baselines.best import BEST_CANDIDATES, TUNING_METRIC
+from placer.baselines.registry import make_heuristic
+from placer.cluster.topology import load_cluster
+from placer.cost import CostModel
+from placer.graphs.catalog import resolve_graph
 from policies.imitation import collect
 from policies.teachers import Teachers, regime_key, regime_members, regimes, tune_regime, tuned_per_regime
 
@@ -70,3 +74,60 @@ def test_a_setting_is_tuned_and_validated_on_its_own_streams():
     assert blocking == tune_regime(alone, regimes(alone))[1]
     evaluations = list(validation_configs(config, 2, "lean"))
     assert [(e.cluster, e.workload.queue, e.loads) for e in evaluations] == [("dgx8x8", ("edf-bf",), (1.3,)), ("pacml", ("none",), (0.9,))]
+
+
+def test_a_candidate_beside_the_families_is_scored_on_the_same_streams_and_chosen_where_it_blocks_less():
+    rows = regimes(CONFIG)[1:]  # load 1.3
+    member, heuristics = tune_regime(CONFIG, rows)
+    _, with_candidates = tune_regime(CONFIG, rows, candidates=("lean:admit=0.5", "fixed:1"))
+    assert {k: with_candidates[k] for k in heuristics} == heuristics  # the families' scores are unchanged
+    assert set(with_candidates) - set(heuristics) == {"lean:admit=0.5", "fixed:1"}
+    fixed = make_heuristic("fixed:1", max_degree=16)
+    assert with_candidates["fixed:1"] == _tuning_blocking(CONFIG, rows[0], fixed)  # its mean over the regime's tuning streams
+    chosen = tune_regime(CONFIG, rows, candidates=("lean:admit=0.5", "fixed:1"))[0]
+    beaten = [name for name in ("lean:admit=0.5", "fixed:1") if with_candidates[name] < heuristics[member]]
+    assert chosen == (min(beaten, key=with_candidates.__getitem__) if beaten else member)  # ties go to the heuristic
+    assert tune_regime(CONFIG, rows, candidates=(member,))[0] == member  # a candidate no better than the member is not chosen
+
+
+def _tuning_blocking(config, row, policy) -> float:
+    from policies.teachers import _tuning, variant_of
+
+    workload = variant_of(config, row).workload
+    cost = CostModel(load_cluster(row["cluster"]), strategy=config.strategy)
+    return _tuning(row, workload, cost, [resolve_graph(g) for g in workload.graphs]).blocking(policy, TUNING_METRIC)
+
+
+def test_a_learned_candidate_teaches_the_regimes_it_is_chosen_for():
+    pytest.importorskip("torch")
+    import envs
+    from policies.imitation import teacher_action
+    from policies.loading import LearnedPolicy, default_policy_file
+
+    low, high = (regime_key(r) for r in regimes(CONFIG))
+    teachers = Teachers("best", 16, {low: "lean", high: "learned:default"})
+    low_info, high_info = (dict(r) for r in regimes(CONFIG))
+    assert teachers.for_episode(high_info).name == "learned:default" and teachers.for_episode(low_info).name == "lean"
+    by_table = collect(CONFIG, "best", 1, seed=3, members={low: "learned:default", high: "learned:default"})  # its first episode
+    env, learned = envs.ClusterPlacementEnv(CONFIG), LearnedPolicy.from_file(default_policy_file())
+    env.reset(seed=3)
+    learned.reset(np.random.default_rng(3))
+    actions, done = [], False
+    while not done:
+        offer, mask = env.offer, env.action_masks()
+        action = teacher_action(learned.decide(offer.job, offer.view), offer.options)
+        if mask.sum() > 1:
+            actions.append(action)
+        done = env.step(action)[2]
+    assert list(by_table.actions) == actions and len(set(actions)) > 1
+
+
+def test_teacher_candidates_need_a_teacher_tuned_per_regime_and_policy_names():
+    from placer.common.errors import PlacerError
+    from policies.config import TrainConfig, TrainSection
+
+    env = CONFIG
+    with pytest.raises(PlacerError, match="not tuned per regime"):
+        TrainConfig(env=env, train=TrainSection(imitation_teacher="lean", teacher_candidates=["learned:default"]))
+    with pytest.raises(PlacerError):
+        TrainConfig(env=env, train=TrainSection(imitation_teacher="best", teacher_candidates=["nonsense:3"]))

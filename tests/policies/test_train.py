@@ -388,3 +388,11 @@ def test_a_tuned_teacher_table_serves_a_config_that_differs_only_in_what_the_stu
     (tmp_path / "members.json").write_text(json.dumps(saved))
     tuned = teacher_members(config, tmp_path, progress=False) or {}
     assert "a|regime" not in tuned and len(tuned) == 4  # tuned again: its regimes, beta A-D at one load
+    with_candidate = config.model_copy(update={"train": config.train.model_copy(update={"teacher_candidates": ["fixed:1"]})})
+    members = teacher_members(with_candidate, tmp_path, progress=False) or {}
+    saved = json.loads((tmp_path / "members.json").read_text())
+    assert saved["tuned_for"]["candidates"] == ["fixed:1"]  # tuned again: a table tuned without the candidate is not read
+    assert set(saved["tuning"]) == set(members) == set(tuned)  # one group per regime: nothing pooled
+    for key, scores in saved["tuning"].items():  # the families' best (as tuned without the candidate) and the candidate
+        assert set(scores) == {tuned[key], "fixed:1"}
+        assert members[key] == ("fixed:1" if scores["fixed:1"] < scores[tuned[key]] else tuned[key])

@@ -51,6 +51,7 @@ APART = {  # label -> (cluster, extra options): the README's regimes on streams 
 GATES = "single-best,best,adaptive,learned:default,learned:default:below=1,learned:default:below=1.15,learned:default:below=1.3"
 CANDIDATE = "learned:targeted"  # data/configs/targeted.toml's policy: PPO on the regimes where learned:default lost
 ADVISED = "learned:advised"  # data/configs/advised.toml's clone, shown its teacher's members' decisions (envs/advice.py)
+BLEND = "learned:blend"  # data/configs/blend.toml's: as advised, taught by learned:default where that blocked less in tuning
 NEVER_HOLD_SEEDS = "--first-seed 100 --seeds 3"  # gate-waiting's streams
 WAITING_GATES = "best,learned:default:waiting=2,learned:default:waiting=3,learned:default:waiting=4"
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
@@ -256,6 +257,14 @@ FIGURES: tuple[Figure, ...] = (
     _beside(  # ...and on the README's, the unseen cluster and the Philly trace's arrivals included
         "advised-figures",
         ADVISED,
+        {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
+    ),
+    _beside(  # taught by the default where it blocked less in tuning: on the streams apart (seeds 100-109)...
+        "blend-apart", BLEND, {label: (f"regimes-apart/{_slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
+    ),
+    _beside(  # ...and on the README's, the unseen cluster and the Philly trace's arrivals included
+        "blend-figures",
+        BLEND,
         {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
     ),
     Figure(  # the families figures' seeds 0-9 and regimes-apart's 100-109 together: 80 paired streams a regime
