@@ -57,6 +57,9 @@ class TrainSection(BaseModel):
     # best: more candidates for each regime's member beside every heuristic family (e.g. a shipped learned policy,
     # learned:default), scored on the same tuning streams and chosen where they block fewer avoidable jobs
     teacher_candidates: list[str] = []
+    # best: a candidate is the member only where it blocks at least this fraction fewer avoidable jobs than the families' best
+    # (tuning streams are few: a small lead there is often noise, docs/learning.md)
+    teacher_margin: float = Field(0.0, ge=0, lt=1)
     imitation_steps: int = Field(0, ge=0)  # decisions to record; 0 skips the warm start
     imitation_per_episode: int = Field(0, ge=0)  # record at most this many decisions of an episode (uniformly); 0: all of them
     imitation_epochs: int = Field(5, ge=1)

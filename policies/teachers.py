@@ -45,11 +45,14 @@ class _Parsed(Protocol):
 T = TypeVar("T", bound=_Parsed)
 
 
-def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates: Sequence[str] = ()) -> tuple[str, dict[str, float]]:
+def tune_regime(
+    config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates: Sequence[str] = (), margin: float = 0.0
+) -> tuple[str, dict[str, float]]:
     """The member ``best`` runs in the regimes ``rows`` (one, or several pooled: the member with the least mean avoidable
     blocking over all of them, as ``single-best`` chooses) and every candidate's mean avoidable blocking on their tuning
-    streams. ``candidates``: more policies (any registered name, e.g. ``learned:default``) scored on the same streams; one
-    is the member where it blocks less than every heuristic family's best (ties go to the heuristic, then the first listed)."""
+    streams. ``candidates``: more policies (any registered name, e.g. ``learned:default``) scored on the same streams; the
+    one that blocks least is the member where it blocks less than (1 - ``margin``) x the heuristic families' best (ties go
+    to the heuristic, then the first listed)."""
     clusters = {cluster.name: cluster for cluster in map(load_cluster, config.all_clusters)}  # rows name clusters as reset's info does
     costs = {name: CostModel(clusters[name], strategy=config.strategy) for name in dict.fromkeys(row["cluster"] for row in rows)}
     workloads = [variant_of(config, row).workload for row in rows]
@@ -63,14 +66,20 @@ def tune_regime(config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates
     if not isinstance(best, Best):
         raise TypeError(f"best built a {type(best).__name__}")
     tuned = best.tuned(tunings[0])
-    member, blocking = str(tuned.chosen), dict(tuned.tuning_blocking or {})
+    blocking = dict(tuned.tuning_blocking or {})
     context = PolicyContext(clusters[rows[0]["cluster"]], config.max_degree)
     for name in candidates:
         policy = make_policy(name, context)
         blocking[name] = float(np.mean([tuning.blocking(policy, TUNING_METRIC) for tuning in tunings]))  # each regime weighted alike
-        if blocking[name] < blocking[member]:
-            member = name
-    return member, blocking
+    return chosen_member(str(tuned.chosen), blocking, candidates, margin), blocking
+
+
+def chosen_member(family_best: str, blocking: Mapping[str, float], candidates: Sequence[str], margin: float = 0.0) -> str:
+    """The candidate that blocks least (the first of equals) if it blocks less than (1 - ``margin``) x ``family_best``'s
+    ``blocking`` (and less than it), else ``family_best``."""
+    bar = min((1.0 - margin) * blocking[family_best], blocking[family_best])
+    leading = [name for name in candidates if blocking[name] < bar]
+    return min(leading, key=blocking.__getitem__) if leading else family_best
 
 
 def _tuning(regime: Mapping[str, Any], workload: WorkloadSpec, cost: CostModel, graphs: list[JobGraph]) -> Tuning:
@@ -87,7 +96,7 @@ def _by_spec(items: Sequence[T], spec: str) -> T:
     return next(item for item in items if item.spec == spec)
 
 
-def _tune_group(args: tuple[EnvConfig, list[dict[str, Any]], tuple[str, ...]]) -> tuple[str, dict[str, float]]:
+def _tune_group(args: tuple[EnvConfig, list[dict[str, Any]], tuple[str, ...], float]) -> tuple[str, dict[str, float]]:
     return tune_regime(*args)
 
 
@@ -96,6 +105,7 @@ def regime_members(
     *,
     pooled: Sequence[str] = (),
     candidates: Sequence[str] = (),
+    margin: float = 0.0,
     workers: int = 1,
     progress: bool = False,
     scores: dict[str, dict[str, float]] | None = None,
@@ -105,7 +115,7 @@ def regime_members(
     ``pooled``: regime fields (of :data:`REGIME_FIELDS`) the choice is not made per value of but pooled over, e.g.
     ``("beta_dist", "structure")``: one member per cluster and load, the least avoidable blocking over every beta
     distribution and structure at that load (a table a student that reads the load but not the deadlines' distribution
-    can follow without contradictions). ``candidates``: as for :func:`tune_regime`. ``scores``, if given, receives for each
+    can follow without contradictions). ``candidates``, ``margin``: as for :func:`tune_regime`. ``scores``, if given, receives for each
     group (the key of its first regime, pooled fields as ``*``) the avoidable blocking of the heuristic families' best and
     of each candidate."""
     unknown = set(pooled) - set(REGIME_FIELDS)
@@ -114,7 +124,7 @@ def regime_members(
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for row in regimes(config):
         groups.setdefault(tuple(v for k, v in row.items() if k not in pooled), []).append(row)
-    jobs = [(config, rows, tuple(candidates)) for rows in groups.values()]
+    jobs = [(config, rows, tuple(candidates), margin) for rows in groups.values()]
     bar = dict(total=len(jobs), desc="tuning best per regime", unit="regime", disable=not progress, leave=False)
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -173,9 +183,11 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str,
         return None
     path = out / "members.json"
     env = config.env.model_dump(mode="json", exclude=set(OBSERVATION_FIELDS))
-    tuned_for = {"env": env, "teacher": settings.imitation_teacher, "pooled": settings.teacher_pooled}
+    tuned_for: dict[str, Any] = {"env": env, "teacher": settings.imitation_teacher, "pooled": settings.teacher_pooled}
     if settings.teacher_candidates:  # absent when there are none: the tables tuned before candidates existed still serve
         tuned_for["candidates"] = settings.teacher_candidates
+        if settings.teacher_margin:
+            tuned_for["margin"] = settings.teacher_margin
     try:
         saved = json.loads(path.read_text())
         if saved["tuned_for"] == tuned_for and all(isinstance(v, str) for v in saved["members"].values()):
@@ -187,6 +199,7 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str,
         config.env,
         pooled=settings.teacher_pooled,
         candidates=settings.teacher_candidates,
+        margin=settings.teacher_margin,
         workers=settings.imitation_workers,
         progress=progress,
         scores=scores,

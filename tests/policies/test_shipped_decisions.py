@@ -101,6 +101,13 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
             [2, 2, 3, 4, 2, 4, 4, 3, 4, 3, 3, 2, 5, 3, 3, 4, 13, 2, 3, 5, 3, 3, 2, 5, 5, 3, 0, 2, 12, 2],
             "8a13f91384cce72e",
         ),
+        (  # advised.toml's student taught by learned:default where it blocked less in tuning (blend.toml): the default's
+            "blend.pt",  # first 30 degrees, other devices
+            "dgx8x8",
+            "daily",
+            [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0],
+            "a70d8b5032ef9bfe",
+        ),
     ],
 )
 def test_shipped_policies_make_the_pinned_decisions(policy_file, cluster, structure, degrees, digest):

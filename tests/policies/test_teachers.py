@@ -10,7 +10,7 @@ from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from policies.imitation import collect
-from policies.teachers import Teachers, regime_key, regime_members, regimes, tune_regime, tuned_per_regime
+from policies.teachers import Teachers, chosen_member, regime_key, regime_members, regimes, tune_regime, tuned_per_regime
 
 CONFIG = EnvConfig(
     clusters=("dgx8x8",), graphs=("alexnet", "gnmt"), loads=(0.5, 1.3), beta_dists=("C",), queue="edf-bf",
@@ -88,6 +88,15 @@ def test_a_candidate_beside_the_families_is_scored_on_the_same_streams_and_chose
     beaten = [name for name in ("lean:admit=0.5", "fixed:1") if with_candidates[name] < heuristics[member]]
     assert chosen == (min(beaten, key=with_candidates.__getitem__) if beaten else member)  # ties go to the heuristic
     assert tune_regime(CONFIG, rows, candidates=(member,))[0] == member  # a candidate no better than the member is not chosen
+
+
+def test_a_candidate_is_the_member_only_where_it_leads_the_families_best_by_the_margin():
+    blocking = {"lean": 0.5, "learned:a": 0.475, "learned:b": 0.4, "learned:c": 0.4}
+    assert chosen_member("lean", blocking, ["learned:a"]) == "learned:a"  # any lead, without a margin
+    assert chosen_member("lean", blocking, ["learned:a"], margin=0.1) == "lean"  # 5 % is not 10 %
+    assert chosen_member("lean", blocking, ["learned:a", "learned:c", "learned:b"], margin=0.1) == "learned:c"  # least, first of equals
+    assert chosen_member("lean", blocking, ["learned:b"], margin=0.2) == "lean"  # exactly 20 % fewer does not clear 20 %
+    assert chosen_member("lean", {"lean": 0.0, "learned:a": 0.0}, ["learned:a"]) == "lean"  # ties go to the heuristic
 
 
 def _tuning_blocking(config, row, policy) -> float:
