@@ -259,13 +259,15 @@ FIGURES: tuple[Figure, ...] = (
         ADVISED,
         {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
     ),
-    _beside(  # taught by the default where it blocked less in tuning: on the streams apart (seeds 100-109)...
+    _beside(  # taught by the default where it blocked less in tuning, on the streams apart (seeds 100-109)...
         "blend-apart", BLEND, {label: (f"regimes-apart/{_slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
     ),
-    _beside(  # ...and on the README's, the unseen cluster and the Philly trace's arrivals included
-        "blend-figures",
-        BLEND,
-        {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
+    _evaluate(  # ...and in PAC-ML's loss setting, against lean (issue 29's target there)
+        "blend-pacml",
+        LEARNING_MD,
+        ("pacml",),
+        f"--cluster pacml {ABCD} {FIVE} --policies lean,learned:default,{BLEND} --workers 2",
+        against="lean",
     ),
     Figure(  # the families figures' seeds 0-9 and regimes-apart's 100-109 together: 80 paired streams a regime
         "regimes-pooled",
