@@ -52,6 +52,7 @@ GATES = "single-best,best,adaptive,learned:default,learned:default:below=1,learn
 CANDIDATE = "learned:targeted"  # data/configs/targeted.toml's policy: PPO on the regimes where learned:default lost
 ADVISED = "learned:advised"  # data/configs/advised.toml's clone, shown its teacher's members' decisions (envs/advice.py)
 BLEND = "learned:blend"  # data/configs/blend.toml's: as advised, taught by learned:default where that blocked less in tuning
+BLEND_MARGIN = "learned:blend-margin"  # blend-margin.toml's: ...only where it led by 10 % (judged on the README's streams)
 NEVER_HOLD_SEEDS = "--first-seed 100 --seeds 3"  # gate-waiting's streams
 WAITING_GATES = "best,learned:default:waiting=2,learned:default:waiting=3,learned:default:waiting=4"
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
@@ -261,6 +262,11 @@ FIGURES: tuple[Figure, ...] = (
     ),
     _beside(  # taught by the default where it blocked less in tuning, on the streams apart (seeds 100-109)...
         "blend-apart", BLEND, {label: (f"regimes-apart/{_slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
+    ),
+    _beside(  # with the margin chosen after blend-apart: judged on the README's streams (seeds 0-9), Poisson arrivals
+        "blend-margin-figures",
+        BLEND_MARGIN,
+        {label: (f"{REGIME_RUNS[label][0]}/results.json", *REGIME_RUNS[label][1:]) for label in ("dgx8x8, Poisson", "mixed, Poisson")},
     ),
     _evaluate(  # ...and in PAC-ML's loss setting, against lean (issue 29's target there)
         "blend-pacml",
