@@ -108,6 +108,13 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
             [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0],
             "a70d8b5032ef9bfe",
         ),
+        (  # blend.toml with teacher_margin = 0.1 (blend-margin.toml): the default teaches only dgx8x8 at 0.7-1.3
+            "blend-margin.pt",
+            "dgx8x8",
+            "daily",
+            [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0],
+            "2700141ad16e00f1",
+        ),
     ],
 )
 def test_shipped_policies_make_the_pinned_decisions(policy_file, cluster, structure, degrees, digest):
