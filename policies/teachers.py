@@ -221,8 +221,13 @@ def with_baseline(config: TrainConfig, members: dict[str, str] | None) -> TrainC
 
 
 def check_baseline_early(config: TrainConfig) -> None:
-    """Refuse a baseline that the first episode would (a heuristic that needs tuning, a table short of a regime) in one line."""
+    """Refuse a baseline that the first episode would (a heuristic that needs tuning, a table short of a regime), or a teacher
+    candidate that cannot be built, in one line."""
     check_heuristics(config.env)
+    if config.train.teacher_candidates:  # each built once now: an unknown policy file is one line before any tuning
+        context = PolicyContext(load_cluster(config.env.all_clusters[0]), config.env.max_degree)
+        for name in config.train.teacher_candidates:
+            make_policy(name, context)
     teacher = config.train.imitation_teacher
     if config.train.ppo_baseline and not tuned_per_regime(teacher):
         try:

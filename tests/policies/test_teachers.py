@@ -140,3 +140,8 @@ def test_teacher_candidates_need_a_teacher_tuned_per_regime_and_policy_names():
         TrainConfig(env=env, train=TrainSection(imitation_teacher="lean", teacher_candidates=["learned:default"]))
     with pytest.raises(PlacerError):
         TrainConfig(env=env, train=TrainSection(imitation_teacher="best", teacher_candidates=["nonsense:3"]))
+    from policies.teachers import check_baseline_early
+
+    unknown = TrainConfig(env=env, train=TrainSection(imitation_teacher="best", teacher_candidates=["learned:nosuch"]))
+    with pytest.raises(PlacerError, match="unknown policy 'learned:nosuch'"):  # before any tuning, not in a worker after it
+        check_baseline_early(unknown)
