@@ -45,14 +45,11 @@ class _Parsed(Protocol):
 T = TypeVar("T", bound=_Parsed)
 
 
-def tune_regime(
-    config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates: Sequence[str] = (), margin: float = 0.0
-) -> tuple[str, dict[str, float]]:
-    """The member ``best`` runs in the regimes ``rows`` (one, or several pooled: the member with the least mean avoidable
-    blocking over all of them, as ``single-best`` chooses) and every candidate's mean avoidable blocking on their tuning
-    streams. ``candidates``: more policies (any registered name, e.g. ``learned:default``) scored on the same streams; the
-    one that blocks least is the member where it blocks less than (1 - ``margin``) x the heuristic families' best (ties go
-    to the heuristic, then the first listed)."""
+def _scored(config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates: Sequence[str] = ()) -> tuple[str, dict[str, float]]:
+    """The heuristic families' best in the regimes ``rows`` (the member ``best`` runs in one; pooled over several, the one
+    with the least mean avoidable blocking over all of them, as ``single-best`` chooses) and the mean avoidable blocking on
+    their tuning streams of every family member and of each of ``candidates``: more policies (any registered name, e.g.
+    ``learned:default``) scored on the same streams, of which :func:`chosen_member` makes one the member where it leads."""
     clusters = {cluster.name: cluster for cluster in map(load_cluster, config.all_clusters)}  # rows name clusters as reset's info does
     costs = {name: CostModel(clusters[name], strategy=config.strategy) for name in dict.fromkeys(row["cluster"] for row in rows)}
     workloads = [variant_of(config, row).workload for row in rows]
@@ -71,13 +68,22 @@ def tune_regime(
     for name in candidates:
         policy = make_policy(name, context)
         blocking[name] = float(np.mean([tuning.blocking(policy, TUNING_METRIC) for tuning in tunings]))  # each regime weighted alike
-    return chosen_member(str(tuned.chosen), blocking, candidates, margin), blocking
+    return str(tuned.chosen), blocking
+
+
+def tune_regime(
+    config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates: Sequence[str] = (), margin: float = 0.0
+) -> tuple[str, dict[str, float]]:
+    """The member of the regimes ``rows`` and every candidate's score, as :func:`_scored` scores them and
+    :func:`chosen_member` chooses."""
+    family_best, blocking = _scored(config, rows, candidates)
+    return chosen_member(family_best, blocking, candidates, margin), blocking
 
 
 def chosen_member(family_best: str, blocking: Mapping[str, float], candidates: Sequence[str], margin: float = 0.0) -> str:
     """The candidate that blocks least (the first of equals) if it blocks less than (1 - ``margin``) x ``family_best``'s
-    ``blocking`` (and less than it), else ``family_best``."""
-    bar = min((1.0 - margin) * blocking[family_best], blocking[family_best])
+    ``blocking`` (``margin`` >= 0), else ``family_best``."""
+    bar = (1.0 - margin) * blocking[family_best]
     leading = [name for name in candidates if blocking[name] < bar]
     return min(leading, key=blocking.__getitem__) if leading else family_best
 
@@ -96,8 +102,8 @@ def _by_spec(items: Sequence[T], spec: str) -> T:
     return next(item for item in items if item.spec == spec)
 
 
-def _tune_group(args: tuple[EnvConfig, list[dict[str, Any]], tuple[str, ...], float]) -> tuple[str, dict[str, float]]:
-    return tune_regime(*args)
+def _score_group(args: tuple[EnvConfig, list[dict[str, Any]], tuple[str, ...]]) -> tuple[str, dict[str, float]]:
+    return _scored(*args)
 
 
 def regime_members(
@@ -124,20 +130,21 @@ def regime_members(
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for row in regimes(config):
         groups.setdefault(tuple(v for k, v in row.items() if k not in pooled), []).append(row)
-    jobs = [(config, rows, tuple(candidates), margin) for rows in groups.values()]
+    jobs = [(config, rows, tuple(candidates)) for rows in groups.values()]
     bar = dict(total=len(jobs), desc="tuning best per regime", unit="regime", disable=not progress, leave=False)
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            chosen = list(tqdm(pool.map(_tune_group, jobs), **bar))
+            scored = list(tqdm(pool.map(_score_group, jobs), **bar))
     else:
-        chosen = [_tune_group(job) for job in tqdm(jobs, **bar)]
-    if scores is not None:
-        for rows, (_, blocking) in zip(groups.values(), chosen, strict=True):
-            heuristics = {name: value for name, value in blocking.items() if name not in candidates}
-            family_best = min(heuristics, key=heuristics.__getitem__)  # min keeps the first of equals, as best does
+        scored = [_score_group(job) for job in tqdm(jobs, **bar)]
+    members: dict[str, str] = {}
+    for rows, (family_best, blocking) in zip(groups.values(), scored, strict=True):
+        member = chosen_member(family_best, blocking, candidates, margin)
+        members.update((regime_key(row), member) for row in rows)
+        if scores is not None:
             kept = {family_best: blocking[family_best], **{name: blocking[name] for name in candidates}}
             scores[regime_key({**rows[0], **dict.fromkeys(pooled, "*")})] = kept
-    return {regime_key(row): member for rows, (member, _) in zip(groups.values(), chosen, strict=True) for row in rows}
+    return members
 
 
 class Teachers:
