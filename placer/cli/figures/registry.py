@@ -263,10 +263,11 @@ FIGURES: tuple[Figure, ...] = (
     _beside(  # taught by the default where it blocked less in tuning, on the streams apart (seeds 100-109)...
         "blend-apart", BLEND, {label: (f"regimes-apart/{_slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
     ),
-    _beside(  # with the margin chosen after blend-apart: judged on the README's streams (seeds 0-9), Poisson arrivals
+    _beside(  # with the margin chosen after blend-apart: judged on the README's streams (seeds 0-9), the unseen cluster and
+        # the Philly trace's arrivals included
         "blend-margin-figures",
         BLEND_MARGIN,
-        {label: (f"{REGIME_RUNS[label][0]}/results.json", *REGIME_RUNS[label][1:]) for label in ("dgx8x8, Poisson", "mixed, Poisson")},
+        {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
     ),
     _evaluate(  # ...and in PAC-ML's loss setting, against lean (issue 29's target there)
         "blend-pacml",
