@@ -93,4 +93,6 @@ class TrainConfig(BaseModel):
 
 
 def load_train_config(path: str | Path) -> TrainConfig:
-    return load_toml(Path(path), TrainConfig, what="training config")
+    """The training config of a TOML file, which may start with ``extends = "other.toml"``: that config with this file's
+    tables merged in (:func:`placer.common.tomlfile.merged`; a list, e.g. ``settings``, is replaced whole)."""
+    return load_toml(Path(path), TrainConfig, what="training config", extends=True)
