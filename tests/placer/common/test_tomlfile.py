@@ -40,21 +40,55 @@ def test_without_extends_allowed_the_key_is_left_for_validation_to_refuse(tmp_pa
     assert read_toml(path, what="config") == {"extends": "base.toml"}
 
 
+CHAIN = {"c.toml": 'extends = "d.toml"\n', "d.toml": 'extends = "e.toml"\n'}
+
+
 @pytest.mark.parametrize(
     ("files", "message"),
     [
-        ({"c.toml": 'extends = "c.toml"\n'}, "extends itself"),
-        ({"c.toml": 'extends = "d.toml"\n', "d.toml": 'extends = "c.toml"\n'}, "extends itself"),
-        ({"c.toml": "extends = 3\n"}, "3 is not a file name"),
-        ({"c.toml": 'extends = "missing.toml"\n'}, "missing.toml"),
-        ({"c.toml": 'extends = "d.toml"\n', "d.toml": "[env\n"}, "d.toml: invalid TOML"),
+        ({"c.toml": 'extends = "c.toml"\n'}, "c.toml -> .*c.toml: extends goes round in a circle"),
+        ({**CHAIN, "e.toml": 'extends = "c.toml"\n'}, "c.toml -> .*d.toml -> .*e.toml -> .*c.toml: extends goes round"),
+        ({**CHAIN, "e.toml": 'extends = "d.toml"\n'}, "e.toml -> .*d.toml: extends goes round"),
+        ({"c.toml": "extends = 3\n"}, "c.toml: extends: 3 is not a file name"),
+        ({"c.toml": 'extends = ""\n'}, "c.toml: extends: '' is not a file name"),
+        ({"c.toml": 'extends = "a\\u0000b.toml"\n'}, "is not a file name"),
+        ({"c.toml": 'extends = "missing.toml"\n'}, "cannot read config .*missing.toml.* \\(named by extends in .*c.toml\\)"),
+        ({"c.toml": 'extends = "."\n'}, "cannot read config .*named by extends in .*c.toml"),
+        ({"c.toml": 'extends = "d.toml"\n', "d.toml": "[env\n"}, "d.toml: invalid TOML: .* \\(named by extends in .*c.toml\\)"),
     ],
 )
-def test_a_bad_chain_is_one_line(tmp_path, files, message):
+def test_a_bad_chain_is_one_line_naming_the_file_at_fault(tmp_path, files, message):
     for name, text in files.items():
         _write(tmp_path, name, text)
     with pytest.raises(PlacerError, match=message):
         read_toml(tmp_path / "c.toml", what="config", extends=True)
+
+
+def test_a_loop_of_symbolic_links_is_one_line(tmp_path):
+    (tmp_path / "a.toml").symlink_to(tmp_path / "b.toml")
+    (tmp_path / "b.toml").symlink_to(tmp_path / "a.toml")
+    _write(tmp_path, "c.toml", 'extends = "a.toml"\n')
+    with pytest.raises(PlacerError, match="cannot read config .*a.toml"):
+        read_toml(tmp_path / "c.toml", what="config", extends=True)
+
+
+def test_a_linked_config_extends_relative_to_the_file_it_links_to(tmp_path):
+    shipped, elsewhere = tmp_path / "shipped", tmp_path / "elsewhere"
+    shipped.mkdir()
+    elsewhere.mkdir()
+    _write(shipped, "base.toml", "[train]\nseed = 1\n")
+    _write(shipped, "child.toml", 'extends = "base.toml"\n[train]\nsteps = 2\n')
+    (elsewhere / "mine.toml").symlink_to(shipped / "child.toml")
+    assert read_toml(elsewhere / "mine.toml", what="config", extends=True) == {"train": {"seed": 1, "steps": 2}}
+
+
+def test_a_bad_value_in_a_base_names_the_chain(tmp_path):
+    from policies.config import load_train_config
+
+    _write(tmp_path, "base.toml", '[env]\nclusters = ["dgx8x8"]\n[ppo]\nn_envs = 0\n')
+    child = _write(tmp_path, "child.toml", 'extends = "base.toml"\n[train]\nseed = 5\n')
+    with pytest.raises(PlacerError, match=r"child.toml \(extends .*base.toml\): ppo.n_envs: Input should be greater"):
+        load_train_config(child)
 
 
 def test_a_shipped_config_that_extends_loads_as_its_base_with_its_own_keys():
@@ -66,7 +100,8 @@ def test_a_shipped_config_that_extends_loads_as_its_base_with_its_own_keys():
     assert child.model_copy(update={"train": base.train}) == base
 
 
-tables = st.recursive(st.integers() | st.lists(st.integers(), max_size=2), lambda inner: st.dictionaries(st.sampled_from("abc"), inner, max_size=3))
+values = st.integers() | st.lists(st.integers(), max_size=2)
+tables = st.recursive(values, lambda inner: st.dictionaries(st.sampled_from("abc"), inner, max_size=3))
 dicts = st.dictionaries(st.sampled_from("abc"), tables, max_size=3)
 
 
@@ -78,3 +113,10 @@ def test_merging_keeps_every_key_and_the_overrides_non_table_values(base, overri
         if not (isinstance(value, dict) and isinstance(base.get(key), dict)):
             assert out[key] == value
     assert merged(out, {}) == out and merged({}, override) == override
+
+
+def test_merging_shares_no_table_with_its_inputs():
+    base, override = {"x": {"y": 1}}, {"z": {"w": [2]}}
+    out = merged(base, override)
+    out["x"]["y"], out["z"]["w"][0] = 5, 6
+    assert (base, override) == ({"x": {"y": 1}}, {"z": {"w": [2]}})
