@@ -15,9 +15,7 @@ graph by id (:mod:`envs.observation`): the policy's graph table holds the arrays
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +26,7 @@ from tqdm.auto import tqdm
 from envs.action import REJECT
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
+from placer.common.pool import spawn_pool
 from placer.sim.types import Place
 from policies.teachers import Teachers
 
@@ -243,7 +242,7 @@ def _collect_in_processes(
         for w, share in enumerate(shares)
         if share
     ]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with spawn_pool(workers) as pool:
         return merge(list(pool.map(_collect_one, jobs)))
 
 

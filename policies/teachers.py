@@ -12,9 +12,7 @@ member. The teacher is *told* the regime; the student sees only what a deployed 
 from __future__ import annotations
 
 import json
-import multiprocessing
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -30,6 +28,7 @@ from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
 from placer.cluster.topology import load_cluster
 from placer.common.atomic import write_atomic
 from placer.common.errors import PlacerError
+from placer.common.pool import spawn_pool
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
@@ -133,7 +132,7 @@ def regime_members(
     jobs = [(config, rows, tuple(candidates)) for rows in groups.values()]
     bar = dict(total=len(jobs), desc="tuning best per regime", unit="regime", disable=not progress, leave=False)
     if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with spawn_pool(workers) as pool:
             scored = list(tqdm(pool.map(_score_group, jobs), **bar))
     else:
         scored = [_score_group(job) for job in tqdm(jobs, **bar)]

@@ -17,12 +17,11 @@ without Ray.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 from placer.common.errors import PlacerError
+from placer.common.pool import spawn_pool
 from placer.evaluate.config import EvaluationConfig
 from placer.evaluate.runner import Runner, Task
 
@@ -60,7 +59,7 @@ def run_tasks(
     config_json = config.model_dump_json()
     if ray_address is not None:
         return _run_on_ray(config_json, todo, ray_address, on_task)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with spawn_pool(workers) as pool:
         futures = [pool.submit(_run, config_json, task) for task in todo]
         outputs = []
         for future in futures:

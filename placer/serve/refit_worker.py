@@ -15,7 +15,6 @@ are :mod:`placer.serve.refit`'s, stated there.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -28,6 +27,7 @@ from placer.calibration.measurements import Row
 from placer.calibration.result import Calibration
 from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
+from placer.common.pool import spawn_executor
 from placer.cost.model import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.simulator import fastest_iteration_s
@@ -138,9 +138,7 @@ class RefitProcess:
             if self._closed:
                 return RefitOutcome({}, error="the service is stopping", pid=os.getpid())
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=os.nice, initargs=(WORKER_NICE,)
-                )
+                self._pool = spawn_executor(1, initializer=os.nice, initargs=(WORKER_NICE,))
             pool = self._pool
         try:
             return pool.submit(refit, job).result()
