@@ -33,6 +33,7 @@ from placer.baselines.policy import Policy, run_policy
 from placer.cli.options import check_seed_range
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import PlacerError, validation_message
+from placer.common.shipped import shipped_policy_file
 from placer.evaluate.config import EvaluationConfig
 from placer.evaluate.runner import Runner, Task
 from placer.sim.options import options
@@ -114,9 +115,9 @@ def families_runner(
 ) -> Runner:
     """``placer evaluate``'s runner on the families figures' streams of one cluster and load: an EDF queue with
     backfilling, job lengths ``loguniform:0.1:10``, ``structure`` arrivals (``iid``: Poisson), ``learned`` from
-    ``policy_file`` (None: the shipped default), seeds from ``first_seed``."""
+    ``policy_file`` (None: ``learned:default``'s, the policy these analyses studied), seeds from ``first_seed``."""
     workload = {"jobs": jobs, "queue": "edf-bf", "size": "loguniform:0.1:10", "beta_dists": betas, "structure": [structure]}
-    extra = {"policy_file": str(policy_file)} if policy_file else {}
+    extra = {"policy_file": str(policy_file or shipped_policy_file("default"))}
     config = {
         "cluster": cluster,
         "policies": policies,
@@ -138,7 +139,7 @@ def regime_parser(doc: str, *, first_seed: int, seeds: int, first_seed_help: str
     parser.add_argument("--first-seed", type=int, default=first_seed, help=first_seed_help)
     parser.add_argument("--seeds", type=int, default=seeds)
     parser.add_argument("--jobs", type=int, default=500)
-    parser.add_argument("--policy-file", type=Path, default=None, help="the learned policy (default: the shipped default.pt)")
+    parser.add_argument("--policy-file", type=Path, default=None, help="the learned policy (default: learned:default's default.pt)")
     parser.add_argument("--workers", type=int, default=2, help="regimes measured at once, each in its own process")
     parser.add_argument("--smoke", action="store_true")
     return parser
@@ -187,7 +188,7 @@ def main() -> None:
     parser.add_argument("--load", type=float, default=0.5)
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=500)
-    parser.add_argument("--policy-file", type=Path, default=None, help="the learned policy (default: the shipped default.pt)")
+    parser.add_argument("--policy-file", type=Path, default=None, help="the learned policy (default: learned:default's default.pt)")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     if args.seeds < 1 or args.jobs < 1 or args.load <= 0:

@@ -18,7 +18,7 @@ from placer.baselines.registry import PolicyContext, make_heuristic
 from placer.baselines.specs import PolicySpec, positive_finite, positive_int
 from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
-from placer.common.shipped import data_dir
+from placer.common.shipped import data_dir, default_policy_file, shipped_policy_file
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job
 from policies.inference import NumpyActor
@@ -27,12 +27,6 @@ from policies.model import load_policy_file
 GRAPH_CACHE_SIZE = 512
 # learned:below=L, :last=K, :waiting=W (Guarded)
 GATE_ARGUMENTS = {"below": positive_finite, "last": positive_finite, "waiting": positive_int}
-
-
-def default_policy_file() -> Path:
-    """The policy ``learned`` loads when no file is given: ``default.pt``, one network for every load of the trained
-    clusters and PAC-ML's loss setting, fine-tuned from ``clone.pt`` by anchored PPO (``data/policies/README.md``)."""
-    return data_dir() / "policies" / "default.pt"
 
 
 class LearnedPolicy(Policy):
@@ -147,7 +141,7 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
         )
         raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
     if None in arguments:
-        path = data_dir() / "policies" / f"{arguments[None]}.pt"
+        path = shipped_policy_file(arguments[None])
     torch.set_num_threads(1)  # one observation at a time: extra threads only add overhead
     threadpool_limits(1, user_api="blas")  # the numpy actor's small matmuls: threads only spin (10x slower on a busy host)
     if not path.exists():

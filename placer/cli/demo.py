@@ -10,7 +10,7 @@ import typer
 
 from placer.cli.app import app, console, progress_bar
 from placer.cli.evaluate import summary_table
-from placer.common.shipped import data_dir
+from placer.common.shipped import default_policy_file
 from placer.graphs.catalog import PACML_GRAPHS, resolve_graph
 
 
@@ -28,10 +28,10 @@ def demo(
     from placer.evaluate.plots import plot_all
     from placer.sim.workload import WorkloadSpec
 
-    shipped = data_dir() / "policies" / "default.pt"
+    shipped = default_policy_file()
     learned = "learned" in plugin_names() and shipped.exists()
     if not learned:
-        console.print("[yellow]learned policy unavailable (install '.[all]' and keep data/policies/default.pt); heuristics only[/]")
+        console.print(f"[yellow]learned policy unavailable (install '.[all]' and keep {shipped}); heuristics only[/]")
     graph = resolve_graph("resnet101")
     console.rule("1. place one job: resnet101 (held out of training), deadline 0.25 x sequential, 8 DGX A100 (dgx8x8)")
     decision = decide_placement(

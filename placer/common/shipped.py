@@ -21,3 +21,19 @@ def data_dir() -> Path:
         return beside
     spec = find_spec("placer.shipped")  # a namespace package (data/ has no __init__.py): take its folder
     return Path(next(iter(spec.submodule_search_locations))) if spec and spec.submodule_search_locations else beside
+
+
+DEFAULT_POLICY = "blend-quiet"
+# The shipped policy ``learned`` loads when no file is given (``data/policies/README.md``): the one found no worse than
+# `best` in every regime of the README's table, paired (docs/learning.md). ``learned:NAME`` loads ``NAME.pt`` whatever
+# this is, so ``learned:default`` stays ``default.pt``, the earlier default and this one's teacher under load.
+
+
+def shipped_policy_file(name: str) -> Path:
+    """The shipped policy ``learned:NAME``'s file."""
+    return data_dir() / "policies" / f"{name}.pt"
+
+
+def default_policy_file() -> Path:
+    """The file of :data:`DEFAULT_POLICY`."""
+    return shipped_policy_file(DEFAULT_POLICY)

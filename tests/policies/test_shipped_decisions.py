@@ -115,6 +115,13 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
             [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0],
             "2700141ad16e00f1",
         ),
+        (  # blend-margin.toml with 3.5x the episodes at load 0.5 (blend-quiet.toml): the same teacher table
+            "blend-quiet.pt",
+            "dgx8x8",
+            "daily",
+            [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 3, 0, 0, 0],
+            "b549d6ae534c885c",
+        ),
     ],
 )
 def test_shipped_policies_make_the_pinned_decisions(policy_file, cluster, structure, degrees, digest):

@@ -110,15 +110,16 @@ def _tuning_blocking(config, row, policy) -> float:
 def test_a_learned_candidate_teaches_the_regimes_it_is_chosen_for():
     pytest.importorskip("torch")
     import envs
+    from placer.common.shipped import shipped_policy_file
     from policies.imitation import teacher_action
-    from policies.loading import LearnedPolicy, default_policy_file
+    from policies.loading import LearnedPolicy
 
     low, high = (regime_key(r) for r in regimes(CONFIG))
     teachers = Teachers("best", 16, {low: "lean", high: "learned:default"})
     low_info, high_info = (dict(r) for r in regimes(CONFIG))
     assert teachers.for_episode(high_info).name == "learned:default" and teachers.for_episode(low_info).name == "lean"
     by_table = collect(CONFIG, "best", 1, seed=3, members={low: "learned:default", high: "learned:default"})  # its first episode
-    env, learned = envs.ClusterPlacementEnv(CONFIG), LearnedPolicy.from_file(default_policy_file())
+    env, learned = envs.ClusterPlacementEnv(CONFIG), LearnedPolicy.from_file(shipped_policy_file("default"))
     env.reset(seed=3)
     learned.reset(np.random.default_rng(3))
     actions, done = [], False

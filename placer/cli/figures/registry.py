@@ -3,6 +3,7 @@ result files and how they render. Add a figure here and a ``<!-- figure: NAME --
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from placer.cli.figures.core import Figure, Step
@@ -53,6 +54,7 @@ CANDIDATE = "learned:targeted"  # data/configs/targeted.toml's policy: PPO on th
 ADVISED = "learned:advised"  # data/configs/advised.toml's clone, shown its teacher's members' decisions (envs/advice.py)
 BLEND = "learned:blend"  # data/configs/blend.toml's: as advised, taught by learned:default where that blocked less in tuning
 BLEND_MARGIN = "learned:blend-margin"  # blend-margin.toml's: ...only where it led by 10 % (judged on the README's streams)
+BLEND_QUIET = "learned:blend-quiet"  # blend-quiet.toml's: blend-margin's training with 3.5x the episodes at load 0.5
 NEVER_HOLD_SEEDS = "--first-seed 100 --seeds 3"  # gate-waiting's streams
 WAITING_GATES = "best,learned:default:waiting=2,learned:default:waiting=3,learned:default:waiting=4"
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
@@ -69,16 +71,23 @@ AGAINST_SINGLE_BEST: dict[str, Any] = {"against": "single-best", "outcomes": Tru
 
 
 def _regime_figure(
-    name: str, policies: str, runs: dict[str, tuple[str, str]], options: str, beside: dict[str, str], *, least: bool, only: tuple[str, ...]
+    name: str,
+    policies: str,
+    runs: dict[str, tuple[str, str]],
+    options: str,
+    beside: Mapping[str, tuple[str, ...]],
+    *,
+    least: bool,
+    only: tuple[str, ...],
 ) -> Figure:
     """``placer evaluate OPTIONS --policies POLICIES`` in each regime of ``runs`` (label -> (cluster, extra options)),
-    rendered as the README's regime table with ``beside``'s result files (label -> a file of the same streams) paired in."""
+    rendered as the README's regime table with ``beside``'s result files (label -> files of the same streams) paired in."""
     steps = tuple(
         Step(f"placer evaluate --cluster {cluster} {options}{extra} --policies {policies} --out runs/figures/{name}/{_slug(label)}")
         for label, (cluster, extra) in runs.items()
     )
     keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in runs}
-    files = {label: (*((beside[label],) if label in beside else ()), f"{name}/{_slug(label)}.json") for label in runs}
+    files = {label: (*beside.get(label, ()), f"{name}/{_slug(label)}.json") for label in runs}
     presets = tuple(dict.fromkeys(cluster for cluster, _ in runs.values()))
     return Figure(name, LEARNING_MD, presets, steps, regimes(files, least=least, only=only), keep=keep)
 
@@ -88,19 +97,22 @@ def _apart(name: str, policies: str, *, seeds: int, least: bool = False, beside:
     rendered as the README's regime table (``least``: ending with the learned variant that blocks least; ``beside``:
     another such figure of the same seeds whose policies show too, ``learned:default`` and the three tuned ones)."""
     options = REGIMES.replace("--seeds 10", f"--first-seed 100 --seeds {seeds}")
-    files = {label: f"{beside}/{_slug(label)}.json" for label in APART} if beside else {}
+    files = {label: (f"{beside}/{_slug(label)}.json",) for label in APART} if beside else {}
     only = ("single-best", "best", "adaptive", "learned:default", *policies.split(",")) if beside else ()
     return _regime_figure(name, policies, APART, options, files, least=least, only=only)
 
 
-def _beside(name: str, policies: str, runs: dict[str, tuple[str, str, str]], *, first_seed: int = 0) -> Figure:
+def _beside(
+    name: str, policies: str, runs: dict[str, tuple[str, str, str]], *, first_seed: int = 0, also: tuple[tuple[str, str], ...] = ()
+) -> Figure:
     """``policies`` alone on the streams of other figures' evaluations (``runs``: label -> (their result file, cluster, extra
     options); 10 seeds from ``first_seed``), rendered as the README's regime table with those evaluations' tuned
-    heuristics and ``learned:default`` beside them, paired on the same streams, ending with the learned policy that blocks least."""
+    heuristics and ``learned:default`` beside them, paired on the same streams, ending with the learned policy that blocks
+    least. ``also``: (figure, policy) pairs of earlier such figures of the same labels whose policy shows too."""
     options = REGIMES.replace("--seeds 10", "--seeds 10" if first_seed == 0 else f"--first-seed {first_seed} --seeds 10")
     regimes_of = {label: (cluster, extra) for label, (_, cluster, extra) in runs.items()}
-    files = {label: other for label, (other, _, _) in runs.items()}
-    only = ("single-best", "best", "adaptive", "learned:default", *policies.split(","))
+    files = {label: (other, *(f"{figure}/{_slug(label)}.json" for figure, _ in also)) for label, (other, _, _) in runs.items()}
+    only = ("single-best", "best", "adaptive", "learned:default", *(policy for _, policy in also), *policies.split(","))
     return _regime_figure(name, policies, regimes_of, options, files, least=True, only=only)
 
 
@@ -211,7 +223,10 @@ FIGURES: tuple[Figure, ...] = (
         "README.md",
         ("dgx8x8", "mixed", "dgxh100"),
         (),
-        regimes({label: (f"{name}/results.json",) for label, (name, _, _) in REGIME_RUNS.items()}),
+        regimes(  # with the shipped `learned` (blend-quiet) on the same streams, beside its predecessor and PAC-ML's clone
+            {label: (f"{name}/results.json", f"blend-quiet-figures/{_slug(label)}.json") for label, (name, _, _) in REGIME_RUNS.items()},
+            only=("single-best", "best", "adaptive", "learned:pacml", "learned:default", BLEND_QUIET),
+        ),
     ),
     *(
         _evaluate(name, LEARNING_MD, (cluster,), f"--cluster {cluster} {REGIMES}{extra} --policies {FAMILIES}", **AGAINST_SINGLE_BEST)
@@ -269,11 +284,24 @@ FIGURES: tuple[Figure, ...] = (
         BLEND_MARGIN,
         {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
     ),
+    _beside(  # more of the quiet end in training: the same streams as blend-margin-figures
+        "blend-quiet-figures",
+        BLEND_QUIET,
+        {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
+        also=(("blend-margin-figures", BLEND_MARGIN),),
+    ),
     _evaluate(  # ...and in PAC-ML's loss setting, against lean (issue 29's target there)
         "blend-pacml",
         LEARNING_MD,
         ("pacml",),
         f"--cluster pacml {ABCD} {FIVE} --policies lean,learned:default,{BLEND} --workers 2",
+        against="lean",
+    ),
+    _evaluate(  # blend-margin and blend-quiet (a quarter of its episodes there, blend-margin's half) in PAC-ML's loss setting
+        "blend-quiet-pacml",
+        LEARNING_MD,
+        ("pacml",),
+        f"--cluster pacml {ABCD} {FIVE} --policies lean,learned:default,{BLEND_MARGIN},{BLEND_QUIET} --workers 2",
         against="lean",
     ),
     Figure(  # the families figures' seeds 0-9 and regimes-apart's 100-109 together: 80 paired streams a regime
