@@ -48,7 +48,8 @@ from placer.cost import CostModel
 from placer.baselines.registry import make_heuristic
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Job
-from policies.loading import LearnedPolicy, default_policy_file
+from placer.common.shipped import default_policy_file
+from policies.loading import LearnedPolicy
 
 decisions = int(sys.argv[1])
 graphs = [resolve_graph(g) for g in ("alexnet", "vgg16", "resnet18", "gnmt", "resnet50", "densenet121")]

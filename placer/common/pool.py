@@ -3,7 +3,8 @@
 ``concurrent.futures.ProcessPoolExecutor`` used as a context manager waits, on any exception (Ctrl-C, or SIGTERM
 turned into one by ``placer train``), for every task still queued: an interrupted evaluation goes on computing, and a
 caller killed while it waits leaves its spawn workers running as orphans. :func:`spawn_pool` cancels the queued tasks
-and terminates the workers instead, and shuts down as usual when the block ends normally.
+and terminates the workers instead, and shuts down as usual when the block ends normally. A task's own exception,
+re-raised in the block by ``future.result()``, ends the block the same way: its sibling tasks are stopped too.
 """
 
 from __future__ import annotations
@@ -23,28 +24,30 @@ def spawn_executor(workers: int, *, initializer: Callable[..., Any] | None = Non
 
 @contextmanager
 def spawn_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
-    """:func:`spawn_executor` for the block's tasks; on an exception in the block (Ctrl-C or SIGTERM included), queued tasks
-    are cancelled and the workers terminated before it propagates."""
+    """:func:`spawn_executor` for the block's tasks; on an exception in the block (Ctrl-C or SIGTERM included), or one
+    that interrupts the final wait for the workers, queued tasks are cancelled and the workers terminated before it
+    propagates."""
     pool = spawn_executor(workers)
     try:
         yield pool
+        pool.shutdown(wait=True)
     except BaseException:
         terminate(pool)
         raise
-    pool.shutdown(wait=True)
 
 
 def terminate(pool: ProcessPoolExecutor) -> None:
-    """Cancel ``pool``'s queued tasks and end its worker processes now (Python 3.14's ``terminate_workers``, else the same
-    by hand)."""
+    """Cancel ``pool``'s queued tasks and end its worker processes now, returning once they have exited."""
+    # ``_processes`` (pid -> Process) is CPython's, present since 3.2; Python 3.14's public ``terminate_workers`` does
+    # the same but does not wait for the processes to exit, so they are taken first and joined after either path.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
     stop = getattr(pool, "terminate_workers", None)
     if stop is not None:
         stop()
-        return
-    processes = list((getattr(pool, "_processes", None) or {}).values())  # before shutdown forgets them
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
+    else:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
     for process in processes:
         process.join(timeout=5)
