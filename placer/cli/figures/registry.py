@@ -297,6 +297,15 @@ FIGURES: tuple[Figure, ...] = (
         f"--cluster pacml {ABCD} {FIVE} --policies lean,learned:default,{BLEND} --workers 2",
         against="lean",
     ),
+    _regime_figure(  # the shipped learned (blend-quiet) at loads no policy here was trained on, beside families-unseen-loads
+        "blend-quiet-unseen-loads",
+        BLEND_QUIET,
+        {"dgx8x8, Poisson": ("dgx8x8", "")},
+        REGIMES.replace("--load 0.5,0.9,1.3", "--load 0.6,1.0,1.4"),
+        {"dgx8x8, Poisson": ("families-unseen-loads/results.json",)},
+        least=True,
+        only=("single-best", "best", "adaptive", "learned:pacml", "learned:default", BLEND_QUIET),
+    ),
     _evaluate(  # blend-margin and blend-quiet (a quarter of its episodes there, blend-margin's half) in PAC-ML's loss setting
         "blend-quiet-pacml",
         LEARNING_MD,
