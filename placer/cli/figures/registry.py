@@ -55,6 +55,8 @@ ADVISED = "learned:advised"  # data/configs/advised.toml's clone, shown its teac
 BLEND = "learned:blend"  # data/configs/blend.toml's: as advised, taught by learned:default where that blocked less in tuning
 BLEND_MARGIN = "learned:blend-margin"  # blend-margin.toml's: ...only where it led by 10 % (judged on the README's streams)
 BLEND_QUIET = "learned:blend-quiet"  # blend-quiet.toml's: blend-margin's training with 3.5x the episodes at load 0.5
+# the policies shown beside the shipped learned (blend-quiet): the heuristics told and untold the regime, its predecessor, PAC-ML's clone
+SHIPPED_BESIDE = ("single-best", "best", "adaptive", "learned:pacml", "learned:default", BLEND_QUIET)
 NEVER_HOLD_SEEDS = "--first-seed 100 --seeds 3"  # gate-waiting's streams
 WAITING_GATES = "best,learned:default:waiting=2,learned:default:waiting=3,learned:default:waiting=4"
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
@@ -225,7 +227,7 @@ FIGURES: tuple[Figure, ...] = (
         (),
         regimes(  # with the shipped `learned` (blend-quiet) on the same streams, beside its predecessor and PAC-ML's clone
             {label: (f"{name}/results.json", f"blend-quiet-figures/{_slug(label)}.json") for label, (name, _, _) in REGIME_RUNS.items()},
-            only=("single-best", "best", "adaptive", "learned:pacml", "learned:default", BLEND_QUIET),
+            only=SHIPPED_BESIDE,
         ),
     ),
     *(
@@ -304,7 +306,7 @@ FIGURES: tuple[Figure, ...] = (
         REGIMES.replace("--load 0.5,0.9,1.3", "--load 0.6,1.0,1.4"),
         {"dgx8x8, Poisson": ("families-unseen-loads/results.json",)},
         least=True,
-        only=("single-best", "best", "adaptive", "learned:pacml", "learned:default", BLEND_QUIET),
+        only=SHIPPED_BESIDE,
     ),
     _evaluate(  # blend-margin and blend-quiet (a quarter of its episodes there, blend-margin's half) in PAC-ML's loss setting
         "blend-quiet-pacml",
