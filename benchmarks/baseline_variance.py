@@ -1,6 +1,6 @@
 """How much of the return the arrivals decide: its variance with and without the input-dependent baseline.
 
-    python benchmarks/baseline_variance.py [--episodes 16] [--policy data/policies/regimes.pt] [--smoke]
+    python benchmarks/baseline_variance.py [--episodes 16] [--policy experiments/policies/regimes.pt] [--smoke]
 
 Plays ``--episodes`` episodes of the policy file's own environment (greedy actions; seeds 10,000 on, apart from
 training's) twice, once with the plain reward and once less what each episode's regime's member of ``best`` earns

@@ -1,8 +1,8 @@
 """How many decisions one teacher episode takes in each regime of a training config: what a warm start's budget of
 ``imitation_steps`` decisions buys in episodes, and so in regimes covered.
 
-    python benchmarks/demonstration_steps.py [--config data/configs/clone.toml]
-        [--members data/policies/clone.imitation.json] [--seed 1] [--smoke]
+    python benchmarks/demonstration_steps.py [--config experiments/configs/clone.toml]
+        [--members experiments/policies/clone.imitation.json] [--seed 1] [--smoke]
 
 For each cluster x load of every setting of ``--config`` (beta C, Poisson arrivals: one stream each, seed ``--seed``),
 plays one episode of the member of ``best`` that the warm start recorded for that regime (``--members``: a

@@ -1,7 +1,7 @@
 """Where a learned policy departs from the per-regime ``best`` and which of its extra blocks those departures cause.
 
     python benchmarks/departures.py [--cluster mixed] [--load 0.5] [--seeds 10] [--jobs 500]
-        [--policy-file data/policies/default.pt] [--smoke]
+        [--policy-file experiments/policies/default.pt] [--smoke]
 
 On ``--seeds`` paired streams of each beta distribution A-D (an EDF queue with backfilling, job lengths
 ``loguniform:0.1:10``, Poisson arrivals: the families figures' streams), runs ``learned`` and, at each offer it

@@ -1,7 +1,7 @@
 """The state of the cluster at each hold of the learned policy that another policy would place: what a gate could read.
 
     python benchmarks/hold_states.py [--cluster dgx8x8,mixed] [--load 0.5,0.9,1.3] [--structure iid,daily] [--by best]
-        [--first-seed 200] [--seeds 4] [--jobs 500] [--policy-file data/policies/default.pt] [--workers 2] [--smoke]
+        [--first-seed 200] [--seeds 4] [--jobs 500] [--policy-file experiments/policies/default.pt] [--workers 2] [--smoke]
 
 On the families figures' streams of each regime (``--seeds`` paired streams from ``--first-seed`` of each beta
 distribution A-D, an EDF queue with backfilling, job lengths ``loguniform:0.1:10``, Poisson arrivals or the daily

@@ -1,7 +1,7 @@
 """The room in a learned policy's holds: the policy with each hold replaced by the placement another policy makes there.
 
     python benchmarks/overrides.py [--cluster dgx8x8,mixed] [--load 0.5,0.9,1.3] [--by best] [--below L] [--waiting W]
-        [--structure iid] [--first-seed 0] [--seeds 5] [--jobs 500] [--policy-file data/policies/default.pt] [--workers 2] [--smoke]
+        [--structure iid] [--first-seed 0] [--seeds 5] [--jobs 500] [--policy-file experiments/policies/default.pt] [--workers 2] [--smoke]
 
 On the families figures' streams of each cluster and load (``--seeds`` paired streams of each beta distribution A-D,
 an EDF queue with backfilling, job lengths ``loguniform:0.1:10``, Poisson arrivals or ``--structure daily``), runs

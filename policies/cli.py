@@ -23,19 +23,33 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option(help="copy the final policy here only if it blocks no more jobs than its teacher's online rule")
         ] = None,
     ) -> None:
-        """Train a placement policy with MaskablePPO; the final policy lands in OUT/policy.pt, the best validated one in OUT/best.pt."""
-        from policies.config import load_train_config
-        from policies.train import train as run_training
+        """Train a placement policy: one run (the final policy in OUT/policy.pt, the best validated one in OUT/best.pt), or a
+        recipe (a config with a [recipe] table, e.g. data/configs/placer.toml): clone, RL over several seeds, distil and a
+        per-regime validation against best, each stage in its own folder of OUT, the student in OUT/distil/policy.pt and its
+        card in OUT/card.json."""
+        from placer.common.errors import PlacerError
+        from policies.recipe import is_recipe, load_recipe, run_recipe
+        from policies.train import check_promote_target
 
         def report(message: str) -> None:
             typer.echo(message, err=True)
 
+        if device is not None and device not in ("auto", "cpu", "cuda"):
+            raise PlacerError(f"--device must be auto, cpu or cuda, got {device!r}")
+        if promote is not None:
+            check_promote_target(promote)  # before anything slow: a bad path is one line now, not after the run
+        if is_recipe(config):
+            recipe = load_recipe(config, out)
+            if device is not None:
+                recipe = recipe.with_device(device)
+            student = run_recipe(recipe, out, resume=resume, force=force, timesteps=timesteps, report=report, promote=promote)
+            typer.echo(f"wrote {student} and {out / 'card.json'}")
+            return
+        from policies.config import load_train_config
+        from policies.train import train as run_training
+
         settings = load_train_config(config)
         if device is not None:
-            from placer.common.errors import PlacerError
-
-            if device not in ("auto", "cpu", "cuda"):
-                raise PlacerError(f"--device must be auto, cpu or cuda, got {device!r}")
             settings = settings.model_copy(update={"train": settings.train.model_copy(update={"device": device})})
         final = run_training(settings, out, timesteps=timesteps, resume=resume, force=force, report=report, promote=promote)
         typer.echo(f"wrote {final}")

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from envs.config import EnvConfig
 from placer.baselines.specs import PolicySpec
 from placer.common.errors import PlacerError
-from placer.common.tomlfile import load_toml
+from placer.common.tomlfile import load_toml, read_toml
 
 REGIME_TEACHERS = ("best",)  # teachers tuned per regime (policies.teachers)
 
@@ -60,6 +60,9 @@ class TrainSection(BaseModel):
     # best: a candidate is the member only where it blocks at least this fraction fewer avoidable jobs than the families' best
     # (tuning streams are few: a small lead there is often noise, docs/learning.md)
     teacher_margin: float = Field(0.0, ge=0, lt=1)
+    # best: the policy file a plain `learned` candidate runs (default: the shipped policy); the recipe names the winner of
+    # its RL stage here (policies.recipe)
+    candidate_policy_file: str | None = None
     imitation_steps: int = Field(0, ge=0)  # decisions to record; 0 skips the warm start
     imitation_per_episode: int = Field(0, ge=0)  # record at most this many decisions of an episode (uniformly); 0: all of them
     imitation_epochs: int = Field(5, ge=1)
@@ -87,6 +90,8 @@ class TrainConfig(BaseModel):
             PolicySpec.parse(name)  # a bad teacher is one line now, not after the whole run
         if self.train.teacher_candidates and not tuned_per_regime(self.train.imitation_teacher):
             raise PlacerError(f"teacher_candidates: the teacher {self.train.imitation_teacher!r} is not tuned per regime (use best)")
+        if self.train.candidate_policy_file and not self.train.teacher_candidates:
+            raise PlacerError("candidate_policy_file names the file of a `learned` teacher candidate: list one in teacher_candidates")
         if self.train.ppo_baseline and self.env.baseline is not None:
             raise PlacerError("set [env] baseline or [train] ppo_baseline (the teacher as the baseline), not both")
         return self
@@ -95,4 +100,7 @@ class TrainConfig(BaseModel):
 def load_train_config(path: str | Path) -> TrainConfig:
     """The training config of a TOML file, which may start with ``extends = "other.toml"``: that config with this file's
     tables merged in (:func:`placer.common.tomlfile.merged`; a list, e.g. ``settings``, is replaced whole)."""
+    data = read_toml(Path(path), what="training config", extends=True)
+    if "recipe" in data:
+        raise PlacerError(f"{path}: a config with a [recipe] table is a recipe of several runs: run it with policies.recipe (placer train)")
     return load_toml(Path(path), TrainConfig, what="training config", extends=True)

@@ -86,6 +86,7 @@ def collect(
     temperature: float = 0.0,
     members: Mapping[str, str] | None = None,
     per_episode: int = 0,
+    policy_file: str | None = None,
 ) -> Demonstrations:
     """Record at least ``steps`` (>= 1) decisions of the heuristic ``teacher`` that had a choice (a progress bar when ``progress``).
 
@@ -101,13 +102,13 @@ def collect(
     teacher such as ``lookahead`` or ``hindsight`` then takes 1 / workers of the time; the learner is copied to each).
     ``temperature`` (jobs) makes a planner's soft targets (:func:`teacher_targets`); 0 keeps them one-hot.
     ``members``: for the teacher ``best``, the member tuned per regime (:func:`policies.teachers.regime_members`);
-    each episode is demonstrated by its regime's member.
+    each episode is demonstrated by its regime's member; ``policy_file``: the file a ``learned`` member runs.
     """
     if workers > 1:
-        return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner, temperature, members, per_episode)
+        return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner, temperature, members, per_episode, policy_file)
     drive = GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
-    teachers = Teachers(teacher, config.max_degree, members)
+    teachers = Teachers(teacher, config.max_degree, members, policy_file)
     recorded: list[_Sample] = []
     returns: list[float] = []  # the discounted return from each recorded decision (its episode played out)
     bar = tqdm(total=steps, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
@@ -217,10 +218,19 @@ def _discounted(rewards: list[float], gamma: float) -> np.ndarray:
 
 
 def _collect_one(args: tuple) -> Demonstrations:
-    config, teacher, steps, seed, gamma, learner, temperature, members, per_episode = args
+    config, teacher, steps, seed, gamma, learner, temperature, members, per_episode, policy_file = args
     torch.set_num_threads(1)
     return collect(
-        config, teacher, steps, seed, gamma=gamma, learner=learner, temperature=temperature, members=members, per_episode=per_episode
+        config,
+        teacher,
+        steps,
+        seed,
+        gamma=gamma,
+        learner=learner,
+        temperature=temperature,
+        members=members,
+        per_episode=per_episode,
+        policy_file=policy_file,
     )
 
 
@@ -235,10 +245,11 @@ def _collect_in_processes(
     temperature: float,
     members: Mapping[str, str] | None,
     per_episode: int,
+    policy_file: str | None,
 ) -> Demonstrations:
     shares = [steps // workers + (w < steps % workers) for w in range(workers)]
     jobs = [
-        (config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature, members, per_episode)
+        (config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature, members, per_episode, policy_file)
         for w, share in enumerate(shares)
         if share
     ]

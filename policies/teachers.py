@@ -11,6 +11,7 @@ member. The teacher is *told* the regime; the student sees only what a deployed 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,7 +26,7 @@ from placer.baselines.best import TUNING_METRIC, Best
 from placer.baselines.policy import Policy, Tuning
 from placer.baselines.registry import PolicyContext, make_heuristic, make_policy
 from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
-from placer.cluster.topology import load_cluster
+from placer.cluster.topology import Cluster, load_cluster
 from placer.common.atomic import write_atomic
 from placer.common.errors import PlacerError
 from placer.common.pool import spawn_pool
@@ -44,11 +45,14 @@ class _Parsed(Protocol):
 T = TypeVar("T", bound=_Parsed)
 
 
-def _scored(config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates: Sequence[str] = ()) -> tuple[str, dict[str, float]]:
+def _scored(
+    config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates: Sequence[str] = (), policy_file: str | None = None
+) -> tuple[str, dict[str, float]]:
     """The heuristic families' best in the regimes ``rows`` (the member ``best`` runs in one; pooled over several, the one
     with the least mean avoidable blocking over all of them, as ``single-best`` chooses) and the mean avoidable blocking on
     their tuning streams of every family member and of each of ``candidates``: more policies (any registered name, e.g.
-    ``learned:default``) scored on the same streams, of which :func:`chosen_member` makes one the member where it leads."""
+    ``learned``, which runs ``policy_file`` when given) scored on the same streams, of which :func:`chosen_member` makes one
+    the member where it leads."""
     clusters = {cluster.name: cluster for cluster in map(load_cluster, config.all_clusters)}  # rows name clusters as reset's info does
     costs = {name: CostModel(clusters[name], strategy=config.strategy) for name in dict.fromkeys(row["cluster"] for row in rows)}
     workloads = [variant_of(config, row).workload for row in rows]
@@ -63,19 +67,28 @@ def _scored(config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates: Se
         raise TypeError(f"best built a {type(best).__name__}")
     tuned = best.tuned(tunings[0])
     blocking = dict(tuned.tuning_blocking or {})
-    context = PolicyContext(clusters[rows[0]["cluster"]], config.max_degree)
+    context = candidate_context(clusters[rows[0]["cluster"]], config.max_degree, policy_file)
     for name in candidates:
         policy = make_policy(name, context)
         blocking[name] = float(np.mean([tuning.blocking(policy, TUNING_METRIC) for tuning in tunings]))  # each regime weighted alike
     return str(tuned.chosen), blocking
 
 
+def candidate_context(cluster: Cluster, max_degree: int, policy_file: str | None) -> PolicyContext:
+    """What a teacher candidate is built with: the cluster, and the policy file a plain ``learned`` runs (None: the shipped)."""
+    return PolicyContext(cluster, max_degree, Path(policy_file) if policy_file else None)
+
+
 def tune_regime(
-    config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates: Sequence[str] = (), margin: float = 0.0
+    config: EnvConfig,
+    rows: Sequence[Mapping[str, Any]],
+    candidates: Sequence[str] = (),
+    margin: float = 0.0,
+    policy_file: str | None = None,
 ) -> tuple[str, dict[str, float]]:
     """The member of the regimes ``rows`` and every candidate's score, as :func:`_scored` scores them and
     :func:`chosen_member` chooses."""
-    family_best, blocking = _scored(config, rows, candidates)
+    family_best, blocking = _scored(config, rows, candidates, policy_file)
     return chosen_member(family_best, blocking, candidates, margin), blocking
 
 
@@ -101,7 +114,7 @@ def _by_spec(items: Sequence[T], spec: str) -> T:
     return next(item for item in items if item.spec == spec)
 
 
-def _score_group(args: tuple[EnvConfig, list[dict[str, Any]], tuple[str, ...]]) -> tuple[str, dict[str, float]]:
+def _score_group(args: tuple[EnvConfig, list[dict[str, Any]], tuple[str, ...], str | None]) -> tuple[str, dict[str, float]]:
     return _scored(*args)
 
 
@@ -114,22 +127,23 @@ def regime_members(
     workers: int = 1,
     progress: bool = False,
     scores: dict[str, dict[str, float]] | None = None,
+    policy_file: str | None = None,
 ) -> dict[str, str]:
     """:func:`regime_key` -> the member ``best`` chose for it, for every regime of ``config`` (``workers`` processes).
 
     ``pooled``: regime fields (of :data:`REGIME_FIELDS`) the choice is not made per value of but pooled over, e.g.
     ``("beta_dist", "structure")``: one member per cluster and load, the least avoidable blocking over every beta
     distribution and structure at that load (a table a student that reads the load but not the deadlines' distribution
-    can follow without contradictions). ``candidates``, ``margin``: as for :func:`tune_regime`. ``scores``, if given, receives for each
-    group (the key of its first regime, pooled fields as ``*``) the avoidable blocking of the heuristic families' best and
-    of each candidate."""
+    can follow without contradictions). ``candidates``, ``margin``, ``policy_file``: as for :func:`tune_regime`. ``scores``,
+    if given, receives for each group (the key of its first regime, pooled fields as ``*``) the avoidable blocking of the
+    heuristic families' best and of each candidate."""
     unknown = set(pooled) - set(REGIME_FIELDS)
     if unknown:
         raise ValueError(f"cannot pool a teacher over {', '.join(sorted(unknown))} (regime fields: {', '.join(REGIME_FIELDS)})")
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for row in regimes(config):
         groups.setdefault(tuple(v for k, v in row.items() if k not in pooled), []).append(row)
-    jobs = [(config, rows, tuple(candidates)) for rows in groups.values()]
+    jobs = [(config, rows, tuple(candidates), policy_file) for rows in groups.values()]
     bar = dict(total=len(jobs), desc="tuning best per regime", unit="regime", disable=not progress, leave=False)
     if workers > 1:
         with spawn_pool(workers) as pool:
@@ -150,10 +164,11 @@ class Teachers:
     """The teacher of each episode: the heuristic ``teacher``, or for ``best`` the member tuned for the episode's regime
     (``members``: :func:`regime_members`' table). Policies are offered jobs in the env's queue order (no discipline)."""
 
-    def __init__(self, teacher: str, max_degree: int, members: Mapping[str, str] | None = None) -> None:
+    def __init__(self, teacher: str, max_degree: int, members: Mapping[str, str] | None = None, policy_file: str | None = None) -> None:
         self.spec = PolicySpec.parse(teacher, plugins={}).replace(discipline=None)
         self.max_degree = max_degree
         self.members = dict(members or {})
+        self.policy_file = policy_file  # the file a `learned` member runs (teacher_candidates' candidate_policy_file)
         if self.per_regime and not self.members:
             raise ValueError(f"the teacher {teacher!r} needs its table of regime -> member (regime_members)")
         self._built: dict[str, Policy] = {}
@@ -170,7 +185,8 @@ class Teachers:
             if spec.kind in HEURISTIC_KINDS:
                 self._built[name] = make_heuristic(spec, max_degree=self.max_degree)
             else:  # a candidate beside the heuristics (teacher_candidates): a plug-in's policy, on the episode's cluster
-                self._built[name] = make_policy(spec, PolicyContext(load_cluster(str(info["cluster"])), self.max_degree))
+                context = candidate_context(load_cluster(str(info["cluster"])), self.max_degree, self.policy_file)
+                self._built[name] = make_policy(spec, context)
         return self._built[name]
 
 
@@ -194,6 +210,8 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str,
         tuned_for["candidates"] = settings.teacher_candidates
         if settings.teacher_margin:
             tuned_for["margin"] = settings.teacher_margin
+        if settings.candidate_policy_file:  # by content: a retrained candidate is tuned again
+            tuned_for["candidate_sha256"] = file_sha256(Path(settings.candidate_policy_file))
     try:
         saved = json.loads(path.read_text())
         if saved["tuned_for"] == tuned_for and all(isinstance(v, str) for v in saved["members"].values()):
@@ -209,6 +227,7 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str,
         workers=settings.imitation_workers,
         progress=progress,
         scores=scores,
+        policy_file=settings.candidate_policy_file,
     )
     write_atomic(path, json.dumps({"tuned_for": tuned_for, "members": members, "tuning": scores}, indent=1) + "\n")
     return members
@@ -231,7 +250,7 @@ def check_baseline_early(config: TrainConfig) -> None:
     candidate that cannot be built, in one line."""
     check_heuristics(config.env)
     if config.train.teacher_candidates:  # each built once now: an unknown policy file is one line before any tuning
-        context = PolicyContext(load_cluster(config.env.all_clusters[0]), config.env.max_degree)
+        context = candidate_context(load_cluster(config.env.all_clusters[0]), config.env.max_degree, config.train.candidate_policy_file)
         for name in config.train.teacher_candidates:
             make_policy(name, context)
     teacher = config.train.imitation_teacher
@@ -240,3 +259,11 @@ def check_baseline_early(config: TrainConfig) -> None:
             check_heuristics(config.env.with_changes(baseline=teacher))
         except PlacerError as exc:
             raise PlacerError(f"ppo_baseline: the teacher {teacher!r} cannot be the baseline ({exc})") from None
+
+
+def file_sha256(path: Path) -> str:
+    """The hex SHA-256 of ``path``'s bytes (a policy file named by a config: its content, not its name, is what was tuned)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise PlacerError(f"cannot read policy file {str(path)!r}: {exc.strerror or exc}") from None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -48,7 +49,7 @@ from policies.loading import LearnedPolicy
 from policies.model import build_policy, load_policy_file, policy_kwargs, save_policy_file
 from policies.scorer import OptionPolicy
 from policies.teachers import check_baseline_early, teacher_members, with_baseline
-from policies.validation import paired_summary, validation_blocking, validation_rates
+from policies.validation import RatesCache, paired_summary, validation_rates
 
 
 class TrainingCallback(BaseCallback):
@@ -56,8 +57,9 @@ class TrainingCallback(BaseCallback):
 
     model: MaskablePPO
 
-    def __init__(self, out: Path, config: TrainConfig) -> None:
+    def __init__(self, out: Path, config: TrainConfig, cache: RatesCache | None = None) -> None:
         super().__init__()
+        self.cache = cache or RatesCache()
         self.out, self.config = out, config
         self.env = config.env
         self.arch = config.policy.model_dump()
@@ -72,7 +74,8 @@ class TrainingCallback(BaseCallback):
         if best_file.exists():
             self.best = min((r["learned"] for r in _read_rows(best_file)), default=float("inf"))
         for name in self.config.train.baselines:
-            self.baselines[name] = validation_blocking(name, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
+            rates = self.cache.rates(name, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
+            self.baselines[name] = float(np.mean(rates))
         if self.num_timesteps == 0:
             self.evaluate()  # the starting (possibly warm-started) policy is a candidate too
 
@@ -245,6 +248,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
         temperature=temperature,
         members=members,
         per_episode=settings.imitation_per_episode,
+        policy_file=settings.candidate_policy_file,
     )
     cloning: dict[str, Any] = {
         "epochs": settings.imitation_epochs,
@@ -267,6 +271,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
             temperature=temperature,
             members=members,
             per_episode=settings.imitation_per_episode,
+            policy_file=settings.candidate_policy_file,
         )
         on_own_states = agreement(model.policy, visited)  # before learning from them: how well the clone generalises
         data = merge([data, visited])
@@ -293,7 +298,7 @@ def _read_rows(path: Path) -> list[dict]:
     return rows
 
 
-def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:
+def prepare_out(out: Path, *, resume: bool, force: bool) -> None:
     if out.exists() and not out.is_dir():
         raise PlacerError(f"--out {str(out)!r} is a file, not a folder")
     if out.is_dir() and any(out.iterdir()) and not (resume or force):
@@ -336,6 +341,7 @@ def train(
     progress: bool = True,
     report=None,
     promote: Path | None = None,
+    cache: RatesCache | None = None,
 ) -> Path:
     """Train (or resume) and return the path of the final policy file.
 
@@ -344,16 +350,19 @@ def train(
     hears each phase as it starts (warm start, baseline validation, PPO, final validation).
     ``promote``: also copy the final policy there (e.g. over ``data/policies/``), but only if the paired
     validation does not find it blocking more jobs than its teacher's online rule (the 95 % interval of the difference
-    reaches 0: :meth:`~policies.validation.PairedSummary.not_worse_than_reference`; else the file there is kept).
+    reaches 0: :meth:`~policies.validation.PairedSummary.not_worse_than_reference`; else the file there is kept); it is
+    checked first (:func:`check_promote_target`). ``cache``: named policies' validation rates, shared by a recipe's stages.
     """
     report = report or (lambda message: None)
     if timesteps is not None and timesteps < 0:
         raise PlacerError(f"--timesteps must be a number of environment steps >= 0 (0: no PPO), got {timesteps}")
+    if promote is not None:
+        check_promote_target(promote)
     weights = init_weights(config)  # a bad init_policy or baseline is refused before anything is written or tuned
     check_baseline_early(config)
     for cluster in config.env.all_clusters:  # an unknown cluster is one line before anything is written
         load_cluster(cluster)
-    _prepare_out(out, resume=resume, force=force)
+    prepare_out(out, resume=resume, force=force)
     torch.set_num_threads(config.train.torch_threads)
     saved = out / "config.json"
     if resume and saved.exists():
@@ -383,7 +392,7 @@ def train(
         _anchor(model, config, out / "anchor.pt")
     report(f"validating {', '.join([*config.train.baselines, 'the starting policy'])}, then PPO (progress bar)")
     total = timesteps or config.train.timesteps
-    callback = TrainingCallback(out, config)
+    callback = TrainingCallback(out, config, cache)
     steps_before = model.num_timesteps
     try:
         with _sigterm_as_interrupt():
@@ -407,7 +416,7 @@ def train(
     final = out / "policy.pt"
     write_atomic(final, (out / "last.pt").read_bytes())
     report("paired validation of the final policy against its teacher and the heuristics")
-    summary = paired_summary(callback.evaluated_policy(), config, callback.evaluated[1] if callback.evaluated else None)
+    summary = paired_summary(callback.evaluated_policy(), config, callback.evaluated[1] if callback.evaluated else None, cache)
     write_atomic(out / "summary.json", summary.model_dump_json(indent=1) + "\n")
     for line in summary.lines():
         report(line)
@@ -429,6 +438,18 @@ def _anchor(model: MaskablePPO, config: TrainConfig, path: Path) -> None:
             torch.save(anchor.state_dict(), tmp)
     policy.anchor_to(anchor, config.ppo.anchor_kl, config.ppo.ent_coef)
     model.ent_coef = 1.0  # the entropy slot now carries ent_coef * H - anchor_kl * KL
+
+
+def check_promote_target(target: Path) -> None:
+    """Refuse, in one line and before any work, a ``--promote`` path that could not be written at the end: a folder, a file
+    that cannot be replaced, or one whose nearest existing folder is not writable."""
+    if target.is_dir():
+        raise PlacerError(f"--promote {str(target)!r} is a folder: name the policy file to write")
+    folder = next((p for p in (target.parent, *target.parent.parents) if p.exists()), Path("."))
+    if not folder.is_dir():
+        raise PlacerError(f"--promote {str(target)!r}: {str(folder)!r} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target.parent, os.W_OK)):
+        raise PlacerError(f"--promote {str(target)!r}: cannot write in {str(folder)!r}")
 
 
 def _promote(final: Path, target: Path, summary, report) -> None:

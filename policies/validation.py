@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel
@@ -56,9 +57,84 @@ def validation_rates(policy: str | PolicySpec | Policy, env: EnvConfig, episodes
     return np.array(rates)
 
 
+@dataclass(frozen=True, order=True)
+class Regime:
+    """What a validation stream's regime is made of (its beta distribution and seed are pooled within it)."""
+
+    cluster: str
+    load: float
+    structure: str
+    queue: str
+    size: str
+
+    def __str__(self) -> str:
+        return f"{self.cluster}, load {self.load:g}, {self.structure}, queue {self.queue}, size {self.size}"
+
+
+def validation_regimes(env: EnvConfig, episodes: int) -> list[Regime]:
+    """The regime of each stream of :func:`validation_rates`, in the same order."""
+    out: list[Regime] = []
+    for config in validation_configs(env, episodes, "para_min"):  # the policy does not change the streams
+        w = config.workload
+        out.extend(Regime(config.cluster, config.load_values[t.load_index], w.structure[0], w.queue[0], w.size[0]) for t in tasks(config))
+    return out
+
+
+class RegimeRow(BaseModel):
+    """A policy against a reference on one regime's paired validation streams (difference = reference - learned)."""
+
+    regime: str
+    streams: int
+    learned: float
+    reference: float
+    difference: float
+    half: float  # 95 % half-width of the difference (NaN: one stream)
+
+    @property
+    def not_worse(self) -> bool:
+        """The interval of (reference - learned) reaches 0 or above (with one stream: the difference is >= 0)."""
+        return self.difference >= 0 or (not math.isnan(self.half) and self.difference + self.half >= 0)
+
+
+def regime_rows(learned: np.ndarray, reference: np.ndarray, regimes: list[Regime]) -> list[RegimeRow]:
+    """``learned`` against ``reference`` (per-stream rates in :func:`validation_rates`' order) regime by regime."""
+    if not len(learned) == len(reference) == len(regimes):
+        raise ValueError(f"rates of {len(learned)} and {len(reference)} streams for {len(regimes)} regimes")
+    rows = []
+    for regime in sorted(set(regimes)):
+        index = [i for i, r in enumerate(regimes) if r == regime]
+        diff, half = mean_ci95((reference[index] - learned[index]).tolist())
+        rows.append(
+            RegimeRow(
+                regime=str(regime),
+                streams=len(index),
+                learned=float(np.mean(learned[index])),
+                reference=float(np.mean(reference[index])),
+                difference=diff,
+                half=half,
+            )  # fmt: skip
+        )
+    return rows
+
+
 def validation_blocking(policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int, workers: int = 1) -> float:
     """Mean of :func:`validation_rates`."""
     return float(np.mean(validation_rates(policy, env, episodes, workers)))
+
+
+class RatesCache:
+    """:func:`validation_rates` of named policies, each measured once per (policy, environment, episodes): a named policy's
+    rates on the fixed validation streams never change, so the stages of one recipe that validate the same heuristics share
+    them. A built policy (the one being trained) is never cached."""
+
+    def __init__(self) -> None:
+        self._rates: dict[tuple[str, str, int], np.ndarray] = {}
+
+    def rates(self, policy: str, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
+        key = (str(policy), env.model_dump_json(), episodes)
+        if key not in self._rates:
+            self._rates[key] = validation_rates(policy, env, episodes, workers)
+        return self._rates[key]
 
 
 class PairedRow(BaseModel):
@@ -109,16 +185,16 @@ class PairedSummary(BaseModel):
         return out
 
 
-def paired_summary(learned: Policy, config, learned_rates: np.ndarray | None = None) -> PairedSummary:
+def paired_summary(learned: Policy, config, learned_rates: np.ndarray | None = None, cache: RatesCache | None = None) -> PairedSummary:
     """Validate the learned policy, its teacher and the configured heuristics on the same streams (``learned_rates``:
-    the learned policy's :func:`validation_rates`, when already measured)."""
+    the learned policy's :func:`validation_rates`, when already measured; ``cache``: named policies' rates measured before)."""
     env, episodes = config.env, config.train.eval_episodes
     teacher = config.train.imitation_teacher
     reference = online_reference(teacher)
     learned_rates = validation_rates(learned, env, episodes) if learned_rates is None else learned_rates
     rows = [_row("learned", learned_rates, None)]
     for name in dict.fromkeys([teacher, reference, *config.train.baselines]):
-        rates = validation_rates(name, env, episodes, config.train.eval_workers)
+        rates = (cache or RatesCache()).rates(name, env, episodes, config.train.eval_workers)
         label = f"{name} (teacher)" if name == teacher else name
         rows.append(_row(label, rates, learned_rates))
     return PairedSummary(streams=len(learned_rates), teacher=teacher, reference=reference, rows=rows)

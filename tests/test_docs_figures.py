@@ -18,7 +18,7 @@ from placer.cli.figures.render import printed
 from placer.common.shipped import data_dir
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "experiments").glob("*.md"))]
 NOT_REGENERATED = re.compile(r"<!-- not-regenerated: [^>]+ -->\n.*?<!-- /not-regenerated -->", re.S)
 
 

@@ -23,15 +23,33 @@ def data_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) if spec and spec.submodule_search_locations else beside
 
 
-DEFAULT_POLICY = "blend-quiet"
-# The shipped policy ``learned`` loads when no file is given (``data/policies/README.md``): the one found no worse than
-# `best` in every regime of the README's table, paired (docs/learning.md). ``learned:NAME`` loads ``NAME.pt`` whatever
-# this is, so ``learned:default`` stays ``default.pt``, the earlier default and this one's teacher under load.
+DEFAULT_POLICY = "placer"
+# The shipped policy ``learned`` loads when no file is given: ``data/policies/placer.pt``, made by the recipe
+# ``data/configs/placer.toml``, its card ``placer.card.json`` beside it. ``learned:pacml`` is PAC-ML's reproduction.
+
+
+def experiments_dir() -> Path | None:
+    """The checkout's ``experiments/`` folder (its configs, retired policies and results), or None in an installed copy."""
+    folder = Path(__file__).resolve().parents[2] / "experiments"
+    return folder if folder.is_dir() else None
 
 
 def shipped_policy_file(name: str) -> Path:
-    """The shipped policy ``learned:NAME``'s file."""
-    return data_dir() / "policies" / f"{name}.pt"
+    """The policy ``learned:NAME``'s file: ``data/policies/NAME.pt``, or in a checkout a retired policy of
+    ``experiments/policies/`` (not installed: kept so that the figures it made reproduce)."""
+    shipped = data_dir() / "policies" / f"{name}.pt"
+    retired = experiments_dir()
+    if not shipped.exists() and retired is not None and (retired / "policies" / f"{name}.pt").exists():
+        return retired / "policies" / f"{name}.pt"
+    return shipped
+
+
+def policy_names() -> tuple[list[str], list[str]]:
+    """The names ``learned:NAME`` accepts: the shipped policies and (in a checkout) the retired ones of ``experiments/``."""
+    shipped = sorted(path.stem for path in (data_dir() / "policies").glob("*.pt"))
+    folder = experiments_dir()
+    retired = sorted(p.stem for p in (folder / "policies").glob("*.pt") if p.stem not in shipped) if folder else []
+    return shipped, retired
 
 
 def default_policy_file() -> Path:

@@ -6,19 +6,28 @@ import pytest
 
 from placer.baselines.registry import make_heuristic
 from policies.config import load_train_config
+from policies.recipe import is_recipe, load_recipe
 
 CONFIGS = sorted((Path(__file__).parents[2] / "data" / "configs").glob("*.toml"))
 
 
 def test_the_shipped_configs_are_found():
-    assert {p.stem for p in CONFIGS} >= {"pacml", "quick", "hindsight"}
+    assert {p.stem for p in CONFIGS} == {"pacml", "quick", "placer"}  # the recipe, its quick form, PAC-ML's; experiments/ the rest
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
-def test_a_shipped_config_loads_and_its_policies_exist(path):
-    train = load_train_config(path).train
-    for spec in (train.imitation_teacher, *train.baselines):
-        make_heuristic(spec)
+def test_a_shipped_config_loads_and_its_policies_exist(path, tmp_path):
+    configs = [s.config for s in load_recipe(path, tmp_path).stages] if is_recipe(path) else [load_train_config(path)]
+    for config in configs:
+        for spec in (config.train.imitation_teacher, *config.train.baselines):
+            make_heuristic(spec)
+
+
+def test_a_recipe_is_refused_as_a_single_run_in_one_line():
+    from placer.common.errors import PlacerError
+
+    with pytest.raises(PlacerError, match=r"\[recipe\].*policies.recipe"):
+        load_train_config(Path(__file__).parents[2] / "data" / "configs" / "placer.toml")
 
 
 @pytest.mark.parametrize(
@@ -28,7 +37,7 @@ def test_a_shipped_config_loads_and_its_policies_exist(path):
 def test_absurd_sizes_in_a_config_are_one_line_not_an_allocation(tmp_path, line, absurd, message):
     from placer.common.errors import PlacerError
 
-    text = (Path(__file__).parents[2] / "data" / "configs" / "hindsight.toml").read_text()
+    text = (Path(__file__).parents[2] / "data" / "configs" / "pacml.toml").read_text()
     assert line in text
     (tmp_path / "c.toml").write_text(text.replace(line, absurd))
     with pytest.raises(PlacerError, match=f"{message}: Input should be less than or equal to"):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from placer.cluster.topology import load_cluster
-from placer.common.shipped import data_dir
+from placer.common.shipped import shipped_policy_file
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.sim.queueing import QueueConfig
@@ -36,7 +36,7 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
         size=SizeDistribution("loguniform:0.1:10"),
         structure=Structure(structure),
     )
-    learned = LearnedPolicy.from_file(data_dir() / "policies" / policy_file)
+    learned = LearnedPolicy.from_file(shipped_policy_file(policy_file.removesuffix(".pt")))  # retired ones: experiments/
     learned.reset(np.random.default_rng(0))
     out = []
 
@@ -116,7 +116,7 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
             "2700141ad16e00f1",
         ),
         (  # blend-margin.toml with 3.5x the episodes at load 0.5 (blend-quiet.toml): the same teacher table
-            "blend-quiet.pt",
+            "placer.pt",  # blend-quiet.pt, shipped
             "dgx8x8",
             "daily",
             [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 3, 0, 0, 0],

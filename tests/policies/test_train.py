@@ -120,7 +120,7 @@ def test_missing_policy_file_is_one_line_error(tmp_path):
 def test_best_policy_is_never_replaced_by_a_worse_final_one(tmp_path, monkeypatch):
     import policies.train as training
 
-    monkeypatch.setattr(training, "validation_blocking", lambda *args, **kwargs: 0.3)  # the 3 baselines
+    monkeypatch.setattr(training.RatesCache, "rates", lambda *args, **kwargs: np.array([0.3]))  # the 3 baselines
     rates = iter([0.5, 0.2, 0.9])  # the policy at step 0, at step 128, then the worse final one (validated per stream)
     monkeypatch.setattr(training, "validation_rates", lambda *args, **kwargs: np.array([next(rates, 0.9)]))
     out = tmp_path / "run"

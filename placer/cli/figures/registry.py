@@ -3,6 +3,7 @@ result files and how they render. Add a figure here and a ``<!-- figure: NAME --
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +35,8 @@ def _evaluate(name: str, document: str, presets: tuple[str, ...], options: str, 
 
 
 RESULTS_MD = "docs/results.md"
-LEARNING_MD = "docs/learning.md"
+LEARNING_MD = "docs/learning.md"  # the shipped policy: how it is made, where it wins and where it does not
+LEARNING_LOG = "experiments/learning-log.md"  # every earlier experiment's figures, in the order they were made
 COST_MD = "docs/cost-model.md"
 
 REGIMES = "--queue edf-bf --size loguniform:0.1:10 --beta-dist A,B,C,D --seeds 10 --jobs 500 --load 0.5,0.9,1.3 --workers 2"
@@ -50,13 +52,13 @@ APART = {  # label -> (cluster, extra options): the README's regimes on streams 
     "mixed, daily": ("mixed", " --structure daily"),
 }
 GATES = "single-best,best,adaptive,learned:default,learned:default:below=1,learned:default:below=1.15,learned:default:below=1.3"
-CANDIDATE = "learned:targeted"  # data/configs/targeted.toml's policy: PPO on the regimes where learned:default lost
-ADVISED = "learned:advised"  # data/configs/advised.toml's clone, shown its teacher's members' decisions (envs/advice.py)
-BLEND = "learned:blend"  # data/configs/blend.toml's: as advised, taught by learned:default where that blocked less in tuning
+CANDIDATE = "learned:targeted"  # experiments/configs/targeted.toml's policy: PPO on the regimes where learned:default lost
+ADVISED = "learned:advised"  # experiments/configs/advised.toml's clone, shown its teacher's members' decisions (envs/advice.py)
+BLEND = "learned:blend"  # experiments/configs/blend.toml's: as advised, taught by learned:default where that blocked less in tuning
 BLEND_MARGIN = "learned:blend-margin"  # blend-margin.toml's: ...only where it led by 10 % (judged on the README's streams)
 BLEND_QUIET = "learned:blend-quiet"  # blend-quiet.toml's: blend-margin's training with 3.5x the episodes at load 0.5
 # the policies shown beside the shipped learned (blend-quiet): the heuristics told and untold the regime, its predecessor, PAC-ML's clone
-SHIPPED_BESIDE = ("single-best", "best", "adaptive", "learned:pacml", "learned:default", BLEND_QUIET)
+SHIPPED_BESIDE = ("single-best", "best", "adaptive", BLEND_QUIET)
 NEVER_HOLD_SEEDS = "--first-seed 100 --seeds 3"  # gate-waiting's streams
 WAITING_GATES = "best,learned:default:waiting=2,learned:default:waiting=3,learned:default:waiting=4"
 REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extra options)
@@ -91,7 +93,7 @@ def _regime_figure(
     keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in runs}
     files = {label: (*beside.get(label, ()), f"{name}/{_slug(label)}.json") for label in runs}
     presets = tuple(dict.fromkeys(cluster for cluster, _ in runs.values()))
-    return Figure(name, LEARNING_MD, presets, steps, regimes(files, least=least, only=only), keep=keep)
+    return Figure(name, LEARNING_LOG, presets, steps, regimes(files, least=least, only=only), keep=keep)
 
 
 def _apart(name: str, policies: str, *, seeds: int, least: bool = False, beside: str | None = None) -> Figure:
@@ -123,10 +125,10 @@ def _slug(label: str) -> str:
     return label.lower().replace(", ", "-").replace(" ", "-")
 
 
-FIGURES: tuple[Figure, ...] = (
+_REGISTERED: tuple[Figure, ...] = (
     _evaluate(
         "readme-pacml",
-        "README.md",
+        RESULTS_MD,
         ("pacml",),
         f"--cluster pacml {ABCD} {FIVE} --policies para_max,fixed:4,para_min,lean,learned,learned:clone,learned:default {LEARNED}",
         against="para_max",
@@ -187,7 +189,7 @@ FIGURES: tuple[Figure, ...] = (
     ),
     Figure(
         "queue-dgx8x8",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("dgx8x8",),
         tuple(
             Step(f"placer evaluate --cluster dgx8x8 {QUEUE} --policies {policies} {LEARNED} --out runs/figures/queue-dgx8x8{suffix}")
@@ -205,7 +207,7 @@ FIGURES: tuple[Figure, ...] = (
     ),
     _evaluate(
         "queue-mixed",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("mixed",),
         f"--cluster mixed {QUEUE} --policies {QUEUE_POLICIES} {LEARNED}",
         against="lean:admit=0.9",
@@ -214,7 +216,7 @@ FIGURES: tuple[Figure, ...] = (
     ),
     _evaluate(
         "heldout-queue",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("dgx8x8",),
         f"--cluster dgx8x8 {HELD_OUT} {QUEUE.replace('--seeds 5', '--seeds 3')} --policies {TRACE_QUEUE} {LEARNED}",
         against="lean:admit=0.9",
@@ -231,13 +233,13 @@ FIGURES: tuple[Figure, ...] = (
         ),
     ),
     *(
-        _evaluate(name, LEARNING_MD, (cluster,), f"--cluster {cluster} {REGIMES}{extra} --policies {FAMILIES}", **AGAINST_SINGLE_BEST)
+        _evaluate(name, LEARNING_LOG, (cluster,), f"--cluster {cluster} {REGIMES}{extra} --policies {FAMILIES}", **AGAINST_SINGLE_BEST)
         for name, cluster, extra in REGIME_RUNS.values()
     ),
     # blocking against completion time on the README's four regimes: no commands of its own, it reads their result files
     Figure(
         "tradeoff-jct",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("dgx8x8", "mixed"),
         (),
         tradeoff({label: name for label, (name, _, _) in list(REGIME_RUNS.items())[:4]}, "docs/tradeoff_jct.png"),
@@ -248,7 +250,7 @@ FIGURES: tuple[Figure, ...] = (
     _apart("gate-slack", "best,learned:default:last=1.5,learned:default:last=3", seeds=3, least=True, beside="guard-tuning"),
     Figure(  # the state at the holds a gate could read (seeds 200-203, apart from every other figure's)
         "hold-states",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("dgx8x8", "mixed"),
         (Step("python benchmarks/hold_states.py", stdout="output.md"),),
         printed("output.md"),
@@ -256,7 +258,7 @@ FIGURES: tuple[Figure, ...] = (
     _apart("gate-waiting", WAITING_GATES, seeds=3, least=True, beside="guard-tuning"),
     Figure(  # what the holds are worth where every gate lost: the policy that never holds a job it can place
         "never-hold",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("dgx8x8", "mixed"),
         (Step(f"python benchmarks/overrides.py --by own --structure daily --load 0.5,0.9 {NEVER_HOLD_SEEDS}", stdout="output.md"),),
         printed("output.md"),
@@ -294,7 +296,7 @@ FIGURES: tuple[Figure, ...] = (
     ),
     _evaluate(  # ...and in PAC-ML's loss setting, against lean (issue 29's target there)
         "blend-pacml",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("pacml",),
         f"--cluster pacml {ABCD} {FIVE} --policies lean,learned:default,{BLEND} --workers 2",
         against="lean",
@@ -310,14 +312,14 @@ FIGURES: tuple[Figure, ...] = (
     ),
     _evaluate(  # blend-margin and blend-quiet (a quarter of its episodes there, blend-margin's half) in PAC-ML's loss setting
         "blend-quiet-pacml",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("pacml",),
         f"--cluster pacml {ABCD} {FIVE} --policies lean,learned:default,{BLEND_MARGIN},{BLEND_QUIET} --workers 2",
         against="lean",
     ),
     Figure(  # the families figures' seeds 0-9 and regimes-apart's 100-109 together: 80 paired streams a regime
         "regimes-pooled",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("dgx8x8", "mixed"),
         (),
         regimes(
@@ -327,7 +329,7 @@ FIGURES: tuple[Figure, ...] = (
     ),
     _evaluate(  # loads between and beyond those learned:regimes was trained on (0.5, 0.7, ..., 1.3)
         "families-unseen-loads",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("dgx8x8",),
         f"--cluster dgx8x8 {REGIMES.replace('--load 0.5,0.9,1.3', '--load 0.6,1.0,1.4')} "
         "--policies lean:admit=0.9,para_max,para_min+best_fit,single-best,best,adaptive,learned:pacml,learned:regimes,learned:clone,"
@@ -336,28 +338,28 @@ FIGURES: tuple[Figure, ...] = (
     ),
     Figure(  # what a warm start's budget of decisions buys in episodes per regime
         "demonstration-steps",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("dgx8x8", "mixed", "pacml"),
         (Step("python benchmarks/demonstration_steps.py", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(  # which of the learned policy's departures from best cost it jobs, where it blocks more than best
         "departures",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("mixed",),
         (Step("python benchmarks/departures.py --cluster mixed --load 0.5", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(  # the same at load 0.9, where the learned policies block more than best on mixed: which jobs they hold
         "departures-busy",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("mixed",),
         (Step("python benchmarks/departures.py --cluster mixed --load 0.9", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(  # the room in the learned policy's holds: each one best would place, placed as best does
         "overrides",
-        LEARNING_MD,
+        LEARNING_LOG,
         ("dgx8x8", "mixed"),
         (Step("python benchmarks/overrides.py", stdout="output.md"),),
         printed("output.md"),
@@ -406,3 +408,7 @@ FIGURES: tuple[Figure, ...] = (
         printed("output.md"),
     ),
 )
+
+SHIPPED_FIGURES = ("blend-quiet-figures", "blend-quiet-unseen-loads", "blend-quiet-pacml", "tradeoff-jct")
+# the shipped policy's figures, shown in docs/learning.md; every other learning figure stays in the experiments' log
+FIGURES: tuple[Figure, ...] = tuple(dataclasses.replace(f, document=LEARNING_MD) if f.name in SHIPPED_FIGURES else f for f in _REGISTERED)

@@ -1,0 +1,269 @@
+"""The shipped policy's recipe: one command from nothing to a validated policy, its card and (optionally) its promotion.
+
+    placer train --config data/configs/placer.toml --out runs/placer [--resume] [--promote data/policies/placer.pt]
+
+A recipe config is a training config (:class:`policies.config.TrainConfig`: the base every stage starts from) with a
+``[recipe]`` table. Its stages are ordinary training runs (:func:`policies.train.train`), each in its own folder under
+``--out``, each taking its input from the one before (no policy file is an input of the recipe):
+
+``clone/``
+    the warm start: every heuristic family tuned per regime (``best``'s table, ``members.json``), its members' decisions
+    recorded and cloned, then DAgger rounds; ``[recipe.clone]``'s tables are merged into the base.
+``rl-seed{S}/``
+    RL: PPO (the mission reward, anchored to the clone by ``anchor_kl``) from ``clone/policy.pt``, one run per seed of
+    ``rl_seeds``; ``[recipe.rl]`` merged in. The winner is the seed whose validated best (``best.pt``) blocks least on the
+    validation streams (apart from every training stream; every seed on the same streams, so the choice is paired).
+``distil/``
+    the shipped student: ``best``'s table tuned again with the RL winner as a candidate member (``teacher_candidates =
+    ["learned"]``, ``candidate_policy_file`` = the winner): it teaches the regimes where it blocks at least
+    ``teacher_margin`` fewer avoidable jobs than every heuristic family, the families' best the rest; ``[recipe.distil]``.
+
+Then the student is validated against ``best`` regime by regime (:func:`policies.validation.regime_rows`:
+``validation.json``) and ``card.json`` records the resolved stage configs, the commit, the seeds, the teacher's table, each
+stage's validation and wall time, and the per-regime figures. ``--promote`` copies the student and its card only if it
+blocks no more than ``best`` in any regime (every interval of best - student reaches 0); the target is checked before any
+work. ``--resume`` skips finished stages (their ``stage.json``) and resumes the one in flight from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from placer.common.atomic import write_atomic
+from placer.common.errors import PlacerError
+from placer.common.tomlfile import merged, read_toml, validate
+from policies.config import TrainConfig
+from policies.validation import RatesCache, RegimeRow, regime_rows, validation_rates, validation_regimes
+
+RECIPE = "recipe"  # the table that makes a training config a recipe
+CLONE, DISTIL = "clone", "distil"
+CARD_VERSION = 1
+
+
+class RecipeSection(BaseModel):
+    """``[recipe]``: the RL seeds and each stage's changes to the base config (tables merged in, lists replaced)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    rl_seeds: list[int] = Field([1, 2, 3], min_length=1, max_length=16)
+    validation_episodes: int = Field(1, ge=1)  # streams per regime and beta distribution in the final, per-regime validation
+    clone: dict[str, Any] = {}
+    rl: dict[str, Any] = {}
+    distil: dict[str, Any] = {}
+
+
+class Stage(BaseModel):
+    """One training run of the recipe: its folder name under ``--out`` and its resolved config."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    config: TrainConfig
+
+
+class Recipe(BaseModel):
+    """A recipe resolved for one ``--out``: its stages' configs name the files the earlier stages will write there."""
+
+    model_config = ConfigDict(frozen=True)
+    source: str
+    section: RecipeSection
+    clone: Stage
+    rl: list[Stage]
+    distil: Stage
+
+    @property
+    def stages(self) -> list[Stage]:
+        return [self.clone, *self.rl, self.distil]
+
+    def with_device(self, device: str) -> Recipe:
+        """Every stage's PPO network on ``device`` (``auto``, ``cpu`` or ``cuda``)."""
+
+        def moved(stage: Stage) -> Stage:
+            train = stage.config.train.model_copy(update={"device": device})
+            return stage.model_copy(update={"config": stage.config.model_copy(update={"train": train})})
+
+        return self.model_copy(update={"clone": moved(self.clone), "rl": [moved(s) for s in self.rl], "distil": moved(self.distil)})
+
+
+def is_recipe(path: Path) -> bool:
+    """Whether the training config at ``path`` (after its ``extends`` chain) has a ``[recipe]`` table."""
+    return RECIPE in read_toml(path, what="training config", extends=True)
+
+
+def load_recipe(path: Path, out: Path) -> Recipe:
+    """The recipe at ``path`` resolved for ``out``: every stage's config validated now, so a mistake in any stage is one line
+    before the first one runs."""
+    data = read_toml(path, what="training config", extends=True)
+    section = validate(RecipeSection, data.pop(RECIPE, {}), source=f"{path}: [{RECIPE}]")
+    clone_file = str(out / CLONE / "policy.pt")
+
+    def stage(name: str, changes: dict[str, Any], fixed: dict[str, Any]) -> Stage:
+        config = validate(TrainConfig, merged(merged(data, changes), fixed), source=f"{path}: stage {name}")
+        return Stage(name=name, config=config)
+
+    clone = stage(CLONE, section.clone, {"train": {"timesteps": 0}})
+    rl = [stage(f"rl-seed{s}", section.rl, {"train": {"seed": s, "init_policy": clone_file}}) for s in section.rl_seeds]
+    winner_placeholder = str(out / "rl-winner.pt")
+    distil = stage(DISTIL, section.distil, {"train": {"timesteps": 0, "candidate_policy_file": winner_placeholder}})
+    if "learned" not in distil.config.train.teacher_candidates:
+        raise PlacerError(f"{path}: [recipe.distil]: teacher_candidates must list 'learned' (the RL winner)")
+    return Recipe(source=str(path), section=section, clone=clone, rl=rl, distil=distil)
+
+
+def run_recipe(
+    recipe: Recipe,
+    out: Path,
+    *,
+    resume: bool = False,
+    force: bool = False,
+    timesteps: int | None = None,
+    progress: bool = True,
+    report: Callable[[str], None] | None = None,
+    promote: Path | None = None,
+) -> Path:
+    """Run every stage not yet finished (module docstring) and return the student's policy file (``out/distil/policy.pt``).
+
+    ``timesteps`` replaces the RL stages' budget. A non-empty ``out`` is refused unless ``resume`` or ``force`` (which
+    starts every stage over)."""
+    from policies.train import check_promote_target, prepare_out, train
+
+    say = report or (lambda message: None)
+    if promote is not None:
+        check_promote_target(promote)
+    prepare_out(out, resume=resume, force=force)
+    write_atomic(out / "recipe.json", recipe.model_dump_json(indent=1) + "\n")
+    cache = RatesCache()  # best and the baselines are validated once for every stage
+    started = time.monotonic()
+
+    def run(stage: Stage, budget: int | None = None, table: Path | None = None) -> dict[str, Any]:
+        folder = out / stage.name
+        done = folder / "stage.json"
+        if resume and done.exists():
+            say(f"[{stage.name}] finished in an earlier run: skipped")
+            return json.loads(done.read_text())
+        say(f"[{stage.name}] {folder}")
+        begun = time.monotonic()
+        again = resume and folder.is_dir() and any(folder.iterdir())
+        if (
+            table is not None and table.exists() and not again
+        ):  # best's table, tuned by the clone: a stage tuned for the same streams reads it
+            folder.mkdir(parents=True, exist_ok=True)  # (policies.teachers.teacher_members re-tunes one made for others)
+            write_atomic(folder / "members.json", table.read_bytes())
+        train(stage.config, folder, timesteps=budget, resume=again, force=force or not again, progress=progress, report=say, cache=cache)
+        record = {"stage": stage.name, "wall_s": round(time.monotonic() - begun, 1), "summary": _json(folder / "summary.json")}
+        write_atomic(done, json.dumps(record, indent=1) + "\n")
+        return record
+
+    records = {CLONE: run(recipe.clone)}
+    rl_records = {stage.name: run(stage, timesteps, out / CLONE / "members.json") for stage in recipe.rl}
+    choice = choose_rl_winner(out, [stage.name for stage in recipe.rl])
+    write_atomic(out / "rl-winner.pt", (out / choice["winner"] / "best.pt").read_bytes())
+    write_atomic(out / "rl.json", json.dumps(choice, indent=1) + "\n")
+    say(f"RL winner: {choice['winner']} (validation blocking {choice['blocking'][choice['winner']]:.4f})")
+    records |= rl_records
+    records[DISTIL] = run(recipe.distil)
+    student = out / DISTIL / "policy.pt"
+    say("validating the student against best, regime by regime")
+    rows = per_regime_validation(student, recipe.distil.config, recipe.section.validation_episodes, cache)
+    write_atomic(out / "validation.json", json.dumps([r.model_dump() for r in rows], indent=1) + "\n")
+    for line in regime_lines(rows):
+        say(line)
+    card = make_card(recipe, out, records, choice, rows, round(time.monotonic() - started, 1))
+    write_atomic(out / "card.json", json.dumps(card, indent=1) + "\n")
+    if promote is not None:
+        promote_with_card(student, out / "card.json", promote, rows, say)
+    return student
+
+
+def choose_rl_winner(out: Path, names: list[str]) -> dict[str, Any]:
+    """The RL stage whose validated best blocked least (the lowest ``learned`` of its ``eval.jsonl``; the first of equals)."""
+    blocking = {}
+    for name in names:
+        rows = [json.loads(line) for line in (out / name / "eval.jsonl").read_text().splitlines() if line.strip()]
+        blocking[name] = min(float(r["learned"]) for r in rows)
+    return {"winner": min(names, key=blocking.__getitem__), "blocking": blocking}
+
+
+def per_regime_validation(policy_file: Path, config: TrainConfig, episodes: int, cache: RatesCache) -> list[RegimeRow]:
+    """The policy of ``policy_file`` against ``best`` on the validation streams of ``config``'s environment, per regime."""
+    from policies.loading import LearnedPolicy
+
+    env = config.env
+    learned = validation_rates(LearnedPolicy.from_file(policy_file), env, episodes)
+    reference = cache.rates("best", env, episodes, config.train.eval_workers)
+    return regime_rows(np.asarray(learned), reference, validation_regimes(env, episodes))
+
+
+def regime_lines(rows: list[RegimeRow]) -> list[str]:
+    """A terminal table: per regime the blocking rates and best - student (positive: the student blocks fewer)."""
+    width = max((len(r.regime) for r in rows), default=6) + 2
+    out = [f"{'regime':<{width}}{'streams':>8}{'student':>9}{'best':>9}   best - student (95 %)"]
+    for r in rows:
+        half = "n/a" if np.isnan(r.half) else f"{r.half:.3f}"
+        verdict = "" if r.not_worse else "  worse"
+        out.append(f"{r.regime:<{width}}{r.streams:>8}{r.learned:>9.4f}{r.reference:>9.4f}   {r.difference:+.4f} ± {half}{verdict}")
+    return out
+
+
+def make_card(
+    recipe: Recipe, out: Path, records: dict[str, Any], choice: dict[str, Any], rows: list[RegimeRow], wall_s: float
+) -> dict[str, Any]:
+    """The policy's card: what made it (resolved configs, commit, seeds, teacher table), each stage's validation and wall
+    time, and the per-regime figures against ``best``."""
+    return {
+        "format": "placer.card",
+        "version": CARD_VERSION,
+        "recipe": recipe.source,
+        "command": f"placer train --config {recipe.source} --out {out}",
+        "commit": _commit(),
+        "cpus": os.cpu_count(),
+        "wall_s": wall_s,
+        "seeds": {"clone": recipe.clone.config.train.seed, "rl": recipe.section.rl_seeds, "distil": recipe.distil.config.train.seed},
+        "rl": choice,
+        "teacher_table": _json(out / DISTIL / "members.json"),
+        "stages": records,
+        "configs": {stage.name: stage.config.model_dump(mode="json") for stage in recipe.stages},
+        "regimes": [r.model_dump() for r in rows],
+        "no_worse_than_best_everywhere": all(r.not_worse for r in rows),
+    }
+
+
+def promote_with_card(student: Path, card: Path, target: Path, rows: list[RegimeRow], say: Callable[[str], None]) -> None:
+    """Copy the student to ``target`` and its card beside it (``NAME.card.json``) if it is no worse than best in every regime."""
+    worse = [r.regime for r in rows if not r.not_worse]
+    if worse:
+        say(f"not promoted: the student blocks more than best in {len(worse)} regime(s): {'; '.join(worse)}; {target} is unchanged")
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, student.read_bytes())
+        write_atomic(target.with_suffix(".card.json"), card.read_bytes())
+    except OSError as exc:
+        raise PlacerError(f"cannot promote to {str(target)!r}: {exc.strerror or exc}") from None
+    say(f"promoted to {target} (card beside it): no worse than best in any regime")
+
+
+def _json(path: Path) -> Any:
+    """The JSON of ``path``, or None when the stage wrote none."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _commit() -> str | None:
+    """The git commit the recipe ran from (a ``-dirty`` suffix when the tree had changes), or None outside a checkout."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10, check=True).stdout
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit.strip() + ("-dirty" if dirty else "")

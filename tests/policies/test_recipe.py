@@ -1,0 +1,133 @@
+"""The recipe: stages resolved and validated up front, the RL winner, per-regime validation, promotion, and (slow) the
+shipped quick recipe end to end with a resume."""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from envs.config import EnvConfig
+from placer.common.errors import PlacerError
+from placer.common.shipped import data_dir
+from policies.recipe import choose_rl_winner, is_recipe, load_recipe, promote_with_card, run_recipe
+from policies.train import check_promote_target
+from policies.validation import Regime, RegimeRow, regime_rows, validation_rates, validation_regimes
+
+CONFIGS = data_dir() / "configs"
+
+
+def test_the_shipped_recipe_resolves_into_chained_stages(tmp_path):
+    recipe = load_recipe(CONFIGS / "placer.toml", tmp_path / "out")
+    assert [s.name for s in recipe.stages] == ["clone", "rl-seed1", "rl-seed2", "rl-seed3", "distil"]
+    clone, rl, distil = recipe.clone.config, recipe.rl[0].config, recipe.distil.config
+    assert clone.train.timesteps == distil.train.timesteps == 0 and rl.train.timesteps == 100_000
+    assert {s.config.train.seed for s in recipe.rl} == {1, 2, 3}
+    assert rl.train.init_policy == str(tmp_path / "out" / "clone" / "policy.pt")  # no policy file is an input of the recipe
+    assert distil.train.candidate_policy_file == str(tmp_path / "out" / "rl-winner.pt")
+    assert rl.ppo.anchor_kl == 0.1 and rl.train.ppo_baseline and clone.ppo.anchor_kl == 0.0
+    assert distil.env.advisers and not clone.env.advisers and not rl.env.advisers
+    assert is_recipe(CONFIGS / "quick.toml") and load_recipe(CONFIGS / "quick.toml", tmp_path).distil.config.env.advisers
+
+
+def test_a_mistake_in_any_stage_is_one_line_before_anything_runs(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f'extends = "{CONFIGS / "quick.toml"}"\n[recipe.rl.train]\ntimesteps = -5\n')
+    with pytest.raises(PlacerError, match="stage rl-seed1: train.timesteps"):
+        load_recipe(bad, tmp_path / "out")
+    bad.write_text(f'extends = "{CONFIGS / "quick.toml"}"\n[recipe.distil.train]\nteacher_candidates = []\n')
+    with pytest.raises(PlacerError, match="candidate_policy_file|teacher_candidates must list"):
+        load_recipe(bad, tmp_path / "out")
+    bad.write_text(f'extends = "{CONFIGS / "quick.toml"}"\n[recipe]\nrl_seed = [4]\n')
+    with pytest.raises(PlacerError, match=r"\[recipe\]: rl_seed"):
+        load_recipe(bad, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_rl_winner_is_the_seed_whose_validated_best_blocked_least(tmp_path):
+    for name, rates in {"rl-seed1": [0.30, 0.26], "rl-seed2": [0.30, 0.24, 0.27], "rl-seed3": [0.30, 0.24]}.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "eval.jsonl").write_text("".join(json.dumps({"timesteps": 0, "learned": r}) + "\n" for r in rates))
+    choice = choose_rl_winner(tmp_path, ["rl-seed1", "rl-seed2", "rl-seed3"])
+    assert choice == {"winner": "rl-seed2", "blocking": {"rl-seed1": 0.26, "rl-seed2": 0.24, "rl-seed3": 0.24}}  # first of equals
+
+
+def test_regime_rows_pair_streams_within_each_regime():
+    a, b = Regime("dgx8x8", 0.5, "iid", "edf-bf", "const"), Regime("dgx8x8", 0.9, "iid", "edf-bf", "const")
+    learned = np.array([0.1, 0.2, 0.3, 0.5])
+    reference = np.array([0.2, 0.2, 0.2, 0.4])
+    rows = regime_rows(learned, reference, [b, a, b, a])
+    assert [r.regime for r in rows] == [str(a), str(b)]
+    low, high = rows
+    assert (low.streams, low.learned, low.reference) == (2, pytest.approx(0.35), pytest.approx(0.3))
+    assert low.difference == pytest.approx(-0.05) and high.difference == pytest.approx(0.0)
+    assert high.not_worse and not math.isnan(low.half)
+    worse = RegimeRow(regime="x", streams=3, learned=0.3, reference=0.2, difference=-0.1, half=0.05)
+    assert not worse.not_worse and RegimeRow(regime="x", streams=3, learned=0.3, reference=0.2, difference=-0.1, half=0.2).not_worse
+    with pytest.raises(ValueError, match="3 regimes"):
+        regime_rows(learned, reference, [a, b, a])
+
+
+def test_validation_regimes_follow_the_validation_streams():
+    env = EnvConfig(graphs=["alexnet"], episode_jobs=8, clusters=("pacml",), loads=(0.5, 0.9), beta_dists=("A", "B"))
+    regimes = validation_regimes(env, 2)
+    assert len(regimes) == len(validation_rates("para_min", env, 2)) == 8
+    assert [r.load for r in regimes] == [0.5] * 4 + [0.9] * 4  # load by load, as the runner reports
+
+
+def test_promotion_needs_every_regime_and_a_writable_target(tmp_path):
+    student, card = tmp_path / "student.pt", tmp_path / "card.json"
+    student.write_bytes(b"weights")
+    card.write_text("{}")
+    heard: list[str] = []
+    worse = RegimeRow(regime="mixed, load 1.3", streams=4, learned=0.3, reference=0.2, difference=-0.1, half=0.02)
+    level = RegimeRow(regime="dgx8x8, load 0.5", streams=4, learned=0.2, reference=0.2, difference=0.0, half=0.02)
+    promote_with_card(student, card, tmp_path / "shipped" / "p.pt", [level, worse], heard.append)
+    assert not (tmp_path / "shipped").exists() and "mixed, load 1.3" in heard[-1]
+    promote_with_card(student, card, tmp_path / "shipped" / "p.pt", [level], heard.append)
+    assert (tmp_path / "shipped" / "p.pt").read_bytes() == b"weights" and (tmp_path / "shipped" / "p.card.json").exists()
+    with pytest.raises(PlacerError, match="is a folder"):
+        check_promote_target(tmp_path)
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        with pytest.raises(PlacerError, match="cannot write"):
+            check_promote_target(locked / "p.pt")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(PlacerError, match="not a folder"):
+        check_promote_target(blocker / "sub" / "p.pt")
+
+
+def test_a_bad_promote_target_is_refused_before_any_stage_runs(tmp_path):
+    recipe = load_recipe(CONFIGS / "quick.toml", tmp_path / "out")
+    with pytest.raises(PlacerError, match="is a folder"):
+        run_recipe(recipe, tmp_path / "out", progress=False, promote=tmp_path)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
+    out = tmp_path / "quick"
+    recipe = load_recipe(CONFIGS / "quick.toml", out)
+    heard: list[str] = []
+    student = run_recipe(recipe, out, progress=False, report=heard.append, promote=tmp_path / "shipped" / "quick.pt")
+    assert student == out / "distil" / "policy.pt" and student.exists()
+    card = json.loads((out / "card.json").read_text())
+    assert card["seeds"]["rl"] == [1, 2] and card["rl"]["winner"] in ("rl-seed1", "rl-seed2")
+    assert set(card["stages"]) == {"clone", "rl-seed1", "rl-seed2", "distil"} and all(s["wall_s"] > 0 for s in card["stages"].values())
+    assert card["teacher_table"]["tuned_for"]["candidates"] == ["learned"]  # the distil stage scored the RL winner
+    assert (out / "rl-winner.pt").read_bytes() == (out / card["rl"]["winner"] / "best.pt").read_bytes()
+    assert [r["regime"].split(",")[1].strip() for r in card["regimes"]] == ["load 0.5", "load 0.9"]
+    promoted = card["no_worse_than_best_everywhere"]
+    assert (tmp_path / "shipped" / "quick.pt").exists() == promoted
+    assert (
+        json.loads((out / "rl-seed1" / "members.json").read_text())["members"]
+        == json.loads((out / "clone" / "members.json").read_text())["members"]
+    )  # the RL stages read the clone's table instead of tuning it again
+    with pytest.raises(PlacerError, match="not empty"):
+        run_recipe(recipe, out, progress=False)
+    heard.clear()
+    run_recipe(recipe, out, resume=True, progress=False, report=heard.append)
+    assert sum("finished in an earlier run" in line for line in heard) == 4
