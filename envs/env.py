@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs import action as act
+from envs import register
 from envs.advice import Advisers
 from envs.baseline import StreamBaseline, baseline_for, baseline_policy
 from envs.config import EnvConfig
@@ -24,6 +25,8 @@ from placer.graphs.job_graph import JobGraph
 from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import Simulator
 from placer.sim.types import Decision, Job, Reject
+
+register()  # the id, even where the hook of envs/__init__ never saw gymnasium imported (another import hook found it first)
 
 T = TypeVar("T")
 

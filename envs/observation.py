@@ -62,10 +62,9 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-from gymnasium import spaces
 
 from envs.advice import advice_arrays
 from envs.config import EnvConfig
@@ -76,6 +75,9 @@ from placer.sim.history import RATE_WINDOWS, RECENT, ArrivalHistory, LoadMeter
 from placer.sim.options import Option
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job
+
+if TYPE_CHECKING:
+    from gymnasium import spaces
 
 NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, GROUP_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 13, 6, 5
 HISTORY_FEATURES = 8
@@ -107,7 +109,9 @@ class GraphTooLargeError(PlacerError):
 def observation_space(
     num_graphs: int, num_options: int, max_groups: int, history: bool = False, meter: bool = False, advisers: int = 0
 ) -> spaces.Dict:
-    """The ``Dict`` space of :func:`observe` for a table of ``num_graphs`` graphs (and ``advisers`` advisers)."""
+    """The ``Dict`` space of :func:`observe` for a table of ``num_graphs`` graphs (and ``advisers`` advisers); imports
+    gymnasium, which nothing else here needs (deciding with a trained policy does without it)."""
+    from gymnasium import spaces
 
     def box(*shape, low=0.0, high=1.0):
         return spaces.Box(low=low, high=high, shape=shape, dtype=np.float32)

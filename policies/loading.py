@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from threadpoolctl import threadpool_limits
 
 from envs.action import action_mask, decision, option_table
 from envs.advice import Advisers
+from envs.config import EnvConfig
 from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, forward_size, graph_arrays, observe
 from placer.baselines.guard import Guarded
 from placer.baselines.policy import Policy
@@ -21,8 +22,10 @@ from placer.common.lru import LRUCache
 from placer.common.shipped import data_dir, default_policy_file, shipped_policy_file
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job
-from policies.inference import NumpyActor
-from policies.model import load_policy_file
+from policies.inference import NumpyPolicy, load_inference_policy
+
+if TYPE_CHECKING:
+    import torch
 
 GRAPH_CACHE_SIZE = 512
 # learned:below=L, :last=K, :waiting=W (Guarded)
@@ -40,22 +43,28 @@ class LearnedPolicy(Policy):
     calls :meth:`choose`, which decides an :class:`envs.observation.Offer` given that history, through the
     same observation builder as the env. Each graph is encoded once and its encoding cached by the
     graph's key, so graphs in no table (the service's) work as well as the training graphs.
+
+    ``policy``: the network as a :class:`~policies.inference.NumpyPolicy` (:meth:`from_file` reads one without
+    torch), or a live torch policy (training's validation), whose weights are copied now: build a new
+    LearnedPolicy after training more. Decisions run in numpy either way (:mod:`policies.inference`).
     """
 
-    def __init__(self, policy, env, spec: PolicySpec | None = None, rule_override: str | None = None) -> None:
-        self.policy, self.env = policy, env
+    def __init__(self, policy: NumpyPolicy | Any, env: EnvConfig, spec: PolicySpec | None = None, rule_override: str | None = None) -> None:
+        self.policy = policy if isinstance(policy, NumpyPolicy) else NumpyPolicy.from_module(policy, env)
+        self.env = env
         self.spec = spec or PolicySpec("learned")
         self.rule_override = rule_override
         if rule_override is not None and rule_override not in self.env.rules:
             raise PolicyError(f"placement rule {rule_override!r} is not one of the policy's {self.env.rules}")
         self.history = JobHistory()  # the jobs seen in this run: the job features are relative to them
         self.advisers = Advisers(env.advisers, env.max_degree)  # the heuristics whose decisions it observes (envs.advice)
-        self.actor = NumpyActor(policy)  # the weights as they are now: build a new LearnedPolicy after training more
+        self.actor = self.policy.actor
         self._graphs: LRUCache[str, tuple[np.ndarray, GraphRef]] = LRUCache(GRAPH_CACHE_SIZE)  # bounded for long-running services
 
     @classmethod
     def from_file(cls, path: Path, spec: PolicySpec | None = None, rule_override: str | None = None) -> LearnedPolicy:
-        policy, env = load_policy_file(path)
+        """The policy of the policy file at ``path`` (PolicyError, one line, if it cannot be read or does not fit)."""
+        policy, env = load_inference_policy(path)
         return cls(policy, env, spec, rule_override)
 
     def reset(self, rng: np.random.Generator) -> None:
@@ -90,19 +99,19 @@ class LearnedPolicy(Policy):
         if cached is None:
             nodes, edges = forward_size(job.graph)
             arrays = graph_arrays(job.graph, max(nodes, 1), max(edges, 1))
-            batch = {k: torch.from_numpy(arrays[k]).unsqueeze(0).float() for k in GRAPH_KEYS}
-            with torch.inference_mode():
-                encoding = self.policy.pi_features_extractor.encode_arrays(batch)[0].numpy()
+            encoding = self.policy.encoder.encode(*(arrays[k] for k in GRAPH_KEYS))
             cached = self._graphs[job.graph.key] = (encoding, GraphRef(UNLISTED, nodes))
         return cached
 
 
 def greedy_action(policy, obs: dict[str, np.ndarray], mask: np.ndarray, graph: torch.Tensor | None = None) -> int:
-    """The most likely unmasked action for one observation: masked argmax of the logits.
+    """The most likely unmasked action of a torch ``policy`` for one observation: masked argmax of the logits.
 
-    The lean inference path: no gradients, no distribution objects, one forward pass. ``graph``:
+    The torch path (imitation, tests): no gradients, no distribution objects, one forward pass. ``graph``:
     the job graph's (1, 2 * hidden) encoding, when known (else the policy's graph table encodes ``obs["graph"]``).
     """
+    import torch
+
     with torch.inference_mode():
         batch = {k: torch.from_numpy(np.ascontiguousarray(v)).unsqueeze(0).float() for k, v in obs.items()}
         extractor = policy.pi_features_extractor
@@ -142,7 +151,6 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
         raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
     if None in arguments:
         path = shipped_policy_file(arguments[None])
-    torch.set_num_threads(1)  # one observation at a time: extra threads only add overhead
     threadpool_limits(1, user_api="blas")  # the numpy actor's small matmuls: threads only spin (10x slower on a busy host)
     if not path.exists():
         raise PolicyError(f"policy file {str(path)!r} does not exist (train one with 'placer train' or pass --policy-file)")

@@ -1,17 +1,12 @@
 """Build the MaskablePPO model and read/write policy files (weights only, never pickled code).
 
-A policy file is a ``torch.save`` of a dict of plain data and tensors::
-
-    {"format": "placer.policy", "version": 2, "env": {...EnvConfig fields...},
-     "policy": {"hidden", "rounds", "net_arch"}, "state_dict": {...}}
-
-and is read with ``torch.load(weights_only=True)``, which refuses anything but tensors and
-plain containers, into a policy built here in code.
+A policy file is a ``torch.save`` of a dict of plain data and tensors (:mod:`policies.policy_file`
+says what it holds and reads it without torch); :func:`load_policy_file` builds the torch policy
+from it in code. Decisions need no torch policy: :mod:`policies.inference` loads one for them.
 """
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -22,9 +17,8 @@ from envs.observation import GraphTable, observation_space
 from placer.common.atomic import atomic_path
 from placer.common.errors import PlacerError, PolicyError
 from policies.extractor import PlacementExtractor
+from policies.policy_file import FORMAT, VERSION, malformed, read_policy_file
 from policies.scorer import OptionPolicy
-
-FORMAT, VERSION = "placer.policy", 3
 
 
 def policy_kwargs(hidden: int, rounds: int, net_arch: list[int], graphs: GraphTable | None = None) -> dict:
@@ -62,26 +56,17 @@ def save_policy_file(path: Path, policy: torch.nn.Module, env: EnvConfig, arch: 
 
 
 def load_policy_file(path: str | Path) -> tuple[OptionPolicy, EnvConfig]:
+    """The torch policy of the policy file at ``path`` (eval mode) and its env; PolicyError (one line) if the file is
+    missing, not a policy file, malformed, or its weights do not fit the architecture it names."""
     path = Path(path)
+    payload = read_policy_file(path)
     try:
-        with warnings.catch_warnings():  # torch warns before refusing a plain pickle; the error below says it all
-            warnings.simplefilter("ignore")
-            payload = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise PolicyError(f"policy file {str(path)!r} does not exist") from None
-    except Exception as exc:  # corrupt file, or one holding code: refuse either way
-        raise PolicyError(f"{path}: not a placer policy file ({type(exc).__name__})") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT or payload.get("version") != VERSION:
-        raise PolicyError(f"{path}: not a placer policy file (format {FORMAT} v{VERSION})")
-    try:
-        env = EnvConfig.model_validate(payload["env"])  # files written before the workload was nested have it flat
-        arch = payload["policy"]
-        policy = build_policy(env, arch["hidden"], arch["rounds"], arch["net_arch"])
+        policy = build_policy(payload.env, payload.hidden, payload.rounds, payload.net_arch)
     except (KeyError, TypeError, AttributeError, ValueError, PlacerError) as exc:
-        raise PolicyError(f"{path}: malformed policy file: missing or bad field {exc}") from None
+        raise malformed(path, exc) from None
     try:
-        policy.load_state_dict(payload["state_dict"])
+        policy.load_state_dict({k: torch.from_numpy(v) for k, v in payload.state_dict.items()})
     except RuntimeError as exc:
         raise PolicyError(f"{path}: weights do not match the policy architecture: {str(exc).splitlines()[0]}") from None
     policy.eval()
-    return policy, env
+    return policy, payload.env
