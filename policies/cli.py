@@ -19,6 +19,13 @@ def register(app: typer.Typer) -> None:
         device: Annotated[
             str | None, typer.Option(help="PPO's network: auto (CUDA when present), cpu or cuda (default: the config's)")
         ] = None,
+        cluster: Annotated[
+            str | None, typer.Option(help="a recipe only: train for this cluster (a preset or a cluster file) instead of the recipe's")
+        ] = None,
+        load: Annotated[
+            str | None, typer.Option(help="with --cluster: the offered loads to train and validate at, e.g. 0.5,0.9,1.3")
+        ] = None,
+        graphs: Annotated[str | None, typer.Option(help="with --cluster: the job graphs of the workload (comma-separated)")] = None,
         promote: Annotated[
             Path | None, typer.Option(help="copy the final policy here only if it blocks no more jobs than its teacher's online rule")
         ] = None,
@@ -28,7 +35,7 @@ def register(app: typer.Typer) -> None:
         per-regime validation against best, each stage in its own folder of OUT, the student in OUT/distil/policy.pt and its
         card in OUT/card.json."""
         from placer.common.errors import PlacerError
-        from policies.recipe import is_recipe, load_recipe, run_recipe
+        from policies.recipe import for_cluster, is_recipe, load_recipe, parse_loads, run_recipe
         from policies.train import check_promote_target
 
         def report(message: str) -> None:
@@ -38,13 +45,25 @@ def register(app: typer.Typer) -> None:
             raise PlacerError(f"--device must be auto, cpu or cuda, got {device!r}")
         if promote is not None:
             check_promote_target(promote)  # before anything slow: a bad path is one line now, not after the run
+        if (load or graphs) and not cluster:
+            raise PlacerError("--load and --graphs go with --cluster (train a recipe for your cluster)")
         if is_recipe(config):
-            recipe = load_recipe(config, out)
+            changes = None
+            if cluster is not None:
+                from placer.cluster.topology import load_cluster
+
+                load_cluster(cluster)  # an unreadable cluster file is one line now
+                changes = for_cluster(cluster, parse_loads(load) if load else None, graphs.split(",") if graphs else None)
+            recipe = load_recipe(config, out, changes)
             if device is not None:
                 recipe = recipe.with_device(device)
             student = run_recipe(recipe, out, resume=resume, force=force, timesteps=timesteps, report=report, promote=promote)
             typer.echo(f"wrote {student} and {out / 'card.json'}")
             return
+        if cluster is not None:
+            raise PlacerError(
+                f"--cluster trains a recipe (a config with a [recipe] table, e.g. data/configs/placer.toml); {config} is not one"
+            )
         from policies.config import load_train_config
         from policies.train import train as run_training
 

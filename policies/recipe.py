@@ -97,15 +97,38 @@ def is_recipe(path: Path) -> bool:
     return RECIPE in read_toml(path, what="training config", extends=True)
 
 
-def load_recipe(path: Path, out: Path) -> Recipe:
+def for_cluster(cluster: str, loads: list[float] | None = None, graphs: list[str] | None = None) -> dict[str, Any]:
+    """The changes that train a recipe for one cluster of the user's (a preset or a cluster file): every stage's episodes
+    on that cluster alone (the recipe's other settings, PAC-ML's loss system among them, dropped), at ``loads`` and on
+    ``graphs`` where given (else the recipe's)."""
+    env: dict[str, Any] = {"clusters": [cluster], "settings": [{}]}
+    if loads:
+        env["loads"] = list(loads)
+    if graphs:
+        env["workload"] = {"graphs": list(graphs)}
+    return {"env": env}
+
+
+def parse_loads(text: str) -> list[float]:
+    """``"0.5,0.9,1.3"`` -> [0.5, 0.9, 1.3]: each a finite offered load > 0, else one line."""
+    try:
+        loads = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise PlacerError(f"--load {text!r}: comma-separated offered loads, e.g. 0.5,0.9,1.3") from None
+    if not all(0 < x < 100 for x in loads):
+        raise PlacerError(f"--load {text!r}: each load must be above 0 and below 100 (1.0 offers as much work as the cluster serves)")
+    return loads
+
+
+def load_recipe(path: Path, out: Path, changes: dict[str, Any] | None = None) -> Recipe:
     """The recipe at ``path`` resolved for ``out``: every stage's config validated now, so a mistake in any stage is one line
-    before the first one runs."""
+    before the first one runs. ``changes`` (e.g. :func:`for_cluster`'s) are merged into every stage after its own."""
     data = read_toml(path, what="training config", extends=True)
     section = validate(RecipeSection, data.pop(RECIPE, {}), source=f"{path}: [{RECIPE}]")
     clone_file = str(out / CLONE / "policy.pt")
 
-    def stage(name: str, changes: dict[str, Any], fixed: dict[str, Any]) -> Stage:
-        config = validate(TrainConfig, merged(merged(data, changes), fixed), source=f"{path}: stage {name}")
+    def stage(name: str, own: dict[str, Any], fixed: dict[str, Any]) -> Stage:
+        config = validate(TrainConfig, merged(merged(merged(data, own), changes or {}), fixed), source=f"{path}: stage {name}")
         return Stage(name=name, config=config)
 
     clone = stage(CLONE, section.clone, {"train": {"timesteps": 0}})
@@ -175,7 +198,12 @@ def run_recipe(
     write_atomic(out / "validation.json", json.dumps([r.model_dump() for r in rows], indent=1) + "\n")
     for line in regime_lines(rows):
         say(line)
+    env = recipe.distil.config.env
+    serve, line = verdict(rows, _json(out / DISTIL / "members.json"), env.all_clusters[0] if len(env.all_clusters) == 1 else "CLUSTER")
+    line = line.replace("PATH", str(promote or student))
+    say(f"verdict: serve {serve}" + ("" if serve == "learned" else " (learning did not pay in every regime here)") + f": {line}")
     card = make_card(recipe, out, records, choice, rows, round(time.monotonic() - started, 1))
+    card["verdict"] = {"serve": serve, "command": line}
     write_atomic(out / "card.json", json.dumps(card, indent=1) + "\n")
     if promote is not None:
         promote_with_card(student, out / "card.json", promote, rows, say)
@@ -210,6 +238,20 @@ def regime_lines(rows: list[RegimeRow]) -> list[str]:
         verdict = "" if r.not_worse else "  worse"
         out.append(f"{r.regime:<{width}}{r.streams:>8}{r.learned:>9.4f}{r.reference:>9.4f}   {r.difference:+.4f} ± {half}{verdict}")
     return out
+
+
+def verdict(rows: list[RegimeRow], table: Any, cluster: str) -> tuple[str, str]:
+    """Whether learning paid on this run's regimes, and the ``placer serve`` line that serves the answer: the student
+    where it blocks no more than ``best`` in every regime and fewer in one at least (its interval below 0), else the
+    heuristic ``best`` chose most often in the student's teacher table (``table``: its ``members.json``)."""
+    worse = [r for r in rows if not r.not_worse]
+    better = [r for r in rows if r.difference - (0 if np.isnan(r.half) else r.half) > 0]
+    if not worse and better:
+        return "learned", f"placer serve --cluster {cluster} --policy-file PATH"
+    members = list((table or {}).get("members", {}).values())
+    families = [m for m in members if not m.startswith("learned")] or ["best"]
+    member = max(dict.fromkeys(families), key=families.count)
+    return member, f"placer serve --cluster {cluster} --heuristic {member}"
 
 
 def make_card(

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
+import typer
 from rich.table import Table
 
 from placer.cli.app import app, console
 from placer.cluster.topology import load_cluster, preset_names
+from placer.common.errors import PlacerError
 from placer.graphs.catalog import resolve_graph, shipped_graph_names
 
 
@@ -28,14 +33,19 @@ def list_graphs() -> None:
 
 
 @app.command("clusters")
-def list_clusters() -> None:
-    """List the cluster presets."""
-    table = Table("preset", "servers", "devices", "device types", "intra GB/s", "inter GB/s")
-    for name in preset_names():
+def list_clusters(
+    action: Annotated[str | None, typer.Argument(help="check: read FILE as a cluster file and show what placer makes of it")] = None,
+    file: Annotated[Path | None, typer.Argument(help="the cluster file to check (docs/clusters.md lists its keys)")] = None,
+) -> None:
+    """List the cluster presets; ``placer clusters check FILE`` reads a cluster file (one line for a mistake) and shows it."""
+    if action is not None and (action != "check" or file is None):
+        raise PlacerError("usage: placer clusters (the presets) or placer clusters check FILE")
+    table = Table("cluster", "servers", "devices", "device types", "intra GB/s", "inter GB/s")
+    for name in [str(file)] if file is not None else preset_names():
         c = load_cluster(name)
         links = c.spec.links
         table.add_row(
-            name,
+            c.name if file is not None else name,
             str(c.num_servers),
             str(c.num_devices),
             ", ".join(sorted(set(c.device_type))),
@@ -43,3 +53,8 @@ def list_clusters() -> None:
             f"{links.inter_server.bandwidth_Bps / 1e9:.0f}",
         )
     console.print(table)
+    if file is not None:
+        console.print(
+            f"{file}: a valid cluster file ({load_cluster(file).num_devices} devices); evaluate it with "
+            f"placer evaluate --cluster {file} --policies learned,best"
+        )

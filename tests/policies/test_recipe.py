@@ -4,6 +4,7 @@ shipped quick recipe end to end with a resume."""
 import json
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -131,3 +132,59 @@ def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
     heard.clear()
     run_recipe(recipe, out, resume=True, progress=False, report=heard.append)
     assert sum("finished in an earlier run" in line for line in heard) == 4
+
+
+def test_a_recipe_for_your_cluster_trains_there_alone(tmp_path):
+    from policies.recipe import for_cluster
+
+    mine = str(Path(__file__).with_name("team4x4.toml"))
+    recipe = load_recipe(CONFIGS / "placer.toml", tmp_path, for_cluster(mine, [0.5, 1.3], ["resnet50", "gnmt"]))
+    for stage in recipe.stages:  # the distil stage's own settings (PAC-ML's cluster among them) are dropped too
+        env = stage.config.env
+        assert env.all_clusters == (mine,) and env.loads == (0.5, 1.3) and env.workload.graphs == ("resnet50", "gnmt")
+
+
+def test_loads_are_parsed_in_one_line():
+    from policies.recipe import parse_loads
+
+    assert parse_loads("0.5,1.3") == [0.5, 1.3]
+    for bad in ("0.5,x", "0", "-1", "1e9", "nan"):
+        with pytest.raises(PlacerError, match="--load"):
+            parse_loads(bad)
+
+
+def test_the_verdict_serves_the_student_only_where_learning_paid():
+    from policies.recipe import verdict
+
+    def row(difference, half):
+        return RegimeRow(regime="r", streams=4, learned=0.2, reference=0.2 + difference, difference=difference, half=half)
+
+    table = {"members": {"a": "lean", "b": "lean:admit=0.9", "c": "lean:admit=0.9", "d": "learned"}}
+    assert verdict([row(0.02, 0.01), row(0.0, 0.01)], table, "my.toml") == ("learned", "placer serve --cluster my.toml --policy-file PATH")
+    assert verdict([row(0.0, 0.01)], table, "my.toml")[0] == "lean:admit=0.9"  # level everywhere: the heuristic, simpler
+    assert verdict([row(0.05, 0.01), row(-0.05, 0.01)], table, "my.toml") == (
+        "lean:admit=0.9",
+        "placer serve --cluster my.toml --heuristic lean:admit=0.9",
+    )
+
+
+def test_the_command_line_refuses_bad_input_in_one_line_before_any_work(tmp_path):
+    import subprocess
+    import sys
+
+    def placer(*args):
+        return subprocess.run([sys.executable, "-m", "placer", *args], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+
+    quick = str(CONFIGS / "quick.toml")
+    for args, message in [
+        (["train", "--config", quick, "--out", "o", "--promote", str(tmp_path)], "is a folder"),
+        (["train", "--config", quick, "--out", "o", "--cluster", "nosuch.toml"], "nosuch.toml"),
+        (["train", "--config", quick, "--out", "o", "--load", "0.9"], "go with --cluster"),
+        (["train", "--config", str(CONFIGS / "pacml.toml"), "--out", "o", "--cluster", "dgx8x8"], "not one"),
+        (["clusters", "check"], "usage"),
+    ]:
+        done = placer(*args)
+        assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
+    assert not (tmp_path / "o").exists()
+    checked = placer("clusters", "check", str(Path(__file__).with_name("team4x4.toml")))
+    assert checked.returncode == 0 and "team4x4" in checked.stdout and "16 devices" in checked.stdout
