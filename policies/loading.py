@@ -19,7 +19,7 @@ from placer.baselines.registry import PolicyContext, make_heuristic
 from placer.baselines.specs import PolicySpec, positive_finite, positive_int
 from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
-from placer.common.shipped import data_dir, default_policy_file, shipped_policy_file
+from placer.common.shipped import default_policy_file, policy_names, shipped_policy_file
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job
 from policies.inference import NumpyPolicy, load_inference_policy
@@ -122,8 +122,10 @@ def greedy_action(policy, obs: dict[str, np.ndarray], mask: np.ndarray, graph: t
 
 
 def shipped_policy_names() -> list[str]:
-    """The policies shipped in ``data/policies`` (``learned:NAME`` runs ``data/policies/NAME.pt``)."""
-    return sorted(path.stem for path in (data_dir() / "policies").glob("*.pt"))
+    """The names ``learned:NAME`` runs: the policies of ``data/policies`` and, in a checkout, the retired ones of
+    ``experiments/policies`` (:func:`placer.common.shipped.shipped_policy_file`)."""
+    shipped, retired = policy_names()
+    return shipped + retired
 
 
 def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPolicy | Guarded:
@@ -143,7 +145,7 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
 
     arguments = spec.arguments(GATE_ARGUMENTS, shipped_name, optional=True)
     if arguments is None:
-        names = ", ".join(shipped)
+        names = ", ".join(policy_names()[0])
         usage = (
             f"use learned (its --policy-file) or learned:NAME, NAME one of {names}, optionally :below=L, :last=K (L, K > 0)"
             " and :waiting=W (W >= 1)"
