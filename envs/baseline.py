@@ -35,7 +35,7 @@ from envs.reward import reward
 from placer.baselines.policy import Policy, named_by_spec, run_policy
 from placer.baselines.registry import PolicyContext, make_policy
 from placer.cluster.topology import Cluster
-from placer.common.errors import PlacerError
+from placer.common.errors import EnvConfigError
 from placer.cost import CostModel
 from placer.sim.queueing import QueueConfig
 from placer.workloads.generator import JobSpec
@@ -46,7 +46,7 @@ def baseline_policy(spec: str, cluster: Cluster, max_degree: int, role: str = "b
     naming its ``role`` (a baseline, an adviser)."""
     policy = make_policy(spec, PolicyContext(cluster, max_degree))
     if not named_by_spec(policy):
-        raise PlacerError(f"{role} {spec!r}: give a heuristic whose name alone decides what it does (e.g. lean:admit=0.9)")
+        raise EnvConfigError(f"{role} {spec!r}: give a heuristic whose name alone decides what it does (e.g. lean:admit=0.9)")
     return policy
 
 
@@ -55,11 +55,11 @@ def baseline_for(baseline: str | Mapping[str, str] | None, regime: str) -> str:
     if isinstance(baseline, str):
         return baseline
     if baseline is None:
-        raise PlacerError("no baseline is configured")
+        raise EnvConfigError("no baseline is configured")
     try:
         return baseline[regime]
     except KeyError:
-        raise PlacerError(f"the baseline table names no heuristic for the regime {regime!r}") from None
+        raise EnvConfigError(f"the baseline table names no heuristic for the regime {regime!r}") from None
 
 
 class StreamBaseline:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from envs.reward import REWARDS
 from placer.baselines.specs import PolicySpec
-from placer.common.errors import PlacerError
+from placer.cluster.placement import PLACEMENT_RULES
+from placer.common.errors import EnvConfigError
 from placer.sim.workload import WorkloadSpec, nest_workload
 
-PLACEMENT_RULES = ("first_fit", "best_fit", "spread")
 SETTING_FIELDS = ("clusters", "loads", "load", "graphs", "beta_dists", "queue", "size", "structure", "arrival", "jobs")  # its keys
 Names = Annotated[tuple[str, ...], BeforeValidator(lambda v: (v,) if isinstance(v, str) else v)]
 
@@ -24,7 +24,8 @@ class EnvConfig(BaseModel):
     load, arrivals, jobs per episode, size spread, structure, queue); each episode draws one of its beta
     distributions, sizes, structures and queues. Its fields may be given flat (``EnvConfig(load=0.9)``,
     ``gymnasium.make(..., queue="edf-bf")``); ``episode_jobs`` is the older name of ``jobs``.
-    max_degree: largest partitioning degree; rules: the placement choices the policy picks from.
+    max_degree: largest partitioning degree; rules: the placement choices the policy picks from (rules of
+    :data:`placer.cluster.placement.PLACEMENT_RULES`, in their order there).
     reward: ``acceptance`` (+1/-1 per job, PAC-ML's), ``work`` (+/- the job's sequential
     JCT over the mix's mean: throughput-aware) or ``mission`` (0 for jobs no policy can accept, -1 per
     avoidable job blocked, 0.9-1 per accepted job by how close it finished to the fastest possible;
@@ -59,7 +60,7 @@ class EnvConfig(BaseModel):
     clusters: Names = Field(("pacml",), min_length=1)
     workload: WorkloadSpec = WorkloadSpec()
     max_degree: int = Field(16, ge=1)
-    rules: Names = PLACEMENT_RULES
+    rules: Names = tuple(PLACEMENT_RULES)
     reward: str = "acceptance"
     strategy: str = "auto"
     history: bool = False
@@ -79,27 +80,34 @@ class EnvConfig(BaseModel):
     def _nest_workload(cls, data: Any) -> Any:
         data = nest_workload(data, {"episode_jobs": "jobs"})
         if isinstance(data, dict) and data.get("reward", "acceptance") not in REWARDS:
-            raise PlacerError(f"unknown reward {data['reward']!r} (choose from {', '.join(REWARDS)})")
+            raise EnvConfigError(f"unknown reward {data['reward']!r} (choose from {', '.join(REWARDS)})")
         baseline = data.get("baseline") if isinstance(data, dict) else None
         if isinstance(baseline, dict) and not baseline:
-            raise PlacerError("baseline: the table names no regime (give a heuristic, a table of regime -> heuristic, or none)")
+            raise EnvConfigError("baseline: the table names no regime (give a heuristic, a table of regime -> heuristic, or none)")
         _check_names("baseline", [baseline] if isinstance(baseline, str) else baseline.values() if isinstance(baseline, dict) else [])
         advisers = data.get("advisers", ()) if isinstance(data, dict) else ()
         if not isinstance(advisers, str | list | tuple):
-            raise PlacerError(f"advisers: {advisers!r} is not a list of heuristics' names")
+            raise EnvConfigError(f"advisers: {advisers!r} is not a list of heuristics' names")
         _check_names("advisers", [advisers] if isinstance(advisers, str) else advisers)
         settings = data.get("settings") or () if isinstance(data, dict) else ()
         if not isinstance(settings, list | tuple):
-            raise PlacerError(f"settings: {settings!r} is not a list of tables (one per setting)")
+            raise EnvConfigError(f"settings: {settings!r} is not a list of tables (one per setting)")
         for setting in settings:
             _check_setting(setting)
         return data
+
+    @field_validator("rules")
+    @classmethod
+    def _known_rules(cls, rules: tuple[str, ...]) -> tuple[str, ...]:
+        if unknown := [rule for rule in rules if rule not in PLACEMENT_RULES]:
+            raise EnvConfigError(f"rules: unknown placement rule {unknown[0]!r} (rules: {', '.join(PLACEMENT_RULES)})")
+        return rules
 
     @model_validator(mode="after")
     def _valid_settings(self) -> EnvConfig:
         for variant in self.variants:  # each setting validated once, here: a bad value is one line when the config is read
             if unknown := [g for g in variant.workload.graphs if g not in self.workload.graphs]:
-                raise PlacerError(
+                raise EnvConfigError(
                     f"settings: graph {unknown[0]!r} is not one of [env.workload] graphs (observations name a graph by its place there)"
                 )
         return self
@@ -130,17 +138,17 @@ def _check_names(field: str, names: Any) -> None:
     """One line for an entry of ``field`` that is not a policy name the registry parses (at the edge, when the config is read)."""
     for name in names:
         if not isinstance(name, str):
-            raise PlacerError(f"{field}: {name!r} is not a heuristic's name")
+            raise EnvConfigError(f"{field}: {name!r} is not a heuristic's name")
         PolicySpec.parse(name)
 
 
 def _check_setting(setting: Any) -> None:
     """One line for a setting that is not a table of :data:`SETTING_FIELDS`."""
     if not isinstance(setting, dict):
-        raise PlacerError(f"settings: {setting!r} is not a table of fields")
+        raise EnvConfigError(f"settings: {setting!r} is not a table of fields")
     unknown = sorted(set(setting) - set(SETTING_FIELDS))
     if unknown:
-        raise PlacerError(f"settings: {', '.join(unknown)} cannot vary by setting (a setting sets {', '.join(SETTING_FIELDS)})")
+        raise EnvConfigError(f"settings: {', '.join(unknown)} cannot vary by setting (a setting sets {', '.join(SETTING_FIELDS)})")
 
 
 def _variant(config: EnvConfig, setting: dict[str, Any]) -> EnvConfig:
@@ -150,4 +158,4 @@ def _variant(config: EnvConfig, setting: dict[str, Any]) -> EnvConfig:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(map(str, first["loc"]))
-        raise PlacerError(f"settings: {setting!r}: {where}: {first['msg']}") from None
+        raise EnvConfigError(f"settings: {setting!r}: {where}: {first['msg']}") from None

@@ -17,18 +17,16 @@ from collections import Counter
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-import numpy as np
-
 from placer.api.session import Placer, check_iterations, extrapolation
 from placer.api.types import ClusterState, PlacementDecision, PlacementPrediction
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_policy
-from placer.cluster.placement import best_fit, first_fit, spread
 from placer.cluster.topology import Cluster, load_cluster
 from placer.common.errors import PlacerError
 from placer.common.lru import LRUCache
 from placer.cost import CostModel, Prediction
 from placer.graphs.job_graph import JobGraph
+from placer.sim.simulator import fastest_idle_placement
 
 
 def place(
@@ -152,14 +150,11 @@ def predict(
 
 
 def _fastest_placement(cluster: Cluster, cost: CostModel, graph: JobGraph, degree: int) -> tuple[tuple[int, ...], Prediction]:
-    """Of the placements the rules give on the idle cluster and on each device type alone: the fastest that fits."""
-    if not 1 <= degree <= cluster.num_devices:
+    """The fastest placement of ``degree`` devices on the idle cluster (:func:`~placer.sim.simulator.fastest_idle_placement`)."""
+    fastest = fastest_idle_placement(cost, graph, degree) if 1 <= degree <= cluster.num_devices else None
+    if fastest is None:
         raise PlacerError(f"degree must be between 1 and {cluster.num_devices} on {cluster.name!r}, got {degree}")
-    kinds = np.asarray(cluster.device_type)
-    masks = [np.ones(cluster.num_devices, dtype=bool)] + [kinds == t for t in sorted(set(cluster.device_type))]
-    candidates = {d for mask in masks for rule in (best_fit, first_fit, spread) if (d := rule(cluster, mask, degree)) is not None}
-    scored = [(devices, cost.predict(graph, devices)) for devices in sorted(candidates)]
-    return min(scored, key=lambda pair: (not pair[1].fits, pair[1].iteration_s, len(set(cluster.server_of[list(pair[0])]))))
+    return fastest
 
 
 def _devices(cluster: Cluster, names: list[str]) -> tuple[int, ...]:

@@ -43,7 +43,8 @@ class ClairvoyantResult:
 
 
 def degree_times(cost: CostModel, spec: JobSpec, max_degree: int) -> dict[int, float]:
-    """{degree: the fastest JCT (s) of any rule's placement on the idle cluster}, degrees that fit in memory."""
+    """{degree: the JCT (s) of its fastest placement on the idle cluster (:func:`~placer.sim.simulator.fastest_idle_placement`)},
+    degrees that fit in memory."""
     return {degree: seconds * spec.iterations for degree, seconds in idle_iteration_s(cost, spec.graph, max_degree).items()}
 
 

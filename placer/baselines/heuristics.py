@@ -42,7 +42,7 @@ import numpy as np
 
 from placer.baselines.policy import Policy, Tuning
 from placer.baselines.specs import PolicySpec
-from placer.cluster.placement import PLACEMENT_RULES
+from placer.cluster.placement import DEFAULT_RULE, PLACEMENT_RULES
 from placer.common.errors import PolicyError
 from placer.sim.history import ArrivalHistory
 from placer.sim.options import DEFAULT_MAX_DEGREE, Option, any_feasible, degrees_for, options
@@ -57,7 +57,7 @@ ADMIT_GRID = (0.8, 0.85, 0.9, 0.95, 1.0)  # the thresholds lean:admit=best choos
 class Heuristic(Policy):
     """Base of the heuristics: ``decide(job, view)`` picks a :class:`~placer.sim.types.Decision`."""
 
-    rule: str = "first_fit"
+    rule: str = DEFAULT_RULE
     max_degree: int = DEFAULT_MAX_DEGREE
     spec: PolicySpec | None = None
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0), repr=False)

@@ -14,6 +14,7 @@ from placer.baselines.lookahead import Hindsight, Lookahead
 from placer.baselines.plugins import plugin_factory
 from placer.baselines.policy import Policy
 from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
+from placer.cluster.placement import DEFAULT_RULE
 from placer.cluster.topology import Cluster
 from placer.common.errors import PolicyError
 from placer.sim.options import DEFAULT_MAX_DEGREE
@@ -54,7 +55,7 @@ def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGR
         names = [name for name in BEST_CANDIDATES if not name.startswith("fixed:") or int(name[6:]) <= max_degree]
         members = {name: make_heuristic(name, max_degree=max_degree) for name in names}
         return Adaptive(members, spec) if spec.kind == "adaptive" else Best(members, spec, pooled=spec.kind == "single-best")
-    common: dict[str, Any] = {"rule": spec.rule or "first_fit", "max_degree": max_degree, "spec": spec}
+    common: dict[str, Any] = {"rule": spec.rule or DEFAULT_RULE, "max_degree": max_degree, "spec": spec}
     options = spec.options
     if spec.kind in _SIMPLE:
         return _SIMPLE[spec.kind](**common)

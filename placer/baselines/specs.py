@@ -21,10 +21,11 @@ from placer.common.errors import PolicyError, WorkloadError
 from placer.sim.queueing import QueueConfig
 
 _GRAMMAR = re.compile(r"(?P<kind>[a-z_][a-z0-9_-]*)(?P<args>(?::[^:+@]+)*)(?:\+(?P<rule>[a-z_]+))?(?:@(?P<discipline>[a-z-]+))?")
+_RULE_OPTIONS = [f"+{rule}" for rule in PLACEMENT_RULES]
 HEURISTIC_USAGE = (
     "para_max, para_min, fixed:K, random, lean, lean:cap=K:admit=Q:free=F (Q: a quantile, auto or best), eff:E, switch:U, "
     "best, single-best, adaptive, lookahead:k=K:h=H:m=M or hindsight:h=H:m=M, "
-    "optionally +first_fit, +best_fit or +spread and @fifo, @edf or @sjf (-bf)"
+    f"optionally {', '.join(_RULE_OPTIONS[:-1])} or {_RULE_OPTIONS[-1]} and @fifo, @edf or @sjf (-bf)"
 )
 
 

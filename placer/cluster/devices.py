@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from placer.common.errors import PlacerError
+from placer.common.errors import ClusterError
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 BYTES_PER_ELEMENT = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
@@ -55,7 +55,7 @@ class DeviceModel:
     def effective_precision(self, precision: str) -> str:
         """The precision this device really runs ``precision`` in (tf32 -> fp32, bf16 <-> fp16, else fp32, where missing)."""
         if precision not in PRECISIONS:
-            raise PlacerError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
+            raise ClusterError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
         fallbacks = {"tf32": ("tf32", "fp32"), "bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16")}.get(precision, (precision,))
         return next((p for p in fallbacks if p in self.peaks), "fp32")
 
@@ -133,5 +133,5 @@ DEVICE_MODELS = {
 
 def device_model(name: str) -> DeviceModel:
     if name not in DEVICE_MODELS:
-        raise PlacerError(f"unknown device type {name!r} (known: {', '.join(DEVICE_MODELS)})")
+        raise ClusterError(f"unknown device type {name!r} (known: {', '.join(DEVICE_MODELS)})")
     return DEVICE_MODELS[name]

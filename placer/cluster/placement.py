@@ -157,6 +157,20 @@ def _spread(free: FreeDevices, degree: int) -> tuple[int, ...] | None:
 
 PlacementRule = Callable[[FreeDevices, int], "tuple[int, ...] | None"]
 PLACEMENT_RULES: dict[str, PlacementRule] = {"first_fit": _first_fit, "best_fit": _best_fit, "spread": _spread}
+DEFAULT_RULE = "first_fit"  # a heuristic's rule when its name gives none (``+RULE``)
+
+
+def idle_placements(cluster: Cluster, degree: int) -> list[tuple[int, ...]]:
+    """Every placement of ``degree`` devices that a rule of :data:`PLACEMENT_RULES` gives on the idle ``cluster``: on all its
+    devices and, where it has several device types, on each type's devices alone (no rule reaches a fast type's devices
+    past slower ones on the whole cluster); each once, sorted. Empty when the cluster has fewer than ``degree`` devices."""
+    types = sorted(set(cluster.device_type))
+    masks = [np.ones(cluster.num_devices, dtype=bool)]
+    if len(types) > 1:
+        kinds = np.asarray(cluster.device_type)
+        masks += [kinds == t for t in types]
+    frees = [FreeDevices(cluster, mask) for mask in masks]
+    return sorted({devices for free in frees for rule in PLACEMENT_RULES.values() if (devices := rule(free, degree)) is not None})
 
 
 def first_fit(cluster: Cluster, free: np.ndarray, degree: int) -> tuple[int, ...] | None:

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 
 class PlacerError(Exception):
-    """Base class of every error caused by user input (files, specs, arguments)."""
+    """Base class of every error caused by user input (files, specs, arguments).
+
+    Code raises the subclass of its domain (below, or beside the code: the service's, calibration's, Ray's); callers
+    catch ``PlacerError`` (the CLI prints any as one line) or a subclass where they treat that domain apart."""
 
 
 class GraphValidationError(PlacerError):
     """A job graph is malformed: cycle, bad cost, dangling edge, duplicate id, empty."""
 
 
-class ClusterSpecError(PlacerError):
+class ClusterError(PlacerError):
+    """A cluster or a device is described wrongly: a device type or precision the datasheets do not know, a cluster spec."""
+
+
+class ClusterSpecError(ClusterError):
     """A cluster spec file is missing, unreadable or invalid."""
 
 
@@ -21,6 +28,20 @@ class WorkloadError(PlacerError):
 
 class PolicyError(PlacerError):
     """A policy name or policy file is invalid."""
+
+
+class ConfigError(PlacerError):
+    """A configuration is invalid: a training config's fields, or its environment's (:class:`EnvConfigError`)."""
+
+
+class EnvConfigError(ConfigError):
+    """The placement environment's configuration (:class:`envs.config.EnvConfig`, a training config's ``[env]``) is invalid:
+    a reward, baseline, adviser or setting that does not exist or does not fit the rest of it."""
+
+
+class TrainingError(PlacerError):
+    """A training run cannot start, resume or finish as asked: an output folder in the way, a checkpoint or initial
+    policy of another config, a device that is not there, a promotion target that cannot be written."""
 
 
 def validation_message(exc) -> str:

@@ -2,7 +2,8 @@
 
 Each is a :class:`~placer.common.errors.PlacerError`; the HTTP layer maps each class to a status
 in one table (:data:`placer.serve.http.ERROR_STATUS`). Any other ``PlacerError`` (a graph that
-does not validate, an implausible step time) is bad input: 422.
+does not validate, an implausible step time) is bad input: 422. :class:`ReservationStateError` is
+what the state file refuses when the service starts on it (``placer serve`` prints it as one line).
 """
 
 from __future__ import annotations
@@ -61,3 +62,8 @@ class ReportsTooFrequentError(ServiceError):
 
 class StateUnavailableError(ServiceError):
     """The state file cannot be written now (a full disk, an I/O error): nothing changed, retry later."""
+
+
+class ReservationStateError(PlacerError):
+    """The reservation state file cannot be used: in use by another server, made for another cluster, not readable and
+    writable, not a reservation store, damaged, or holding a row that makes no sense (:mod:`placer.serve.reservations`)."""

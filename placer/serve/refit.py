@@ -52,6 +52,7 @@ from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.cost.model import CostModel
 from placer.graphs.job_graph import JobGraph, job_graph_from_json
+from placer.serve.errors import ReservationStateError
 from placer.serve.refit_worker import RefitJob, RefitOutcome, RefitProcess
 from placer.serve.reservations import MAX_MEASUREMENTS, ReservationStore, StoredMeasurement
 from placer.serve.schemas import CalibrationState, SuspectReport
@@ -106,14 +107,16 @@ class Refitter:
         for m in kept:
             if m.graph_key not in graphs:
                 if m.graph_key not in documents:
-                    raise PlacerError(f"reservation state {str(self.store.path)!r}: measurement of graph {m.graph_key!r} without its graph")
+                    raise ReservationStateError(
+                        f"reservation state {str(self.store.path)!r}: measurement of graph {m.graph_key!r} without its graph"
+                    )
                 graphs[m.graph_key] = job_graph_from_json(documents[m.graph_key], source=f"stored graph {m.graph_key}")
             self.rows.append(self._row(graphs[m.graph_key], m.devices, m.step_time_s))
         for key in graphs:  # checked again as a report is: the file may have been edited, or the cluster's file
             try:
                 check_plausible(self.base, [r for r in self.rows if r.graph.key == key])
             except PlacerError as exc:
-                raise PlacerError(f"reservation state {str(self.store.path)!r}: stored step times: {exc}") from None
+                raise ReservationStateError(f"reservation state {str(self.store.path)!r}: stored step times: {exc}") from None
         if self.rows:
             self.state = self.state.model_copy(update={"measurements": len(self.rows)})
             self.schedule()
@@ -121,7 +124,7 @@ class Refitter:
     def _row(self, graph: JobGraph, devices: tuple[str, ...], step_time_s: float) -> Row:
         index = self.base.device_index
         if any(d not in index for d in devices):
-            raise PlacerError(f"reservation state {str(self.store.path)!r}: a measurement names a device this cluster lacks")
+            raise ReservationStateError(f"reservation state {str(self.store.path)!r}: a measurement names a device this cluster lacks")
         return Row(f"{graph.name} on {' '.join(devices)}", graph, tuple(index[d] for d in devices), step_time_s)
 
     def check(self, graph: JobGraph, devices: tuple[str, ...], step_time_s: float) -> Row:

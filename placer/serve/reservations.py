@@ -37,7 +37,7 @@ from typing import TextIO
 
 from placer.calibration.measurements import MAX_STEP_S
 from placer.common.errors import PlacerError
-from placer.serve.errors import StateUnavailableError
+from placer.serve.errors import ReservationStateError, StateUnavailableError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -120,10 +120,10 @@ class ReservationStore:
             raise
         except sqlite3.DatabaseError as exc:
             self.close()
-            raise PlacerError(f"reservation state {str(path)!r} is not a reservation store ({exc}); {RESET_HINT}") from None
+            raise ReservationStateError(f"reservation state {str(path)!r} is not a reservation store ({exc}); {RESET_HINT}") from None
         except (sqlite3.Error, OSError) as exc:
             self.close()
-            raise PlacerError(f"cannot use reservation state {str(path)!r}: {exc}") from None
+            raise ReservationStateError(f"cannot use reservation state {str(path)!r}: {exc}") from None
         try:
             self._bind(cluster, devices)
         except PlacerError:
@@ -134,35 +134,35 @@ class ReservationStore:
         assert self.path is not None
         if not self.path.parent.is_dir():
             if not create_folder:
-                raise PlacerError(f"reservation state {str(self.path)!r}: folder {str(self.path.parent)!r} does not exist")
+                raise ReservationStateError(f"reservation state {str(self.path)!r}: folder {str(self.path.parent)!r} does not exist")
             self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists() and not os.access(self.path, os.R_OK | os.W_OK):
-            raise PlacerError(f"reservation state {str(self.path)!r} is not readable and writable by this user")
+            raise ReservationStateError(f"reservation state {str(self.path)!r} is not readable and writable by this user")
         lock_path = self.path.with_name(self.path.name + ".lock")
         try:
             self._lock_file = lock_file = open(lock_path, "a")  # noqa: SIM115  (held open: the lock lives as long as the store)
             fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.close()
-            raise PlacerError(
+            raise ReservationStateError(
                 f"reservation state {str(self.path)!r} is in use by another placer serve (it holds {str(lock_path)!r})"
             ) from None
         except OSError as exc:
             self.close()
-            raise PlacerError(f"cannot lock reservation state {str(self.path)!r}: {exc.strerror or exc}") from None
+            raise ReservationStateError(f"cannot lock reservation state {str(self.path)!r}: {exc.strerror or exc}") from None
         if reset and self.path.exists():
             for stale in (self.path, self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")):
                 stale.unlink(missing_ok=True)
         elif self.path.exists() and self.path.stat().st_size == 0:
             self.close()
-            raise PlacerError(f"reservation state {str(self.path)!r} is an empty file, not a reservation store; {RESET_HINT}")
+            raise ReservationStateError(f"reservation state {str(self.path)!r} is an empty file, not a reservation store; {RESET_HINT}")
 
     def _check_layout(self) -> None:
         tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if tables and not (TABLES <= tables <= TABLES | OPTIONAL_TABLES):
             missing = sorted(TABLES - tables)
             what = f"table {', '.join(missing)} missing" if missing else f"other tables ({', '.join(sorted(tables))})"
-            raise PlacerError(f"reservation state {str(self.path)!r} is not a reservation store ({what}); {RESET_HINT}")
+            raise ReservationStateError(f"reservation state {str(self.path)!r} is not a reservation store ({what}); {RESET_HINT}")
 
     def _check_shape(self) -> None:
         """Every table has its columns, and SQLite's quick_check finds no damaged page."""
@@ -170,10 +170,12 @@ class ReservationStore:
             have = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
             if have != columns:
                 wrong = ", ".join([*(f"no {c}" for c in sorted(columns - have)), *(f"unknown {c}" for c in sorted(have - columns))])
-                raise PlacerError(f"reservation state {str(self.path)!r} is not a reservation store (table {table}: {wrong}); {RESET_HINT}")
+                raise ReservationStateError(
+                    f"reservation state {str(self.path)!r} is not a reservation store (table {table}: {wrong}); {RESET_HINT}"
+                )
         problems = [row[0] for row in self._db.execute("PRAGMA quick_check(3)")]
         if problems != ["ok"]:
-            raise PlacerError(f"reservation state {str(self.path)!r} is damaged ({'; '.join(problems)[:200]}); {RESET_HINT}")
+            raise ReservationStateError(f"reservation state {str(self.path)!r} is damaged ({'; '.join(problems)[:200]}); {RESET_HINT}")
 
     def _upgrade(self) -> None:
         have = {row[1] for row in self._db.execute("PRAGMA table_info(reservations)")}
@@ -188,11 +190,11 @@ class ReservationStore:
             held = self._db.execute("SELECT EXISTS (SELECT 1 FROM reservations) OR EXISTS (SELECT 1 FROM measurements)").fetchone()[0]
             if held:  # a file with state whose meta rows were deleted: any cluster could adopt it
                 what = "holds reservations or measurements but names no cluster (meta rows missing)"
-                raise PlacerError(f"reservation state {str(self.path)!r} {what}; {RESET_HINT}")
+                raise ReservationStateError(f"reservation state {str(self.path)!r} {what}; {RESET_HINT}")
             with self._db:
                 self._db.executemany("INSERT INTO meta VALUES (?, ?)", [("cluster", cluster), ("devices", fingerprint)])
         elif stored.get("cluster") != cluster or stored.get("devices") != fingerprint:
-            raise PlacerError(
+            raise ReservationStateError(
                 f"reservation state {str(self.path)!r} belongs to cluster {stored.get('cluster')!r} with other devices; "
                 f"use another --state file for {cluster!r}"
             )
@@ -210,9 +212,9 @@ class ReservationStore:
             reservation = _parse_row(where, *fields)
             for name in reservation.devices:
                 if name not in known:
-                    raise PlacerError(f"{where}: unknown device {name[:64]!r}")
+                    raise ReservationStateError(f"{where}: unknown device {name[:64]!r}")
                 if name in held:
-                    raise PlacerError(f"{where}: device {name!r} is held by job {held[name]!r} too")
+                    raise ReservationStateError(f"{where}: device {name!r} is held by job {held[name]!r} too")
                 held[name] = reservation.job_id
             out.append(reservation)
         return out
@@ -285,7 +287,7 @@ class ReservationStore:
             names = _device_list(where, devices)
             _check_number(where, "step_time_s", step_time_s, MAX_STEP_S)
             if step_time_s == 0:
-                raise PlacerError(f"{where}: step_time_s must be > 0")
+                raise ReservationStateError(f"{where}: step_time_s must be > 0")
             _check_number(where, "measured_at_s", measured_at_s, MAX_TIMESTAMP_S)
             out.append(StoredMeasurement(str(graph_key), tuple(names), float(step_time_s), float(measured_at_s)))
         documents = dict(self._read("SELECT key, document FROM graphs"))
@@ -305,7 +307,7 @@ class ReservationStore:
         try:
             return self._db.execute(query).fetchall()
         except sqlite3.DatabaseError as exc:
-            raise PlacerError(f"reservation state {str(self.path)!r} cannot be read ({exc}); {RESET_HINT}") from None
+            raise ReservationStateError(f"reservation state {str(self.path)!r} cannot be read ({exc}); {RESET_HINT}") from None
 
     def close(self) -> None:
         """Close the database (a clean close leaves no -wal or -shm file) and release the lock."""
@@ -320,16 +322,16 @@ class ReservationStore:
 
 def _parse_row(where: str, job_id, graph, devices, reserved_at_s, predicted_jct_s, graph_key, lease_s, expires_at_s) -> Reservation:
     if not isinstance(job_id, str) or not job_id:
-        raise PlacerError(f"{where}: job_id must be non-empty text")
+        raise ReservationStateError(f"{where}: job_id must be non-empty text")
     if not isinstance(graph, str):
-        raise PlacerError(f"{where}: graph must be text")
+        raise ReservationStateError(f"{where}: graph must be text")
     if graph_key is not None and not isinstance(graph_key, str):
-        raise PlacerError(f"{where}: graph_key must be text or null")
+        raise ReservationStateError(f"{where}: graph_key must be text or null")
     names = _device_list(where, devices)
     _check_number(where, "reserved_at_s", reserved_at_s, MAX_TIMESTAMP_S)
     _check_number(where, "predicted_jct_s", predicted_jct_s, MAX_DURATION_S)
     if (lease_s is None) != (expires_at_s is None):
-        raise PlacerError(f"{where}: lease_s and expires_at_s must both be set or both be null")
+        raise ReservationStateError(f"{where}: lease_s and expires_at_s must both be set or both be null")
     if lease_s is not None:
         _check_number(where, "lease_s", lease_s, MAX_DURATION_S)
         _check_number(where, "expires_at_s", expires_at_s, MAX_TIMESTAMP_S)
@@ -351,10 +353,10 @@ def _device_list(where: str, devices) -> list[str]:
     except json.JSONDecodeError:
         names = None
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
-        raise PlacerError(f"{where}: devices must be a JSON list of distinct device names")
+        raise ReservationStateError(f"{where}: devices must be a JSON list of distinct device names")
     return names
 
 
 def _check_number(where: str, field: str, value, upper: float) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not 0 <= value <= upper:
-        raise PlacerError(f"{where}: {field} must be a finite number in [0, {upper:g}]")
+        raise ReservationStateError(f"{where}: {field} must be a finite number in [0, {upper:g}]")

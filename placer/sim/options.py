@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from placer.cluster.placement import DEFAULT_RULE
 from placer.cost import Prediction, Strategy
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Job, Place, meets_deadline
@@ -61,7 +62,7 @@ def options(
     view: ClusterView,
     *,
     degrees: Sequence[int],
-    rules: Sequence[str] = ("first_fit",),
+    rules: Sequence[str] = (DEFAULT_RULE,),
     distinct: bool = False,
 ) -> list[Option]:
     """One :class:`Option` per (degree, rule), degree-major, in the order given.

@@ -29,8 +29,8 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from placer.cluster.placement import PLACEMENT_RULES, FreeDevices
-from placer.cost import CostModel
+from placer.cluster.placement import idle_placements
+from placer.cost import CostModel, Prediction
 from placer.sim.queueing import QueueConfig
 from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject, meets_deadline
 from placer.workloads.generator import JobSpec
@@ -311,25 +311,35 @@ class Simulator:
 _IDLE: WeakKeyDictionary[CostModel, dict[tuple[str, int], dict[int, float]]] = WeakKeyDictionary()
 
 
+def fastest_idle_placement(cost: CostModel, graph, degree: int) -> tuple[tuple[int, ...], Prediction] | None:
+    """The fastest placement of ``degree`` devices on the idle cluster and its prediction: of the placements
+    :func:`~placer.cluster.placement.idle_placements` gives, the fastest that fits in memory, else the fastest (None when
+    the cluster has fewer than ``degree`` devices); ties go to the fewest servers, then the lowest devices. The one
+    definition of "the fastest on the idle cluster": it decides which jobs are avoidable (:func:`idle_iteration_s`), the
+    clairvoyant bound's options and the placement of ``placer.predict(graph, cluster, degree)``."""
+    server_of = cost.cluster.server_of
+    scored = [(devices, cost.predict(graph, devices)) for devices in idle_placements(cost.cluster, degree)]
+    return min(scored, key=lambda pair: (not pair[1].fits, pair[1].iteration_s, len(set(server_of[list(pair[0])]))), default=None)
+
+
 def idle_iteration_s(cost: CostModel, graph, max_degree: int = FASTEST_MAX_DEGREE) -> dict[int, float]:
-    """{degree: the shortest iteration (s) any rule's placement of that many devices gives on the idle cluster},
-    for the degrees 1..``max_degree`` that fit in memory (computed once per cost model, graph and ``max_degree``)."""
+    """{degree: the iteration (s) of the fastest placement of that many devices on the idle cluster
+    (:func:`fastest_idle_placement`)}, for the degrees 1..``max_degree`` that fit in memory (computed once per cost model,
+    graph and ``max_degree``)."""
     known = _IDLE.setdefault(cost, {})
     key = (graph.key, max_degree)
     if key not in known:
-        idle = FreeDevices(cost.cluster, np.ones(cost.cluster.num_devices, dtype=bool))
         out: dict[int, float] = {}
         for degree in range(1, min(max_degree, cost.cluster.num_devices) + 1):
-            predictions = [cost.predict(graph, rule(idle, degree)) for rule in PLACEMENT_RULES.values()]
-            fitting = [p.iteration_s for p in predictions if p.fits]
-            if fitting:
-                out[degree] = min(fitting)
+            fastest = fastest_idle_placement(cost, graph, degree)
+            if fastest is not None and fastest[1].fits:
+                out[degree] = fastest[1].iteration_s
         known[key] = out
     return known[key]
 
 
 def fastest_iteration_s(cost: CostModel, graph) -> float:
-    """The shortest iteration any rule's placement of degree 1..16 gives on the idle cluster (inf: fits nowhere)."""
+    """The shortest iteration of the fastest placements of degree 1..16 on the idle cluster (inf: fits nowhere)."""
     return min(idle_iteration_s(cost, graph).values(), default=math.inf)
 
 

@@ -3,9 +3,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.cluster.placement import best_fit, first_fit, spread
+from placer.cluster.devices import device_model
+from placer.cluster.placement import PLACEMENT_RULES, FreeDevices, best_fit, first_fit, idle_placements, spread
 from placer.cluster.topology import load_cluster, preset_names
-from placer.common.errors import ClusterSpecError
+from placer.common.errors import ClusterError, ClusterSpecError
 from tests.placer.toys import toy_cluster
 
 
@@ -28,6 +29,10 @@ def test_bad_specs_get_specific_errors(tmp_path):
     bad.write_text("name = [")
     with pytest.raises(ClusterSpecError, match="invalid TOML"):
         load_cluster(bad)
+    with pytest.raises(ClusterError, match="unknown device type 'TPU'"):  # the datasheets': a ClusterError, as a spec's
+        device_model("TPU")
+    with pytest.raises(ClusterError, match="unknown precision 'fp4'"):
+        device_model("A100-80GB").effective_precision("fp4")
     text = load_cluster("pacml").spec.model_dump_json()
     assert "A100" in text
 
@@ -116,3 +121,19 @@ def test_a_cluster_file_with_absurd_counts_is_one_line(tmp_path, count, message)
     )
     with pytest.raises(ClusterSpecError, match=message):
         load_cluster(path)
+
+
+@pytest.mark.parametrize("preset", ["dgx8x8", "mixed"])
+def test_idle_placements_are_the_rules_on_the_whole_cluster_and_on_each_device_type_alone(preset):
+    cluster = load_cluster(preset)
+    kinds = np.asarray(cluster.device_type)
+    masks = [np.ones(cluster.num_devices, dtype=bool)] + [kinds == t for t in set(cluster.device_type)]
+    for degree in (1, 4, 8, 12, cluster.num_devices, cluster.num_devices + 1):
+        expected = {d for mask in masks for rule in PLACEMENT_RULES.values() if (d := rule(FreeDevices(cluster, mask), degree))}
+        assert idle_placements(cluster, degree) == sorted(expected)
+    a100 = [d for d in range(cluster.num_devices) if cluster.device_type[d] == "A100-80GB"]
+    assert tuple(a100[:8]) in idle_placements(cluster, 8)
+    if preset == "mixed":  # the V100 servers alone: a placement no rule gives on the whole cluster
+        v100 = tuple(d for d in range(cluster.num_devices) if cluster.device_type[d] == "V100-16GB")[:8]
+        assert v100 in idle_placements(cluster, 8)
+        assert v100 not in {rule(FreeDevices(cluster, masks[0]), 8) for rule in PLACEMENT_RULES.values()}

@@ -38,7 +38,7 @@ def test_a_process_pool_gives_the_serial_results():
 
 @pytest.mark.slow
 def test_ray_gives_the_serial_results():
-    import ray  # a dev dependency: CI runs this
+    import ray  # in the all extra: CI runs this
 
     try:
         assert _bytes(evaluate(CONFIG, ray_address="local")) == _bytes(evaluate(CONFIG))

@@ -1,4 +1,5 @@
-"""State files the audit damaged: each is one line naming the file at start, never a traceback or a 500 later."""
+"""State files the audit damaged: each is one line naming the file at start (a :class:`ReservationStateError`), never a
+traceback or a 500 later."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from placer.baselines.registry import make_heuristic
-from placer.common.errors import PlacerError
+from placer.serve.errors import ReservationStateError
 from placer.serve.http import create_app
 from placer.serve.reservations import Reservation, ReservationStore, StoredMeasurement
 from placer.serve.settings import ServiceSettings
@@ -59,7 +60,7 @@ def test_a_damaged_state_file_is_one_line_at_start(tmp_path, damage, message):
     with sqlite3.connect(path) as db:
         db.executescript(damage)
     db.close()
-    with pytest.raises(PlacerError, match=re.escape(message)) as caught:
+    with pytest.raises(ReservationStateError, match=re.escape(message)) as caught:
         _app(path)
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
 
@@ -80,7 +81,7 @@ def test_a_corrupt_page_is_one_line_at_start(tmp_path):
     assert len(data) >= 3 * page
     data[2 * page + 8 : 3 * page] = b"\xff" * (page - 8)  # a table's page (not the header): garbage
     path.write_bytes(bytes(data))
-    with pytest.raises(PlacerError, match="--reset-state") as caught:
+    with pytest.raises(ReservationStateError, match="--reset-state") as caught:
         _app(path)
     assert str(path) in str(caught.value)
 
@@ -92,7 +93,7 @@ def test_stored_step_times_are_checked_again_at_start(tmp_path, step_time_s, mes
     store.add_measurement(StoredMeasurement(chain().key, (DEVICES[0],), 1.0, 1.0), json.dumps(chain().to_dict()))
     store.close()
     _sql(path, f"UPDATE measurements SET step_time_s = {step_time_s}")
-    with pytest.raises(PlacerError, match=message):
+    with pytest.raises(ReservationStateError, match=message):
         _app(path)
 
 
@@ -140,6 +141,6 @@ def test_stored_step_times_faster_than_the_devices_allow_are_refused_at_start(tm
     store.add_measurement(StoredMeasurement(chain().key, (DEVICES[0],), 1.0, 1.0), json.dumps(chain().to_dict()))
     store.close()
     _sql(path, "UPDATE measurements SET step_time_s = 1e-9")
-    with pytest.raises(PlacerError, match="stored step times: ") as caught:
+    with pytest.raises(ReservationStateError, match="stored step times: ") as caught:
         _app(path)
     assert str(path) in str(caught.value)
