@@ -35,8 +35,8 @@ def register(app: typer.Typer) -> None:
         per-regime validation against best, each stage in its own folder of OUT, the student in OUT/distil/policy.pt and its
         card in OUT/card.json."""
         from placer.common.errors import PlacerError
+        from policies.promotion import check_promote_target
         from policies.recipe import for_cluster, is_recipe, load_recipe, parse_loads, run_recipe
-        from policies.train import check_promote_target
 
         def report(message: str) -> None:
             typer.echo(message, err=True)

@@ -155,7 +155,8 @@ def run_recipe(
 
     ``timesteps`` replaces the RL stages' budget. A non-empty ``out`` is refused unless ``resume`` or ``force`` (which
     starts every stage over)."""
-    from policies.train import check_promote_target, prepare_out, train
+    from policies.promotion import check_promote_target
+    from policies.train import prepare_out, train
 
     say = report or (lambda message: None)
     if promote is not None:

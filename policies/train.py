@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import signal
 import threading
 from collections.abc import Callable
@@ -47,6 +46,7 @@ from policies.extractor import PlacementExtractor
 from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
 from policies.model import build_policy, load_policy_file, policy_kwargs, save_policy_file
+from policies.promotion import check_promote_target, promote_if_not_worse
 from policies.scorer import OptionPolicy
 from policies.teachers import check_baseline_early, teacher_members, with_baseline
 from policies.validation import RatesCache, paired_summary, validation_rates
@@ -421,7 +421,7 @@ def train(
     for line in summary.lines():
         report(line)
     if promote is not None:
-        _promote(final, promote, summary, report)
+        promote_if_not_worse(final, promote, summary, report)
     return final
 
 
@@ -438,28 +438,3 @@ def _anchor(model: MaskablePPO, config: TrainConfig, path: Path) -> None:
             torch.save(anchor.state_dict(), tmp)
     policy.anchor_to(anchor, config.ppo.anchor_kl, config.ppo.ent_coef)
     model.ent_coef = 1.0  # the entropy slot now carries ent_coef * H - anchor_kl * KL
-
-
-def check_promote_target(target: Path) -> None:
-    """Refuse, in one line and before any work, a ``--promote`` path that could not be written at the end: a folder, a file
-    that cannot be replaced, or one whose nearest existing folder is not writable."""
-    if target.is_dir():
-        raise PlacerError(f"--promote {str(target)!r} is a folder: name the policy file to write")
-    folder = next((p for p in (target.parent, *target.parent.parents) if p.exists()), Path("."))
-    if not folder.is_dir():
-        raise PlacerError(f"--promote {str(target)!r}: {str(folder)!r} is not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target.parent, os.W_OK)):
-        raise PlacerError(f"--promote {str(target)!r}: cannot write in {str(folder)!r}")
-
-
-def _promote(final: Path, target: Path, summary, report) -> None:
-    if not summary.not_worse_than_reference():
-        report(f"not promoted: the policy blocks more jobs than {summary.reference} (paired, 95 % interval); {target} is unchanged")
-        return
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, final.read_bytes())
-        write_atomic(target.with_suffix(".summary.json"), summary.model_dump_json(indent=1) + "\n")
-    except OSError as exc:
-        raise PlacerError(f"cannot promote to {str(target)!r}: {exc.strerror or exc}") from None
-    report(f"promoted to {target}: no worse than {summary.reference} on the paired validation")

@@ -73,14 +73,14 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
             [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 2, 3, 0, 0, 0, 3, 3, 3, 2, 2, 0, 0, 0],
             "2e1ac0d38d1f95f0",
         ),
-        (  # the clone (data/configs/clone.toml), taught by best with its lean+best_fit members
+        (  # the clone (experiments/configs/clone.toml), taught by best with its lean+best_fit members
             "clone.pt",
             "dgx8x8",
             "daily",
             [3, 6, 4, 7, 3, 3, 1, 3, 3, 8, 8, 2, 4, 4, 8, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0],
             "2b1052bc5bf4f19b",
         ),
-        (  # the default: the clone after 100,000 anchored PPO steps (data/configs/default.toml): the same first 30
+        (  # the default: the clone after 100,000 anchored PPO steps (experiments/configs/default.toml): the same first 30
             "default.pt",  # degrees, other devices from the 6th decision on
             "dgx8x8",
             "daily",

@@ -195,7 +195,7 @@ def test_device_auto_is_the_cpu_here_and_cuda_without_a_gpu_is_refused():
 
 
 def test_online_reference_and_the_promotion_gate(tmp_path):
-    from policies.train import _promote
+    from policies.promotion import promote_if_not_worse as _promote
     from policies.validation import PairedRow, PairedSummary, online_reference
 
     assert online_reference("hindsight:admit=0.9:h=24:m=0.5") == "lean:admit=0.9"

@@ -402,3 +402,26 @@ def test_report_counts_the_holds_a_gate_placed_per_job():
     )
     assert "Holds placed as adaptive would" in report.stdout
     assert f"| learned:default:below=1 (load 0.5) | {cell:.3f} |" in report.stdout
+
+
+def test_the_cluster_file_reference_names_every_key():
+    import re
+    from pathlib import Path
+
+    from pydantic import BaseModel
+
+    from placer.cluster.topology import ClusterSpec
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "clusters.md").read_text()
+
+    def keys(model: type[BaseModel]) -> set[str]:
+        found = set()
+        for name, field in model.model_fields.items():
+            found.add(name)
+            for inner in getattr(field.annotation, "__args__", (field.annotation,)):
+                if isinstance(inner, type) and issubclass(inner, BaseModel):
+                    found |= keys(inner)
+        return found
+
+    missing = sorted(k for k in keys(ClusterSpec) if not re.search(rf"[`\[.]{k}[`\].]", text))  # `k`, [k], a.k.b
+    assert not missing, missing

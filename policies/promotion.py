@@ -1,0 +1,37 @@
+"""``--promote``: where a trained policy may land, checked before any work, and the copy made only when it earned it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from placer.common.atomic import write_atomic
+from placer.common.errors import PlacerError
+from policies.validation import PairedSummary
+
+
+def check_promote_target(target: Path) -> None:
+    """Refuse, in one line and before any work, a ``--promote`` path that could not be written at the end: a folder, a file
+    that cannot be replaced, or one whose nearest existing folder is not writable."""
+    if target.is_dir():
+        raise PlacerError(f"--promote {str(target)!r} is a folder: name the policy file to write")
+    folder = next((p for p in (target.parent, *target.parent.parents) if p.exists()), Path("."))
+    if not folder.is_dir():
+        raise PlacerError(f"--promote {str(target)!r}: {str(folder)!r} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target.parent, os.W_OK)):
+        raise PlacerError(f"--promote {str(target)!r}: cannot write in {str(folder)!r}")
+
+
+def promote_if_not_worse(final: Path, target: Path, summary: PairedSummary, report: Callable[[str], None]) -> None:
+    """Copy ``final`` (and its paired summary) to ``target`` unless it resolvably blocks more jobs than its teacher's online rule."""
+    if not summary.not_worse_than_reference():
+        report(f"not promoted: the policy blocks more jobs than {summary.reference} (paired, 95 % interval); {target} is unchanged")
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, final.read_bytes())
+        write_atomic(target.with_suffix(".summary.json"), summary.model_dump_json(indent=1) + "\n")
+    except OSError as exc:
+        raise PlacerError(f"cannot promote to {str(target)!r}: {exc.strerror or exc}") from None
+    report(f"promoted to {target}: no worse than {summary.reference} on the paired validation")
