@@ -24,7 +24,6 @@ import torch
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
 from envs.observation import GraphTable
-from placer.common.shipped import data_dir
 from policies.imitation import GreedyLearner
 from policies.model import load_policy_file
 
@@ -60,7 +59,7 @@ def unexplained(target: np.ndarray, states: np.ndarray) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--episodes", type=int, default=16)
-    parser.add_argument("--policy", type=Path, default=data_dir() / "policies" / "regimes.pt")
+    parser.add_argument("--policy", type=Path, default=Path(__file__).resolve().parents[1] / "experiments" / "policies" / "regimes.pt")
     parser.add_argument("--baseline", default="lean:admit=0.9", help="the heuristic when the policy recorded no members")
     parser.add_argument("--gamma", type=float, default=0.99)
     parser.add_argument("--per-arrival", type=float, default=None, help="the potential's discount per arrival (default: --gamma)")

@@ -21,10 +21,12 @@ import numpy as np
 
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv, regime_key
-from placer.common.shipped import data_dir
 from policies.config import load_train_config
 from policies.imitation import teacher_action
 from policies.teachers import Teachers
+
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"  # the retired clone this analysis is of
 
 
 def regimes_to_play(config: EnvConfig) -> list[EnvConfig]:
@@ -57,8 +59,10 @@ def decisions(config: EnvConfig, members: dict[str, str], seed: int) -> tuple[di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", type=Path, default=data_dir() / "configs" / "clone.toml")
-    parser.add_argument("--members", type=Path, default=data_dir() / "policies" / "clone.imitation.json")
+    parser.add_argument("--config", type=Path, default=EXPERIMENTS / "configs" / "clone.toml")
+    parser.add_argument(
+        "--members", type=Path, default=Path(__file__).resolve().parents[1] / "experiments" / "policies" / "clone.imitation.json"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()

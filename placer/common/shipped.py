@@ -24,8 +24,9 @@ def data_dir() -> Path:
 
 
 DEFAULT_POLICY = "placer"
-# The shipped policy ``learned`` loads when no file is given: ``data/policies/placer.pt``, made by the recipe
-# ``data/configs/placer.toml``, its card ``placer.card.json`` beside it. ``learned:pacml`` is PAC-ML's reproduction.
+# The shipped policy ``learned`` loads when no file is given: ``data/policies/placer.pt`` (trained as blend-quiet, before
+# the recipe ``data/configs/placer.toml`` existed; a recipe-built one replaces it by --promote), its card beside it.
+# ``learned:pacml`` is PAC-ML's reproduction.
 
 
 def experiments_dir() -> Path | None:

@@ -94,7 +94,7 @@ def test_a_bad_value_in_a_base_names_the_chain(tmp_path):
 def test_a_shipped_config_that_extends_loads_as_its_base_with_its_own_keys():
     from policies.config import load_train_config
 
-    configs = Path(__file__).parents[3] / "data" / "configs"
+    configs = Path(__file__).parents[3] / "experiments" / "configs"
     base, child = load_train_config(configs / "blend.toml"), load_train_config(configs / "blend-margin.toml")
     assert (base.train.teacher_margin, child.train.teacher_margin) == (0.0, 0.1)
     assert child.model_copy(update={"train": base.train}) == base
