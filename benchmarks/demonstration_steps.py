@@ -25,7 +25,6 @@ from policies.config import load_train_config
 from policies.imitation import teacher_action
 from policies.teachers import Teachers
 
-
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"  # the retired clone this analysis is of
 
 
