@@ -8,7 +8,7 @@ from pathlib import Path
 
 from placer.common.atomic import write_atomic
 from placer.common.errors import PlacerError
-from policies.validation import PairedSummary
+from policies.validation import PairedSummary, RegimeRow
 
 
 def check_promote_target(target: Path) -> None:
@@ -28,10 +28,25 @@ def promote_if_not_worse(final: Path, target: Path, summary: PairedSummary, repo
     if not summary.not_worse_than_reference():
         report(f"not promoted: the policy blocks more jobs than {summary.reference} (paired, 95 % interval); {target} is unchanged")
         return
+    _write(target, final.read_bytes(), ".summary.json", (summary.model_dump_json(indent=1) + "\n").encode())
+    report(f"promoted to {target}: no worse than {summary.reference} on the paired validation")
+
+
+def promote_with_card(student: Path, card: Path, target: Path, rows: list[RegimeRow], say: Callable[[str], None]) -> None:
+    """Copy the student to ``target`` and its card beside it (``NAME.card.json``) if it is no worse than best in every regime."""
+    worse = [r.regime for r in rows if not r.not_worse]
+    if worse:
+        say(f"not promoted: the student blocks more than best in {len(worse)} regime(s): {'; '.join(worse)}; {target} is unchanged")
+        return
+    _write(target, student.read_bytes(), ".card.json", card.read_bytes())
+    say(f"promoted to {target} (card beside it): no worse than best in any regime")
+
+
+def _write(target: Path, policy: bytes, suffix: str, record: bytes) -> None:
+    """Write ``policy`` to ``target`` and ``record`` beside it (``target`` with ``suffix``), each atomically; one line if not."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, final.read_bytes())
-        write_atomic(target.with_suffix(".summary.json"), summary.model_dump_json(indent=1) + "\n")
+        write_atomic(target, policy)
+        write_atomic(target.with_suffix(suffix), record)
     except OSError as exc:
         raise PlacerError(f"cannot promote to {str(target)!r}: {exc.strerror or exc}") from None
-    report(f"promoted to {target}: no worse than {summary.reference} on the paired validation")

@@ -155,7 +155,7 @@ def run_recipe(
 
     ``timesteps`` replaces the RL stages' budget. A non-empty ``out`` is refused unless ``resume`` or ``force`` (which
     starts every stage over)."""
-    from policies.promotion import check_promote_target
+    from policies.promotion import check_promote_target, promote_with_card
     from policies.train import prepare_out, train
 
     say = report or (lambda message: None)
@@ -213,10 +213,9 @@ def run_recipe(
 
 def choose_rl_winner(out: Path, names: list[str]) -> dict[str, Any]:
     """The RL stage whose validated best blocked least (the lowest ``learned`` of its ``eval.jsonl``; the first of equals)."""
-    blocking = {}
-    for name in names:
-        rows = [json.loads(line) for line in (out / name / "eval.jsonl").read_text().splitlines() if line.strip()]
-        blocking[name] = min(float(r["learned"]) for r in rows)
+    from policies.train import read_eval_rows
+
+    blocking = {name: min(float(r["learned"]) for r in read_eval_rows(out / name / "eval.jsonl")) for name in names}
     return {"winner": min(names, key=blocking.__getitem__), "blocking": blocking}
 
 
@@ -276,21 +275,6 @@ def make_card(
         "regimes": [r.model_dump() for r in rows],
         "no_worse_than_best_everywhere": all(r.not_worse for r in rows),
     }
-
-
-def promote_with_card(student: Path, card: Path, target: Path, rows: list[RegimeRow], say: Callable[[str], None]) -> None:
-    """Copy the student to ``target`` and its card beside it (``NAME.card.json``) if it is no worse than best in every regime."""
-    worse = [r.regime for r in rows if not r.not_worse]
-    if worse:
-        say(f"not promoted: the student blocks more than best in {len(worse)} regime(s): {'; '.join(worse)}; {target} is unchanged")
-        return
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, student.read_bytes())
-        write_atomic(target.with_suffix(".card.json"), card.read_bytes())
-    except OSError as exc:
-        raise PlacerError(f"cannot promote to {str(target)!r}: {exc.strerror or exc}") from None
-    say(f"promoted to {target} (card beside it): no worse than best in any regime")
 
 
 def _json(path: Path) -> Any:

@@ -72,7 +72,7 @@ class TrainingCallback(BaseCallback):
         self.last_checkpoint = self.last_eval = self.num_timesteps
         best_file = self.out / "eval.jsonl"
         if best_file.exists():
-            self.best = min((r["learned"] for r in _read_rows(best_file)), default=float("inf"))
+            self.best = min((r["learned"] for r in read_eval_rows(best_file)), default=float("inf"))
         for name in self.config.train.baselines:
             rates = self.cache.rates(name, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
             self.baselines[name] = float(np.mean(rates))
@@ -285,7 +285,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
     )
 
 
-def _read_rows(path: Path) -> list[dict]:
+def read_eval_rows(path: Path) -> list[dict]:
     """The complete JSON rows of a log; a line cut short by a crash is skipped."""
     rows = []
     for line in path.read_text().splitlines():

@@ -93,7 +93,7 @@ class RegimeRow(BaseModel):
     @property
     def not_worse(self) -> bool:
         """The interval of (reference - learned) reaches 0 or above (with one stream: the difference is >= 0)."""
-        return self.difference >= 0 or (not math.isnan(self.half) and self.difference + self.half >= 0)
+        return not_worse(self.difference, self.half)
 
 
 def regime_rows(learned: np.ndarray, reference: np.ndarray, regimes: list[Regime]) -> list[RegimeRow]:
@@ -117,9 +117,10 @@ def regime_rows(learned: np.ndarray, reference: np.ndarray, regimes: list[Regime
     return rows
 
 
-def validation_blocking(policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int, workers: int = 1) -> float:
-    """Mean of :func:`validation_rates`."""
-    return float(np.mean(validation_rates(policy, env, episodes, workers)))
+def not_worse(difference: float, half: float | None) -> bool:
+    """Whether a paired difference (reference - learned, mean and 95 % half-width) leaves the learned policy no worse: the
+    interval reaches 0 or above; with one stream (no interval, ``half`` NaN or None) the difference itself must be >= 0."""
+    return difference >= 0 or (half is not None and not math.isnan(half) and difference + half >= 0)
 
 
 class RatesCache:
@@ -168,10 +169,7 @@ class PairedSummary(BaseModel):
         interval of (reference - learned) reaches 0 or above (issue 29's "no higher than the per-regime best: the interval
         includes 0, or better"); with one stream, no interval, its difference must be >= 0."""
         row = next(r for r in self.rows if r.policy.removesuffix(" (teacher)") == self.reference)
-        mean, half = row.minus_learned, row.minus_learned_half
-        if mean is None:
-            return False
-        return mean >= 0 or (half is not None and not math.isnan(half) and mean + half >= 0)
+        return row.minus_learned is not None and not_worse(row.minus_learned, row.minus_learned_half)
 
     def lines(self) -> list[str]:
         """A table for the terminal: a positive difference means the learned policy blocks fewer jobs."""

@@ -12,8 +12,8 @@ import pytest
 from envs.config import EnvConfig
 from placer.common.errors import PlacerError
 from placer.common.shipped import data_dir
-from policies.promotion import check_promote_target
-from policies.recipe import choose_rl_winner, is_recipe, load_recipe, promote_with_card, run_recipe
+from policies.promotion import check_promote_target, promote_with_card
+from policies.recipe import choose_rl_winner, is_recipe, load_recipe, run_recipe
 from policies.validation import Regime, RegimeRow, regime_rows, validation_rates, validation_regimes
 
 CONFIGS = data_dir() / "configs"

@@ -148,11 +148,11 @@ def test_training_refuses_a_non_empty_out_a_file_and_a_bad_budget(tmp_path):
 
 
 def test_a_truncated_eval_log_keeps_its_complete_rows(tmp_path):
-    from policies.train import _read_rows
+    from policies.train import read_eval_rows
 
     log = tmp_path / "eval.jsonl"
     log.write_text('{"timesteps": 0, "learned": 0.2}\n{"timesteps": 10240, "learned": 0.1}\n{"timesteps": 204')
-    assert [r["learned"] for r in _read_rows(log)] == [0.2, 0.1]
+    assert [r["learned"] for r in read_eval_rows(log)] == [0.2, 0.1]
 
 
 def test_sigterm_interrupts_training_like_ctrl_c():
