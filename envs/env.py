@@ -19,7 +19,7 @@ from envs.observation import GraphTable, JobHistory, Offer, observation_space, o
 from envs.reward import reward
 from placer.baselines.policy import Policy
 from placer.cluster.topology import load_cluster
-from placer.common.errors import PlacerError
+from placer.common.errors import EnvConfigError
 from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.queueing import QueueConfig
@@ -75,10 +75,10 @@ def check_heuristics(config: EnvConfig) -> None:
     for name in config.advisers:
         adviser = baseline_policy(name, cluster, config.max_degree, "adviser")
         if type(adviser).foresee is not Policy.foresee:
-            raise PlacerError(f"adviser {name!r} is told the stream to come: an observation may not show the future")
+            raise EnvConfigError(f"adviser {name!r} is told the stream to come: an observation may not show the future")
         rule = getattr(adviser, "rule", None)
         if rule is not None and rule not in config.rules:
-            raise PlacerError(f"adviser {name!r} places by {rule!r}, not one of the options' rules {', '.join(config.rules)}")
+            raise EnvConfigError(f"adviser {name!r} places by {rule!r}, not one of the options' rules {', '.join(config.rules)}")
     if config.baseline is None:
         return
     rows = regimes(config)
@@ -92,7 +92,7 @@ def _checked(cost_models: Sequence[CostModel], config: EnvConfig) -> list[CostMo
     wanted = [load_cluster(c).name for c in config.all_clusters]
     given = [getattr(getattr(c, "cluster", None), "name", None) for c in cost_models]
     if given != wanted or any(getattr(c, "strategy", None) != config.strategy for c in cost_models):
-        raise PlacerError(f"cost_models are for clusters {given}, not the config's {wanted} with strategy {config.strategy!r}")
+        raise EnvConfigError(f"cost_models are for clusters {given}, not the config's {wanted} with strategy {config.strategy!r}")
     return list(cost_models)
 
 
@@ -200,7 +200,7 @@ class ClusterPlacementEnv(gym.Env):
         self._settled = 0
         self.job = self._next_choice()
         if self.job is None:
-            raise PlacerError("no job of the episode had a feasible choice (raise the load or loosen the deadlines)")
+            raise EnvConfigError("no job of the episode had a feasible choice (raise the load or loosen the deadlines)")
         info = {
             "beta_dist": beta.spec,
             "cluster": self.cost.cluster.name,

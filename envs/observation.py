@@ -68,7 +68,8 @@ import numpy as np
 
 from envs.advice import advice_arrays
 from envs.config import EnvConfig
-from placer.common.errors import PlacerError
+from placer.cluster.placement import PLACEMENT_RULES
+from placer.common.errors import EnvConfigError, PlacerError
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
 from placer.sim.history import RATE_WINDOWS, RECENT, ArrivalHistory, LoadMeter
@@ -84,7 +85,8 @@ HISTORY_FEATURES = 8
 METER_WINDOWS = (32, 96)  # arrivals the ``meter`` observation's offered-load readings average over
 METER_FEATURES = len(METER_WINDOWS) + 1
 JOB_EXTRAS = ("history", "meter", "advice")  # optional observations the job network reads beside ``job``, in this order
-RULE_INDEX = {"first_fit": 0, "best_fit": 1, "spread": 2}  # the option's placement rule, one-hot
+# the option's placement rule, one-hot in PLACEMENT_RULES' order (first_fit, best_fit, spread: what trained policies read)
+RULE_INDEX = {rule: i for i, rule in enumerate(PLACEMENT_RULES)}
 REFERENCE_MEMORY_BYTES = 80e9
 GRAPH_KEYS = ("nodes", "node_mask", "edge_index", "edges", "edge_mask")  # a graph's arrays, in the GNN's argument order
 UNLISTED = -1  # the id of a graph in no table: its encoding is fed to the network directly
@@ -157,7 +159,7 @@ class GraphTable:
 
     def __init__(self, graphs: Sequence[JobGraph], max_nodes: int, max_edges: int) -> None:
         if not graphs:
-            raise PlacerError("a graph table needs at least one graph")
+            raise EnvConfigError("a graph table needs at least one graph")
         self.graphs = tuple(graphs)
         sizes = [forward_size(g) for g in self.graphs]
         for graph, (nodes, edges) in zip(self.graphs, sizes, strict=True):
@@ -182,7 +184,7 @@ class GraphTable:
         try:
             return self._refs[graph.key]
         except KeyError:
-            raise PlacerError(f"graph {graph.name!r} is not in the observation's graph table") from None
+            raise EnvConfigError(f"graph {graph.name!r} is not in the observation's graph table") from None
 
 
 def observe(

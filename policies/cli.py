@@ -26,6 +26,10 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="with --cluster: the offered loads to train and validate at, e.g. 0.5,0.9,1.3")
         ] = None,
         graphs: Annotated[str | None, typer.Option(help="with --cluster: the job graphs of the workload (comma-separated)")] = None,
+        workers: Annotated[
+            int | None,
+            typer.Option(min=1, help="a recipe only: processes for tuning and validation, and RL seeds run at once (same policy for any)"),
+        ] = None,
         promote: Annotated[
             Path | None, typer.Option(help="copy the final policy here only if it blocks no more jobs than its teacher's online rule")
         ] = None,
@@ -34,7 +38,7 @@ def register(app: typer.Typer) -> None:
         recipe (a config with a [recipe] table, e.g. data/configs/placer.toml): clone, RL over several seeds, distil and a
         per-regime validation against best, each stage in its own folder of OUT, the student in OUT/distil/policy.pt and its
         card in OUT/card.json."""
-        from placer.common.errors import PlacerError
+        from placer.common.errors import ConfigError
         from policies.promotion import check_promote_target
         from policies.recipe import for_cluster, is_recipe, load_recipe, parse_loads, run_recipe
 
@@ -42,11 +46,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(message, err=True)
 
         if device is not None and device not in ("auto", "cpu", "cuda"):
-            raise PlacerError(f"--device must be auto, cpu or cuda, got {device!r}")
+            raise ConfigError(f"--device must be auto, cpu or cuda, got {device!r}")
         if promote is not None:
             check_promote_target(promote)  # before anything slow: a bad path is one line now, not after the run
         if (load or graphs) and not cluster:
-            raise PlacerError("--load and --graphs go with --cluster (train a recipe for your cluster)")
+            raise ConfigError("--load and --graphs go with --cluster (train a recipe for your cluster)")
         if is_recipe(config):
             changes = None
             if cluster is not None:
@@ -57,11 +61,17 @@ def register(app: typer.Typer) -> None:
             recipe = load_recipe(config, out, changes)
             if device is not None:
                 recipe = recipe.with_device(device)
-            student = run_recipe(recipe, out, resume=resume, force=force, timesteps=timesteps, report=report, promote=promote)
+            student = run_recipe(
+                recipe, out, resume=resume, force=force, timesteps=timesteps, report=report, promote=promote, workers=workers
+            )
             typer.echo(f"wrote {student} and {out / 'card.json'}")
             return
+        if workers is not None:
+            raise ConfigError(
+                f"--workers spreads a recipe's stages (a config with a [recipe] table); {config} is not one: set its [train] eval_workers"
+            )
         if cluster is not None:
-            raise PlacerError(
+            raise ConfigError(
                 f"--cluster trains a recipe (a config with a [recipe] table, e.g. data/configs/placer.toml); {config} is not one"
             )
         from policies.config import load_train_config

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from envs.config import EnvConfig
 from placer.baselines.specs import PolicySpec
-from placer.common.errors import PlacerError
+from placer.common.errors import ConfigError
 from placer.common.tomlfile import load_toml, read_toml
 
 REGIME_TEACHERS = ("best",)  # teachers tuned per regime (policies.teachers)
@@ -68,7 +68,8 @@ class TrainSection(BaseModel):
     imitation_epochs: int = Field(5, ge=1)
     imitation_learning_rate: float = Field(1e-3, gt=0)
     imitation_workers: int = Field(1, ge=1)  # processes recording the teacher (a slow teacher such as lookahead)
-    eval_workers: int = Field(1, ge=1)  # processes validating the teacher and baselines (the policy trained runs in this one)
+    eval_workers: int = Field(1, ge=1)  # processes tuning best per regime and validating the teacher and baselines (the policy
+    # trained runs in this one): the same figures for any count
     dagger_rounds: int = Field(0, ge=0)  # after cloning: rounds of (learner drives, teacher labels, clone again on all)
     dagger_steps: int = Field(10_000, ge=1)  # decisions recorded per round
     ppo_baseline: bool = False  # PPO's reward less the teacher's on the same arrivals (envs.baseline): an input-dependent baseline
@@ -89,11 +90,11 @@ class TrainConfig(BaseModel):
         for name in (self.train.imitation_teacher, *self.train.teacher_candidates):
             PolicySpec.parse(name)  # a bad teacher is one line now, not after the whole run
         if self.train.teacher_candidates and not tuned_per_regime(self.train.imitation_teacher):
-            raise PlacerError(f"teacher_candidates: the teacher {self.train.imitation_teacher!r} is not tuned per regime (use best)")
+            raise ConfigError(f"teacher_candidates: the teacher {self.train.imitation_teacher!r} is not tuned per regime (use best)")
         if self.train.candidate_policy_file and not self.train.teacher_candidates:
-            raise PlacerError("candidate_policy_file names the file of a `learned` teacher candidate: list one in teacher_candidates")
+            raise ConfigError("candidate_policy_file names the file of a `learned` teacher candidate: list one in teacher_candidates")
         if self.train.ppo_baseline and self.env.baseline is not None:
-            raise PlacerError("set [env] baseline or [train] ppo_baseline (the teacher as the baseline), not both")
+            raise ConfigError("set [env] baseline or [train] ppo_baseline (the teacher as the baseline), not both")
         return self
 
 
@@ -102,5 +103,5 @@ def load_train_config(path: str | Path) -> TrainConfig:
     tables merged in (:func:`placer.common.tomlfile.merged`; a list, e.g. ``settings``, is replaced whole)."""
     data = read_toml(Path(path), what="training config", extends=True)
     if "recipe" in data:
-        raise PlacerError(f"{path}: a config with a [recipe] table is a recipe of several runs: run it with policies.recipe (placer train)")
+        raise ConfigError(f"{path}: a config with a [recipe] table is a recipe of several runs: run it with policies.recipe (placer train)")
     return load_toml(Path(path), TrainConfig, what="training config", extends=True)

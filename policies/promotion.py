@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from placer.common.atomic import write_atomic
-from placer.common.errors import PlacerError
+from placer.common.errors import TrainingError
 from policies.validation import PairedSummary, RegimeRow
 
 
@@ -15,12 +15,12 @@ def check_promote_target(target: Path) -> None:
     """Refuse, in one line and before any work, a ``--promote`` path that could not be written at the end: a folder, a file
     that cannot be replaced, or one whose nearest existing folder is not writable."""
     if target.is_dir():
-        raise PlacerError(f"--promote {str(target)!r} is a folder: name the policy file to write")
+        raise TrainingError(f"--promote {str(target)!r} is a folder: name the policy file to write")
     folder = next((p for p in (target.parent, *target.parent.parents) if p.exists()), Path("."))
     if not folder.is_dir():
-        raise PlacerError(f"--promote {str(target)!r}: {str(folder)!r} is not a folder")
+        raise TrainingError(f"--promote {str(target)!r}: {str(folder)!r} is not a folder")
     if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target.parent, os.W_OK)):
-        raise PlacerError(f"--promote {str(target)!r}: cannot write in {str(folder)!r}")
+        raise TrainingError(f"--promote {str(target)!r}: cannot write in {str(folder)!r}")
 
 
 def promote_if_not_worse(final: Path, target: Path, summary: PairedSummary, report: Callable[[str], None]) -> None:
@@ -49,4 +49,4 @@ def _write(target: Path, policy: bytes, suffix: str, record: bytes) -> None:
         write_atomic(target, policy)
         write_atomic(target.with_suffix(suffix), record)
     except OSError as exc:
-        raise PlacerError(f"cannot promote to {str(target)!r}: {exc.strerror or exc}") from None
+        raise TrainingError(f"cannot promote to {str(target)!r}: {exc.strerror or exc}") from None

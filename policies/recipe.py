@@ -39,7 +39,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.common.atomic import write_atomic
-from placer.common.errors import PlacerError
+from placer.common.errors import ConfigError
 from placer.common.tomlfile import merged, read_toml, validate
 from policies.config import TrainConfig
 from policies.validation import RatesCache, RegimeRow, regime_rows, validation_rates, validation_regimes
@@ -84,10 +84,17 @@ class Recipe(BaseModel):
 
     def with_device(self, device: str) -> Recipe:
         """Every stage's PPO network on ``device`` (``auto``, ``cpu`` or ``cuda``)."""
+        return self._each_stage(lambda config: config.train.model_copy(update={"device": device}))
+
+    def with_workers(self, workers: int) -> Recipe:
+        """Every stage's tuning and validation over ``workers`` processes (``eval_workers``): the same results for any count."""
+        return self._each_stage(lambda config: config.train.model_copy(update={"eval_workers": workers}))
+
+    def _each_stage(self, train: Callable[[TrainConfig], Any]) -> Recipe:
+        """The recipe with each stage's ``[train]`` replaced by ``train(config)``."""
 
         def moved(stage: Stage) -> Stage:
-            train = stage.config.train.model_copy(update={"device": device})
-            return stage.model_copy(update={"config": stage.config.model_copy(update={"train": train})})
+            return stage.model_copy(update={"config": stage.config.model_copy(update={"train": train(stage.config)})})
 
         return self.model_copy(update={"clone": moved(self.clone), "rl": [moved(s) for s in self.rl], "distil": moved(self.distil)})
 
@@ -114,9 +121,9 @@ def parse_loads(text: str) -> list[float]:
     try:
         loads = [float(part) for part in text.split(",")]
     except ValueError:
-        raise PlacerError(f"--load {text!r}: comma-separated offered loads, e.g. 0.5,0.9,1.3") from None
+        raise ConfigError(f"--load {text!r}: comma-separated offered loads, e.g. 0.5,0.9,1.3") from None
     if not all(0 < x < 100 for x in loads):
-        raise PlacerError(f"--load {text!r}: each load must be above 0 and below 100 (1.0 offers as much work as the cluster serves)")
+        raise ConfigError(f"--load {text!r}: each load must be above 0 and below 100 (1.0 offers as much work as the cluster serves)")
     return loads
 
 
@@ -136,7 +143,7 @@ def load_recipe(path: Path, out: Path, changes: dict[str, Any] | None = None) ->
     winner_placeholder = str(out / "rl-winner.pt")
     distil = stage(DISTIL, section.distil, {"train": {"timesteps": 0, "candidate_policy_file": winner_placeholder}})
     if "learned" not in distil.config.train.teacher_candidates:
-        raise PlacerError(f"{path}: [recipe.distil]: teacher_candidates must list 'learned' (the RL winner)")
+        raise ConfigError(f"{path}: [recipe.distil]: teacher_candidates must list 'learned' (the RL winner)")
     return Recipe(source=str(path), section=section, clone=clone, rl=rl, distil=distil)
 
 
@@ -150,49 +157,38 @@ def run_recipe(
     progress: bool = True,
     report: Callable[[str], None] | None = None,
     promote: Path | None = None,
+    workers: int | None = None,
 ) -> Path:
     """Run every stage not yet finished (module docstring) and return the student's policy file (``out/distil/policy.pt``).
 
     ``timesteps`` replaces the RL stages' budget. A non-empty ``out`` is refused unless ``resume`` or ``force`` (which
-    starts every stage over)."""
+    starts every stage over). ``workers`` (default: the configs' ``eval_workers``) spreads what does not depend on how it
+    is spread: the tuning and validation of every stage over that many processes, and the RL seeds, up to that many at
+    once, each in its own process; the policy is the same for any count (the imitation recording's ``imitation_workers``
+    seed the teacher's episodes, so they stay the recipe's)."""
     from policies.promotion import check_promote_target, promote_with_card
-    from policies.train import prepare_out, train
+    from policies.train import prepare_out
 
     say = report or (lambda message: None)
     if promote is not None:
         check_promote_target(promote)
+    if workers is not None:
+        recipe = recipe.with_workers(workers)
     prepare_out(out, resume=resume, force=force)
     write_atomic(out / "recipe.json", recipe.model_dump_json(indent=1) + "\n")
     cache = RatesCache()  # best and the baselines are validated once for every stage
     started = time.monotonic()
+    options = StageOptions(out=out, resume=resume, force=force, progress=progress)
 
-    def run(stage: Stage, budget: int | None = None, table: Path | None = None) -> dict[str, Any]:
-        folder = out / stage.name
-        done = folder / "stage.json"
-        if resume and done.exists():
-            say(f"[{stage.name}] finished in an earlier run: skipped")
-            return json.loads(done.read_text())
-        say(f"[{stage.name}] {folder}")
-        begun = time.monotonic()
-        again = resume and folder.is_dir() and any(folder.iterdir())
-        if (
-            table is not None and table.exists() and not again
-        ):  # best's table, tuned by the clone: a stage tuned for the same streams reads it
-            folder.mkdir(parents=True, exist_ok=True)  # (policies.teachers.teacher_members re-tunes one made for others)
-            write_atomic(folder / "members.json", table.read_bytes())
-        train(stage.config, folder, timesteps=budget, resume=again, force=force or not again, progress=progress, report=say, cache=cache)
-        record = {"stage": stage.name, "wall_s": round(time.monotonic() - begun, 1), "summary": _json(folder / "summary.json")}
-        write_atomic(done, json.dumps(record, indent=1) + "\n")
-        return record
-
-    records = {CLONE: run(recipe.clone)}
-    rl_records = {stage.name: run(stage, timesteps, out / CLONE / "members.json") for stage in recipe.rl}
-    choice = choose_rl_winner(out, [stage.name for stage in recipe.rl])
+    records = {CLONE: run_stage(recipe.clone, options, say, cache)}
+    rl_options = options.model_copy(update={"budget": timesteps, "table": out / CLONE / "members.json"})
+    records |= run_stages(recipe.rl, rl_options, say, cache, workers or 1)
+    names = [stage.name for stage in recipe.rl]
+    choice = choose_rl_winner(out, names)
     write_atomic(out / "rl-winner.pt", (out / choice["winner"] / "best.pt").read_bytes())
     write_atomic(out / "rl.json", json.dumps(choice, indent=1) + "\n")
     say(f"RL winner: {choice['winner']} (validation blocking {choice['blocking'][choice['winner']]:.4f})")
-    records |= rl_records
-    records[DISTIL] = run(recipe.distil)
+    records[DISTIL] = run_stage(recipe.distil, options, say, cache)
     student = out / DISTIL / "policy.pt"
     say("validating the student against best, regime by regime")
     rows = per_regime_validation(student, recipe.distil.config, recipe.section.validation_episodes, cache)
@@ -205,10 +201,79 @@ def run_recipe(
     say(f"verdict: serve {serve}" + ("" if serve == "learned" else " (learning did not pay in every regime here)") + f": {line}")
     card = make_card(recipe, out, records, choice, rows, round(time.monotonic() - started, 1))
     card["verdict"] = {"serve": serve, "command": line}
+    card["workers"] = workers
     write_atomic(out / "card.json", json.dumps(card, indent=1) + "\n")
     if promote is not None:
         promote_with_card(student, out / "card.json", promote, rows, say)
     return student
+
+
+class StageOptions(BaseModel):
+    """How :func:`run_stage` runs a stage: its recipe's ``out``, resume / force, progress bars, an RL budget that replaces
+    the config's (``budget``) and the teacher table a stage tuned for the same streams starts from (``table``)."""
+
+    model_config = ConfigDict(frozen=True)
+    out: Path
+    resume: bool = False
+    force: bool = False
+    progress: bool = True
+    budget: int | None = None
+    table: Path | None = None
+
+
+def run_stage(stage: Stage, options: StageOptions, say: Callable[[str], None], cache: RatesCache) -> dict[str, Any]:
+    """Train ``stage`` in ``out/<name>`` (skipped when resuming a finished one; resumed from its checkpoint when one was in
+    flight) and return its record: name, wall seconds and training summary, also written to its ``stage.json``."""
+    from policies.train import train
+
+    folder = options.out / stage.name
+    done = folder / "stage.json"
+    if options.resume and done.exists():
+        say(f"[{stage.name}] finished in an earlier run: skipped")
+        return dict(json.loads(done.read_text()))
+    say(f"[{stage.name}] {folder}")
+    begun = time.monotonic()
+    again = options.resume and folder.is_dir() and any(folder.iterdir())
+    table = options.table
+    if table is not None and table.exists() and not again:  # best's table, tuned by the clone: a stage tuned for the same
+        folder.mkdir(parents=True, exist_ok=True)  # streams reads it (policies.teachers.teacher_members re-tunes one made for others)
+        write_atomic(folder / "members.json", table.read_bytes())
+    force = options.force or not again
+    train(stage.config, folder, timesteps=options.budget, resume=again, force=force, progress=options.progress, report=say, cache=cache)
+    record = {"stage": stage.name, "wall_s": round(time.monotonic() - begun, 1), "summary": _json(folder / "summary.json")}
+    write_atomic(done, json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def run_stages(
+    stages: list[Stage], options: StageOptions, say: Callable[[str], None], cache: RatesCache, workers: int
+) -> dict[str, dict[str, Any]]:
+    """:func:`run_stage` for each of ``stages`` (independent of each other), up to ``workers`` at once in their own
+    processes (no progress bars; each reports its lines prefixed by its name); in this process when ``workers`` is 1."""
+    if workers <= 1 or len(stages) <= 1:
+        return {stage.name: run_stage(stage, options, say, cache) for stage in stages}
+    from placer.common.pool import spawn_pool
+
+    quiet = options.model_copy(update={"progress": False})
+    records: dict[str, dict[str, Any]] = {}
+    with spawn_pool(min(workers, len(stages))) as pool:
+        futures = {pool.submit(_stage_in_process, stage, quiet, cache): stage.name for stage in stages}
+        say(f"{', '.join(futures.values())}: {len(futures)} stages, up to {min(workers, len(stages))} at once")
+        for future in futures:  # in stage order, so the records are too
+            name = futures[future]
+            records[name] = future.result()
+            say(f"[{name}] finished in {records[name]['wall_s']:.0f} s")
+    return records
+
+
+def _stage_in_process(stage: Stage, options: StageOptions, cache: RatesCache) -> dict[str, Any]:
+    """:func:`run_stage` in a worker process, its lines on stderr prefixed by the stage's name."""
+    import sys
+
+    def say(message: str) -> None:
+        print(f"[{stage.name}] {message}" if not message.startswith("[") else message, file=sys.stderr, flush=True)
+
+    return run_stage(stage, options, say, cache)
 
 
 def choose_rl_winner(out: Path, names: list[str]) -> dict[str, Any]:

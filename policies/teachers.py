@@ -224,7 +224,7 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str,
         pooled=settings.teacher_pooled,
         candidates=settings.teacher_candidates,
         margin=settings.teacher_margin,
-        workers=settings.imitation_workers,
+        workers=settings.eval_workers,  # tuning's scores do not depend on how many processes measure them
         progress=progress,
         scores=scores,
         policy_file=settings.candidate_policy_file,

@@ -39,7 +39,7 @@ from envs.env import ClusterPlacementEnv, cost_models_for
 from envs.observation import GraphTable
 from placer.cluster.topology import load_cluster
 from placer.common.atomic import atomic_path, write_atomic
-from placer.common.errors import PlacerError
+from placer.common.errors import TrainingError
 from placer.cost import CostModel
 from policies.config import TrainConfig
 from policies.extractor import PlacementExtractor
@@ -147,7 +147,7 @@ def load_checkpoint(model: MaskablePPO, path: Path) -> None:
         model.policy.load_state_dict(payload["policy"])
         model.policy.optimizer.load_state_dict(payload["optimizer"])
     except Exception as exc:
-        raise PlacerError(f"cannot resume from {path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        raise TrainingError(f"cannot resume from {path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
     model.num_timesteps = int(payload["num_timesteps"])
 
 
@@ -161,7 +161,7 @@ def resolve_device(name: str) -> str:
     """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; ``cuda`` without one is an error."""
     available = torch.cuda.is_available()
     if name == "cuda" and not available:
-        raise PlacerError("--device cuda: torch sees no CUDA device here (use auto or cpu)")
+        raise TrainingError("--device cuda: torch sees no CUDA device here (use auto or cpu)")
     return "cuda" if name == "auto" and available else ("cpu" if name == "auto" else name)
 
 
@@ -222,14 +222,14 @@ def init_weights(config: TrainConfig) -> dict[str, torch.Tensor] | None:
     policy, trained = load_policy_file(path)
     differ = [f for f in ("max_degree", "rules", "strategy") if getattr(trained, f) != getattr(config.env, f)]  # what features mean
     if differ:
-        raise PlacerError(f"init_policy {path!r} was trained with another {', '.join(differ)}: its features would mean something else")
+        raise TrainingError(f"init_policy {path!r} was trained with another {', '.join(differ)}: its features would mean something else")
     arch = config.policy
     try:
         build_policy(config.env, arch.hidden, arch.rounds, arch.net_arch).load_state_dict(policy.state_dict())
     except RuntimeError as exc:  # torch's first line names only the class; the next names the first mismatch
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         detail = (lines[1] if len(lines) > 1 else lines[0])[:200] if lines else type(exc).__name__
-        raise PlacerError(f"init_policy {path!r} does not fit this config's network: {detail}") from None
+        raise TrainingError(f"init_policy {path!r} does not fit this config's network: {detail}") from None
     return policy.state_dict()
 
 
@@ -300,13 +300,13 @@ def read_eval_rows(path: Path) -> list[dict]:
 
 def prepare_out(out: Path, *, resume: bool, force: bool) -> None:
     if out.exists() and not out.is_dir():
-        raise PlacerError(f"--out {str(out)!r} is a file, not a folder")
+        raise TrainingError(f"--out {str(out)!r} is a file, not a folder")
     if out.is_dir() and any(out.iterdir()) and not (resume or force):
-        raise PlacerError(f"--out {str(out)!r} is not empty: pass --resume to continue that run or --force to start over in it")
+        raise TrainingError(f"--out {str(out)!r} is not empty: pass --resume to continue that run or --force to start over in it")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise PlacerError(f"cannot create --out {str(out)!r}: {exc.strerror or exc}") from None
+        raise TrainingError(f"cannot create --out {str(out)!r}: {exc.strerror or exc}") from None
 
 
 @contextmanager
@@ -355,7 +355,7 @@ def train(
     """
     report = report or (lambda message: None)
     if timesteps is not None and timesteps < 0:
-        raise PlacerError(f"--timesteps must be a number of environment steps >= 0 (0: no PPO), got {timesteps}")
+        raise TrainingError(f"--timesteps must be a number of environment steps >= 0 (0: no PPO), got {timesteps}")
     if promote is not None:
         check_promote_target(promote)
     weights = init_weights(config)  # a bad init_policy or baseline is refused before anything is written or tuned
@@ -369,9 +369,9 @@ def train(
         try:
             previous = TrainConfig.model_validate_json(saved.read_text()).model_dump(mode="json")  # older layouts read too
         except ValueError:
-            raise PlacerError(f"{saved} is not a training config; it cannot be resumed") from None
+            raise TrainingError(f"{saved} is not a training config; it cannot be resumed") from None
         if _without_budget(previous) != _without_budget(config.model_dump(mode="json")):
-            raise PlacerError(f"{out} was trained with another config; resume with the same --config")
+            raise TrainingError(f"{out} was trained with another config; resume with the same --config")
     write_atomic(saved, config.model_dump_json(indent=1) + "\n")
     members = teacher_members(config, out, progress)
     config = with_baseline(config, members)

@@ -4,6 +4,7 @@ shipped quick recipe end to end with a resume."""
 import json
 import math
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from envs.config import EnvConfig
 from placer.common.errors import PlacerError
 from placer.common.shipped import data_dir
+from policies.policy_file import read_policy_file
 from policies.promotion import check_promote_target, promote_with_card
 from policies.recipe import choose_rl_winner, is_recipe, load_recipe, run_recipe
 from policies.validation import Regime, RegimeRow, regime_rows, validation_rates, validation_regimes
@@ -132,6 +134,15 @@ def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
     heard.clear()
     run_recipe(recipe, out, resume=True, progress=False, report=heard.append)
     assert sum("finished in an earlier run" in line for line in heard) == 4
+
+    # spread out: the RL seeds at once in their own processes, tuning and validation over 2; the same policies
+    spread = tmp_path / "spread"
+    shutil.copytree(out / "clone", spread / "clone")  # the clone's recording keeps its own imitation_workers either way
+    run_recipe(load_recipe(CONFIGS / "quick.toml", spread), spread, resume=True, progress=False, workers=2)
+    for name in ("rl-seed1/best.pt", "rl-seed2/best.pt", "distil/policy.pt"):
+        ours, theirs = read_policy_file(out / name).state_dict, read_policy_file(spread / name).state_dict
+        assert ours.keys() == theirs.keys() and all(np.array_equal(ours[k], theirs[k]) for k in ours), name
+    assert json.loads((spread / "card.json").read_text())["regimes"] == card["regimes"]
 
 
 def test_a_recipe_for_your_cluster_trains_there_alone(tmp_path):
