@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from placer.cli import app
 from placer.cli.figures import core, stale
-from placer.cli.figures.registry import FIGURES
+from placer.cli.figures.registry import FIGURES, FOLDERS
 from placer.cli.figures.render import printed
 from placer.common.shipped import data_dir
 
@@ -45,6 +45,62 @@ def test_every_figure_has_one_block_in_its_document():
         assert figure.name in core.blocks((REPO / figure.document).read_text()), figure.name
     names = [name for doc in DOCS for name in core.blocks(doc.read_text())]
     assert sorted(names) == sorted(f.name for f in FIGURES)
+
+
+def test_each_figure_keeps_its_results_in_the_folder_of_its_document():
+    """The experiments' log's figures in experiments/results/, unless a figure of the README or docs/ reads them too;
+    no result folder belongs to no figure."""
+    read_outside = {name for f in FIGURES if not f.document.startswith("experiments/") for name in f.reads}
+    for figure in FIGURES:
+        logged = figure.document.startswith("experiments/") and figure.name not in read_outside
+        assert core.results_dir(figure.name) == Path("experiments/results" if logged else "docs/results", figure.name)
+    assert any(folder.parts[0] == "experiments" for folder in FOLDERS.values())
+    found = {p.relative_to(REPO) for base in (core.RESULTS, core.LOG_RESULTS) for p in (REPO / base).iterdir() if p.is_dir()}
+    assert found == set(FOLDERS.values())
+
+
+def test_a_log_figure_read_by_a_docs_figure_keeps_its_results_in_docs():
+    def toy(name: str, document: str, reads: tuple[str, ...] = ()) -> core.Figure:
+        return core.Figure(name, document, (), (), printed("x"), reads=reads)
+
+    figures = [
+        toy("summary", "README.md", reads=("shared",)),
+        toy("shared", "experiments/log.md"),
+        toy("alone", "experiments/log.md"),
+        toy("later", "experiments/log.md", reads=("alone", "shared")),
+    ]
+    assert core.result_folders(figures) == {
+        "summary": Path("docs/results/summary"),
+        "shared": Path("docs/results/shared"),
+        "alone": Path("experiments/results/alone"),
+        "later": Path("experiments/results/later"),
+    }
+
+
+def test_a_figure_reads_no_result_files_but_its_own_and_those_of_the_figures_it_names(monkeypatch):
+    """``reads`` is what decides where a folder lives: every other figure's folder a render opens is named there."""
+    from placer.cli.figures import regimes, tradeoff
+
+    opened: list[tuple[str, str]] = []
+
+    def recording(folder: Path, name: str) -> Path:
+        opened.append((folder.name, name))
+        return core.beside(folder, name)
+
+    monkeypatch.setattr(regimes, "beside", recording)
+    monkeypatch.setattr(tradeoff, "beside", recording)
+    for figure in FIGURES:
+        figure.render(REPO / core.results_dir(figure.name))
+    assert opened
+    assert {(mine, other) for mine, other in opened} <= {(f.name, n) for f in FIGURES for n in (f.name, *f.reads)}
+    assert all(other in FOLDERS for f in FIGURES for other in f.reads)
+
+
+def test_every_result_path_the_docs_name_exists():
+    """The paths the blocks print (``placer report docs/results/...``) and the prose names, ``NAME`` placeholders aside."""
+    named = [(doc.name, path) for doc in DOCS for path in re.findall(r"(?:docs|experiments)/results/[\w.-]+(?:/[\w.-]+)?", doc.read_text())]
+    assert any(path.startswith("experiments/") for _, path in named)
+    assert [(doc, path) for doc, path in named if "NAME" not in path and not (REPO / path).exists()] == []
 
 
 def result_lines(text: str) -> list[str]:
@@ -116,8 +172,7 @@ def test_regenerating_turns_a_stale_figure_green_again(tmp_path, monkeypatch):
 def test_an_edited_block_is_stale_and_rendering_restores_it(tmp_path):
     figure = next(f for f in FIGURES if f.name == "decisions")
     root = tmp_path / "checkout"
-    (root / "docs" / "results").mkdir(parents=True)
-    shutil.copytree(REPO / "docs" / "results" / figure.name, root / "docs" / "results" / figure.name)
+    shutil.copytree(REPO / core.results_dir(figure.name), root / core.results_dir(figure.name))
     original = (REPO / figure.document).read_text()
     (root / figure.document).write_text(original.replace("| pacml | sipml |", "| pacml | SIPML |", 1))
     assert any("differs from what its result files render" in why for why in core.problems(root, figure))
@@ -128,8 +183,7 @@ def test_an_edited_block_is_stale_and_rendering_restores_it(tmp_path):
 def test_a_plot_not_drawn_from_the_current_results_is_stale_and_rendering_redraws_it(tmp_path):
     figure = next(f for f in FIGURES if f.name == "scaling-dgx8x8")
     root = tmp_path / "checkout"
-    (root / "docs" / "results").mkdir(parents=True)
-    shutil.copytree(REPO / "docs" / "results" / figure.name, root / "docs" / "results" / figure.name)
+    shutil.copytree(REPO / core.results_dir(figure.name), root / core.results_dir(figure.name))
     shutil.copyfile(REPO / figure.document, root / figure.document)
     assert any("scaling_dgx8x8.png was not drawn" in why for why in core.problems(root, figure))  # no PNG yet
     assert core.render(root, figure) is True

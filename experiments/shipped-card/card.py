@@ -6,7 +6,7 @@ placer.pt is `learned:blend-quiet` (commit 8a772b2): the clone of clone.toml, PP
 100,000-step checkpoint), then blend-quiet.toml's student taught by best's members and that PPO policy where it led by
 10 % in tuning; three trainings joined by hand. A card written by the recipe (`placer train --config
 data/configs/placer.toml`) replaces this one when a recipe-built policy is promoted. The per-regime figures are the
-README's: avoidable blocking against `best`, paired on the same streams (docs/results/*/results.json).
+README's: avoidable blocking against `best`, paired on the same streams (the figures' result files, docs/results/*/).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from placer.cli.figures.core import results_dir
 from placer.evaluate.stats import mean_ci95
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,8 +39,8 @@ def _runs(path: Path, policy: str) -> dict[tuple, float]:
 def regime_rows() -> list[dict]:
     rows = []
     for label, (families, shipped) in REGIMES.items():
-        best = _runs(ROOT / "docs" / "results" / families / "results.json", "best")
-        learned = _runs(ROOT / "docs" / "results" / "blend-quiet-figures" / f"{shipped}.json", "learned:blend-quiet")
+        best = _runs(ROOT / results_dir(families) / "results.json", "best")
+        learned = _runs(ROOT / results_dir("blend-quiet-figures") / f"{shipped}.json", "learned:blend-quiet")
         for load in sorted({k[0] for k in learned}):
             keys = sorted(k for k in learned if k[0] == load)
             diff, half = mean_ci95([best[k] - learned[k] for k in keys])

@@ -1,10 +1,12 @@
-"""``placer figures``: every table and plot of the README and ``docs/`` from the result files beside it.
+"""``placer figures``: every table and plot of the README, ``docs/`` and the experiments' log from the result files beside it.
 
-    placer figures [NAME ...]           # re-render the blocks and plots from docs/results/NAME/
+    placer figures [NAME ...]           # re-render the blocks and plots from each figure's results folder
     placer figures [NAME ...] --check   # exit 1 listing the stale figures (presets changed, block differs)
     placer figures [NAME ...] --run     # rerun the recorded commands, keep their result files, re-render
 
-The registry of figures is :mod:`placer.cli.figures.registry`; the rules are in :mod:`placer.cli.figures.core`.
+Each figure's results folder is ``docs/results/NAME/``, or ``experiments/results/NAME/`` for a figure only
+``experiments/*.md`` shows (:func:`placer.cli.figures.core.results_dir`). The registry of figures is
+:mod:`placer.cli.figures.registry`; the rules are in :mod:`placer.cli.figures.core`.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ def figures(
     ] = False,
     commit: Annotated[str | None, typer.Option("--commit", hidden=True, help="with --collect: the commit whose code wrote them")] = None,
 ) -> None:
-    """Render every figure (table or plot) of the README and docs/ from its result files in docs/results/NAME/.
+    """Render every figure (table or plot) of the README and docs/ from its result files in docs/results/NAME/
+    (experiments/results/NAME/ for the experiments' log's).
 
     Each result folder records the commands that made it, the commit and a fingerprint of the cluster
     presets it used; --check fails when a preset changed since, or a block no longer matches its results.

@@ -1,11 +1,12 @@
 """Figures that cannot go stale: result files beside each figure, what made them, and the check.
 
-A figure is a markdown block in the README or ``docs/`` delimited by ``<!-- figure: NAME -->`` and
-``<!-- /figure -->`` (and any PNG it draws). Its result files live in ``docs/results/NAME/``
-beside ``figure.json``, which records the commands that made them, the git commit and a
-fingerprint of the cluster presets (and the cost-model constants of their devices) the figure
-uses. A figure is stale when that fingerprint differs from today's presets, or when its block
-(or a PNG) differs from what its result files render; ``placer figures --check`` lists them.
+A figure is a markdown block in the README, ``docs/`` or ``experiments/`` delimited by ``<!-- figure: NAME -->``
+and ``<!-- /figure -->`` (and any PNG it draws). Its result files live in its folder, :func:`results_dir`
+(``docs/results/NAME/``, or ``experiments/results/NAME/`` for a figure only the experiments' log shows), beside
+``figure.json``, which records the commands that made them, the git commit and a fingerprint of the cluster presets
+(and the cost-model constants of their devices) the figure uses. A figure is stale when that fingerprint differs
+from today's presets, or when its block (or a PNG) differs from what its result files render; ``placer figures
+--check`` lists them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from pathlib import Path
 from placer.common.atomic import atomic_path, write_atomic
 from placer.common.errors import PlacerError
 
-RESULTS = Path("docs/results")
+RESULTS = Path("docs/results")  # the result folders of the README's and docs/'s figures
+LOG = Path("experiments")  # the experiments' log: its figures' result folders are apart from the docs'
+LOG_RESULTS = LOG / "results"  # those of the figures only experiments/*.md show
 META = "figure.json"
 BLOCK = re.compile(r"<!-- figure: (?P<name>[\w.-]+) -->\n(?P<body>.*?)<!-- /figure -->", re.S)
 PNG_KEY = "placer-figure-source"
@@ -52,7 +55,8 @@ class Figure:
     """A figure: where its block is, the presets it reads, how its result files are made, and how they render.
 
     ``keep`` maps a result file's name to where the steps leave it (relative to the repository,
-    usually under ``runs/figures/NAME``); ``render`` turns the result folder into a :class:`Rendered`.
+    usually under ``runs/figures/NAME``); ``render`` turns the result folder into a :class:`Rendered`;
+    ``reads`` names the figures whose result files it reads besides its own.
     """
 
     name: str
@@ -61,6 +65,7 @@ class Figure:
     steps: tuple[Step, ...]
     render: Callable[[Path], Rendered]
     keep: dict[str, str] = field(default_factory=dict)
+    reads: tuple[str, ...] = ()  # the other figures whose result files ``render`` reads (through :func:`beside`)
 
 
 def fingerprint(presets: Sequence[str]) -> dict[str, str]:
@@ -82,8 +87,30 @@ def fingerprint(presets: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def result_dir(root: Path, figure: Figure) -> Path:
-    return root / RESULTS / figure.name
+def result_folders(figures: Sequence[Figure]) -> dict[str, Path]:
+    """Figure name -> its result folder, relative to the repository: ``experiments/results/NAME`` for a figure rendered
+    into ``experiments/`` whose files no figure outside it reads, ``docs/results/NAME`` for every other."""
+    outside = {name for figure in figures if not _in_log(figure) for name in figure.reads}
+    return {f.name: (LOG_RESULTS if _in_log(f) and f.name not in outside else RESULTS) / f.name for f in figures}
+
+
+def _in_log(figure: Figure) -> bool:
+    """Whether the figure is rendered into a document of the experiments' log."""
+    return Path(figure.document).parts[0] == LOG.name
+
+
+def results_dir(name: str) -> Path:
+    """Where figure ``name`` of the registry keeps its result files, relative to the repository (a figure not
+    registered: ``docs/results/NAME``)."""
+    from placer.cli.figures.registry import FOLDERS
+
+    return FOLDERS.get(name, RESULTS / name)
+
+
+def beside(folder: Path, name: str) -> Path:
+    """The result folder of figure ``name`` in the checkout that holds ``folder``, a figure's result folder."""
+    root = folder.parents[len(results_dir(folder.name).parts) - 1]
+    return root / results_dir(name)
 
 
 def source_hash(folder: Path) -> str:
@@ -95,7 +122,7 @@ def source_hash(folder: Path) -> str:
 
 
 def read_meta(root: Path, figure: Figure) -> dict | None:
-    path = result_dir(root, figure) / META
+    path = root / results_dir(figure.name) / META
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -113,7 +140,7 @@ def problems(root: Path, figure: Figure) -> list[str]:
     """Why ``figure`` is stale (empty when it is current)."""
     meta = read_meta(root, figure)
     if meta is None:
-        return [f"no result files ({RESULTS / figure.name / META} missing): run 'placer figures {figure.name} --run'"]
+        return [f"no result files ({results_dir(figure.name) / META} missing): run 'placer figures {figure.name} --run'"]
     found = []
     now = fingerprint(figure.presets)
     changed = sorted(p for p in figure.presets if meta["fingerprint"].get(p) != now[p])
@@ -121,12 +148,13 @@ def problems(root: Path, figure: Figure) -> list[str]:
         found.append(f"preset {', '.join(changed)} changed since its results were made: run 'placer figures {figure.name} --run'")
     document = root / figure.document
     body = blocks(document.read_text()).get(figure.name) if document.exists() else None
-    rendered = figure.render(result_dir(root, figure))
+    folder = root / results_dir(figure.name)
+    rendered = figure.render(folder)
     if body is None:
         found.append(f"no '<!-- figure: {figure.name} -->' block in {figure.document}")
     elif body != rendered.markdown:
         found.append(f"its block in {figure.document} differs from what its result files render: run 'placer figures {figure.name}'")
-    stamp = source_hash(result_dir(root, figure))
+    stamp = source_hash(folder)
     for image in rendered.images:
         if png_stamp(root / image) != stamp:
             found.append(f"{image} was not drawn from its current result files: run 'placer figures {figure.name}'")
@@ -157,7 +185,7 @@ def stamp_png(path: Path, stamp: str) -> None:
 
 def render(root: Path, figure: Figure) -> bool:
     """Rewrite the figure's block and PNGs from its result files; True when anything changed."""
-    folder = result_dir(root, figure)
+    folder = root / results_dir(figure.name)
     if read_meta(root, figure) is None:
         raise PlacerError(f"figure {figure.name!r} has no result files: run 'placer figures {figure.name} --run'")
     rendered = figure.render(folder)
@@ -198,7 +226,7 @@ def run(root: Path, figure: Figure, *, execute: bool = True, commit: str | None 
     import os
     import shutil
 
-    folder = result_dir(root, figure)
+    folder = root / results_dir(figure.name)
     staging = folder.with_name(f".{figure.name}.new")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)

@@ -3,8 +3,8 @@ choose among the heuristic families (``single-best``, ``best``, ``adaptive``) an
 the same streams; then pooled over every regime against ``single-best``.
 
 Rendered from result files of figures (``placer evaluate --load ...`` runs, per cluster and arrival pattern: e.g.
-``docs/results/FIGURE/results.json``; several files of one evaluation are the same streams, paired), never by running
-anything.
+``FIGURE/results.json`` in that figure's result folder, :func:`~placer.cli.figures.core.results_dir`; several files of
+one evaluation are the same streams, paired), never by running anything.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from placer.cli.figures.core import Rendered
+from placer.cli.figures.core import Rendered, beside
 from placer.cli.figures.render import Renderer, _commands
 from placer.evaluate.stats import mean_ci95, plus_minus
 
@@ -22,16 +22,16 @@ REFERENCE, TOLD = "single-best", "best"
 
 
 def regimes(evaluations: dict[str, tuple[str, ...]], *, least: bool = False, only: tuple[str, ...] = ()) -> Renderer:
-    """``evaluations``: the label of each evaluation (``"dgx8x8, Poisson"``) -> its result files, relative to the
-    folder of all figures' results (``("families-loads/results.json",)``); ``least``: end with the learned policy that
-    blocks least over them all (a choice among learned variants); ``only``: the policies shown, where not all (each
-    file's runs are concatenated, so files of other seeds of the same streams' settings pool)."""
+    """``evaluations``: the label of each evaluation (``"dgx8x8, Poisson"``) -> its result files, each as the figure
+    that made it and the file's name in that figure's result folder (``("families-loads/results.json",)``); ``least``:
+    end with the learned policy that blocks least over them all (a choice among learned variants); ``only``: the
+    policies shown, where not all (each file's runs are concatenated, so files of other seeds of the same streams'
+    settings pool)."""
 
     def render(folder: Path) -> Rendered:
-        runs = {label: _runs(folder.parent, files) for label, files in evaluations.items()}
+        runs = {label: _runs(folder, files) for label, files in evaluations.items()}
         shown = [p for p in _shown(next(iter(runs.values()))) if not only or p in only]
-        folders = dict.fromkeys(Path(file).parent for files in evaluations.values() for file in files)
-        commands = "".join(_commands(folder.parent / name) for name in folders).replace("\n\n", "\n")
+        commands = "".join(_commands(beside(folder, name)) for name in reads(evaluations)).replace("\n\n", "\n")
         lines = [commands.rstrip("\n"), "", *_per_regime(runs, shown), "", *_pooled(runs, shown)]
         lines += ["", _least(runs, shown)] if least else []
         return Rendered("\n".join(lines) + "\n")
@@ -39,8 +39,15 @@ def regimes(evaluations: dict[str, tuple[str, ...]], *, least: bool = False, onl
     return render
 
 
-def _runs(root: Path, files: tuple[str, ...]) -> list[dict]:
-    return [run for file in files for run in json.loads((root / file).read_text())["runs"]]
+def reads(evaluations: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The figures whose result files :func:`regimes` of ``evaluations`` reads."""
+    return tuple(dict.fromkeys(Path(file).parent.name for files in evaluations.values() for file in files))
+
+
+def _runs(folder: Path, files: tuple[str, ...]) -> list[dict]:
+    """The runs of ``files`` (``FIGURE/NAME``), each read from its figure's result folder (``folder``: this figure's)."""
+    paths = [beside(folder, Path(file).parent.name) / Path(file).name for file in files]
+    return [run for path in paths for run in json.loads(path.read_text())["runs"]]
 
 
 def _least(runs: dict[str, list[dict]], shown: list[str]) -> str:

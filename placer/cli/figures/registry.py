@@ -1,4 +1,4 @@
-"""Every figure of the README and ``docs/``: its block, the presets it reads, the commands that make its
+"""Every figure of the README, ``docs/`` and the experiments' log: its block, the presets it reads, the commands that make its
 result files and how they render. Add a figure here and a ``<!-- figure: NAME -->`` block where it goes."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from placer.cli.figures.core import Figure, Step
-from placer.cli.figures.regimes import regimes
+from placer.cli.figures.core import Figure, Step, result_folders
+from placer.cli.figures.regimes import reads, regimes
 from placer.cli.figures.render import evaluation, printed, scaling
 from placer.cli.figures.tradeoff import tradeoff
 
@@ -70,6 +70,8 @@ REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extr
     "dgx8x8, Philly arrivals": ("families-philly", "dgx8x8", " --structure replay:philly"),  # an arrival pattern never trained on
 }
 
+TRADEOFF_RUNS = {label: name for label, (name, _, _) in list(REGIME_RUNS.items())[:4]}  # label -> figure: the README's four regimes
+
 
 AGAINST_SINGLE_BEST: dict[str, Any] = {"against": "single-best", "outcomes": True}
 
@@ -93,7 +95,8 @@ def _regime_figure(
     keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in runs}
     files = {label: (*beside.get(label, ()), f"{name}/{_slug(label)}.json") for label in runs}
     presets = tuple(dict.fromkeys(cluster for cluster, _ in runs.values()))
-    return Figure(name, LEARNING_LOG, presets, steps, regimes(files, least=least, only=only), keep=keep)
+    others = tuple(figure for figure in reads(files) if figure != name)
+    return Figure(name, LEARNING_LOG, presets, steps, regimes(files, least=least, only=only), keep=keep, reads=others)
 
 
 def _apart(name: str, policies: str, *, seeds: int, least: bool = False, beside: str | None = None) -> Figure:
@@ -118,6 +121,11 @@ def _beside(
     files = {label: (other, *(f"{figure}/{_slug(label)}.json" for figure, _ in also)) for label, (other, _, _) in runs.items()}
     only = ("single-best", "best", "adaptive", "learned:default", *(policy for _, policy in also), *policies.split(","))
     return _regime_figure(name, policies, regimes_of, options, files, least=True, only=only)
+
+
+def _summary(name: str, document: str, presets: tuple[str, ...], files: dict[str, tuple[str, ...]], only: tuple[str, ...]) -> Figure:
+    """A regime table of other figures' result files alone (``files``: label -> ``FIGURE/FILE``s), no commands of its own."""
+    return Figure(name, document, presets, (), regimes(files, only=only), reads=reads(files))
 
 
 def _slug(label: str) -> str:
@@ -222,15 +230,12 @@ _REGISTERED: tuple[Figure, ...] = (
         against="lean:admit=0.9",
     ),
     # the README's summary of the families figures below: no commands of its own, it reads their result files
-    Figure(
+    _summary(  # with the shipped `learned` (blend-quiet) on the same streams, beside its predecessor and PAC-ML's clone
         "readme-regimes",
         "README.md",
         ("dgx8x8", "mixed", "dgxh100"),
-        (),
-        regimes(  # with the shipped `learned` (blend-quiet) on the same streams, beside its predecessor and PAC-ML's clone
-            {label: (f"{name}/results.json", f"blend-quiet-figures/{_slug(label)}.json") for label, (name, _, _) in REGIME_RUNS.items()},
-            only=SHIPPED_BESIDE,
-        ),
+        {label: (f"{name}/results.json", f"blend-quiet-figures/{_slug(label)}.json") for label, (name, _, _) in REGIME_RUNS.items()},
+        only=SHIPPED_BESIDE,
     ),
     *(
         _evaluate(name, LEARNING_LOG, (cluster,), f"--cluster {cluster} {REGIMES}{extra} --policies {FAMILIES}", **AGAINST_SINGLE_BEST)
@@ -242,7 +247,8 @@ _REGISTERED: tuple[Figure, ...] = (
         LEARNING_LOG,
         ("dgx8x8", "mixed"),
         (),
-        tradeoff({label: name for label, (name, _, _) in list(REGIME_RUNS.items())[:4]}, "docs/tradeoff_jct.png"),
+        tradeoff(TRADEOFF_RUNS, "docs/tradeoff_jct.png"),
+        reads=tuple(TRADEOFF_RUNS.values()),
     ),
     # the load gate's threshold, chosen on streams apart from every figure's; then the shipped policy on 10 such seeds
     _apart("guard-tuning", GATES, seeds=3, least=True),
@@ -317,15 +323,12 @@ _REGISTERED: tuple[Figure, ...] = (
         f"--cluster pacml {ABCD} {FIVE} --policies lean,learned:default,{BLEND_MARGIN},{BLEND_QUIET} --workers 2",
         against="lean",
     ),
-    Figure(  # the families figures' seeds 0-9 and regimes-apart's 100-109 together: 80 paired streams a regime
+    _summary(  # the families figures' seeds 0-9 and regimes-apart's 100-109 together: 80 paired streams a regime
         "regimes-pooled",
         LEARNING_LOG,
         ("dgx8x8", "mixed"),
-        (),
-        regimes(
-            {label: (f"{REGIME_RUNS[label][0]}/results.json", f"regimes-apart/{_slug(label)}.json") for label in APART},
-            only=("single-best", "best", "adaptive", "learned:default"),
-        ),
+        {label: (f"{REGIME_RUNS[label][0]}/results.json", f"regimes-apart/{_slug(label)}.json") for label in APART},
+        only=("single-best", "best", "adaptive", "learned:default"),
     ),
     _evaluate(  # loads between and beyond those learned:regimes was trained on (0.5, 0.7, ..., 1.3)
         "families-unseen-loads",
@@ -412,3 +415,5 @@ _REGISTERED: tuple[Figure, ...] = (
 SHIPPED_FIGURES = ("blend-quiet-figures", "blend-quiet-unseen-loads", "blend-quiet-pacml", "tradeoff-jct")
 # the shipped policy's figures, shown in docs/learning.md; every other learning figure stays in the experiments' log
 FIGURES: tuple[Figure, ...] = tuple(dataclasses.replace(f, document=LEARNING_MD) if f.name in SHIPPED_FIGURES else f for f in _REGISTERED)
+# figure name -> its result folder: experiments/results/NAME for those only the experiments' log shows, else docs/results/NAME
+FOLDERS = result_folders(FIGURES)

@@ -2,7 +2,8 @@
 beta distributions and seeds, the policies no other beats on both (the measured frontier), and what the best policy
 within a JCT budget (a multiple of the fastest policy's) blocks.
 
-Rendered from other figures' result files (``docs/results/FIGURE/results.json``), never by running anything.
+Rendered from other figures' result files (``results.json`` in each one's result folder,
+:func:`~placer.cli.figures.core.results_dir`), never by running anything.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import math
 from pathlib import Path
 
-from placer.cli.figures.core import Rendered
+from placer.cli.figures.core import Rendered, beside
 from placer.cli.figures.render import Renderer, _commands
 
 BUDGET = 1.25  # the JCT budget, as a multiple of the fastest policy's mean JCT (issue 29's target)
@@ -36,12 +37,12 @@ def frontier(points: dict[str, tuple[float, float]]) -> list[str]:
 
 
 def tradeoff(evaluations: dict[str, str], image: str) -> Renderer:
-    """``evaluations``: label -> the figure whose ``results.json`` it reads (a folder beside this figure's); ``image``: the
-    scatter plot, a repository path beside the document."""
+    """``evaluations``: label -> the figure whose ``results.json`` it reads (in that figure's result folder); ``image``:
+    the scatter plot, a repository path beside the document."""
 
     def render(folder: Path) -> Rendered:
-        points = {label: pooled(_runs(folder.parent / name)) for label, name in evaluations.items()}
-        commands = "".join(_commands(folder.parent / name) for name in evaluations.values()).replace("\n\n", "\n")
+        points = {label: pooled(_runs(beside(folder, name))) for label, name in evaluations.items()}
+        commands = "".join(_commands(beside(folder, name)) for name in evaluations.values()).replace("\n\n", "\n")
         lines = [commands.rstrip("\n"), "", *_table(points), "", f"![avoidable blocking against mean JCT]({Path(image).name})"]
         return Rendered("\n".join(lines) + "\n", {image: lambda path: _plot(points, path)})
 

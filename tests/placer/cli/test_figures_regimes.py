@@ -18,12 +18,13 @@ def test_the_regime_table_pairs_each_online_policy_with_best_and_pools_against_s
         *(_run("learned:pacml", s, 0.12) for s in (0, 1)),
         *(_run("para_max", s, 0.2) for s in (0, 1)),  # not shown
     ]
-    source = tmp_path / "families"  # another figure's result folder, beside this one's
-    source.mkdir()
+    results = tmp_path / "docs" / "results"  # the result folders of figures not registered
+    source = results / "families"  # another figure's result folder, beside this one's
+    source.mkdir(parents=True)
     (source / "results.json").write_text(json.dumps({"runs": runs}))
     (source / "figure.json").write_text(json.dumps({"commands": ["placer evaluate --cluster dgx8x8"]}))
-    (tmp_path / "summary").mkdir()
-    markdown = regimes({"dgx8x8, Poisson": ("families/results.json",)})(tmp_path / "summary").markdown
+    (results / "summary").mkdir()
+    markdown = regimes({"dgx8x8, Poisson": ("families/results.json",)})(results / "summary").markdown
     assert markdown.startswith("    placer evaluate --cluster dgx8x8\n")
     assert "| evaluation | load | unavoidable | single-best | best | adaptive (minus best) | learned:pacml (minus best) |" in markdown
     assert "| dgx8x8, Poisson | 0.9 | 0.200 | 0.100 | 0.070 | 0.080 (+0.010 ± 0.000) | 0.120 (+0.050 ± 0.127) |" in markdown
@@ -32,19 +33,20 @@ def test_the_regime_table_pairs_each_online_policy_with_best_and_pools_against_s
 
 
 def test_result_files_of_one_evaluation_pair_and_least_names_the_learned_policy_that_blocks_least(tmp_path):
-    source = tmp_path / "tuning"
-    source.mkdir()
+    results = tmp_path / "docs" / "results"
+    source = results / "tuning"
+    source.mkdir(parents=True)
     first = [*(_run("single-best", s, 0.10) for s in (0, 1)), *(_run("best", s, 0.08) for s in (0, 1))]
     second = [*(_run("learned:a", s, 0.09) for s in (0, 1)), *(_run("learned:b", s, 0.07 + 0.02 * s) for s in (0, 1))]
     (source / "one.json").write_text(json.dumps({"runs": first}))
     (source / "two.json").write_text(json.dumps({"runs": second}))
     (source / "figure.json").write_text(json.dumps({"commands": ["placer evaluate A", "placer evaluate B"]}))
-    (tmp_path / "summary").mkdir()
+    (results / "summary").mkdir()
     render = regimes({"x": ("tuning/one.json", "tuning/two.json")}, least=True)
-    markdown = render(tmp_path / "summary").markdown
+    markdown = render(results / "summary").markdown
     assert markdown.startswith("    placer evaluate A\n    placer evaluate B\n\n")  # the folder's commands, once
     assert "| x | 0.9 | 0.200 | 0.100 | 0.080 | 0.090 (+0.010 ± 0.000) | 0.080 (+0.000 ± 0.127) |" in markdown
     assert markdown.rstrip().endswith("(mean of the evaluations' means): `learned:b`, 0.0800.")
-    assert "mean of the evaluations" not in regimes({"x": ("tuning/one.json", "tuning/two.json")})(tmp_path / "summary").markdown
+    assert "mean of the evaluations" not in regimes({"x": ("tuning/one.json", "tuning/two.json")})(results / "summary").markdown
     only = regimes({"x": ("tuning/one.json", "tuning/two.json")}, only=("single-best", "best", "learned:b"))
-    assert "| evaluation | load | unavoidable | single-best | best | learned:b (minus best) |" in only(tmp_path / "summary").markdown
+    assert "| evaluation | load | unavoidable | single-best | best | learned:b (minus best) |" in only(results / "summary").markdown

@@ -16,12 +16,12 @@ def test_the_table_names_the_fastest_the_best_within_the_budget_and_the_least_bl
         {"policy": "learned", "avoidable_blocking_rate": 0.05, "mean_jct_s": 320.0},
     ]
     assert pooled(runs)["para_max"] == (0.15, 80.0)  # means over its runs
-    source = tmp_path / "families"
-    source.mkdir()
+    source = tmp_path / "docs" / "results" / "families"  # another figure's result folder (not registered: in docs/results)
+    source.mkdir(parents=True)
     (source / "results.json").write_text(json.dumps({"runs": runs}))
     (source / "figure.json").write_text(json.dumps({"commands": ["placer evaluate --cluster dgx8x8"]}))
-    (tmp_path / "tradeoff").mkdir()
-    rendered = tradeoff({"dgx8x8": "families"}, "docs/t.png")(tmp_path / "tradeoff")
+    (tmp_path / "docs" / "results" / "tradeoff").mkdir()
+    rendered = tradeoff({"dgx8x8": "families"}, "docs/t.png")(tmp_path / "docs" / "results" / "tradeoff")
     row = "| dgx8x8 | `para_max`, 80 | `fixed:8`, 0.120 | `learned`, 0.050 at 320 (4.0x) | "
     assert row + "`para_max` (0.150, 80), `fixed:8` (0.120, 100), `learned` (0.050, 320) |" in rendered.markdown
     assert list(rendered.images) == ["docs/t.png"]
