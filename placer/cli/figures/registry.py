@@ -208,7 +208,7 @@ _REGISTERED: tuple[Figure, ...] = (
             "lookahead.json",
             "hindsight.json",
             against="lean:admit=0.9",
-            image="docs/blocking_rate_queue_dgx8x8.png",
+            image="experiments/blocking_rate_queue_dgx8x8.png",
             alt="blocking rate with a queue on dgx8x8",
         ),
         keep={f"{name}.json": f"runs/figures/queue-dgx8x8{suffix}/results.json" for name, suffix in PLANNERS},
@@ -219,7 +219,7 @@ _REGISTERED: tuple[Figure, ...] = (
         ("mixed",),
         f"--cluster mixed {QUEUE} --policies {QUEUE_POLICIES} {LEARNED}",
         against="lean:admit=0.9",
-        image="docs/blocking_rate_queue_mixed.png",
+        image="experiments/blocking_rate_queue_mixed.png",
         alt="blocking rate with a queue on the unseen mixed cluster",
     ),
     _evaluate(
