@@ -48,8 +48,11 @@ def degree_times(cost: CostModel, spec: JobSpec, max_degree: int) -> dict[int, f
     return {degree: seconds * spec.iterations for degree, seconds in idle_iteration_s(cost, spec.graph, max_degree).items()}
 
 
-def clairvoyant(cost: CostModel, jobs: Iterable[JobSpec], *, max_degree: int = 16, time_limit_s: float = 60.0) -> ClairvoyantResult:
-    """Solve the clairvoyant schedule of ``jobs`` (a loss system) on ``cost``'s cluster; see the module docstring."""
+def clairvoyant(
+    cost: CostModel, jobs: Iterable[JobSpec], *, max_degree: int = 16, time_limit_s: float = 60.0, verbose: bool = False
+) -> ClairvoyantResult:
+    """Solve the clairvoyant schedule of ``jobs`` (a loss system) on ``cost``'s cluster; see the module docstring.
+    ``verbose``: the solver prints its log (quiet otherwise; ``placer bound`` also silences what HiGHS prints regardless)."""
     try:
         from scipy.optimize import Bounds, LinearConstraint, milp
         from scipy.sparse import coo_array
@@ -91,7 +94,7 @@ def clairvoyant(cost: CostModel, jobs: Iterable[JobSpec], *, max_degree: int = 1
         constraints=LinearConstraint(matrix, -np.inf, upper),
         integrality=np.ones(len(variables)),
         bounds=Bounds(0, 1),
-        options={"time_limit": time_limit_s, "disp": False},
+        options={"time_limit": time_limit_s, "disp": verbose},
     )
     if result.x is None:
         raise PlacerError(f"the clairvoyant program found no schedule in {time_limit_s:g} s ({result.message})")

@@ -45,6 +45,13 @@ def _root(
     """Partition and place DNN training jobs on a GPU cluster."""
 
 
+def warn(message: str, label: str = "warning") -> None:
+    """``warning: MESSAGE`` (or another ``label``) on stderr as one line: output that runs but means less than it seems."""
+    from rich.markup import escape
+
+    err_console.print(f"[yellow]{label}:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def split_list(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import os
+import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -9,21 +15,23 @@ import typer
 from rich.table import Table
 
 from placer.cli.app import app, console, progress_bar
-from placer.cli.options import FirstSeed, check_seed_range, model_options
+from placer.cli.options import FirstSeed, check_seed_range, checked_cluster, model_options
 from placer.sim.workload import WorkloadSpec
+from placer.workloads.generator import check_load
 
 
 @app.command()
 @model_options(WorkloadSpec, "workload", defaults={"jobs": 1000}, names={"beta_dists": "--beta-dist"}, exclude=("queue",))
 def bound(
     workload: dict,
-    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
+    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file", callback=checked_cluster)] = "pacml",
     seeds: Annotated[int, typer.Option(help="runs per beta distribution")] = 3,
     first_seed: FirstSeed = 0,
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
     strategy: Annotated[str, typer.Option(help="cost model: auto, dp, tp, pp, or sipml")] = "auto",
     time_limit: Annotated[float, typer.Option(min=1, help="seconds of solver time per run")] = 60.0,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/bound"),
+    verbose: Annotated[bool, typer.Option("--verbose", help="show the solver's log (quiet otherwise)")] = False,
 ) -> None:
     """The clairvoyant bound of the loss system on the job streams 'evaluate' draws with the same options.
 
@@ -37,6 +45,8 @@ def bound(
     from placer.evaluate import EvaluationConfig, Runner
 
     check_seed_range(first_seed, seeds)
+    if "load" in workload:
+        check_load(workload["load"], what="--load")  # the rule of every --load, in its words (not the config's)
     config = EvaluationConfig(
         cluster=cluster, workload=workload, seeds=seeds, first_seed=first_seed, policies=["lean"], max_degree=max_degree, strategy=strategy
     )
@@ -45,7 +55,9 @@ def bound(
         task = bar.add_task("solving", total=len(config.beta_labels) * seeds)
         for i, beta in enumerate(config.beta_labels):
             for seed in range(first_seed, first_seed + seeds):
-                result = clairvoyant(runner.cost, runner.jobs(i, seed), max_degree=max_degree, time_limit_s=time_limit)
+                jobs = runner.jobs(i, seed)
+                with solver_output(verbose):
+                    result = clairvoyant(runner.cost, jobs, max_degree=max_degree, time_limit_s=time_limit, verbose=verbose)
                 runs.append({"beta_dist": beta, "seed": seed, **dataclasses.asdict(result)})
                 bar.advance(task)
     out.mkdir(parents=True, exist_ok=True)
@@ -60,3 +72,31 @@ def bound(
         table.add_row(beta, f"{s['blocking_rate']:.3f}", f"{s['lower_bound']:.3f}", f"{s['optimal']:.0%}")
     console.print(table)
     console.print(f"wrote {out / 'bound.json'}")
+
+
+@contextlib.contextmanager
+def solver_output(verbose: bool) -> Iterator[None]:
+    """Unless ``verbose``: what the solver prints past Python dropped (HiGHS writes to the process's stdout from C, some
+    lines whatever its options say) and its Python warnings too. Stderr, the progress bar's, is left alone."""
+    if verbose:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            os.dup2(null.fileno(), 1)
+            yield
+            sys.stdout.flush()
+            _flush_c_streams()  # C's buffered stdout still holds the solver's lines: out to /dev/null with them
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _flush_c_streams() -> None:
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # no C library to reach (not a POSIX build): nothing buffered there to lose
+        pass

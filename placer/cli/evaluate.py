@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from placer.cli.app import app, console, progress_bar, split_list
-from placer.cli.options import FirstSeed, check_seed_range, model_options
+from placer.cli.app import app, console, progress_bar, split_list, warn
+from placer.cli.options import INPUT_FILE, INPUT_FOLDER, FirstSeed, check_seed_range, checked_cluster, model_options
 from placer.cli.tables import terminal_table
 from placer.common.errors import PlacerError
 from placer.evaluate.stats import plus_minus
@@ -23,14 +23,16 @@ def evaluate(
     load: Annotated[
         str, typer.Option(help="offered load (arrived work / cluster capacity), or several comma-separated: each on the same seeds")
     ] = "0.9",
-    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
-    graphs_dir: Annotated[Path | None, typer.Option(help="use every *.json graph in this folder instead of --graphs")] = None,
+    cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file", callback=checked_cluster)] = "pacml",
+    graphs_dir: Annotated[
+        Path | None, typer.Option(help="use every *.json graph in this folder instead of --graphs", **INPUT_FOLDER)
+    ] = None,
     seeds: Annotated[int, typer.Option(help="runs per policy and beta distribution")] = 3,
     first_seed: FirstSeed = 0,
     policies: Annotated[str, typer.Option(help="comma-separated policy names")] = "para_max,para_min,fixed:4,fixed:8,random,lean",
-    trace: Annotated[Path | None, typer.Option(help="CSV trace (arrival_s,graph,beta,iterations) to replay")] = None,
+    trace: Annotated[Path | None, typer.Option(help="CSV trace (arrival_s,graph,beta,iterations) to replay", **INPUT_FILE)] = None,
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
-    policy_file: Annotated[Path | None, typer.Option(help="trained policy for the 'learned' policy")] = None,
+    policy_file: Annotated[Path | None, typer.Option(help="trained policy for the 'learned' policy", **INPUT_FILE)] = None,
     strategy: Annotated[str, typer.Option(help="cost model: auto (data x tensor x pipeline), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
     workers: Annotated[int, typer.Option(min=1, help="local processes to spread the runs over (same results)")] = 1,
     ray: Annotated[str | None, typer.Option(help="spread the runs over a Ray cluster: its address, or 'local'")] = None,
@@ -78,17 +80,29 @@ def evaluate(
     paths = write_results(result, out) + plot_all(result, out)
     console.print(summary_table(result))
     console.print("wrote " + ", ".join(str(p) for p in paths))
+    warn_meaningless(result)
+
+
+def warn_meaningless(result) -> None:
+    """A warning line on stderr per way the evaluation's numbers mean nothing (:func:`placer.evaluate.sanity.meaningless`)."""
+    from placer.evaluate.sanity import meaningless
+
+    for line in meaningless(result):
+        warn(line)
 
 
 def parse_loads(text: str) -> tuple[float, ...]:
-    """``"0.5,0.9,1.3"`` -> ``(0.5, 0.9, 1.3)``; text that is no list of numbers is a one-line error (the config checks the values)."""
+    """``"0.5,0.9,1.3"`` -> ``(0.5, 0.9, 1.3)``; text that is no list of offered loads (the one rule of
+    :func:`~placer.workloads.generator.check_load`: above 0, below 100) is a one-line error."""
+    from placer.workloads.generator import check_load
+
     try:
         loads = tuple(float(part) for part in split_list(text))
     except ValueError:
         loads = ()
     if not loads:
         raise PlacerError(f"--load {text!r}: give one number or several, comma-separated (0.5,0.9,1.3)")
-    return loads
+    return tuple(check_load(load, what="--load") for load in loads)
 
 
 def summary_table(result) -> Table:

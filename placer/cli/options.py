@@ -20,6 +20,17 @@ from placer.cli.app import split_list
 from placer.common.errors import PlacerError
 
 FirstSeed = Annotated[int, typer.Option(help="the first stream seed: seeds S, S+1, ... (streams apart from another run's)")]
+# Input files are checked when the command line is parsed, before anything is imported or loaded: a missing one is one line
+INPUT_FILE = {"exists": True, "dir_okay": False, "readable": True}
+INPUT_FOLDER = {"exists": True, "file_okay": False, "readable": True}
+
+
+def checked_cluster(value: str) -> str:
+    """``--cluster``'s callback: a preset or a readable, valid cluster file, else one line now (not after the imports)."""
+    from placer.cluster.topology import load_cluster
+
+    load_cluster(value)  # a few TOML lines: cheap, and its errors are the ones loading it later would give
+    return value
 
 
 def check_seed_range(first_seed: int, seeds: int) -> None:

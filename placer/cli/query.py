@@ -9,6 +9,7 @@ import typer
 from pydantic import ValidationError
 
 from placer.cli.app import app, split_list
+from placer.cli.options import INPUT_FILE
 from placer.common.errors import PlacerError
 from placer.common.textfile import read_text
 from placer.graphs.catalog import resolve_graph
@@ -43,7 +44,7 @@ def predict(
 def place(
     graph: Annotated[str, typer.Argument(help="job graph JSON file (or a shipped graph's name)")],
     cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
-    policy_file: Annotated[Path | None, typer.Option(help="trained policy file: decide with the learned policy")] = None,
+    policy_file: Annotated[Path | None, typer.Option(help="trained policy file: decide with the learned policy", **INPUT_FILE)] = None,
     heuristic: Annotated[str | None, typer.Option(help="decide with this heuristic instead (default: lean)")] = None,
     beta: Annotated[float, typer.Option(help="deadline = beta x sequential JCT, beta in (0, 1]")] = 1.0,
     iterations: Annotated[int | None, typer.Option(min=1, help="training iterations (default: the graph's)")] = None,

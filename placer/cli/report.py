@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from placer.cli.app import app, err_console
+from placer.cli.app import app, err_console, warn
 from placer.cli.tables import TableFormat, emit, emit_by_beta, say
 from placer.common.errors import PlacerError
 from placer.common.textfile import read_text
@@ -39,16 +39,14 @@ def report(
     Several evaluations of the same job streams (equal settings but for the policies, e.g. a new
     policy against baselines evaluated before) are reported as one; --plots writes beside the first.
     """
+    paths = [_results_file(folder) for folder in results]  # every argument checked before anything is loaded
     import json
 
     from placer.evaluate import EvaluationConfig, EvaluationResult, merge_results
+    from placer.evaluate.sanity import meaningless
 
     loaded = []
-    for folder in results:
-        path = folder / "results.json" if folder.is_dir() else folder
-        if not path.exists():
-            where = f"no results.json in {str(folder)!r}" if folder.is_dir() else f"{str(folder)!r} does not exist"
-            raise PlacerError(f"{where}: give a folder 'placer evaluate --out' wrote, or its results.json")
+    for path in paths:
         text = read_text(path, what="evaluation results")
         try:
             data = json.loads(text)
@@ -56,8 +54,12 @@ def report(
         except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValidationError) as exc:
             raise PlacerError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
         loaded[-1].timelines = _timelines(path.parent / "timelines.json") if plots else []
-    result = merge_results(loaded)
-    path = results[0] / "results.json" if results[0].is_dir() else results[0]
+    result = merge_results(loaded, _labels(paths))
+    for note in result.notes:
+        warn(note, "note")
+    for line in meaningless(result):
+        warn(line)
+    path = paths[0]
     if plots:
         from placer.evaluate.plots import plot_all
 
@@ -101,6 +103,22 @@ def report(
     _chosen_table(result, fmt)
     _members_table(result, fmt)
     _overrides_table(result, fmt)
+
+
+def _results_file(folder: Path) -> Path:
+    """The results.json of an argument (a folder or the file), or a one-line error when there is none."""
+    path = folder / "results.json" if folder.is_dir() else folder
+    if not path.is_file():
+        where = f"no results.json in {str(folder)!r}" if folder.is_dir() else f"{str(folder)!r} does not exist"
+        raise PlacerError(f"{where}: give a folder 'placer evaluate --out' wrote, or its results.json")
+    return path
+
+
+def _labels(paths: list[Path]) -> list[str]:
+    """A short label per results file, for policies that two evaluations ran with different files: its folder's name,
+    or the folder as given where two share a name."""
+    names = [path.parent.resolve().name or str(path.parent) for path in paths]
+    return names if len(set(names)) == len(names) else [str(path.parent) for path in paths]
 
 
 def _blocking_table(result, rows: list[dict], fmt: TableFormat) -> None:

@@ -11,6 +11,7 @@ from placer.baselines.specs import PolicySpec
 from placer.cost import STRATEGIES
 from placer.sim.options import DEFAULT_MAX_DEGREE
 from placer.sim.workload import WorkloadSpec, nest_workload
+from placer.workloads.generator import MAX_LOAD, load_problem
 
 VALIDATION_SEED = 10_000  # a training's validation stream k of beta distribution i: np.random.default_rng([VALIDATION_SEED + k, i])
 
@@ -38,8 +39,8 @@ class EvaluationConfig(BaseModel):
     @field_validator("loads")
     @classmethod
     def _valid_loads(cls, value: tuple[float, ...]) -> tuple[float, ...]:
-        if any(not (0 < load < float("inf")) for load in value) or len(set(value)) != len(value):
-            raise ValueError(f"loads must be distinct positive numbers, got {', '.join(map(str, value))}")
+        if any(load_problem(load) for load in value) or len(set(value)) != len(value):
+            raise ValueError(f"loads must be distinct positive numbers below {MAX_LOAD:g}, got {', '.join(map(str, value))}")
         return value
 
     @model_validator(mode="before")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import platform
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ class EvaluationResult:
     config: EvaluationConfig
     runs: list[dict] = field(default_factory=list)
     timelines: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what merging did that a reader should know (merge_results)
 
     def summary(self) -> list[dict]:
         """Per (load, beta distribution, policy): mean and 95% half-width of each metric over seeds (load by load).
@@ -66,13 +68,18 @@ class EvaluationResult:
 STREAM_FIELDS_IGNORED = {"policies", "policy_file", "seeds", "first_seed"}  # fields that do not change the job stream of a seed
 
 
-def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
+def merge_results(results: Sequence[EvaluationResult], labels: Sequence[str] | None = None) -> EvaluationResult:
     """One result from evaluations of the same job streams (settings equal but for the policies).
 
     Lets a new policy be compared, paired by seed, with baselines evaluated earlier. A policy
-    evaluated in several of them is taken from the first. Seed ``s`` draws the same streams
-    whatever the number of seeds, so evaluations with different seeds merge on the seeds they share.
+    evaluated in several of them is taken from the first, unless it reads the policy file (``learned``)
+    and their policy files differ: then each file's runs stay, as ``learned[LABEL]`` (``labels``: one per
+    result, e.g. its folder's name; default 1, 2, ...), and a note in ``notes`` says so. Seed ``s`` draws
+    the same streams whatever the number of seeds, so evaluations with different seeds merge on the seeds they share.
     """
+    labels = list(labels) if labels is not None else [str(i + 1) for i in range(len(results))]
+    renames, notes = _policy_file_labels(results, labels)
+    results = [_renamed(result, rename) for result, rename in zip(results, renames, strict=True)]
     first = results[0].config
     keep = _stream_settings(first)
     low = max(result.config.first_seed for result in results)
@@ -89,7 +96,48 @@ def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
         policies += new
         runs += [r for r in result.runs if r["policy"] in new and low <= r["seed"] < high]
         timelines += [t for t in result.timelines if t["policy"] in new and low <= t["seed"] < high]
-    return EvaluationResult(first.model_copy(update={"policies": policies, "seeds": high - low, "first_seed": low}), runs, timelines)
+    merged = first.model_copy(update={"policies": policies, "seeds": high - low, "first_seed": low})
+    return EvaluationResult(merged, runs, timelines, notes)
+
+
+def reads_policy_file(policy: str) -> bool:
+    """Whether ``policy`` is the evaluation's ``--policy-file`` (``learned``, ``learned:below=L``), not a heuristic or a
+    shipped policy (``learned:NAME``): two evaluations of it with different files evaluated two policies."""
+    from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
+
+    spec = PolicySpec.parse(policy)
+    return spec.kind not in HEURISTIC_KINDS and spec.positional is None
+
+
+def _policy_file_labels(results: Sequence[EvaluationResult], labels: list[str]) -> tuple[list[dict[str, str]], list[str]]:
+    """Per result, the new name of each of its policies that another result evaluated with another policy file
+    (``learned`` -> ``learned[b]``, the label of the first result with that file), and a note per such policy."""
+    files = [os.path.normpath(r.config.policy_file) if r.config.policy_file else "the shipped default" for r in results]
+    renames: list[dict[str, str]] = [{} for _ in results]
+    notes = []
+    names = dict.fromkeys(p for r in results for p in r.config.policies)
+    for policy in [p for p in names if reads_policy_file(p)]:
+        having = [i for i, r in enumerate(results) if policy in r.config.policies]
+        if len({files[i] for i in having}) < 2:
+            continue
+        label_of = {files[i]: labels[i] for i in reversed(having)}  # each file: the label of the first result with it
+        for i in having:
+            renames[i][policy] = f"{policy}[{label_of[files[i]]}]"
+        shown = ", ".join(f"{renames[i][policy]} ({files[i]})" for i in having if label_of[files[i]] == labels[i])
+        notes.append(f"{policy} was evaluated with a different policy file in each evaluation: reported apart, as {shown}")
+    return renames, notes
+
+
+def _renamed(result: EvaluationResult, rename: dict[str, str]) -> EvaluationResult:
+    """``result`` with its policies renamed by ``rename`` (in its config, runs and timelines)."""
+    if not rename:
+        return result
+
+    def name(entries: list[dict]) -> list[dict]:
+        return [e | {"policy": rename[e["policy"]]} if e["policy"] in rename else e for e in entries]
+
+    policies = [rename.get(p, p) for p in result.config.policies]
+    return EvaluationResult(result.config.model_copy(update={"policies": policies}), name(result.runs), name(result.timelines))
 
 
 def versions() -> dict[str, str]:

@@ -55,6 +55,7 @@ from placer.api.types import PlacementDecision
 from placer.baselines.policy import Policy
 from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
+from placer.serve.docs import add_docs
 from placer.serve.errors import (
     GraphTooLargeError,
     IdempotencyConflictError,
@@ -129,7 +130,14 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
             await sweeper
         state.close()  # a clean stop leaves no -wal or -shm file and frees the state file's lock
 
-    app = FastAPI(title="placer", version="1", description="Partitioning and placement of DNN training jobs.", lifespan=lifespan)
+    app = FastAPI(
+        title="placer",
+        version="1",
+        description="Partitioning and placement of DNN training jobs.",
+        lifespan=lifespan,
+        docs_url=None,  # FastAPI's Swagger UI and ReDoc load from a CDN: blank offline; /docs is placer.serve.docs' page
+        redoc_url=None,
+    )
     app.state.occupancy = state
     reports = RateLimiter(settings.report_rate_per_s, settings.report_burst)
 
@@ -200,6 +208,7 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
         return health()
 
     _register_schemas(app, PlacementRequest)
+    add_docs(app)
     app.add_middleware(RequestLimit, limit=settings.max_connections)  # inside BodyLimit: counts requests whose bodies are in
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
     app.add_middleware(JsonOnly)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationIn
 from placer.graphs.catalog import PACML_GRAPHS
 from placer.graphs.job_graph import JobGraph
 from placer.sim.queueing import QueueConfig
-from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
+from placer.workloads.generator import MAX_LOAD, BetaDistribution, SizeDistribution, Workload
 from placer.workloads.structure import Structure
 
 SPEC_PARSERS: dict[str, Callable[[str], object]] = {
@@ -59,7 +59,7 @@ class WorkloadSpec(BaseModel):
 
     graphs: Specs = Field(PACML_GRAPHS, description="graph names or JSON paths")
     beta_dists: Specs = Field(("A", "B", "C", "D"), min_length=1, description="deadline distributions: A, B, C, D, uniform:LO:HI, const:B")
-    load: float = Field(0.9, gt=0, allow_inf_nan=False, description="offered load (arrived work / cluster capacity)")
+    load: float = Field(0.9, gt=0, lt=MAX_LOAD, allow_inf_nan=False, description="offered load (arrived work / cluster capacity)")
     arrival: Literal["poisson", "fixed"] = Field("poisson", description="arrival process: poisson or fixed")
     jobs: int = Field(256, ge=1, description="arrivals per stream")
     size: Specs = Field(("const",), min_length=1, description="job length spread: const, or loguniform:LO:HI (iterations x a factor)")

@@ -127,6 +127,24 @@ class JobSpec:
     iterations: int
 
 
+MAX_LOAD = 100.0  # offered loads from here up are no setting anyone runs (no job is served at 1e9): refused everywhere
+
+
+def load_problem(load: float) -> str | None:
+    """Why ``load`` is no offered load, or None when it is one: the one rule of every ``--load``, config and stream."""
+    if not 0 < load < MAX_LOAD:  # NaN fails too
+        return f"an offered load is above 0 and below {MAX_LOAD:g} (1.0 offers as much work as the cluster serves)"
+    return None
+
+
+def check_load(load: float, what: str = "load") -> float:
+    """``load`` when it is an offered load (:func:`load_problem`), else a one-line :class:`WorkloadError` naming ``what``."""
+    problem = load_problem(load)
+    if problem is not None:
+        raise WorkloadError(f"{what} {load:g}: {problem}")
+    return load
+
+
 @dataclass(frozen=True)
 class Workload:
     """A stream of jobs drawn uniformly from ``graphs``.
@@ -154,8 +172,7 @@ class Workload:
     def __post_init__(self) -> None:
         if not self.graphs:
             raise WorkloadError("workload needs at least one graph")
-        if not (self.load > 0 and math.isfinite(self.load)):
-            raise WorkloadError(f"load must be a positive number, got {self.load}")
+        check_load(self.load)
         if self.num_jobs < 1:
             raise WorkloadError(f"number of jobs must be >= 1, got {self.num_jobs}")
         if self.arrival not in ("poisson", "fixed"):

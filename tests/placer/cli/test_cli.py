@@ -131,7 +131,7 @@ def test_evaluate_is_deterministic(tmp_path):
         (["evaluate", "--graphs", "nograph"], "unknown graph 'nograph'"),
         (["evaluate", "--beta-dist", "Z"], "bad beta distribution 'Z'"),
         (["evaluate", "--policies", "magic"], "unknown policy 'magic'"),
-        (["evaluate", "--load", "-1"], "load: Input should be greater than 0"),
+        (["evaluate", "--load", "-1"], "--load -1: an offered load is above 0 and below 100"),
         (["evaluate", "--queue", "lifo"], "bad queue 'lifo'"),
         (["evaluate", "--size", "loguniform:5:1"], "bad size distribution 'loguniform:5:1'"),
         (["evaluate", "--policies", "lean@lifo"], "bad queue discipline 'lifo'"),

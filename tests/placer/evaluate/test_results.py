@@ -44,3 +44,22 @@ def test_an_evaluation_never_draws_the_tuning_streams():
     with pytest.raises(ValidationError, match="draw the tuning streams"):
         result("lean", TUNING_SEED - 1, 2)
     assert result("lean", TUNING_SEED - 2, 2).config.first_seed == TUNING_SEED - 2
+
+
+def test_a_learned_policy_of_two_policy_files_is_kept_twice_under_labels_with_a_note():
+    def learned(policy_file: str | None, blocking: float) -> EvaluationResult:
+        config = EvaluationConfig.model_validate(
+            {"cluster": "dgx8x8", "policies": ["lean", "learned"], "seeds": 1, "policy_file": policy_file, "workload": {"jobs": 50}}
+        )
+        runs = [{"policy": p, "seed": 0, "beta_dist": "A", "blocking_rate": b} for p, b in (("lean", 0.5), ("learned", blocking))]
+        return EvaluationResult(config, runs)
+
+    merged = merge_results([learned("a/policy.pt", 0.1), learned("b/policy.pt", 0.7)], labels=["a", "b"])
+    assert merged.config.policies == ["lean", "learned[a]", "learned[b]"]
+    assert [(r["policy"], r["blocking_rate"]) for r in merged.runs] == [("lean", 0.5), ("learned[a]", 0.1), ("learned[b]", 0.7)]
+    (note,) = merged.notes
+    assert "learned was evaluated with a different policy file in each evaluation" in note and "learned[b] (b/policy.pt)" in note
+    same = merge_results([learned("a/policy.pt", 0.1), learned("./a/policy.pt", 0.7)])  # one file: taken from the first, as before
+    assert same.config.policies == ["lean", "learned"] and same.notes == [] and [r["blocking_rate"] for r in same.runs] == [0.5, 0.1]
+    default = merge_results([learned(None, 0.1), learned("b/policy.pt", 0.7)])  # no file: the shipped one, another policy
+    assert default.config.policies == ["lean", "learned[1]", "learned[2]"] and "learned[1] (the shipped default)" in default.notes[0]
