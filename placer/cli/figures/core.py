@@ -99,18 +99,23 @@ def _in_log(figure: Figure) -> bool:
     return Path(figure.document).parts[0] == LOG.name
 
 
-def results_dir(name: str) -> Path:
-    """Where figure ``name`` of the registry keeps its result files, relative to the repository (a figure not
-    registered: ``docs/results/NAME``)."""
-    from placer.cli.figures.registry import FOLDERS
-
-    return FOLDERS.get(name, RESULTS / name)
+def results_dir(name: str, root: Path | None = None, document: str | None = None) -> Path:
+    """Where figure ``name`` keeps its result files, relative to the checkout at ``root`` (default: the one holding this
+    package): ``experiments/results/NAME`` when that folder is there, or, for a figure not yet run, when its ``document``
+    is in the experiments' log; else ``docs/results/NAME``. Read from the folders themselves, so that the code reading a
+    figure's files needs no registry; which figure belongs where is :func:`result_folders`' rule, and a test holds the
+    registry's folders to it."""
+    root = Path(__file__).resolve().parents[3] if root is None else root
+    logged = (root / LOG_RESULTS / name).is_dir()
+    if not logged and document is not None and not (root / RESULTS / name).is_dir():
+        logged = Path(document).parts[0] == LOG.name
+    return (LOG_RESULTS if logged else RESULTS) / name
 
 
 def beside(folder: Path, name: str) -> Path:
     """The result folder of figure ``name`` in the checkout that holds ``folder``, a figure's result folder."""
-    root = folder.parents[len(results_dir(folder.name).parts) - 1]
-    return root / results_dir(name)
+    root = folder.parents[2]  # ROOT/docs/results/NAME or ROOT/experiments/results/NAME
+    return root / results_dir(name, root)
 
 
 def source_hash(folder: Path) -> str:
@@ -122,7 +127,7 @@ def source_hash(folder: Path) -> str:
 
 
 def read_meta(root: Path, figure: Figure) -> dict | None:
-    path = root / results_dir(figure.name) / META
+    path = root / results_dir(figure.name, root, figure.document) / META
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -140,7 +145,8 @@ def problems(root: Path, figure: Figure) -> list[str]:
     """Why ``figure`` is stale (empty when it is current)."""
     meta = read_meta(root, figure)
     if meta is None:
-        return [f"no result files ({results_dir(figure.name) / META} missing): run 'placer figures {figure.name} --run'"]
+        missing = results_dir(figure.name, root, figure.document) / META
+        return [f"no result files ({missing} missing): run 'placer figures {figure.name} --run'"]
     found = []
     now = fingerprint(figure.presets)
     changed = sorted(p for p in figure.presets if meta["fingerprint"].get(p) != now[p])
@@ -148,7 +154,7 @@ def problems(root: Path, figure: Figure) -> list[str]:
         found.append(f"preset {', '.join(changed)} changed since its results were made: run 'placer figures {figure.name} --run'")
     document = root / figure.document
     body = blocks(document.read_text()).get(figure.name) if document.exists() else None
-    folder = root / results_dir(figure.name)
+    folder = root / results_dir(figure.name, root, figure.document)
     rendered = figure.render(folder)
     if body is None:
         found.append(f"no '<!-- figure: {figure.name} -->' block in {figure.document}")
@@ -185,7 +191,7 @@ def stamp_png(path: Path, stamp: str) -> None:
 
 def render(root: Path, figure: Figure) -> bool:
     """Rewrite the figure's block and PNGs from its result files; True when anything changed."""
-    folder = root / results_dir(figure.name)
+    folder = root / results_dir(figure.name, root, figure.document)
     if read_meta(root, figure) is None:
         raise PlacerError(f"figure {figure.name!r} has no result files: run 'placer figures {figure.name} --run'")
     rendered = figure.render(folder)
@@ -226,7 +232,7 @@ def run(root: Path, figure: Figure, *, execute: bool = True, commit: str | None 
     import os
     import shutil
 
-    folder = root / results_dir(figure.name)
+    folder = root / results_dir(figure.name, root, figure.document)
     staging = folder.with_name(f".{figure.name}.new")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)

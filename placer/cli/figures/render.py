@@ -35,7 +35,7 @@ def evaluation(*files: str, against: str | None = None, image: str | None = None
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             report(paths, plots=False, against=against, hindsight=None, fmt=TableFormat.markdown, outcomes=outcomes)
-        shown = " ".join((results_dir(folder.name) / name).as_posix() for name in files)
+        shown = " ".join((results_dir(folder.name, folder.parents[2]) / name).as_posix() for name in files)
         again = f"    placer report {shown}" + (f" --against {against}" if against else "") + (" --outcomes" if outcomes else "") + "\n\n"
         markdown = _commands(folder) + again + out.getvalue().rstrip("\n") + "\n"
         images = {}
