@@ -117,13 +117,17 @@ def for_cluster(cluster: str, loads: list[float] | None = None, graphs: list[str
 
 
 def parse_loads(text: str) -> list[float]:
-    """``"0.5,0.9,1.3"`` -> [0.5, 0.9, 1.3]: each a finite offered load > 0, else one line."""
+    """``"0.5,0.9,1.3"`` -> [0.5, 0.9, 1.3]: each an offered load (:func:`placer.workloads.generator.load_problem`: the
+    one rule of every ``--load``), else one line."""
+    from placer.workloads.generator import load_problem
+
     try:
         loads = [float(part) for part in text.split(",")]
     except ValueError:
         raise ConfigError(f"--load {text!r}: comma-separated offered loads, e.g. 0.5,0.9,1.3") from None
-    if not all(0 < x < 100 for x in loads):
-        raise ConfigError(f"--load {text!r}: each load must be above 0 and below 100 (1.0 offers as much work as the cluster serves)")
+    problems = [problem for problem in map(load_problem, loads) if problem]
+    if problems:
+        raise ConfigError(f"--load {text!r}: {problems[0]}")
     return loads
 
 
