@@ -55,9 +55,12 @@ def timed(port: int, method: str, path: str, body: bytes | None) -> tuple[int, f
 
 
 def closed(sock: socket.socket) -> bool:
+    """Whether the server has closed ``sock`` (after an answer, such as a 503 to make room, or none)."""
     sock.setblocking(False)
     try:
-        return sock.recv(1) == b""
+        while sock.recv(65536):
+            pass
+        return True
     except BlockingIOError:
         return False
     except OSError:

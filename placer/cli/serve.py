@@ -2,6 +2,7 @@
 
 placer serve --cluster dgx8x8 --policy-file data/policies/pacml.pt --state .placer/dgx8x8.sqlite3
 PLACER_TOKEN=... placer serve --host 0.0.0.0 --allowed-host placer.internal
+PLACER_TOKEN=... placer serve --host 10.0.0.2 --trusted-proxy 10.0.0.1   (behind a reverse proxy at 10.0.0.1)
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def serve(
     header_timeout_s: Annotated[
         float, typer.Option(min=0.1, max=3600.0, help="seconds a connection has to send a request's headers (closed after)")
     ] = 5.0,
+    send_timeout_s: Annotated[
+        float,
+        typer.Option(min=0.1, max=3600.0, help="seconds a connection's writes may stay paused, its client not reading (aborted after)"),
+    ] = 10.0,
     max_connections: Annotated[int, typer.Option(min=1, max=100_000, help="requests served at once; more get 503")] = 64,
     max_connections_per_client: Annotated[int, typer.Option(min=1, max=100_000, help="open connections per client address")] = 16,
     cache_mb: Annotated[
@@ -51,6 +56,13 @@ def serve(
     allowed_host: Annotated[
         list[str] | None, typer.Option(help="a host name clients may address the service by (repeatable; loopback and --host always)")
     ] = None,
+    trusted_proxy: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="ADDR",
+            help="a proxy (IP address or network) whose X-Forwarded-For names the client (repeatable; none: the header is ignored)",
+        ),
+    ] = None,
 ) -> None:
     """Serve placement queries over HTTP, tracking which devices are reserved (durably, in --state).
 
@@ -63,6 +75,7 @@ def serve(
 
     if "*" in (allowed_host or []):
         raise PlacerError("--allowed-host '*' would accept any Host header (no DNS-rebinding check): name the hosts clients use")
+    proxies = _proxies(trusted_proxy or [])
     token = _token(token_file)
     if token is None and not _is_loopback(host):
         raise PlacerError(f"binding to {host!r} reaches beyond this machine: give a token (--token-file FILE or PLACER_TOKEN)")
@@ -76,6 +89,7 @@ def serve(
         max_graph_ops=max_graph_ops,
         body_timeout_s=body_timeout_s,
         header_timeout_s=header_timeout_s,
+        send_timeout_s=send_timeout_s,
         max_connections=max_connections,
         max_connections_per_client=max_connections_per_client,
         cache_bytes=cache_mb * 1024 * 1024,
@@ -84,6 +98,7 @@ def serve(
         create_state_folder=state is None,  # only the default .placer/ is made; an explicit folder must exist
         token=token,
         allowed_hosts=tuple(sorted({*LOOPBACK_NAMES, "[::1]", host, *(allowed_host or [])})),
+        trusted_proxies=proxies,
     )
     app_ = create_app(topology, policy, settings)
     restored = len(app_.state.occupancy.jobs)
@@ -103,6 +118,16 @@ def _token(token_file: Path | None) -> str | None:
             raise PlacerError(f"token file {str(token_file)!r} is empty")
         return lines[0]
     return os.environ.get("PLACER_TOKEN") or None
+
+
+def _proxies(given: list[str]) -> tuple[str, ...]:
+    """The --trusted-proxy values, each an IP address or network, or one line naming the one that is not."""
+    for item in given:
+        try:
+            ipaddress.ip_network(item.strip(), strict=False)
+        except ValueError:
+            raise PlacerError(f"--trusted-proxy {item!r} is not an IP address or network (e.g. 10.0.0.5 or 10.0.0.0/24)") from None
+    return tuple(given)
 
 
 def _is_loopback(host: str) -> bool:

@@ -179,7 +179,8 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     @app.post("/v1/jobs/{job_id}/step-times", response_model=CalibrationState, status_code=202)
     def report_step_time(job_id: str, report: StepTimeReport, request: Request) -> CalibrationState:
         """Report a running job's measured seconds per step; a refit is queued (GET /v1/calibration). A client sends at most
-        ``report_rate_per_s`` a second (after a burst of ``report_burst``): 429 with Retry-After past that."""
+        ``report_rate_per_s`` a second (after a burst of ``report_burst``): 429 with Retry-After past that. (A client is its
+        address, or the one a trusted proxy names in X-Forwarded-For: see ``ServiceSettings.trusted_proxies``.)"""
         wait = reports.take(request.client.host if request.client else "")
         if wait > 0:
             raise ReportsTooFrequentError(f"too many step-time reports from this client: at most {settings.report_rate_per_s:g}/s", wait)

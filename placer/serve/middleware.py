@@ -121,9 +121,11 @@ class RequestLimit:
     """503 (``Retry-After: 1``) for a request beyond ``limit`` in progress; the health check is exempt
     (its connections are bounded by :mod:`placer.serve.server`'s guard).
 
-    Placed inside :class:`BodyLimit`, it counts a request from the end of its body: a body still
-    being received holds a connection and its bytes (both capped, and reclaimed from the slowest
-    and the oldest under pressure), never one of these slots.
+    Placed inside :class:`BodyLimit`, it counts a request from the end of its body to the start of
+    its answer: a body still being received holds a connection and its bytes (both capped, and
+    reclaimed from the slowest and the oldest under pressure), and an answer being delivered to a
+    client that does not read holds a connection (evicted first under pressure, aborted after the
+    send timeout), never one of these slots. (Every answer of this app is whole when it starts.)
     """
 
     OPEN_PATHS = ("/v1/health",)
@@ -137,10 +139,20 @@ class RequestLimit:
         if self.in_flight >= self.limit:
             return await _reject(send, 503, "too many requests in progress; retry shortly", {"Retry-After": "1"})
         self.in_flight += 1
+        held = True
+
+        async def answer(message: Message) -> None:
+            nonlocal held
+            if held and message["type"] == "http.response.start":
+                held = False
+                self.in_flight -= 1
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, answer)
         finally:
-            self.in_flight -= 1
+            if held:
+                self.in_flight -= 1
 
 
 class BearerToken:

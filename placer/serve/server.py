@@ -1,33 +1,60 @@
 """The service's ASGI server: uvicorn's h11 protocol behind a connection guard.
 
-uvicorn alone counts every open connection against its concurrency limit and never closes a
-connection that has not sent a complete request, so a few dozen idle sockets deny the service to
+uvicorn alone counts every open connection against its concurrency limit, never closes a
+connection that has not sent a complete request, and waits forever to write to a client that
+does not read, so a few dozen idle sockets or non-reading pipeliners deny the service to
 everyone. Here:
 
 - a connection that has not sent a request's complete headers within ``header_timeout_s`` (from
   its opening, or from the end of its last answer) is closed, however slowly it trickles bytes;
-- a client address holds at most ``max_connections_per_client`` connections, and all clients
-  together ``max_connections + HEALTH_SLOTS``; a new connection past either cap closes, to take
-  its place, the connection waiting for or still receiving a request that has received the
-  fewest bytes per second since that request could begin (one that sent nothing first, then the
-  oldest; one receiving a body is answered 408), sparing connections opened or answered less than
-  :data:`PROGRESS_FLOOR_S` ago while others remain; only when every connection is being
-  answered does the new one get 503. So peers trickling headers or bodies, from any number of
-  addresses, never keep a new connection out, and a request sent at network speed outpaces
-  them;
+- a connection whose writes stay paused (more than the transport's 64 KiB high-water mark
+  queued: the client is not reading) for ``send_timeout_s`` is aborted (reset: a close would
+  wait for the buffer to drain, which it never does), so its request sees a disconnect and its
+  answer is dropped. Its kernel send buffer is fixed at :data:`SEND_BUFFER_BYTES` (Linux holds
+  twice that; autotuning would let 4 MB of answers pile up first), uvicorn answers a
+  connection's pipelined requests one at a time and stops reading while it answers one, and an
+  answer is not begun while writes are paused: a connection queues at most 128 KiB in the kernel
+  plus 64 KiB and one answer in the process;
+- a client address holds at most ``max_connections_per_client`` connections (a trusted proxy's
+  address, ``trusted_proxies``, is exempt: it carries many clients), and all clients together
+  ``max_connections + HEALTH_SLOTS``. A new connection past its address's cap closes a
+  connection of that address whose writes are paused, else one that has received nothing of a
+  request (idle longest; answered 503 with ``Retry-After``, since its request may be on the
+  way), never one receiving a request or being answered. Past the global cap it closes any
+  connection whose writes are paused, else, as before, the connection waiting for or still
+  receiving a request that has received the fewest bytes per second since that request could
+  begin (one that sent nothing first, then the oldest; one receiving a request is answered 408).
+  Both spare connections opened or answered less than :data:`PROGRESS_FLOOR_S` ago while others
+  remain; past the global cap, before closing a spared one, a connection being answered with
+  more requests pipelined behind (a flood of cheap requests keeps it busy without pause) is
+  closed once its answer is sent, its pipelined requests unanswered (a client resends those).
+  When no connection may be closed the new one is answered 503 with ``Retry-After``.
+  So peers trickling headers or bodies, or not reading, from any number of addresses, never
+  keep a new connection out, and a team behind one address gets answers or 503s, never resets;
+- a connection is closed with a lingering close (:meth:`GuardedH11Protocol.linger`): the answer
+  (if any) is written, writing is shut down, and what the client still sends is read and
+  discarded for up to :data:`LINGER_S` or until it closes, so the kernel never resets a
+  connection whose request was unread and the client reads its 503 or 408 instead of a reset.
+  At most :data:`MAX_LINGERING` connections linger at once (past it the oldest is aborted);
 - requests in progress are capped by the app (:class:`~placer.serve.middleware.RequestLimit`) at
-  ``max_connections``, counted from the end of their bodies (a body being received holds only
-  a connection and its bytes, both capped), the health check exempt: the extra ``HEALTH_SLOTS``
+  ``max_connections``, counted from the end of their bodies to the start of their answers (a
+  body being received holds only a connection and its bytes, both capped; an answer being
+  delivered holds only a connection), the health check exempt: the extra ``HEALTH_SLOTS``
   connections keep it answering while every other slot is busy.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ipaddress
 import logging
 import socket
+import struct
 from collections import Counter
+from typing import Any, cast
 
+import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -44,49 +71,108 @@ def _answer(status: bytes, detail: bytes, extra: bytes = b"") -> bytes:
 
 
 REFUSED = _answer(b"503 Service Unavailable", b"too many connections; retry shortly", b"retry-after: 1\r\n")
+REFUSED_CLIENT = _answer(
+    b"503 Service Unavailable", b"too many connections from this address, all busy; retry shortly", b"retry-after: 1\r\n"
+)
 EVICTED = _answer(b"408 Request Timeout", b"request not received fast enough: closed to admit another connection")
 PROGRESS_FLOOR_S = 1.0  # a request's rate is its bytes over at least this many seconds: a new one is not slow yet
+LINGER_S = 5.0  # a closed connection reads and discards what its client still sends for at most this long
+MAX_LINGERING = 256  # connections lingering at once (past it the oldest is aborted)
+SEND_BUFFER_BYTES = 64 * 1024  # each connection's kernel send buffer (SO_SNDBUF; Linux holds twice this)
 
 log = logging.getLogger("placer.serve")
 
 
 class ConnectionGuard:
-    """The open connections of one server, oldest first, and how many each client address holds."""
+    """The open connections of one server, oldest first, and how many each client address holds.
 
-    def __init__(self, max_open: int, per_client: int, header_timeout_s: float) -> None:
+    ``trusted_proxies``: addresses or networks whose connections carry many clients (not held to
+    ``per_client``). The counters say what the guard did: ``evicted`` (idle connections closed to
+    admit another), ``evicted_slow`` (receiving ones, answered 408), ``evicted_stalled`` (ones
+    whose writes were paused, aborted), ``refused`` (new connections answered 503),
+    ``timed_out`` (no complete headers within the header timeout), ``send_timed_out`` (writes
+    paused, or a close not flushed, for the send timeout: aborted).
+    """
+
+    def __init__(self, max_open: int, per_client: int, header_timeout_s: float, send_timeout_s: float = 10.0, trusted_proxies=()) -> None:
         self.max_open, self.per_client, self.header_timeout_s = max_open, per_client, header_timeout_s
+        self.send_timeout_s = send_timeout_s
+        self.proxies = tuple(ipaddress.ip_network(p, strict=False) for p in trusted_proxies)
         self.open: dict[GuardedH11Protocol, None] = {}  # insertion order: oldest first
         self.by_client: Counter[str | None] = Counter()
-        self.evicted = self.evicted_slow = self.refused = self.timed_out = 0
+        self.lingering: dict[GuardedH11Protocol, None] = {}  # closed, reading what their clients still send; oldest first
+        self.evicted = self.evicted_slow = self.evicted_stalled = self.evicted_pipelining = 0
+        self.refused = self.timed_out = self.send_timed_out = 0
+
+    def is_proxy(self, address: str | None) -> bool:
+        """Whether ``address`` is a trusted proxy's (its connections carry many clients)."""
+        if not self.proxies or address is None:
+            return False
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in network for network in self.proxies)
 
     def admit(self, conn: GuardedH11Protocol) -> bool:
         """Count ``conn`` in; False (and ``conn`` not counted) when a cap is reached and no connection can make room.
 
-        Room is made by closing one connection of ``conn``'s address when that address is at its
-        cap (else of any): among those waiting for a request or still receiving one (never one
-        being answered), the one that has received the fewest bytes per second since its
-        request could begin (:meth:`GuardedH11Protocol.rate`; so those that sent nothing first,
-        then the oldest), sparing those younger than :data:`PROGRESS_FLOOR_S` while older ones
-        remain. A closed connection that was receiving a request is answered 408.
+        Past its address's cap, room is made by closing a connection of that address whose writes
+        are paused (the longest paused), else one that has received nothing of a request (the one
+        idle longest, sparing those opened or answered less than :data:`PROGRESS_FLOOR_S` ago
+        while older ones remain); never one receiving a request or being answered. Past the
+        global cap, by closing any connection whose writes are paused, else, among those waiting
+        for or still receiving a request (never one being answered), the one that has received
+        the fewest bytes per second since its request could begin
+        (:meth:`GuardedH11Protocol.rate`; so those that sent nothing first, then the oldest),
+        with the same sparing; when only connections spared that way remain, a connection being
+        answered with more requests pipelined behind is told to close once that answer is sent
+        (:meth:`GuardedH11Protocol.leave`; the one that has answered most) in their stead. A closed
+        connection that had received nothing of a request is answered 503 with ``Retry-After``
+        (its request may be on the way), one receiving a request 408; one whose writes are paused
+        is aborted.
         """
         address = conn.address
-        over_client = self.by_client[address] >= self.per_client
+        over_client = self.over_client(address)
         if over_client or len(self.open) >= self.max_open:
-            now = conn.loop.time()
-            candidates = (c for c in self.open if (c.idle or c.receiving) and (not over_client or c.address == address))
-            victim = min(candidates, key=lambda c: (now - c.since < PROGRESS_FLOOR_S, c.rate(now)), default=None)
+            victim = self._victim(conn, over_client)
             if victim is None:
                 self.refused += 1
                 return False
-            if victim.idle:
+            if victim.stalled:
+                self.evicted_stalled += 1
+                victim.abort()
+            elif victim.pipelining:
+                self.evicted_pipelining += 1
+                victim.leave()
+            elif victim.idle and not victim.received:  # its request may be on the way: it reads why it was not answered
                 self.evicted += 1
-                victim.close()
+                victim.linger(REFUSED_CLIENT if over_client else REFUSED)
             else:
                 self.evicted_slow += 1
-                victim.close(EVICTED)
+                victim.linger(EVICTED)
         self.open[conn] = None
         self.by_client[address] += 1
         return True
+
+    def over_client(self, address: str | None) -> bool:
+        """Whether ``address`` holds as many connections as it may (a trusted proxy's never does)."""
+        return self.by_client[address] >= self.per_client and not self.is_proxy(address)
+
+    def _victim(self, conn: GuardedH11Protocol, over_client: bool) -> GuardedH11Protocol | None:
+        now = conn.loop.time()
+        pool = [c for c in self.open if c.address == conn.address] if over_client else list(self.open)
+        stalled = [c for c in pool if c.stalled]
+        if stalled:
+            return min(stalled, key=lambda c: c.paused_since or now)
+        if over_client:  # never a connection receiving a request: only one that has received nothing of its next one
+            unstarted = (c for c in pool if c.idle and not c.received and not c.unread_in_kernel(default=False))
+            return min(unstarted, key=lambda c: (now - c.since < PROGRESS_FLOOR_S, c.since), default=None)
+        candidates = (c for c in pool if c.idle or c.receiving)
+        waiting = min(candidates, key=lambda c: (now - c.since < PROGRESS_FLOOR_S, c.rate(now)), default=None)
+        if waiting is not None and now - waiting.since >= PROGRESS_FLOOR_S:
+            return waiting
+        return max((c for c in pool if c.pipelining), key=lambda c: c.served, default=waiting)
 
     def forget(self, conn: GuardedH11Protocol) -> None:
         """Count ``conn`` out (idempotent)."""
@@ -116,46 +202,211 @@ class GuardedH11Protocol(H11Protocol):
         cycle = self.cycle
         return cycle is not None and cycle.more_body and not cycle.response_started and not cycle.response_complete
 
+    @property
+    def stalled(self) -> bool:
+        """Writes paused: more than the transport's high-water mark is queued (the client is not reading)."""
+        return self.paused_since is not None
+
+    @property
+    def pipelining(self) -> bool:
+        """Being answered, with more requests already received behind the one being answered (and not leaving)."""
+        return not self.idle and not self.receiving and not self._leaving and bool(self.conn.trailing_data[0])
+
+    @property
+    def received(self) -> int:
+        """Bytes received since :attr:`since` (of the request in progress or the next)."""
+        return self._received
+
     def rate(self, now: float) -> float:
         """Bytes per second received since :attr:`since`, over at least :data:`PROGRESS_FLOOR_S`."""
         return self._received / max(now - self.since, PROGRESS_FLOOR_S)
 
+    @property
+    def lingering(self) -> bool:
+        """Closed: writing shut down, reading only to discard (see :meth:`linger`)."""
+        return self._linger_timer is not None
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        self._linger_timer: asyncio.TimerHandle | None = None
+        self._socket_transport = transport
+        super().connection_made(cast(asyncio.Transport, _GentleClose(transport, self)))  # uvicorn closes through it
+        sock = transport.get_extra_info("socket")
+        if sock is not None:  # a fixed kernel buffer: what a client does not read stops its answers soon (autotuning: 4 MB)
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._stall_timer: asyncio.TimerHandle | None = None
+        self.paused_since: float | None = None  # when writes paused (None: not paused)
         self.since, self._received = self.loop.time(), 0  # when the current request could begin: opening, or the last answer
+        self.served = 0  # answers completed on this connection
+        self._leaving = False  # to close once the answer in progress is sent (see leave)
         if not self.guard.admit(self):
-            transport.write(REFUSED)
-            transport.close()
+            self.linger(REFUSED_CLIENT if self.guard.over_client(self.address) else REFUSED)
             return
         self._arm_header_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.guard.forget(self)
-        if self._header_timer is not None:
-            self._header_timer.cancel()
+        self.guard.lingering.pop(self, None)
+        for timer in (self._header_timer, self._stall_timer, self._linger_timer):
+            if timer is not None:
+                timer.cancel()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self.lingering:
+            return  # closed: what the client still sends is read only to be discarded
         self._received += len(data)
         super().data_received(data)
 
     def on_response_complete(self) -> None:
         self.since, self._received = self.loop.time(), 0  # before the base class starts a pipelined request
+        self.served += 1
+        if self._leaving:
+            self.server_state.total_requests += 1
+            self.linger()
+            return
         super().on_response_complete()
-        if not self.transport.is_closing():
+        if self.transport.is_closing():
+            self._stall(closing=True)
+        else:
             self._arm_header_timer()
 
-    def close(self, answer: bytes = b"") -> None:
-        """Close the connection now, after writing ``answer`` (raw HTTP; nothing else is sent on it); it stops counting at once.
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self.paused_since = self.loop.time()
+        self._stall()
 
-        A request still being received sees ``http.disconnect`` and is dropped.
+    def resume_writing(self) -> None:
+        """Progress: the queue drained below the low-water mark; a close still flushing gets a new send timeout."""
+        super().resume_writing()
+        self.paused_since = None
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+        if self.transport.is_closing():
+            self._stall(closing=True)
+
+    def shutdown(self) -> None:
+        """The server stops: a lingering connection closes now."""
+        if self.lingering:
+            self._end_linger()
+        else:
+            super().shutdown()
+
+    def timeout_keep_alive_handler(self) -> None:
+        super().timeout_keep_alive_handler()
+        self._stall(closing=True)
+
+    def send_400_response(self, msg: str) -> None:
+        super().send_400_response(msg)
+        self._stall(closing=True)
+
+    def close_gently(self) -> None:
+        """uvicorn's close: a lingering close when the client has sent what was not read (:meth:`linger`), else a close.
+
+        (A plain close with unread bytes makes the kernel reset the connection, and the client may
+        never read the answer just written: a 413 for a body too large, a 503 past the budget for
+        bodies, a 400.) While lingering, the linger's end closes.
+        """
+        if self.lingering or self._socket_transport.is_closing():
+            return
+        if self._unread():
+            self.linger()
+        else:
+            self._socket_transport.close()
+
+    def _unread(self) -> bool:
+        """Whether the client has sent, or is still sending, bytes not read: a body not all received, pipelined
+        requests, or bytes waiting in the kernel."""
+        return self.conn.their_state is h11.SEND_BODY or bool(self.conn.trailing_data[0]) or self.unread_in_kernel(default=True)
+
+    def unread_in_kernel(self, default: bool) -> bool:
+        """Whether bytes from the client wait in the kernel, not read yet (``default`` where that cannot be told)."""
+        sock = self._socket_transport.get_extra_info("socket")
+        try:
+            import fcntl
+            import termios
+
+            return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0] > 0
+        except (ImportError, AttributeError, OSError):
+            return default
+
+    def linger(self, answer: bytes = b"") -> None:
+        """Close the connection after writing ``answer`` (raw HTTP; nothing else is sent on it); it stops counting at once.
+
+        Writing is shut down after the answer and the connection then reads and discards what its
+        client still sends, until the client closes or for at most :data:`LINGER_S`, so no request
+        is left unread when it closes (which would reset the connection, and the client would not
+        read the answer). A request still being received or answered sees ``http.disconnect``.
         """
         self.guard.forget(self)
-        if not self.transport.is_closing():
-            if answer:
-                self.transport.write(answer)
-            self.transport.close()
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+        self._unset_keepalive_if_required()
+        if self.lingering:
+            return
+        if self._socket_transport.is_closing():
+            self._stall(closing=True)
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        lingering = self.guard.lingering
+        while len(lingering) >= MAX_LINGERING:
+            next(iter(lingering)).abort()
+        lingering[self] = None
+        self._linger_timer = self.loop.call_later(LINGER_S, self._end_linger)
+        if answer:
+            self.transport.write(answer)
+        try:
+            self.transport.write_eof()
+        except OSError:  # the client has gone already (reset)
+            self.abort()
+            return
+        self.flow.resume_reading()
+        if not self.transport.is_reading():
+            self.transport.resume_reading()
+
+    def leave(self) -> None:
+        """Close the connection once the answer in progress is sent (a lingering close); it stops counting at once.
+
+        The requests pipelined behind that answer are not answered: HTTP/1.1 lets a server close a
+        connection after any answer, and a client resends the requests it got no answer to.
+        """
+        self.guard.forget(self)
+        self._leaving = True  # (not uvicorn's keep_alive = False: its close would reset, the pipelined requests unread)
+
+    def abort(self) -> None:
+        """Reset the connection now, dropping what is queued to be sent, here and in the kernel (a close would wait
+        for the client to read it)."""
+        self.guard.forget(self)
+        self.guard.lingering.pop(self, None)
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
+
+    def _end_linger(self) -> None:
+        if self.transport.get_write_buffer_size():
+            self.abort()
+        else:
+            self.guard.lingering.pop(self, None)
+            self._socket_transport.close()
+
+    def _stall(self, closing: bool = False) -> None:
+        """Writes are paused (or, ``closing``, a close waits to send what is queued): abort after the send timeout."""
+        if closing and not self.transport.get_write_buffer_size():
+            return
+        if self._stall_timer is None:
+            self._stall_timer = self.loop.call_later(self.guard.send_timeout_s, self._send_overdue)
+
+    def _send_overdue(self) -> None:
+        self._stall_timer = None
+        self.guard.send_timed_out += 1
+        log.info("reset a connection from %s: its client read nothing for %g s", self.address, self.guard.send_timeout_s)
+        self.abort()
 
     def _arm_header_timer(self) -> None:
         if self._header_timer is not None:
@@ -165,20 +416,57 @@ class GuardedH11Protocol(H11Protocol):
     def _headers_overdue(self) -> None:
         if self.idle and not self.transport.is_closing():
             self.guard.timed_out += 1
-            self.close()
+            self.linger()
+
+
+class _GentleClose:
+    """A connection's transport as uvicorn sees it: the transport, but ``close`` is :meth:`GuardedH11Protocol.close_gently`."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: GuardedH11Protocol) -> None:
+        self._transport, self._protocol = transport, protocol
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def close(self) -> None:
+        self._protocol.close_gently()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing() or self._protocol.lingering
 
 
 def guarded_protocol(settings: ServiceSettings) -> type[GuardedH11Protocol]:
     """A protocol class whose connections share one guard sized by ``settings``."""
-    guard = ConnectionGuard(settings.max_connections + HEALTH_SLOTS, settings.max_connections_per_client, settings.header_timeout_s)
+    guard = ConnectionGuard(
+        settings.max_connections + HEALTH_SLOTS,
+        settings.max_connections_per_client,
+        settings.header_timeout_s,
+        settings.send_timeout_s,
+        settings.trusted_proxies,
+    )
     return type("GuardedH11Protocol", (GuardedH11Protocol,), {"guard": guard})
 
 
-def make_server(app, settings: ServiceSettings, host: str = "127.0.0.1", port: int = 0, **options) -> uvicorn.Server:
-    """A uvicorn server for ``app`` under the guard (``options``: more :class:`uvicorn.Config` arguments)."""
-    options = {"log_level": "info", "timeout_keep_alive": 5, **options}
-    config = uvicorn.Config(app, host=host, port=port, http=guarded_protocol(settings), limit_concurrency=None, **options)
-    return uvicorn.Server(config)
+class GuardedServer(uvicorn.Server):
+    """A uvicorn server whose connections are under ``guard``."""
+
+    def __init__(self, config: uvicorn.Config, guard: ConnectionGuard) -> None:
+        super().__init__(config)
+        self.guard = guard
+
+
+def make_server(app, settings: ServiceSettings, host: str = "127.0.0.1", port: int = 0, **options) -> GuardedServer:
+    """A uvicorn server for ``app`` under the guard (``options``: more :class:`uvicorn.Config` arguments).
+
+    ``X-Forwarded-For`` (and ``X-Forwarded-Proto``) are read only from ``settings.trusted_proxies``
+    (uvicorn's default trusts them from loopback, so any local peer could name itself any client);
+    with none, they are ignored.
+    """
+    protocol = guarded_protocol(settings)
+    proxies = list(settings.trusted_proxies)
+    options = {"log_level": "info", "timeout_keep_alive": 5, **options, "proxy_headers": bool(proxies), "forwarded_allow_ips": proxies}
+    config = uvicorn.Config(app, host=host, port=port, http=protocol, limit_concurrency=None, **options)
+    return GuardedServer(config, protocol.guard)
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # a 20,000-op graph is 4.4 MB of compact JSON
 DEFAULT_MAX_GRAPH_OPS = 20_000  # ops (forward + backward): parsed and compiled in < 2 s, < 100 MB (bench_service.py)
@@ -27,8 +28,14 @@ class ServiceSettings(BaseModel):
     have come are served at once (more get 503; the health check is exempt and has a few
     connections of its own); a client address holds at most ``max_connections_per_client``
     connections; a connection that has not sent a request's complete headers within
-    ``header_timeout_s`` is closed, and when connections run short the oldest idle one, else the
-    one receiving its request slowest, is closed to admit a new one.
+    ``header_timeout_s`` is closed, one whose writes stay paused (its client not reading) for
+    ``send_timeout_s`` is aborted, and when connections run short one whose writes are paused is
+    closed to admit a new one, else one of the address that has received nothing of a request
+    (past the address's cap) or the idle one or the one receiving its request slowest (past the
+    global cap); failing that the new one gets 503. ``trusted_proxies``: the proxies whose
+    ``X-Forwarded-For`` names the client (for the per-client limits on requests; a proxy's own
+    address is not held to ``max_connections_per_client``); from any other peer, and with none,
+    the header is ignored.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -48,3 +55,21 @@ class ServiceSettings(BaseModel):
     max_connections: int = Field(default=64, ge=1, le=MAX_CONNECTIONS, description="requests served at once; more get 503")
     max_connections_per_client: int = Field(default=16, ge=1, le=MAX_CONNECTIONS, description="open connections per client address")
     header_timeout_s: float = Field(default=5.0, gt=0, le=3600, description="seconds a connection has to send a request's headers")
+    send_timeout_s: float = Field(
+        default=10.0, gt=0, le=3600, description="seconds a connection's writes may stay paused (its client not reading); aborted after"
+    )
+    trusted_proxies: tuple[str, ...] = Field(
+        default=(), description="addresses or networks of proxies whose X-Forwarded-For is believed (none: it is ignored everywhere)"
+    )
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Each an IP address or network (CIDR), written as its network: ``10.0.0.1`` -> ``10.0.0.1/32``."""
+        out = []
+        for item in value:
+            try:
+                out.append(str(ipaddress.ip_network(item.strip(), strict=False)))
+            except ValueError:
+                raise ValueError(f"trusted proxy {item!r} is not an IP address or network") from None
+        return tuple(out)
