@@ -42,7 +42,7 @@ from placer.common.atomic import write_atomic
 from placer.common.errors import ConfigError
 from placer.common.tomlfile import merged, read_toml, validate
 from policies.config import TrainConfig
-from policies.validation import RatesCache, RegimeRow, regime_rows, validation_rates, validation_regimes
+from policies.validation import RatesCache, RegimeRow, policy_file_rates, regime_rows, validation_regimes
 
 RECIPE = "recipe"  # the table that makes a training config a recipe
 CLONE, DISTIL = "clone", "distil"
@@ -290,10 +290,8 @@ def choose_rl_winner(out: Path, names: list[str]) -> dict[str, Any]:
 
 def per_regime_validation(policy_file: Path, config: TrainConfig, episodes: int, cache: RatesCache) -> list[RegimeRow]:
     """The policy of ``policy_file`` against ``best`` on the validation streams of ``config``'s environment, per regime."""
-    from policies.loading import LearnedPolicy
-
     env = config.env
-    learned = validation_rates(LearnedPolicy.from_file(policy_file), env, episodes)
+    learned = policy_file_rates(policy_file, env, episodes, config.train.eval_workers)
     reference = cache.rates("best", env, episodes, config.train.eval_workers)
     return regime_rows(np.asarray(learned), reference, validation_regimes(env, episodes))
 

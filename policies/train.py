@@ -49,7 +49,7 @@ from policies.model import build_policy, load_policy_file, policy_kwargs, save_p
 from policies.promotion import check_promote_target, promote_if_not_worse
 from policies.scorer import OptionPolicy
 from policies.teachers import check_baseline_early, teacher_members, with_baseline
-from policies.validation import RatesCache, paired_summary, validation_rates
+from policies.validation import RatesCache, paired_summary, policy_file_rates
 
 
 class TrainingCallback(BaseCallback):
@@ -114,9 +114,14 @@ class TrainingCallback(BaseCallback):
         return LearnedPolicy(policy, self.env)
 
     def evaluate(self) -> float:
+        """Validate the current policy (saved first to ``validating.pt``, read by ``eval_workers`` processes); the best so
+        far becomes ``best.pt``."""
         policy = self.model.policy
+        policy.set_training_mode(False)
+        candidate = self.out / "validating.pt"
+        save_policy_file(candidate, policy, self.env, self.arch)
         with threadpool_limits(1, user_api="blas"):  # the numpy actor's small matmuls; threads would spin
-            rates = validation_rates(self.evaluated_policy(), self.env, self.config.train.eval_episodes)
+            rates = policy_file_rates(candidate, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
         self.evaluated = (self.num_timesteps, rates)
         rate = float(np.mean(rates))
         self.logger.record("eval/blocking_rate", rate)
@@ -127,7 +132,7 @@ class TrainingCallback(BaseCallback):
             fh.write(json.dumps(row) + "\n")
         if rate < self.best:
             self.best = rate
-            save_policy_file(self.out / "best.pt", policy, self.env, self.arch)
+            write_atomic(self.out / "best.pt", candidate.read_bytes())
         return rate
 
 

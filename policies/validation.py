@@ -11,6 +11,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
@@ -54,6 +55,21 @@ def validation_rates(policy: str | PolicySpec | Policy, env: EnvConfig, episodes
             continue
         runner = Runner(config, policies=[policy] if isinstance(policy, Policy) else None)
         rates.extend(runner.run(task)[0]["blocking_rate"] for task in tasks(config))
+    return np.array(rates)
+
+
+def policy_file_rates(path: Path, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
+    """:func:`validation_rates` of the policy saved at ``path``: here when ``workers`` is 1, else over that many processes,
+    each reading the file (``learned`` with its ``policy_file``). The same rates either way: the file's weights are the
+    numpy actor's whether it runs here or there, and a stream's result depends only on its seed."""
+    from policies.loading import LearnedPolicy
+
+    if workers <= 1:
+        return validation_rates(LearnedPolicy.from_file(path), env, episodes)
+    rates: list[float] = []
+    for config in validation_configs(env, episodes, "learned"):
+        config = config.model_copy(update={"policy_file": str(path)})
+        rates.extend(summary["blocking_rate"] for summary, _ in run_tasks(config, tasks(config), workers=workers))
     return np.array(rates)
 
 

@@ -12,3 +12,17 @@ def test_validation_in_processes_gives_the_same_rates_in_the_same_order():
     here = validation_rates("para_min", env, 1)
     assert len(here) == 16 and len(set(here.tolist())) > 1  # distinct streams, so an order mix-up would show
     np.testing.assert_array_equal(validation_rates("para_min", env, 1, workers=2), here)
+
+
+def test_a_policy_file_validates_to_the_same_rates_here_and_over_workers():
+    from placer.common.shipped import shipped_policy_file
+    from policies.loading import LearnedPolicy
+    from policies.validation import policy_file_rates
+
+    path = shipped_policy_file("pacml")
+    data = LearnedPolicy.from_file(path).env.model_dump()
+    data["workload"] |= {"jobs": 24, "beta_dists": ["A", "C"], "size": ["const"], "queue": ["none"]}
+    env = EnvConfig.model_validate(data | {"clusters": ["pacml"], "loads": [0.9, 1.3]})
+    here = validation_rates(LearnedPolicy.from_file(path), env, 1)
+    assert len(here) == 4 and len(set(here.tolist())) > 1  # distinct streams, not one rate repeated
+    assert policy_file_rates(path, env, 1, workers=2).tolist() == here.tolist()
