@@ -50,6 +50,7 @@ class TrainSection(BaseModel):
     checkpoint_every: int = Field(20_000, ge=1)
     eval_every: int = Field(20_000, ge=1)
     eval_episodes: int = Field(2, ge=1)
+    validate_start: bool = True  # validate the starting policy too (a warm start is then a candidate for best.pt)
     torch_threads: int = Field(2, ge=1)
     baselines: list[str] = ["para_min", "para_min+best_fit", "lean"]  # heuristics validated beside the policy
     imitation_teacher: str = "lean"  # heuristic cloned before PPO starts; "best": the member tuned per episode's regime

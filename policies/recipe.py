@@ -259,6 +259,8 @@ def run_stages(
     from placer.common.pool import spawn_pool
 
     quiet = options.model_copy(update={"progress": False})
+    for stage in stages:  # what every stage validates against, measured once here rather than once in each process
+        cache.warm(stage.config)
     records: dict[str, dict[str, Any]] = {}
     with spawn_pool(min(workers, len(stages))) as pool:
         futures = {pool.submit(_stage_in_process, stage, quiet, cache): stage.name for stage in stages}

@@ -76,7 +76,7 @@ class TrainingCallback(BaseCallback):
         for name in self.config.train.baselines:
             rates = self.cache.rates(name, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
             self.baselines[name] = float(np.mean(rates))
-        if self.num_timesteps == 0:
+        if self.num_timesteps == 0 and self.config.train.validate_start:
             self.evaluate()  # the starting (possibly warm-started) policy is a candidate too
 
     def _on_rollout_start(self) -> None:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel
@@ -23,6 +24,9 @@ from placer.evaluate.config import VALIDATION_SEED, EvaluationConfig
 from placer.evaluate.parallel import run_tasks
 from placer.evaluate.runner import Runner, tasks
 from placer.evaluate.stats import mean_ci95, plus_minus
+
+if TYPE_CHECKING:
+    from policies.config import TrainConfig
 
 
 def validation_configs(env: EnvConfig, episodes: int, policy: str | PolicySpec) -> Iterator[EvaluationConfig]:
@@ -147,8 +151,17 @@ class RatesCache:
     def __init__(self) -> None:
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
 
+    def warm(self, config: TrainConfig) -> None:
+        """Measure now the named policies a training run of ``config`` validates against (:func:`paired_summary`'s:
+        its teacher, the online rule it must not be worse than, its baselines), over its ``eval_workers``."""
+        teacher = config.train.imitation_teacher
+        for name in dict.fromkeys([teacher, online_reference(teacher), *config.train.baselines]):
+            self.rates(name, config.env, config.train.eval_episodes, config.train.eval_workers)
+
     def rates(self, policy: str, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
-        key = (str(policy), env.model_dump_json(), episodes)
+        # keyed by the evaluations themselves: environments that differ only in what the streams do not depend on (the
+        # reward, a baseline, the observation) share their rates
+        key = (str(policy), "\n".join(c.model_dump_json() for c in validation_configs(env, episodes, policy)), episodes)
         if key not in self._rates:
             self._rates[key] = validation_rates(policy, env, episodes, workers)
         return self._rates[key]
