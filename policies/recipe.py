@@ -259,8 +259,9 @@ def run_stages(
     from placer.common.pool import spawn_pool
 
     quiet = options.model_copy(update={"progress": False})
+    spread = min(workers * len(stages), os.cpu_count() or 1)  # the stages' processes are all free for it now
     for stage in stages:  # what every stage validates against, measured once here rather than once in each process
-        cache.warm(stage.config)
+        cache.warm(stage.config, spread)
     records: dict[str, dict[str, Any]] = {}
     with spawn_pool(min(workers, len(stages))) as pool:
         futures = {pool.submit(_stage_in_process, stage, quiet, cache): stage.name for stage in stages}

@@ -151,12 +151,13 @@ class RatesCache:
     def __init__(self) -> None:
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
 
-    def warm(self, config: TrainConfig) -> None:
+    def warm(self, config: TrainConfig, workers: int | None = None) -> None:
         """Measure now the named policies a training run of ``config`` validates against (:func:`paired_summary`'s:
-        its teacher, the online rule it must not be worse than, its baselines), over its ``eval_workers``."""
+        its teacher, the online rule it must not be worse than, its baselines), over ``workers`` processes (default: its
+        ``eval_workers``; the rates are the same for any count)."""
         teacher = config.train.imitation_teacher
         for name in dict.fromkeys([teacher, online_reference(teacher), *config.train.baselines]):
-            self.rates(name, config.env, config.train.eval_episodes, config.train.eval_workers)
+            self.rates(name, config.env, config.train.eval_episodes, workers or config.train.eval_workers)
 
     def rates(self, policy: str, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
         # keyed by the evaluations themselves: environments that differ only in what the streams do not depend on (the
