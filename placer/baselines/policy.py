@@ -4,7 +4,9 @@ A policy decides one offer at a time (``decide(job, view)``); the hooks have no-
 callers never probe for them: ``reset`` (a new run), ``foresee`` (told the whole stream: only a
 clairvoyant reference uses it), ``tuned`` (fitted to a workload on streams apart from the evaluated
 ones), ``stats`` (its own account of a run) and ``estimates`` (a planner's cost of each candidate
-it weighed at the last offer, for soft imitation targets).
+it weighed at the last offer, for soft imitation targets) and ``rebalance`` (an elastic policy's resizes of running
+jobs after completions; a policy is elastic when it sets :attr:`Policy.elastic`, and only then runs in an elastic
+simulator, :mod:`placer.sim.elastic`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -21,7 +23,7 @@ from placer.cost import CostModel
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import RunResult, simulate
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Decision, Job
+from placer.sim.types import Decision, Job, Resize
 from placer.workloads.generator import JobSpec
 
 TUNING_SEED = 1_000_000  # tuning stream k of beta distribution i: np.random.default_rng([TUNING_SEED + k, i])
@@ -32,6 +34,7 @@ class Policy:
     """Base of every policy (heuristics, planners, the learned policy). ``spec`` is its parsed name."""
 
     spec: PolicySpec | None = None
+    elastic: ClassVar[bool] = False  # resizes running jobs: its runs are elastic (placer.sim.elastic); off for every fixed policy
 
     @property
     def name(self) -> str:
@@ -42,6 +45,10 @@ class Policy:
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
         raise NotImplementedError
+
+    def rebalance(self, view: ClusterView) -> Sequence[Resize]:
+        """An elastic policy's resizes of running jobs after the completions of an instant (none by default)."""
+        return ()
 
     def foresee(self, jobs: Sequence[JobSpec]) -> None:
         """Told the stream this run will decide (after ``reset``); online policies ignore it."""
@@ -74,7 +81,7 @@ def run_policy(
     """One run of ``policy`` on ``jobs``: reset with ``rng``, told the stream (a clairvoyant reference uses it), simulated."""
     policy.reset(rng)
     policy.foresee(jobs)
-    return simulate(cost, jobs, policy.decide, on_job, policy.queue(queue))
+    return simulate(cost, jobs, policy.decide, on_job, policy.queue(queue), policy.rebalance if policy.elastic else None)
 
 
 def named_by_spec(policy: Policy) -> bool:

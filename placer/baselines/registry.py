@@ -9,6 +9,7 @@ from typing import Any
 
 from placer.baselines.adaptive import Adaptive
 from placer.baselines.best import BEST_CANDIDATES, Best
+from placer.baselines.elasticflow import ElasticFlow
 from placer.baselines.heuristics import AutoAdmission, BestLean, Efficient, Fixed, Heuristic, Lean, ParaMax, ParaMin, RandomDegree, Switch
 from placer.baselines.lookahead import Hindsight, Lookahead
 from placer.baselines.plugins import plugin_factory
@@ -46,7 +47,7 @@ def make_policy(spec: str | PolicySpec, context: PolicyContext) -> Policy:
     return factory(spec, context)
 
 
-def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuristic | Best | Adaptive:
+def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuristic | Best | Adaptive | ElasticFlow:
     """A heuristic or planner from its name, e.g. ``para_min``, ``fixed:8+best_fit``, ``lean:cap=8``, ``lean:admit=0.9@edf``."""
     spec = PolicySpec.parse(spec, plugins={})
     if spec.kind in ("best", "single-best", "adaptive"):
@@ -55,6 +56,10 @@ def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGR
         names = [name for name in BEST_CANDIDATES if not name.startswith("fixed:") or int(name[6:]) <= max_degree]
         members = {name: make_heuristic(name, max_degree=max_degree) for name in names}
         return Adaptive(members, spec) if spec.kind == "adaptive" else Best(members, spec, pooled=spec.kind == "single-best")
+    if spec.kind == "elasticflow":
+        if spec.rule is not None:
+            raise PolicyError(f"unknown policy {str(spec)!r}: elasticflow places jobs on buddy blocks, not by a rule")
+        return ElasticFlow(max_degree=max_degree, spec=spec)
     common: dict[str, Any] = {"rule": spec.rule or DEFAULT_RULE, "max_degree": max_degree, "spec": spec}
     options = spec.options
     if spec.kind in _SIMPLE:

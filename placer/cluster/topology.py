@@ -20,6 +20,9 @@ A spec names device types, groups of identical servers and two link classes::
     [overheads]              # optional; 0 by default
     iteration_s = 0.0        # every iteration of every job (optimizer step, launches, input pipeline)
     sync_s = 0.0             # added to an iteration that spans more than one device
+    [resize]                 # optional: what pausing a job to change its devices costs (elastic policies only)
+    restart_s = 30.0         # seconds to stop, restart and rejoin the workers (Pollux's and ElasticFlow's simulators)
+    checkpoint_Bps = 2e9     # bytes per second the training state is written and read back at
     [jobs.resnet50]          # optional, per job (graph name): what calibration measured
     compute_scale = 1.0      # factor on its predicted GPU rate
     iteration_s = 0.0        # seconds added to each of its iterations (launches, Python, input)
@@ -44,7 +47,7 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from placer.cluster.devices import DEVICE_MODELS, device_model
 from placer.common.errors import ClusterSpecError
@@ -100,6 +103,25 @@ class Overheads(BaseModel):
     sync_s: float = Field(0.0, ge=0, le=60, description="seconds added to an iteration that spans more than one device")
 
 
+RESTART_S = 30.0  # seconds per resize: Pollux's simulator charges 30 s, ElasticFlow's 27 s + 2 s + 2 (log2 n + 1) s (docs/model.md)
+CHECKPOINT_BPS = 2e9  # bytes per second a checkpoint is written and read back at (one NVMe drive, docs/model.md)
+STATE_BYTES_PER_PARAM_BYTE = 3.0  # a checkpoint holds fp32 weights and Adam's two moments: 12 bytes per parameter, 3 x param_bytes
+
+
+class ResizeCost(BaseModel):
+    """What pausing a running job to change its devices costs (checkpoint, restart, re-shard); only elastic policies
+    resize (docs/model.md, "Elastic jobs")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    restart_s: float = Field(RESTART_S, ge=0, le=3600, description="seconds to stop the workers, start them on the new devices and rejoin")
+    checkpoint_Bps: float = Field(CHECKPOINT_BPS, gt=0, description="bytes per second the training state is written, then read back")
+
+    def pause_s(self, parameter_bytes: float) -> float:
+        """Seconds a job with ``parameter_bytes`` fp32 parameter bytes makes no progress when resized: the restart plus
+        writing and reading back its checkpoint (weights and Adam's moments, 3 x ``parameter_bytes``)."""
+        return self.restart_s + 2 * STATE_BYTES_PER_PARAM_BYTE * parameter_bytes / self.checkpoint_Bps
+
+
 class JobCalibration(BaseModel):
     """Measured corrections for one job (graph name), as ``placer calibrate`` fits them."""
 
@@ -130,6 +152,20 @@ class ClusterSpec(BaseModel):
     overheads: Overheads = Overheads()
     jobs: dict[str, JobCalibration] = Field(default_factory=dict, description="per-job corrections, by graph name")
     calibrated: CalibratedRange | None = Field(None, description="written by placer calibrate: what the constants rest on")
+    resize: ResizeCost | None = Field(None, description="what a resize costs; None: the defaults of ResizeCost")
+
+    @property
+    def resize_cost(self) -> ResizeCost:
+        """The file's ``[resize]`` table, or the defaults where it has none."""
+        return self.resize or ResizeCost()
+
+    @model_serializer(mode="wrap")
+    def _without_absent_resize(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """A spec without ``[resize]`` dumps as it did before the table existed (figure fingerprints hash the dump)."""
+        data = handler(self)
+        if self.resize is None and isinstance(data, dict):
+            data.pop("resize", None)
+        return data
 
     @model_validator(mode="after")
     def _known_device_types(self) -> ClusterSpec:

@@ -8,10 +8,15 @@ started at arrival, meets its deadline (decided by the simulator at arrival, the
 policy: :func:`placer.sim.simulator.servable`). ``avoidable_blocking_rate`` is the share of those
 blocked; ``unavoidable_share`` the share of all jobs that no policy could accept. A job's slowdown is
 its wait plus its JCT over its fastest JCT on the idle cluster (1: served at once, as fast as possible).
+
+Elastic runs (:mod:`placer.sim.elastic`): a resized job's record keeps the degree it started at, its JCT and finish are
+where the resizes moved them, and its device-hours count the devices it held over time; ``resizes`` and
+``resize_pause_s`` add up every job's resizes and the seconds they paused it.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -42,6 +47,8 @@ class RunMetrics:
     unavoidable_share: float = 0.0  # jobs no policy could accept, among all
     mean_slowdown: float | None = None  # accepted jobs' (wait + JCT) / fastest JCT on the idle cluster
     device_hours_per_job: float | None = None  # device-hours (degree x JCT) per accepted job (every accepted job completes)
+    resizes: int = 0  # elastic runs: times a running job's devices changed, all jobs together (0 in a fixed run)
+    resize_pause_s: float = 0.0  # elastic runs: seconds jobs spent paused by those resizes, all jobs together
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -69,6 +76,8 @@ def compute_metrics(records: Sequence[JobRecord], busy_timeline: Sequence[tuple[
         mean_servers=float(np.mean([r.servers for r in accepted])) if accepted else None,
         strategy_mix={k: n / len(accepted) for k, n in sorted(Counter(strategy_kind(r.strategy) for r in accepted).items())},
         utilization=mean_utilization(busy_timeline, num_devices, window),
+        resizes=sum(r.resizes for r in records),
+        resize_pause_s=math.fsum(r.resize_pause_s for r in records),
         **avoidability(records),
     )
 
@@ -84,7 +93,7 @@ def avoidability(records: Sequence[JobRecord]) -> dict:
         "avoidable_blocking_rate": sum(r.outcome is not Outcome.ACCEPTED for r in avoidable) / len(avoidable) if avoidable else 0.0,
         "unavoidable_share": 1 - len(avoidable) / len(records) if records else 0.0,
         "mean_slowdown": float(np.mean(slowdowns)) if slowdowns else None,
-        "device_hours_per_job": sum(r.degree * r.jct_s for r in accepted if r.jct_s is not None) / 3600 / len(accepted)
+        "device_hours_per_job": sum(s for r in accepted if (s := r.device_seconds) is not None) / 3600 / len(accepted)
         if accepted
         else None,
     }

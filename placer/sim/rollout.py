@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from placer.cost import CostModel
 from placer.sim.metrics import RunMetrics, compute_metrics
 from placer.sim.queueing import QueueConfig
-from placer.sim.simulator import ClusterView, Simulator
+from placer.sim.simulator import ClusterView, RebalanceFn, Simulator
 from placer.sim.types import Decision, Job, JobRecord
 from placer.workloads.generator import JobSpec
 
@@ -28,9 +28,11 @@ def simulate(
     decide: DecideFn,
     on_job: Callable[[], None] | None = None,
     queue: QueueConfig | None = None,
+    rebalance: RebalanceFn | None = None,
 ) -> RunResult:
-    """Offer every job to ``decide`` (with ``queue``, at every decision point); ``on_job`` is called once per job decided for good."""
-    sim = Simulator(cost, jobs, queue=queue)
+    """Offer every job to ``decide`` (with ``queue``, at every decision point); ``on_job`` is called once per job decided for good.
+    ``rebalance``: an elastic run (:mod:`placer.sim.elastic`), called after completions to resize running jobs."""
+    sim = Simulator(cost, jobs, queue=queue, rebalance=rebalance)
     finished = 0
     while (job := sim.next_job()) is not None:
         sim.decide(decide(job, sim.view()))

@@ -16,13 +16,17 @@ blocks it. With a queue (:mod:`placer.sim.queueing`) every event with a device f
 point: the waiting jobs are offered in the discipline's order, ``Place`` starts one and
 ``Reject`` holds it; a job leaves blocked when the queue is full on arrival, or when waiting
 longer would miss its deadline even on the fastest placement (``Job.latest_start_s``).
+
+Handed a ``rebalance`` callable the simulator is *elastic* (:mod:`placer.sim.elastic`): a decision may resize running
+jobs (``Place.resizes``) and after the completions of an instant, while jobs run, ``rebalance(view)`` may resize them; without
+one (the default) every job keeps its devices from start to finish and a resize is refused.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 from weakref import WeakKeyDictionary
@@ -31,8 +35,10 @@ import numpy as np
 
 from placer.cluster.placement import idle_placements
 from placer.cost import CostModel, Prediction
+from placer.sim import elastic
+from placer.sim.elastic import ResizeError, RunningJob
 from placer.sim.queueing import QueueConfig
-from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject, meets_deadline
+from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject, Resize, meets_deadline
 from placer.workloads.generator import JobSpec
 
 _COMPLETION, _ARRIVAL, _EXPIRY = 0, 1, 2
@@ -51,6 +57,8 @@ class ClusterView:
     running: int  # number of running jobs
     waiting: tuple[Job, ...] = ()  # jobs in the queue, in arrival order (the offered one included)
     queue: QueueConfig = _LOSS
+    running_jobs: tuple[RunningJob, ...] = ()  # elastic mode only: every running job, its devices and progress
+    elastic: bool = False  # running jobs may be resized (the simulator was handed a rebalance callable)
 
     @property
     def cluster(self):
@@ -67,7 +75,8 @@ class Simulator:
     ``busy``: devices already running something at time 0 (absolute seconds at which each frees
     up), for a simulation that starts from a snapshot (see :mod:`placer.baselines.lookahead`); ``waiting``:
     jobs already queued at that moment, offered at once except those in ``held`` (job ids);
-    ``now``: its start time.
+    ``now``: its start time. ``rebalance``: makes the simulator elastic (module docstring); called with the view after
+    the completions of each instant, it returns the running jobs to resize.
     """
 
     def __init__(
@@ -81,8 +90,12 @@ class Simulator:
         waiting: Iterable[Job] = (),
         held: Iterable[int] = (),
         first_job_id: int = 0,
+        rebalance: RebalanceFn | None = None,
     ) -> None:
         self.cost = cost
+        self._rebalance = rebalance
+        self._progress: dict[int, RunningJob] = {}  # elastic mode: running jobs by id
+        self._record_at: dict[int, int] = {}  # elastic mode: a running job's index in ``records``
         self.queue = queue or _LOSS
         n = cost.cluster.num_devices
         self.now = now
@@ -119,6 +132,8 @@ class Simulator:
         self.now = time
         if kind == _COMPLETION:
             self._release(payload)
+            if self._rebalance is not None and self._progress and not (self._heap and self._heap[0][:2] == (time, _COMPLETION)):
+                self._resize(self._rebalance(self.view()))  # after the instant's last completion, while jobs run
         elif kind == _ARRIVAL:
             self._arrive(cast(JobSpec, payload))  # the kind tags its payload's type
         else:
@@ -153,7 +168,13 @@ class Simulator:
     def view(self) -> ClusterView:
         free, free_at = self.free.copy(), self.free_at.copy()
         free.flags.writeable = free_at.flags.writeable = False
-        return ClusterView(self.cost, self.now, free, free_at, len(self._running), tuple(self._waiting.values()), self.queue)
+        waiting, jobs = tuple(self._waiting.values()), tuple(self._progress.values())
+        return ClusterView(self.cost, self.now, free, free_at, len(self._running), waiting, self.queue, jobs, self.elastic)
+
+    @property
+    def elastic(self) -> bool:
+        """Whether running jobs may be resized (the simulator was handed a ``rebalance`` callable)."""
+        return self._rebalance is not None
 
     @property
     def waiting(self) -> tuple[Job, ...]:
@@ -166,6 +187,8 @@ class Simulator:
         if job is None:
             raise RuntimeError("no job is waiting for a decision")
         self.pending = None
+        if isinstance(decision, Place) and decision.resizes:
+            self._resize(decision.resizes)
         if isinstance(decision, Reject) and self.queue.enabled:
             if not self.queue.backfill:
                 self._offers.clear()  # head of line: a held job stops the round
@@ -208,6 +231,32 @@ class Simulator:
         label = strategy.label if strategy else None
         fastest = self._fastest.pop(job.job_id, None)
         self.records.append(_record(job, Outcome.ACCEPTED, None, devices, jct, finish, label, servers, self.now - job.arrival_s, fastest))
+        if self.elastic:
+            iteration_s = self.cost.predict(job.graph, devices).iteration_s
+            self._progress[job.job_id] = elastic.start(job, devices, iteration_s, self.now, finish)
+            self._record_at[job.job_id] = len(self.records) - 1
+
+    def _resize(self, resizes: Sequence[Resize]) -> None:
+        """Carry out ``resizes`` all at once (:func:`~placer.sim.elastic.plan_resizes` checks them first)."""
+        if not resizes:
+            return
+        if not self.elastic:
+            raise ResizeError("this simulator is not elastic: jobs keep their devices (hand it a rebalance callable)")
+        changed = elastic.plan_resizes(self.cost, self.free, self._progress, resizes, self.now)
+        for job_id in changed:
+            old = list(self._progress[job_id].devices)
+            self.free[old], self.free_at[old] = True, self.now
+        for job_id, new in changed.items():
+            devices = list(new.devices)
+            self.free[devices], self.free_at[devices] = False, new.finish_s
+            self._running[job_id], self._progress[job_id] = new.devices, new
+            self._heap = [e for e in self._heap if e[1] != _COMPLETION or e[3] != job_id]
+            heapq.heapify(self._heap)
+            self._push(new.finish_s, _COMPLETION, job_id)
+            i = self._record_at[job_id]
+            self.records[i] = new.record(self.records[i])
+        if changed:
+            self._mark_busy()
 
     def _leave(self, job: Job, reason: BlockReason, decision: Decision | None = None) -> JobRecord:
         self._waiting.pop(job.job_id, None)
@@ -274,6 +323,8 @@ class Simulator:
 
     def _release(self, job_id: object) -> None:
         devices = list(self._running.pop(job_id))
+        if isinstance(job_id, int) and self._progress.pop(job_id, None) is not None:
+            del self._record_at[job_id]
         self.free[devices] = True
         self.free_at[devices] = self.now
         self._mark_busy()
@@ -308,6 +359,7 @@ class Simulator:
         self._seq += 1
 
 
+RebalanceFn = Callable[[ClusterView], Sequence[Resize]]
 _IDLE: WeakKeyDictionary[CostModel, dict[tuple[str, int], dict[int, float]]] = WeakKeyDictionary()
 
 

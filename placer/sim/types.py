@@ -48,10 +48,24 @@ class Reject:
 
 
 @dataclass(frozen=True)
+class Resize:
+    """Move running job ``job_id`` onto ``devices`` (its degree is their number): its progress carries over, and it
+    makes none for the pause its cluster's ``[resize]`` table prices (:mod:`placer.sim.elastic`)."""
+
+    job_id: int
+    devices: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Place:
-    """Run the job split ``degree`` ways, shard ``i`` on ``devices[i]``."""
+    """Run the job split ``degree`` ways, shard ``i`` on ``devices[i]``.
+
+    ``resizes``: running jobs moved first, all at once (an elastic policy taking devices back to admit the job); only a
+    simulator in elastic mode accepts them (:class:`~placer.sim.simulator.Simulator`'s ``rebalance``).
+    """
 
     devices: tuple[int, ...]
+    resizes: tuple[Resize, ...] = ()
 
     @property
     def degree(self) -> int:
@@ -97,6 +111,16 @@ class JobRecord:
     wait_s: float = 0.0  # seconds between arrival and start (or leaving the queue)
     fastest_jct_s: float | None = None  # the shortest JCT any placement gives on the idle cluster (inf: fits nowhere; None: unknown)
     avoidable: bool = True  # that fastest placement, started at arrival, meets the deadline: some policy could accept the job
+    resizes: int = 0  # times an elastic policy changed its devices while it ran (degree and devices above: where it started)
+    resize_pause_s: float = 0.0  # seconds those resizes paused it (checkpoint, restart, re-shard), inside jct_s
+    resized_device_s: float | None = None  # device-seconds it held from start to finish when resized (None: degree x jct_s)
+
+    @property
+    def device_seconds(self) -> float | None:
+        """Device-seconds the job held from start to finish (None when it was blocked)."""
+        if self.resized_device_s is not None:
+            return self.resized_device_s
+        return self.degree * self.jct_s if self.jct_s is not None else None
 
     def __deepcopy__(self, memo: dict) -> JobRecord:
         """Itself: every field is immutable (vector envs deep-copy each step's ``info``, which holds records)."""
