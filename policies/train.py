@@ -395,7 +395,8 @@ def train(
         warm_start(model, config, out, progress, members, weights)
     if config.ppo.anchor_kl > 0:
         _anchor(model, config, out / "anchor.pt")
-    report(f"validating {', '.join([*config.train.baselines, 'the starting policy'])}, then PPO (progress bar)")
+    first = [*config.train.baselines, *(["the starting policy"] if config.train.validate_start else [])]
+    report((f"validating {', '.join(first)}, then " if first else "") + "PPO (progress bar)")
     total = timesteps or config.train.timesteps
     callback = TrainingCallback(out, config, cache)
     steps_before = model.num_timesteps
