@@ -331,9 +331,13 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
+RESUME_MAY_CHANGE = ("timesteps", "eval_workers", "device")  # the budget, and how a run is spread: not what it learns
+
+
 def _without_budget(config: dict) -> dict:
-    """The config minus the step budget, which a resume may raise."""
-    return {**config, "train": {k: v for k, v in config["train"].items() if k != "timesteps"}}
+    """The config minus what a resume may change (:data:`RESUME_MAY_CHANGE`): the step budget, which it may raise, and the
+    processes and device it runs on (``eval_workers`` gives the same rates for any count)."""
+    return {**config, "train": {k: v for k, v in config["train"].items() if k not in RESUME_MAY_CHANGE}}
 
 
 def train(

@@ -396,3 +396,13 @@ def test_a_tuned_teacher_table_serves_a_config_that_differs_only_in_what_the_stu
     for key, scores in saved["tuning"].items():  # the families' best (as tuned without the candidate) and the candidate
         assert set(scores) == {tuned[key], "fixed:1"}
         assert members[key] == ("fixed:1" if scores["fixed:1"] < scores[tuned[key]] else tuned[key])
+
+
+def test_a_resume_may_spread_the_run_differently_but_not_change_what_it_learns():
+    from policies.train import _without_budget
+
+    config = tiny_config().model_dump(mode="json")
+    spread = {**config, "train": {**config["train"], "eval_workers": 5, "device": "auto", "timesteps": 10**6}}
+    assert _without_budget(spread) == _without_budget(config)
+    other = {**config, "train": {**config["train"], "seed": 7}}
+    assert _without_budget(other) != _without_budget(config)
