@@ -180,7 +180,7 @@ def run_recipe(
         recipe = recipe.with_workers(workers)
     prepare_out(out, resume=resume, force=force)
     write_atomic(out / "recipe.json", recipe.model_dump_json(indent=1) + "\n")
-    cache = RatesCache()  # best and the baselines are validated once for every stage
+    cache = RatesCache(out / "rates.json")  # best and the baselines validated once for every stage, and every resume
     started = time.monotonic()
     options = StageOptions(out=out, resume=resume, force=force, progress=progress)
 

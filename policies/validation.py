@@ -8,6 +8,7 @@ so differences are paired per stream and their 95 % intervals are far narrower t
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -146,10 +147,26 @@ def not_worse(difference: float, half: float | None) -> bool:
 class RatesCache:
     """:func:`validation_rates` of named policies, each measured once per (policy, environment, episodes): a named policy's
     rates on the fixed validation streams never change, so the stages of one recipe that validate the same heuristics share
-    them. A built policy (the one being trained) is never cached."""
+    them. A built policy (the one being trained) is never cached. With a ``path`` the rates are also kept in that JSON
+    file (rewritten whole after each measurement), so a resumed recipe measures none twice."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path | None = None) -> None:
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
+        self.path = path
+        if path is not None and path.exists():
+            try:
+                saved = json.loads(path.read_text())
+                self._rates = {(e["policy"], e["streams"], e["episodes"]): np.array(e["rates"], dtype=float) for e in saved}
+            except (OSError, ValueError, KeyError, TypeError):
+                self._rates = {}  # not one we wrote, or cut short: measured again
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        from placer.common.atomic import write_atomic
+
+        entries = [{"policy": p, "streams": k, "episodes": e, "rates": r.tolist()} for (p, k, e), r in self._rates.items()]
+        write_atomic(self.path, json.dumps(entries) + "\n")
 
     def warm(self, config: TrainConfig, workers: int | None = None) -> None:
         """Measure now the named policies a training run of ``config`` validates against (:func:`paired_summary`'s:
@@ -165,6 +182,7 @@ class RatesCache:
         key = (str(policy), "\n".join(c.model_dump_json() for c in validation_configs(env, episodes, policy)), episodes)
         if key not in self._rates:
             self._rates[key] = validation_rates(policy, env, episodes, workers)
+            self._save()
         return self._rates[key]
 
 

@@ -26,3 +26,14 @@ def test_a_policy_file_validates_to_the_same_rates_here_and_over_workers():
     here = validation_rates(LearnedPolicy.from_file(path), env, 1)
     assert len(here) == 4 and len(set(here.tolist())) > 1  # distinct streams, not one rate repeated
     assert policy_file_rates(path, env, 1, workers=2).tolist() == here.tolist()
+
+
+def test_named_rates_survive_a_restart_in_their_file(tmp_path):
+    from policies.validation import RatesCache
+
+    env = EnvConfig(graphs=["alexnet"], episode_jobs=8, clusters=("pacml",), loads=(0.5,), beta_dists=("A",))
+    first = RatesCache(tmp_path / "rates.json").rates("para_min", env, 1)
+    again = RatesCache(tmp_path / "rates.json")
+    assert again._rates and again.rates("para_min", env, 1).tolist() == first.tolist()
+    (tmp_path / "rates.json").write_text("{not json")
+    assert RatesCache(tmp_path / "rates.json")._rates == {}  # measured again, never trusted half-written
