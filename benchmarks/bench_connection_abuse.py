@@ -3,6 +3,7 @@
     python benchmarks/bench_connection_abuse.py slow-readers [--connections 68] [--addresses 5] [--pipelined 400] [--token]
     python benchmarks/bench_connection_abuse.py team [--clients 48]
     python benchmarks/bench_connection_abuse.py forged-xff [--reports 60]
+    python benchmarks/bench_connection_abuse.py --smoke        # each attack, tiny (the tests run it)
 
 Starts ``placer serve --memory-only --port 0`` (default settings; ``SERVE_ARGS`` in the
 environment adds options; ``--token``: with a bearer token, which the normal client sends, and
@@ -145,7 +146,8 @@ def forged_xff(port: int, args, body: bytes, auth: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("attack", choices=["slow-readers", "team", "forged-xff"])
+    parser.add_argument("attack", nargs="?", choices=["slow-readers", "team", "forged-xff"], help="(default with --smoke: all three)")
+    parser.add_argument("--smoke", action="store_true", help="every attack, tiny and short: that the script still runs")
     parser.add_argument("--connections", type=int, default=68)
     parser.add_argument("--addresses", type=int, default=5)
     parser.add_argument("--pipelined", type=int, default=400)
@@ -156,15 +158,22 @@ def main() -> None:
     parser.add_argument("--token", action="store_true", help="run the server with a bearer token (the normal client sends it)")
     parser.add_argument("--attackers-have-token", action="store_true", help="the slow readers send the token too")
     args = parser.parse_args()
+    if args.attack is None and not args.smoke:
+        parser.error("name an attack (slow-readers, team or forged-xff), or pass --smoke")
+    if args.smoke:
+        args.connections, args.addresses, args.pipelined, args.seconds, args.clients, args.reports = 4, 2, 20, 2, 6, 24
     body = json.dumps({"graph": chain().to_dict(), "beta": 1.0}).encode()
     auth = {"Authorization": f"Bearer {TOKEN}"} if args.token else {}
-    proc, port = start(args.token)
-    try:
-        time.sleep(1.0)
-        {"slow-readers": slow_readers, "team": team, "forged-xff": forged_xff}[args.attack](port, args, body, auth)
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    attacks = {"slow-readers": slow_readers, "team": team, "forged-xff": forged_xff}
+    for attack in [args.attack] if args.attack else list(attacks):
+        proc, port = start(args.token)
+        try:
+            time.sleep(1.0)
+            print(f"== {attack}")
+            attacks[attack](port, args, body, auth)
+        finally:
+            proc.terminate()
+            proc.wait(30)
 
 
 if __name__ == "__main__":
