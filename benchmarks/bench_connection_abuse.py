@@ -27,31 +27,22 @@ import http.client
 import ipaddress
 import json
 import os
-import re
 import socket
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
 
+from benchmarks.bench_connections import start as serve
 from tests.placer.toys import chain
 
 TOKEN = "bench-token"
 
 
 def start(token: bool) -> tuple[subprocess.Popen, int]:
-    command = [sys.executable, "-m", "placer", "serve", "--cluster", "pacml", "--heuristic", "lean", "--memory-only", "--port", "0"]
-    command += os.environ.get("SERVE_ARGS", "").split()
-    env = {k: v for k, v in os.environ.items() if k != "PLACER_TOKEN"} | ({"PLACER_TOKEN": TOKEN} if token else {})
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    text = ""
-    for _ in range(5):
-        text += proc.stderr.readline().replace("\n", " ")
-        if match := re.search(r"on http://127\.0\.0\.1:(\d+)", text):
-            return proc, int(match.group(1))
-    raise SystemExit(f"no port announced: {text}")
+    """bench_connections' server, with ``SERVE_ARGS``'s options and, with ``token``, :data:`TOKEN`."""
+    return serve(os.environ.get("SERVE_ARGS", "").split(), TOKEN if token else None)
 
 
 def call(port: int, method: str, path: str, body: bytes | None = None, headers=None, timeout: float = 5.0):

@@ -18,6 +18,7 @@ import contextlib
 import http.client
 import ipaddress
 import json
+import os
 import re
 import socket
 import statistics
@@ -31,9 +32,11 @@ from tests.placer.toys import chain
 SLOW_HEAD = b"POST /v1/placements HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"
 
 
-def start() -> tuple[subprocess.Popen, int]:
+def start(extra: list[str] | None = None, token: str | None = None) -> tuple[subprocess.Popen, int]:
+    """A ``placer serve`` on a free loopback port (``extra``: more options; ``token``: its PLACER_TOKEN) and that port."""
     command = [sys.executable, "-m", "placer", "serve", "--cluster", "pacml", "--heuristic", "lean", "--memory-only", "--port", "0"]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "PLACER_TOKEN"} | ({"PLACER_TOKEN": token} if token else {})
+    proc = subprocess.Popen([*command, *(extra or [])], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     text = ""
     for _ in range(5):
         text += proc.stderr.readline().replace("\n", " ")

@@ -7,12 +7,7 @@
 set -uo pipefail
 out=${1:?OUT}
 limit=${2:?SECONDS}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -3
-PATH="$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))'):$PATH"
-export PATH OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 CUDA_VISIBLE_DEVICES="" PYTHONUNBUFFERED=1
-echo "cores $(nproc); $(python3 --version); torch $(python3 -c 'import torch; print(torch.__version__)')"
+source "$(dirname "$0")/device-setup.sh"
 pack() {
     tar czf "$out/rl.tgz.tmp" runs/placer/rl-seed* runs/placer/rl.json runs/placer/rl-winner.pt 2>/dev/null
     mv "$out/rl.tgz.tmp" "$out/rl.tgz"

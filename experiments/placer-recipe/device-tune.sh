@@ -5,11 +5,7 @@
 set -uo pipefail
 out=${1:?OUT}
 limit=${2:?SECONDS}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -3
-PATH="$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))'):$PATH"
-export PATH OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 CUDA_VISIBLE_DEVICES="" PYTHONUNBUFFERED=1
+source "$(dirname "$0")/device-setup.sh"
 started=$(date +%s)
 setsid placer train --config data/configs/placer.toml --out runs/placer --resume --workers 15 >"$out/tune.log" 2>&1 &
 train=$!
