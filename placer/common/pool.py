@@ -10,6 +10,7 @@ re-raised in the block by ``future.result()``, ends the block the same way: its 
 from __future__ import annotations
 
 import multiprocessing
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -50,4 +51,19 @@ def terminate(pool: ProcessPoolExecutor) -> None:
             if process.is_alive():
                 process.terminate()
     for process in processes:
-        process.join(timeout=5)
+        _await_exit(process)
+
+
+def _await_exit(process: Any, *, grace_s: float = 5.0) -> None:
+    """Wait for ``process`` to exit: SIGKILL after ``grace_s`` seconds of ignoring SIGTERM, give up ``grace_s`` later.
+
+    ``is_alive`` is polled rather than trusting one ``join``: the pool's own manager thread may reap the same child at
+    the same moment, and a ``join`` that loses that race returns while ``is_alive`` still reads True for an instant.
+    """
+    for escalate in (process.kill, None):
+        deadline = time.monotonic() + grace_s
+        while process.is_alive() and time.monotonic() < deadline:
+            process.join(timeout=0.05)
+        if not process.is_alive() or escalate is None:
+            return
+        escalate()
