@@ -7,7 +7,10 @@ then waited for. :func:`refit` is the same work as a pure function of picklable 
 outputs (:class:`RefitOutcome`: the chosen cluster, what the state shows, the prices); it runs in
 one worker process (``spawn``: no fork of a threaded server), started at the first refit and kept
 (its graph-side caches with it) until :meth:`RefitProcess.close`. A worker that dies (killed, out
-of memory) fails that refit only: the next one starts a new worker.
+of memory) fails that refit only: the next one starts a new worker. The worker watches the process
+that started it (:func:`_start_worker`) and exits within :data:`PARENT_POLL_S` of its death, ``kill -9``
+included: no worker is orphaned, and multiprocessing's resource tracker, which lives until every
+process holding its pipe has exited, goes with it.
 
 The rules of the fit (own terms first, shared terms on evidence and a better cross-validated error)
 are :mod:`placer.serve.refit`'s, stated there.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
@@ -35,6 +39,7 @@ from placer.sim.simulator import fastest_iteration_s
 MIN_JOBS = 5
 MIN_GRAPHS = 3
 WORKER_NICE = 10  # the worker's CPU priority below the service's: requests first on a busy host
+PARENT_POLL_S = 0.5  # how often the worker checks that the server that started it is alive
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,19 @@ def _cv(calibration: Calibration) -> float:
     return float(np.median(np.abs(calibration.cv_errors)))
 
 
+def _start_worker(parent_pid: int) -> None:
+    """The worker's initializer: a lower CPU priority, and a daemon thread that ends the worker (``os._exit``) once its
+    parent is no longer ``parent_pid`` (the server died, however: a worker's pipes never close while it holds them)."""
+    os.nice(WORKER_NICE)
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), name="placer-refit-parent", daemon=True).start()
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_S)
+    os._exit(0)
+
+
 class RefitProcess:
     """One worker process that runs :func:`refit`, started at the first :meth:`run`; thread-safe."""
 
@@ -138,7 +156,7 @@ class RefitProcess:
             if self._closed:
                 return RefitOutcome({}, error="the service is stopping", pid=os.getpid())
             if self._pool is None:
-                self._pool = spawn_executor(1, initializer=os.nice, initargs=(WORKER_NICE,))
+                self._pool = spawn_executor(1, initializer=_start_worker, initargs=(os.getpid(),))
             pool = self._pool
         try:
             return pool.submit(refit, job).result()
