@@ -74,10 +74,11 @@ class Occupancy:
             reset=settings.reset_state,
             create_folder=settings.create_state_folder,
         )
-        for r in self.store.load():  # reservations that survived a restart
-            self._hold(r)
-        for job_id, expires_at_s in self.store.expired():  # leases that ran out before it: 410, not 404
-            self.expired[job_id] = expires_at_s
+        try:
+            self._restore()
+        except PlacerError:
+            self.store.close()
+            raise
         self.graphs: LRUCache[str, JobGraph] = LRUCache(
             self.max_cached_graphs, max_bytes=self.cache_bytes / 2, sizeof=lambda g: (g.num_ops + g.num_edges) * BYTES_PER_GRAPH_ELEMENT
         )
@@ -87,6 +88,15 @@ class Occupancy:
         except PlacerError:
             self.store.close()
             raise
+
+    def _restore(self) -> None:
+        """Read the state file back: the reservations that survived a restart, the leases that ran out before it (410,
+        not 404), and its idempotency answers checked (one line at start, not a 500 at the first retry)."""
+        self.store.check_answers(PlacementDecision.model_validate_json)
+        for r in self.store.load():
+            self._hold(r)
+        for job_id, expires_at_s in self.store.expired():
+            self.expired[job_id] = expires_at_s
 
     @property
     def cost(self) -> CostModel:

@@ -12,7 +12,8 @@ that is not a reservation store (empty, another database, tables missing, a tabl
 shape, a page that fails SQLite's ``quick_check``, meta rows deleted from a file that holds
 state) unless ``reset`` says to start empty over it, and rows that do not make sense (bad JSON,
 unknown or repeated devices, a device held twice, a time that is not a finite number or lies past
-the year 9999, a step time outside what a report may give).
+the year 9999, a step time outside what a report may give, an idempotency answer that is not a
+placement decision: :meth:`ReservationStore.check_answers`).
 
 Beside the reservations (with their optional lease expiry) the file keeps the first answer to
 each idempotency key (the newest :data:`MAX_IDEMPOTENCY_KEYS`; a retry gets the same answer),
@@ -28,8 +29,9 @@ import fcntl
 import json
 import math
 import os
+import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +74,8 @@ MAX_IDEMPOTENCY_KEYS = 10_000
 MAX_EXPIRED = 10_000  # ids of jobs whose lease ran out, kept to answer 410 (not 404) after a restart
 MAX_MEASUREMENTS = 500
 RESET_HINT = "--reset-state starts empty over it (its reservations are lost)"
+DROP_HINT = "delete that row of table idempotency (a retry with the key is then placed anew), or " + RESET_HINT
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -247,6 +251,20 @@ class ReservationStore:
         row = self._db.execute("SELECT request_sha256, response FROM idempotency WHERE key = ?", (key,)).fetchone()
         return (row[0], row[1]) if row else None
 
+    def check_answers(self, parse: Callable[[str], object]) -> None:
+        """Every stored idempotency answer is a text key, a SHA-256 hex digest and a response ``parse`` accepts (raises
+        otherwise); :class:`ReservationStateError` in one line naming the file and the key of the first that is not (a
+        retry would otherwise find it only when answered)."""
+        for key, digest, response in self._read("SELECT key, request_sha256, response FROM idempotency ORDER BY rowid"):
+            where = f"reservation state {str(self.path)!r}, idempotency key {str(key)[:64]!r}"
+            if not isinstance(key, str) or not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+                raise ReservationStateError(f"{where}: key must be text and request_sha256 a SHA-256 hex digest; {DROP_HINT}")
+            try:
+                parse(response)
+            except (ValueError, TypeError) as exc:
+                why = _first_error(exc)
+                raise ReservationStateError(f"{where}: the stored answer is not a placement decision ({why}); {DROP_HINT}") from None
+
     def renew(self, job_id: str, lease_s: float, expires_at_s: float) -> None:
         with self._writing():
             self._db.execute("UPDATE reservations SET lease_s = ?, expires_at_s = ? WHERE job_id = ?", (lease_s, expires_at_s, job_id))
@@ -345,6 +363,15 @@ def _parse_row(where: str, job_id, graph, devices, reserved_at_s, predicted_jct_
         None if lease_s is None else float(lease_s),
         None if expires_at_s is None else float(expires_at_s),
     )
+
+
+def _first_error(exc: Exception) -> str:
+    """A parse error in a few words: pydantic's first error (where, and what), else the exception's first line."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors) and errors():
+        first = errors()[0]
+        return f"{'.'.join(str(p) for p in first.get('loc', ())) or 'document'}: {first.get('msg', 'invalid')}"[:160]
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:160]
 
 
 def _device_list(where: str, devices) -> list[str]:

@@ -1,9 +1,13 @@
-"""Crash hygiene (issue 54, item 5): a real `placer serve` killed with SIGKILL leaves no process behind."""
+"""Crash hygiene (issue 54, item 5) on a real `placer serve`: no orphan after SIGKILL, an altered state file refused at start."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -58,3 +62,27 @@ def test_the_refit_worker_and_the_resource_tracker_die_with_a_killed_server(tmp_
     while any(_alive(p) for p in children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [p for p in children if _alive(p)]
+
+
+def test_a_state_file_whose_stored_idempotent_answer_was_altered_is_refused_at_start_in_one_line(tmp_path):
+    (tmp_path / "toy.toml").write_text(CLUSTER_TOML)
+    port = _free_port()
+    server = _start(tmp_path, port)
+    try:
+        body = {"graph": chain().to_dict(), "beta": 1.0}
+        answer = httpx.post(f"http://127.0.0.1:{port}/v1/placements", json=body, headers={"Idempotency-Key": "k-1"}, timeout=10)
+        assert answer.status_code == 200
+    finally:
+        server.terminate()
+        server.wait(10)
+    state = tmp_path / "state.sqlite3"
+    with sqlite3.connect(state) as db:
+        stored = json.loads(db.execute("SELECT response FROM idempotency WHERE key = 'k-1'").fetchone()[0])
+        db.execute("UPDATE idempotency SET response = ? WHERE key = 'k-1'", (json.dumps({**stored, "accepted": "maybe"}),))
+    again = subprocess.run(
+        [sys.executable, "-m", "placer", "serve", "--cluster", str(tmp_path / "toy.toml"), "--port", "0", "--state", str(state)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert again.returncode == 2, again.stderr[-2000:]
+    assert len(again.stderr.strip().splitlines()) == 1 and "Traceback" not in again.stderr
+    assert f"reservation state {str(state)!r}, idempotency key 'k-1': the stored answer is not a placement decision" in again.stderr
