@@ -5,6 +5,7 @@ Every method is thread-safe (one lock; per-graph cost-model work and refits run 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -33,6 +34,7 @@ from placer.serve.errors import (
     JobGraphUnavailableError,
     LeaseExpiredError,
     NoLeaseError,
+    StateUnavailableError,
     UnknownGraphKeyError,
     UnknownJobError,
 )
@@ -65,6 +67,7 @@ class Occupancy:
         self.jobs: dict[str, RunningJob] = {}
         self.job_graphs: dict[str, JobGraph] = {}  # running jobs' graphs (for their step-time reports); at most one per device
         self.expired: LRUCache[str, float] = LRUCache(EXPIRED_REMEMBERED)
+        self._unsaved: dict[str, float] = {}  # expiries freed in memory, not yet written (the state file refused them)
         self._documents: LRUCache[str, str] = LRUCache(64, max_bytes=settings.cache_bytes / 8, sizeof=len)  # reporting graphs' JSON
         names = [cluster.device_name(d) for d in range(cluster.num_devices)]
         self.store = ReservationStore(
@@ -204,7 +207,7 @@ class Occupancy:
                 )
             answer = None if idempotency_key is None or digest is None else (idempotency_key, digest, decision.model_dump_json())
             if reservation is not None or answer is not None:
-                self.store.add(reservation, answer=answer)  # committed before anyone hears of it
+                self._saved().add(reservation, answer=answer)  # committed before anyone hears of it
             if reservation is not None:
                 self._hold(reservation)
                 self.job_graphs[reservation.job_id] = graph
@@ -222,7 +225,7 @@ class Occupancy:
         with self.lock:
             self._expire_leases()
             self._running_or_raise(job_id)
-            self.store.remove(job_id)
+            self._saved().remove(job_id)
             return self._free(job_id)
 
     def renew(self, job_id: str, renewal: LeaseRenewal) -> RunningJob:
@@ -234,7 +237,7 @@ class Occupancy:
             if lease is None:
                 raise NoLeaseError(f"job {job_id!r} has no lease: give lease_s to start one")
             expires = time.time() + lease
-            self.store.renew(job_id, lease, expires)
+            self._saved().renew(job_id, lease, expires)
             self.jobs[job_id] = job.model_copy(update={"lease_s": lease, "expires_at_s": expires})
             return self.jobs[job_id]
 
@@ -267,16 +270,26 @@ class Occupancy:
             return self._expire_leases()
 
     def _expire_leases(self) -> list[str]:
-        """Free the jobs whose lease ran out (caller holds the lock); their ids, logged."""
+        """Free the jobs whose lease ran out (caller holds the lock); their ids, logged. Never refused by the state file:
+        expiries it cannot take now (a full disk) wait in memory, so reads go on, and :meth:`_saved` writes them before
+        any other write (a restart before that expires those leases again, from the file)."""
         now = time.time()
-        expiry = {j.job_id: j.expires_at_s for j in self.jobs.values() if j.expires_at_s is not None and j.expires_at_s <= now}
-        gone = list(expiry)
-        for job_id in gone:
-            self.store.expire(job_id, self.jobs[job_id].expires_at_s or now)
+        expiry = {j.job_id: j.expires_at_s or now for j in self.jobs.values() if j.expires_at_s is not None and j.expires_at_s <= now}
+        for job_id, expires_at_s in expiry.items():
             job = self._free(job_id)
-            self.expired[job_id] = expiry[job_id]
+            self.expired[job_id] = self._unsaved[job_id] = expires_at_s
             log.warning("lease of job %s (%s on %s) ran out unrenewed: devices freed", job_id, job.graph, " ".join(job.devices))
-        return gone
+        with contextlib.suppress(StateUnavailableError):  # (logged by the store, once per episode)
+            self._saved()
+        return list(expiry)
+
+    def _saved(self) -> ReservationStore:
+        """The store, once the expiries freed in memory are written (caller holds the lock): a write that follows one
+        (devices handed to another job) never reaches the file before it. :class:`StateUnavailableError` if they cannot be."""
+        if self._unsaved:
+            self.store.expire(list(self._unsaved.items()))
+            self._unsaved.clear()
+        return self.store
 
     def snapshot(self) -> ClusterOccupancy:
         with self.lock:

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import math
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -73,6 +75,7 @@ OPTIONAL_TABLES = {"idempotency", "measurements", "graphs", "expired"}
 MAX_IDEMPOTENCY_KEYS = 10_000
 MAX_EXPIRED = 10_000  # ids of jobs whose lease ran out, kept to answer 410 (not 404) after a restart
 MAX_MEASUREMENTS = 500
+log = logging.getLogger("placer.serve")
 RESET_HINT = "--reset-state starts empty over it (its reservations are lost)"
 DROP_HINT = "delete that row of table idempotency (a retry with the key is then placed anew), or " + RESET_HINT
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -107,6 +110,7 @@ class ReservationStore:
         self.path = Path(path) if path is not None else None
         self.devices = devices
         self._lock_file: TextIO | None = None
+        self.unwritable_since: float | None = None  # monotonic time of the first failed write of the episode in progress
         if self.path is not None:
             self._prepare_file(reset, create_folder)
         try:
@@ -269,11 +273,12 @@ class ReservationStore:
         with self._writing():
             self._db.execute("UPDATE reservations SET lease_s = ?, expires_at_s = ? WHERE job_id = ?", (lease_s, expires_at_s, job_id))
 
-    def expire(self, job_id: str, expires_at_s: float) -> None:
-        """Remove a reservation whose lease ran out, remembering its id (the newest :data:`MAX_EXPIRED`)."""
+    def expire(self, jobs: list[tuple[str, float]]) -> None:
+        """Remove the reservations whose lease ran out, ``(job id, when)``, remembering their ids (the newest :data:`MAX_EXPIRED`)."""
         with self._writing():
-            self._db.execute("DELETE FROM reservations WHERE job_id = ?", (job_id,))
-            self._db.execute("INSERT OR REPLACE INTO expired (job_id, expires_at_s) VALUES (?, ?)", (job_id, expires_at_s))
+            for job_id, expires_at_s in jobs:
+                self._db.execute("DELETE FROM reservations WHERE job_id = ?", (job_id,))
+                self._db.execute("INSERT OR REPLACE INTO expired (job_id, expires_at_s) VALUES (?, ?)", (job_id, expires_at_s))
             self._db.execute("DELETE FROM expired WHERE rowid <= (SELECT MAX(rowid) FROM expired) - ?", (MAX_EXPIRED,))
 
     def expired(self) -> list[tuple[str, float]]:
@@ -313,12 +318,28 @@ class ReservationStore:
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
-        """One committed transaction; a full disk or a failing device is :class:`StateUnavailableError` (503: retry later)."""
+        """One committed transaction (``BEGIN IMMEDIATE`` .. ``COMMIT``: all of it or none of it); a full disk or a failing
+        device is :class:`StateUnavailableError` (503: retry later), logged once per episode (:attr:`unwritable_since`
+        set), and the first write that succeeds after it is logged too."""
         try:
-            with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
                 yield
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                raise
         except sqlite3.OperationalError as exc:
+            if self.unwritable_since is None:
+                self.unwritable_since = time.monotonic()
+                log.error("reservation state %s cannot be written (%s): writes answer 503, reads go on", self.path or "in memory", exc)
             raise StateUnavailableError(f"reservation state cannot be written ({exc}); nothing was changed: retry later") from None
+        if self.unwritable_since is not None:
+            down_s = time.monotonic() - self.unwritable_since
+            log.warning("reservation state %s written again, %.0f s after it could not be", self.path, down_s)
+            self.unwritable_since = None
 
     def _read(self, query: str) -> list[tuple]:
         """All rows of ``query``; a damaged file is one line (not a traceback)."""

@@ -1,8 +1,10 @@
-"""Crash hygiene (issue 54, item 5) on a real `placer serve`: no orphan after SIGKILL, an altered state file refused at start."""
+"""Crash hygiene (issue 54, item 5) on a real server: no orphan after SIGKILL, an altered state file refused at start, a full
+disk refusing writes only."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -14,8 +16,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from placer.baselines.registry import make_heuristic
+from placer.serve.http import create_app
+from placer.serve.reservations import Reservation, ReservationStore
+from placer.serve.settings import ServiceSettings
+from tests.placer.live_server import loopback, running
 from tests.placer.serve.test_service_durability import CLUSTER_TOML, _free_port, _start
-from tests.placer.toys import chain
+from tests.placer.toys import chain, toy_cluster
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads child processes from Linux's /proc")
 
@@ -86,3 +93,54 @@ def test_a_state_file_whose_stored_idempotent_answer_was_altered_is_refused_at_s
     assert again.returncode == 2, again.stderr[-2000:]
     assert len(again.stderr.strip().splitlines()) == 1 and "Traceback" not in again.stderr
     assert f"reservation state {str(state)!r}, idempotency key 'k-1': the stored answer is not a placement decision" in again.stderr
+
+
+class _FullDisk:
+    """A SQLite connection whose writes fail as they do on a full disk; reads pass."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __getattr__(self, name: str):
+        return getattr(self.db, name)
+
+    def execute(self, sql: str, *args):
+        if not sql.lstrip().upper().startswith(("SELECT", "PRAGMA")):
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(sql, *args)
+
+
+def test_a_full_disk_refuses_writes_only_and_is_logged_once_per_episode(tmp_path, caplog):
+    cluster, path = toy_cluster(2, 2), tmp_path / "s.sqlite3"
+    app = create_app(cluster, make_heuristic("fixed:1"), ServiceSettings(state_path=path))
+    store, body = app.state.occupancy.store, {"graph": chain().to_dict(), "beta": 1.0}
+    with caplog.at_level(logging.INFO, logger="placer.serve"), running(loopback(app)) as port:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as c:
+            leased, held = c.post("/v1/placements", json=body | {"lease_s": 1}).json(), c.post("/v1/placements", json=body).json()
+            real, store._db = store._db, _FullDisk(store._db)
+            time.sleep(3.5)  # the lease runs out; the sweeper fails to write its expiry three times
+            occupancy = c.get("/v1/cluster")
+            assert occupancy.status_code == 200 and [j["job_id"] for j in occupancy.json()["jobs"]] == [held["job_id"]]
+            assert c.get("/v1/health").status_code == 200 and c.get("/v1/calibration").status_code == 200
+            assert c.delete(f"/v1/jobs/{leased['job_id']}").status_code == 410  # freed in memory
+            for write in (c.post("/v1/placements", json=body), c.delete(f"/v1/jobs/{held['job_id']}")):
+                assert write.status_code == 503 and "retry later" in write.json()["detail"]
+            failures = [r for r in caplog.records if "cannot be written" in r.getMessage()]
+            assert len(failures) == 1 and not [r for r in caplog.records if r.exc_info]  # one line, no traceback
+            store._db = real
+            assert c.delete(f"/v1/jobs/{held['job_id']}").status_code == 200  # the expiry is written first, then this
+            assert len([r for r in caplog.records if "written again" in r.getMessage()]) == 1
+    reopened = ReservationStore(path, cluster=cluster.name, devices=[cluster.device_name(d) for d in range(cluster.num_devices)])
+    assert reopened.load() == [] and [j for j, _ in reopened.expired()] == [leased["job_id"]]
+    reopened.close()
+
+
+def test_each_write_of_the_store_is_one_transaction(tmp_path):
+    """A reservation and its idempotency answer are committed together or not at all (SQLite in autocommit mode made each
+    statement its own transaction)."""
+    store = ReservationStore(tmp_path / "s.sqlite3", cluster="c", devices=["s0-g0"])
+    store.add(None, answer=("k", "a" * 64, "{}"))
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add(Reservation("j1", "g", ("s0-g0",), 1.0, 2.0), answer=("k", "a" * 64, "{}"))
+    assert store.load() == []
+    store.close()
