@@ -27,6 +27,7 @@ import http.client
 import ipaddress
 import json
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -37,7 +38,7 @@ from collections import Counter
 from benchmarks.bench_connections import start as serve
 from tests.placer.toys import chain
 
-TOKEN = "bench-token"
+TOKEN = secrets.token_urlsafe(32)  # placer serve refuses a token of under 128 bits
 
 
 def start(token: bool) -> tuple[subprocess.Popen, int]:

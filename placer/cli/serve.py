@@ -8,7 +8,6 @@ PLACER_TOKEN=... placer serve --host 10.0.0.2 --trusted-proxy 10.0.0.1   (behind
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 from pathlib import Path
 from typing import Annotated
@@ -18,7 +17,6 @@ import typer
 from placer.cli.app import app, err_console
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
-from placer.common.textfile import read_text
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
@@ -69,14 +67,20 @@ def serve(
     A token (--token-file or PLACER_TOKEN) is required when binding beyond loopback.
     """
     from placer.baselines.registry import PolicyContext, make_policy
+    from placer.serve.errors import ServeSetupError
     from placer.serve.http import create_app
     from placer.serve.server import make_server
     from placer.serve.settings import ServiceSettings
+    from placer.serve.tokens import read_token
 
-    if "*" in (allowed_host or []):
-        raise PlacerError("--allowed-host '*' would accept any Host header (no DNS-rebinding check): name the hosts clients use")
+    for pattern in allowed_host or []:
+        if "*" in pattern:
+            raise ServeSetupError(
+                f"--allowed-host {pattern!r} would accept Host headers an attacker's DNS name can match (no DNS-rebinding check):"
+                " name each host clients use"
+            )
     proxies = _proxies(trusted_proxy or [])
-    token = _token(token_file)
+    token = read_token(token_file)
     if token is None and not _is_loopback(host):
         raise PlacerError(f"binding to {host!r} reaches beyond this machine: give a token (--token-file FILE or PLACER_TOKEN)")
     listener = _bind(host, port)  # bound before loading anything: a taken port fails in one line, port 0 gets its number
@@ -108,16 +112,6 @@ def serve(
         f"placer serve: cluster {topology.name}, policy {policy.name or 'learned'}, {where}, {access}, on {_url(host, listener)}"
     )
     make_server(app_, settings, host=host, port=listener.getsockname()[1], access_log=True).run(sockets=[listener])
-
-
-def _token(token_file: Path | None) -> str | None:
-    """The bearer token from ``token_file`` (its first word) or ``$PLACER_TOKEN``; None if neither."""
-    if token_file is not None:
-        lines = read_text(token_file, what="token file").split()
-        if not lines:
-            raise PlacerError(f"token file {str(token_file)!r} is empty")
-        return lines[0]
-    return os.environ.get("PLACER_TOKEN") or None
 
 
 def _proxies(given: list[str]) -> tuple[str, ...]:

@@ -67,3 +67,8 @@ class StateUnavailableError(ServiceError):
 class ReservationStateError(PlacerError):
     """The reservation state file cannot be used: in use by another server, made for another cluster, not readable and
     writable, not a reservation store, damaged, or holding a row that makes no sense (:mod:`placer.serve.reservations`)."""
+
+
+class ServeSetupError(PlacerError):
+    """``placer serve`` refuses its own options at start: a weak bearer token, a token file other users may read, a
+    wildcard ``--allowed-host`` (:mod:`placer.serve.tokens`, :mod:`placer.cli.serve`)."""

@@ -7,7 +7,8 @@ back and the devices stay held. ``path=None`` keeps state in memory.
 
 What the store refuses, each in one line naming the file (and the row): a file another process
 holds (an exclusive ``flock`` on ``FILE.lock`` for the store's lifetime, so two servers never
-share one file and double-book), a file made for another cluster, a file it cannot write, a file
+share one file and double-book; a new file and its lock file are made 0600, and SQLite gives its
+``-wal`` and ``-shm`` files the same mode), a file made for another cluster, a file it cannot write, a file
 that is not a reservation store (empty, another database, tables missing, a table of another
 shape, a page that fails SQLite's ``quick_check``, meta rows deleted from a file that holds
 state) unless ``reset`` says to start empty over it, and rows that do not make sense (bad JSON,
@@ -148,7 +149,7 @@ class ReservationStore:
             raise ReservationStateError(f"reservation state {str(self.path)!r} is not readable and writable by this user")
         lock_path = self.path.with_name(self.path.name + ".lock")
         try:
-            self._lock_file = lock_file = open(lock_path, "a")  # noqa: SIM115  (held open: the lock lives as long as the store)
+            self._lock_file = lock_file = _private(lock_path)  # held open: the lock lives as long as the store
             fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.close()
@@ -164,6 +165,8 @@ class ReservationStore:
         elif self.path.exists() and self.path.stat().st_size == 0:
             self.close()
             raise ReservationStateError(f"reservation state {str(self.path)!r} is an empty file, not a reservation store; {RESET_HINT}")
+        if not self.path.exists():  # made here, 0600: SQLite gives its -wal and -shm files the database file's mode
+            _private(self.path).close()
 
     def _check_layout(self) -> None:
         tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -384,6 +387,11 @@ def _parse_row(where: str, job_id, graph, devices, reserved_at_s, predicted_jct_
         None if lease_s is None else float(lease_s),
         None if expires_at_s is None else float(expires_at_s),
     )
+
+
+def _private(path: Path) -> TextIO:
+    """``path`` opened for appending, made readable and writable by this user only (0600) if it is new."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a")
 
 
 def _first_error(exc: Exception) -> str:

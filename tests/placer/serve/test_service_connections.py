@@ -220,7 +220,8 @@ def test_serve_refuses_unbounded_settings_and_a_wildcard_host_in_one_line():
         (["--max-connections", "1000000000000"], "--max-connections"),
         (["--cache-mb", "1e308"], "--cache-mb"),
         (["--max-body-mb", "1e308"], "--max-body-mb"),
-        (["--allowed-host", "*"], "--allowed-host '*' would accept any Host header"),
+        (["--allowed-host", "*"], "--allowed-host '*' would accept Host headers"),
+        (["--allowed-host", "*.com"], "--allowed-host '*.com' would accept Host headers"),
         (["--token-file", "/dev/zero"], "is over"),
     ]
     for args, message in cases:

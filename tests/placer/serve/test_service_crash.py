@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import signal
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -20,6 +22,7 @@ from placer.baselines.registry import make_heuristic
 from placer.serve.http import create_app
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.settings import ServiceSettings
+from placer.serve.tokens import MAKE_ONE, MIN_TOKEN_BITS, token_bits
 from tests.placer.live_server import loopback, running
 from tests.placer.serve.test_service_durability import CLUSTER_TOML, _free_port, _start
 from tests.placer.toys import chain, toy_cluster
@@ -79,6 +82,8 @@ def test_a_state_file_whose_stored_idempotent_answer_was_altered_is_refused_at_s
         body = {"graph": chain().to_dict(), "beta": 1.0}
         answer = httpx.post(f"http://127.0.0.1:{port}/v1/placements", json=body, headers={"Idempotency-Key": "k-1"}, timeout=10)
         assert answer.status_code == 200
+        for name in ("state.sqlite3", "state.sqlite3-wal", "state.sqlite3-shm", "state.sqlite3.lock"):
+            assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600, name  # made by placer serve: this user's only
     finally:
         server.terminate()
         server.wait(10)
@@ -144,3 +149,33 @@ def test_each_write_of_the_store_is_one_transaction(tmp_path):
         store.add(Reservation("j1", "g", ("s0-g0",), 1.0, 2.0), answer=("k", "a" * 64, "{}"))
     assert store.load() == []
     store.close()
+
+
+def test_token_strength_is_bounded_by_length_alphabet_and_repeats():
+    assert token_bits(secrets.token_urlsafe(32)) >= MIN_TOKEN_BITS and token_bits(secrets.token_hex(16)) >= MIN_TOKEN_BITS
+    assert token_bits(secrets.token_urlsafe(32)[:21]) < MIN_TOKEN_BITS <= token_bits(secrets.token_urlsafe(32)[:22])
+    assert token_bits("1234") == 0 and token_bits("a" * 100) == 0 and token_bits("1234567890" * 3) < MIN_TOKEN_BITS
+
+
+def _serve(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "placer", "serve", "--cluster", "pacml", "--memory-only", "--port", "0", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_weak_or_exposed_tokens_are_refused_at_start_in_one_line(tmp_path):
+    exposed, weak = tmp_path / "exposed", tmp_path / "weak"
+    exposed.write_text(secrets.token_urlsafe(32) + "\n")
+    exposed.chmod(0o644)
+    weak.write_text("1234\n")
+    weak.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if k != "PLACER_TOKEN"}
+    cases = [
+        (["--token-file", str(exposed)], env, f"token file {str(exposed)!r} may be read or written by other users (mode 0644): chmod 600"),
+        (["--token-file", str(weak)], env, f"the bearer token from token file {str(weak)!r} is too weak"),
+        ([], env | {"PLACER_TOKEN": "1234"}, "the bearer token from PLACER_TOKEN is too weak"),
+    ]
+    for args, environ, message in cases:
+        result = _serve(*args, env=environ)
+        assert result.returncode == 2 and message in result.stderr, (args, result.stderr[-500:])
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+        assert "chmod" in message or MAKE_ONE in result.stderr

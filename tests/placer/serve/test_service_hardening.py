@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import sqlite3
 import subprocess
@@ -210,11 +211,14 @@ def test_start_up_mistakes_are_one_line_and_exit_2(tmp_path):
         taken.listen()
         port = str(taken.getsockname()[1])
         env = {k: v for k, v in os.environ.items() if k != "PLACER_TOKEN"}
+        token = tmp_path / "token"
+        token.write_text(secrets.token_urlsafe(32))
+        token.chmod(0o600)
         cases = [
             (["--port", "99999"], "Invalid value for '--port'"),
             (["--port", "-5"], "Invalid value for '--port'"),
             (["--port", port, "--memory-only"], f"cannot bind to 127.0.0.1:{port}"),
-            (["--host", "no.such.host.invalid", "--token-file", __file__], "cannot bind to host 'no.such.host.invalid'"),
+            (["--host", "no.such.host.invalid", "--token-file", str(token)], "cannot bind to host 'no.such.host.invalid'"),
             (["--host", "0.0.0.0"], "give a token"),
             (["--state", str(tmp_path / "missing" / "s.sqlite3"), "--port", "0"], "does not exist"),
         ]
