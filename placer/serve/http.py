@@ -22,8 +22,10 @@ The policy is loaded once at start from a server-side path: no request names a f
 cost-model work are cached up to ``cache_bytes`` (the settings: :class:`~placer.serve.settings.ServiceSettings`).
 The state raises domain errors (:mod:`placer.serve.errors`); :data:`ERROR_STATUS` maps them to statuses.
 
-Bodies of POST routes must be ``application/json`` (415 otherwise: a page on another site cannot
-send one without a preflight). At most ``max_connections`` requests whose bodies have come are
+POST routes need ``Content-Type: application/json``, bodiless ones too (415 otherwise: a page on
+another site cannot send one without a preflight), and a POST or DELETE its browser says comes from
+another site (``Sec-Fetch-Site``, ``Origin``) gets 403 (:class:`~placer.serve.middleware.SameSiteWrites`).
+At most ``max_connections`` requests whose bodies have come are
 served at once (503 beyond; the health check, which also answers ``HEAD``, is exempt);
 connections themselves are guarded by :mod:`placer.serve.server`.
 
@@ -68,7 +70,7 @@ from placer.serve.errors import (
     UnknownGraphKeyError,
     UnknownJobError,
 )
-from placer.serve.middleware import BearerToken, BodyLimit, JsonOnly, RequestLimit
+from placer.serve.middleware import BearerToken, BodyLimit, JsonOnly, RequestLimit, SameSiteWrites
 from placer.serve.occupancy import Occupancy
 from placer.serve.ratelimit import RateLimiter
 from placer.serve.schemas import CalibrationState, ClusterOccupancy, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
@@ -213,6 +215,7 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     app.add_middleware(RequestLimit, limit=settings.max_connections)  # inside BodyLimit: counts requests whose bodies are in
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
     app.add_middleware(JsonOnly)
+    app.add_middleware(SameSiteWrites, allowed_hosts=settings.allowed_hosts)
     if settings.token is not None:
         app.add_middleware(BearerToken, token=settings.token)
     if settings.allowed_hosts is not None:

@@ -1,10 +1,12 @@
-"""ASGI middleware of the placement service: bounded bodies, JSON-only bodies, bounded requests in flight, bearer tokens."""
+"""ASGI middleware of the placement service: bounded bodies, JSON-only and same-site writes, bounded requests in flight, bearer
+tokens."""
 
 from __future__ import annotations
 
 import asyncio
 import hmac
 import time
+from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -91,11 +93,13 @@ async def _next(receive: Receive, dropped: asyncio.Future[None], timeout: float)
 
 
 class JsonOnly:
-    """415 for a POST, PUT or PATCH whose body (or declared ``Content-Type``) is not ``application/json``.
+    """415 for a POST, PUT or PATCH that does not say ``Content-Type: application/json``, bodiless or not.
 
-    A web page on another site can send a ``text/plain``, form, multipart or untyped body without
-    asking first; a JSON body needs a CORS preflight, which this service never grants. So refusing
-    every other body keeps pages from reserving devices through a browser.
+    A web page on another site can send a ``text/plain``, form, multipart or untyped request (a
+    bodiless ``POST /v1/jobs/{id}/lease`` renews a lease) without asking first; a JSON one needs a
+    CORS preflight, which this service never grants. So refusing every other request that changes
+    state keeps pages from reserving, renewing or reporting through a browser (placer's clients
+    send the header on every request).
     """
 
     METHODS = ("POST", "PUT", "PATCH")
@@ -104,13 +108,56 @@ class JsonOnly:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] in self.METHODS:
-            headers = dict(scope.get("headers", []))
-            kind = headers.get(b"content-type")
-            has_body = headers.get(b"content-length", b"0").strip() not in (b"0", b"") or b"transfer-encoding" in headers
-            if (kind is not None or has_body) and not _is_json(kind):
-                return await _reject(send, 415, "request bodies must be JSON (Content-Type: application/json)")
+        if (
+            scope["type"] == "http"
+            and scope["method"] in self.METHODS
+            and not _is_json(dict(scope.get("headers", [])).get(b"content-type"))
+        ):
+            return await _reject(send, 415, "requests that change state must be JSON (Content-Type: application/json), bodiless ones too")
         await self.app(scope, receive, send)
+
+
+class SameSiteWrites:
+    """403 for a request that changes state (POST, PUT, PATCH, DELETE) which its browser says comes from another site.
+
+    Browsers name where a request comes from: ``Sec-Fetch-Site`` (``cross-site`` or ``same-site``,
+    another origin of the same site, are refused; ``same-origin`` and ``none``, typed by the user,
+    pass) and ``Origin`` (``null``, or an origin that is neither the request's ``Host`` nor one of
+    ``allowed_hosts``, is refused). A request without either (curl, placer's clients) passes: it
+    does not come from a browser page. With :class:`JsonOnly` this refuses cross-site requests even
+    from browsers that send neither header.
+    """
+
+    METHODS = ("POST", "PUT", "PATCH", "DELETE")
+    REFUSED_SITES = (b"cross-site", b"same-site")
+
+    def __init__(self, app: ASGIApp, allowed_hosts: tuple[str, ...] | None = None) -> None:
+        self.app, self.allowed = app, {h.lower() for h in allowed_hosts or ()}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in self.METHODS:
+            why = self._refusal(dict(scope.get("headers", [])))
+            if why is not None:
+                return await _reject(send, 403, f"cross-site request refused ({why})")
+        await self.app(scope, receive, send)
+
+    def _refusal(self, headers: dict[bytes, bytes]) -> str | None:
+        """Why a request with ``headers`` is cross-site, or None."""
+        site = headers.get(b"sec-fetch-site", b"").strip().lower()
+        if site in self.REFUSED_SITES:
+            return f"Sec-Fetch-Site: {site.decode()}"
+        origin = headers.get(b"origin")
+        if origin is None:
+            return None
+        parts = urlsplit(origin.decode("latin-1").strip())
+        try:
+            hostname = parts.hostname
+        except ValueError:
+            hostname = None
+        same = parts.netloc.lower() == headers.get(b"host", b"").decode("latin-1").lower()
+        if parts.scheme in ("http", "https") and hostname and (same or hostname in self.allowed or f"[{hostname}]" in self.allowed):
+            return None
+        return f"Origin {origin.decode('latin-1')[:100]!r} is not a host of this service"
 
 
 def _is_json(content_type: bytes | None) -> bool:

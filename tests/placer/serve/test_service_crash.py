@@ -1,5 +1,5 @@
 """Crash hygiene (issue 54, item 5) on a real server: no orphan after SIGKILL, an altered state file refused at start, a full
-disk refusing writes only."""
+disk refusing writes only, weak tokens refused, cross-site writes refused."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from placer.baselines.registry import make_heuristic
+from placer.ray.service import HttpService
 from placer.serve.http import create_app
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.settings import ServiceSettings
@@ -179,3 +180,28 @@ def test_weak_or_exposed_tokens_are_refused_at_start_in_one_line(tmp_path):
         assert result.returncode == 2 and message in result.stderr, (args, result.stderr[-500:])
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
         assert "chmod" in message or MAKE_ONE in result.stderr
+
+
+def test_cross_site_writes_are_refused_and_placers_own_client_still_works():
+    settings = ServiceSettings(allowed_hosts=("127.0.0.1", "localhost", "placer.internal"))
+    with running(loopback(create_app(toy_cluster(2, 2), make_heuristic("fixed:1"), settings))) as port:
+        url, json_ = f"http://127.0.0.1:{port}", {"Content-Type": "application/json"}
+        service = HttpService(url)
+        job = service.place(chain(), beta=1.0, lease_s=60).job_id or ""
+        lease = f"/v1/jobs/{job}/lease"
+        with httpx.Client(base_url=url, timeout=10) as c:
+            refused = [
+                c.post(lease),  # bodiless and untyped: what a cross-site no-cors fetch or beacon sends
+                c.post(lease, headers={"Content-Type": "application/x-www-form-urlencoded", "Origin": "https://evil.example"}),
+                c.post(lease, headers=json_ | {"Sec-Fetch-Site": "cross-site"}),
+                c.post(lease, headers=json_ | {"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:1"}),
+                c.post(lease, headers=json_ | {"Origin": "https://evil.example"}),
+                c.post(lease, headers=json_ | {"Origin": "null"}),
+                c.delete(f"/v1/jobs/{job}", headers={"Origin": "http://placer.internal.evil.example"}),
+            ]
+            assert [r.status_code for r in refused] == [415, 403, 403, 403, 403, 403, 403], [r.text for r in refused]
+            assert "cross-site request refused" in refused[2].json()["detail"]
+            for origin in ({"Origin": url, "Sec-Fetch-Site": "same-origin"}, {"Origin": "https://placer.internal"}, {}):
+                assert c.post(lease, headers=json_ | origin).status_code == 200, origin  # same origin, a proxy's name, no browser
+        assert service.renew(job).job_id == job and service.occupancy().devices_free == 3
+        assert service.release(job).job_id == job

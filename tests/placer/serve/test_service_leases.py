@@ -77,14 +77,14 @@ def test_a_lease_not_renewed_frees_the_devices_and_is_logged(monkeypatch, caplog
         held = client.get("/v1/cluster").json()["jobs"][0]
         assert (held["lease_s"], held["expires_at_s"]) == (10.0, 1010.0)
         now[0] = 1008.0
-        renewed = client.post(f"/v1/jobs/{job['job_id']}/lease").json()
+        renewed = client.post(f"/v1/jobs/{job['job_id']}/lease", headers={"Content-Type": "application/json"}).json()  # bodiless
         assert renewed["expires_at_s"] == 1018.0
         assert client.post(f"/v1/jobs/{job['job_id']}/lease", json={"lease_s": 30.0}).json()["expires_at_s"] == 1038.0
         now[0] = 1038.5
         with caplog.at_level("WARNING", logger="placer.serve"):
             assert client.get("/v1/cluster").json()["devices_free"] == 4
         assert f"lease of job {job['job_id']}" in caplog.text and "devices freed" in caplog.text
-        gone = client.post(f"/v1/jobs/{job['job_id']}/lease")
+        gone = client.post(f"/v1/jobs/{job['job_id']}/lease", json={})
         assert gone.status_code == 410 and "lease ran out at" in gone.json()["detail"]
         assert client.delete(f"/v1/jobs/{job['job_id']}").status_code == 410
         assert client.delete("/v1/jobs/never").status_code == 404
