@@ -7,6 +7,7 @@ placer ray-demo --service http://127.0.0.1:8000   # ask a running placer serve (
 from __future__ import annotations
 
 import contextlib
+import statistics
 from pathlib import Path
 from typing import Annotated
 
@@ -56,7 +57,7 @@ def ray_demo(
 ) -> None:
     """Start a local Ray cluster, place a tiny DDP job with placer, run it, report its step times and show the refit."""
     from placer.ray import HttpService, LocalService, check_service, connect, place_job
-    from placer.ray.demo import demo_graph, demo_template, report_chunks, run_ddp, start_local_cluster, wait_for_refit
+    from placer.ray.demo import await_refit, demo_graph, demo_template, report_chunks, run_ddp, start_local_cluster
     from placer.ray.nodes import import_ray
 
     ray = import_ray()
@@ -86,23 +87,24 @@ def ray_demo(
             result = run_ddp(job, steps)
             for ran in result.workers:
                 say(f"  rank {ran['rank']} ran on node {ran['node_id'][:8]}, Ray GPU ids {ran['gpu_ids']}")
+            refits = client.calibration().refits
             for median, refused in report_chunks(job, result.step_times):
                 say(
                     f"measured {median * 1e3:.2f} ms/step (median of {steps // 3} steps): "
                     + (f"refused: {refused}" if refused else "reported")
                 )
-            state = client.calibration()
-            if state.needed is not None and state.measurements >= state.needed:
-                state = wait_for_refit(client.calibration, refits=1)
-            fitted = ", ".join(f"{k} = {v:.3g}" for k, v in state.fitted.items()) or "nothing yet"
-            error = "" if state.median_error is None else f", median error {state.median_error:.1%}"
-            say(f"refit: {state.refits} refits of {state.measurements} measurements, fitted {fitted}{error}")
-            devices = tuple(d.devices)
+            refit = await_refit(client.calibration, refits)  # the refit these reports queued (bounded): landed, or why not
+            say(refit.line())
+            devices, measured = tuple(d.devices), statistics.median(result.step_times) * 1e3
         again = client.place(graph, beta=1.0)
         if again.accepted:
             client.release(again.job_id or "")
             before, after = (d.predicted_iteration_s or 0.0) * 1e3, (again.predicted_iteration_s or 0.0) * 1e3
-            say(f"refitted prediction: {after:.2f} ms/step on {again.devices} (before the reports: {before:.2f} on {list(devices)})")
+            what = "refitted prediction" if refit.landed else "prediction, not refitted"
+            say(
+                f"{what}: {after:.2f} ms/step on {again.devices} (before the reports: {before:.2f} on {list(devices)}; "
+                f"measured {measured:.2f})"
+            )
 
 
 @app.command("ray-cluster")

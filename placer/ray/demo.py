@@ -157,11 +157,52 @@ def report_chunks(job: RayJob, step_times: list[float], chunks: int = 3) -> list
     return answers
 
 
-def wait_for_refit(calibration: Callable[[], CalibrationState], refits: int, timeout_s: float = 60.0) -> CalibrationState:
-    """Poll ``calibration()`` until it shows ``refits`` refits and none pending (or ``timeout_s`` passes); the last state."""
-    deadline = time.monotonic() + timeout_s
+REFIT_WAIT_S = 120.0  # the first refit spawns its worker process: 12 s on a busy 2-core machine
+
+
+@dataclass(frozen=True)
+class RefitWait:
+    """What became of the refit a job's reports queued: the calibration ``state`` last read, the refits counted
+    ``before`` the reports, and whether the wait gave up (``timed_out``, after ``waited_s``) with a refit still pending."""
+
+    state: CalibrationState
+    before: int
+    timed_out: bool = False
+    waited_s: float = 0.0
+
+    @property
+    def landed(self) -> bool:
+        """Whether a refit finished since the reports (the model in use now is fitted to them)."""
+        return self.state.refits > self.before
+
+    def line(self) -> str:
+        """One line saying what the refit did; when none landed, plainly why (the prediction is then the model's before)."""
+        s = self.state
+        if self.landed:
+            fitted = ", ".join(f"{k} = {v:.3g}" for k, v in s.fitted.items()) or "nothing"
+            error = "" if s.median_error is None else f", median error {s.median_error:.1%}"
+            return f"refit: {s.refits} refits of {s.measurements} measurements, fitted {fitted}{error}"
+        if self.timed_out:
+            why = f"still running after {self.waited_s:g} s ({s.measurements} measurements kept)"
+        elif s.needed is not None and s.measurements < s.needed:
+            why = f"{s.measurements} measurements kept, a fit needs {s.needed}"
+        elif s.last_error:
+            why = f"it failed: {' '.join(s.last_error.split())[:300]}"
+        else:
+            why = f"no report was kept ({len(s.suspects)} held as suspect)"
+        return f"refit: not landed, {why}; the model in use is still the one before the reports"
+
+
+def await_refit(
+    calibration: Callable[[], CalibrationState], before: int, timeout_s: float = REFIT_WAIT_S, poll_s: float = 0.2
+) -> RefitWait:
+    """Wait for the refit that reports sent after ``calibration()`` showed ``before`` refits queued: poll until no refit
+    is pending (a kept report marks one pending before it is answered, so none pending means it has run, or none was
+    queued), or ``timeout_s`` passes."""
+    start = time.monotonic()
     while True:
         state = calibration()
-        if (state.refits >= refits and not state.pending) or time.monotonic() > deadline:
-            return state
-        time.sleep(0.2)
+        waited = time.monotonic() - start
+        if not state.pending or waited > timeout_s:
+            return RefitWait(state, before, timed_out=state.pending, waited_s=round(waited, 1))
+        time.sleep(poll_s)
