@@ -67,3 +67,7 @@ class StateUnavailableError(ServiceError):
 class ReservationStateError(PlacerError):
     """The reservation state file cannot be used: in use by another server, made for another cluster, not readable and
     writable, not a reservation store, damaged, or holding a row that makes no sense (:mod:`placer.serve.reservations`)."""
+
+
+class TenantsFileError(PlacerError):
+    """The tenants file cannot be used: open to others, a weak or shared token, not TOML (:mod:`placer.serve.tenants`)."""
