@@ -18,8 +18,9 @@ Beside the reservations (with their optional lease expiry) the file keeps the fi
 each idempotency key (the newest :data:`MAX_IDEMPOTENCY_KEYS`; a retry gets the same answer),
 the ids of jobs whose lease ran out (the newest :data:`MAX_EXPIRED`: 410, not 404, after a
 restart) and the step times clients measured (the newest :data:`MAX_MEASUREMENTS`, with the
-graphs they ran: the service refits its cost model to them at start). Files of earlier versions
-are upgraded in place.
+graphs they ran: the service refits its cost model to them at start). Reservations and expired
+ids name their owner, measurements their reporting tenant (:mod:`placer.serve.tenants`; null in
+files written before tenants). Files of earlier versions are upgraded in place.
 """
 
 from __future__ import annotations

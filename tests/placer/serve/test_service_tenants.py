@@ -220,3 +220,30 @@ def test_the_shared_constants_move_only_on_several_tenants_or_a_trusted_one(tmp_
         else:
             assert state["shared"].startswith("held") and not any(not k.startswith("jobs.") for k in state["fitted"]), state
             assert again["predicted_iteration_s"] == bystander["predicted_iteration_s"] and again["degree"] == bystander["degree"]
+
+
+def test_jobs_of_a_state_file_from_before_tenants_are_the_admins_and_the_single_tenants(tmp_path):
+    from placer.serve.errors import UnknownJobError
+    from placer.serve.occupancy import Occupancy
+    from placer.serve.reservations import Reservation, ReservationStore
+    from placer.serve.tenants import DEFAULT_TENANT
+
+    cluster, path = toy_cluster(1, 4), tmp_path / "s.sqlite3"
+    store = ReservationStore(path, cluster=cluster.name, devices=[cluster.device_name(d) for d in range(4)])
+    store.add(Reservation("old", "g", ("s0-g0",), 1.0, 2.0))  # owner null: written before tenants
+    store.close()
+    tenants = load_tenants(_tenants_file(tmp_path / "tenants.toml")).tenants
+    state = Occupancy(cluster, make_heuristic("fixed:1"), ServiceSettings(state_path=path, tenants=tenants))
+    try:
+        alice, ops = (next(t for t in tenants if t.name == name) for name in ("alice", "ops"))
+        with pytest.raises(UnknownJobError):
+            state.release("old", alice)
+        assert state.snapshot(alice).jobs == [] and state.snapshot(ops).jobs[0].owner is None
+        assert state.release("old", ops).job_id == "old"
+    finally:
+        state.close()
+    state = Occupancy(cluster, make_heuristic("fixed:1"), ServiceSettings(state_path=path))  # one tenant again: it acts on all
+    try:
+        assert DEFAULT_TENANT.admin and DEFAULT_TENANT.trusted and state.snapshot().devices_free == 4
+    finally:
+        state.close()
