@@ -254,7 +254,7 @@ class _Problem:
         kept["overheads.iteration_s"] = "fitted per job instead (jobs.NAME.iteration_s)"
         types_of: dict[str, set[str]] = {}
         for row, kind in zip(self.rows, self.types, strict=True):
-            types_of.setdefault(row.graph.name, set()).add(kind)
+            types_of.setdefault(row.job_name, set()).add(kind)
         for type_name, dtype in spec.device_types.items():
             high = device_model(dtype.model).max_compute_scale() if dtype.model else MAX_GENERIC_SCALE
             shared = any(type_name in kinds and len(kinds) > 1 for kinds in types_of.values())
@@ -263,7 +263,7 @@ class _Problem:
         peak = max((device_model(d.model).max_compute_scale() for d in spec.device_types.values() if d.model), default=MAX_GENERIC_SCALE)
         for job in sorted(types_of):
             own = spec.jobs.get(job)
-            mine = [r for r in self.rows if r.graph.name == job]
+            mine = [r for r in self.rows if r.job_name == job]
             add(("jobs", job, "compute_scale"), own.compute_scale if own else 1.0, 0.01, min(peak, 10.0), True, True, "", SCALE_SIGMA)
             batches = len({r.graph.batch_size for r in mine})
             add(
@@ -406,7 +406,7 @@ class _Problem:
 
     def _sparsity(self, rows: np.ndarray) -> np.ndarray:
         """(rows + params, params) bool: a job's own constants move only its rows; a prior only its constant."""
-        names = [self.rows[i].graph.name for i in rows]
+        names = [self.rows[i].job_name for i in rows]
         data = np.array([[p.keys[0] != "jobs" or p.keys[1] == name for p in self.params] for name in names], dtype=bool)
         return np.vstack([data, np.eye(len(self.params), dtype=bool)])
 

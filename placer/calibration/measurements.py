@@ -83,6 +83,13 @@ class Row:
     devices: tuple[int, ...]
     step_time_s: float
     strategy: str = "auto"
+    job: str | None = None  # whose own constants it informs (jobs.JOB.*): None, the graph's name; the service gives its content key
+    source: str = ""  # who measured it (the service: the reporting tenant)
+
+    @property
+    def job_name(self) -> str:
+        """The name of the job's own constants (``jobs.NAME.*``) this row informs."""
+        return self.job if self.job is not None else self.graph.name
 
 
 def read_measurements(source: str | Path | Iterable[Mapping], cluster: Cluster) -> list[Row]:

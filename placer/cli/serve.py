@@ -3,6 +3,7 @@
 placer serve --cluster dgx8x8 --policy-file data/policies/pacml.pt --state .placer/dgx8x8.sqlite3
 PLACER_TOKEN=... placer serve --host 0.0.0.0 --allowed-host placer.internal
 PLACER_TOKEN=... placer serve --host 10.0.0.2 --trusted-proxy 10.0.0.1   (behind a reverse proxy at 10.0.0.1)
+placer serve --host 0.0.0.0 --tenants tenants.toml   (named clients, each with its own token: docs/service.md)
 """
 
 from __future__ import annotations
@@ -10,13 +11,16 @@ from __future__ import annotations
 import ipaddress
 import socket
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from placer.cli.app import app, err_console
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
+
+if TYPE_CHECKING:
+    from placer.serve.tenants import Tenant
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
@@ -51,6 +55,10 @@ def serve(
         bool, typer.Option("--reset-state", help="start empty over a --state file that is not a usable reservation store")
     ] = False,
     token_file: Annotated[Path | None, typer.Option(help="file holding the bearer token clients must send (or set PLACER_TOKEN)")] = None,
+    tenants: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="TOML file of named clients and their tokens (not with --token-file or PLACER_TOKEN)"),
+    ] = None,
     allowed_host: Annotated[
         list[str] | None, typer.Option(help="a host name clients may address the service by (repeatable; loopback and --host always)")
     ] = None,
@@ -64,7 +72,7 @@ def serve(
 ) -> None:
     """Serve placement queries over HTTP, tracking which devices are reserved (durably, in --state).
 
-    A token (--token-file or PLACER_TOKEN) is required when binding beyond loopback.
+    A token (--token-file or PLACER_TOKEN) or --tenants is required when binding beyond loopback.
     """
     from placer.baselines.registry import PolicyContext, make_policy
     from placer.serve.errors import ServeSetupError
@@ -81,8 +89,11 @@ def serve(
             )
     proxies = _proxies(trusted_proxy or [])
     token = read_token(token_file)
-    if token is None and not _is_loopback(host):
-        raise PlacerError(f"binding to {host!r} reaches beyond this machine: give a token (--token-file FILE or PLACER_TOKEN)")
+    clients = _tenants(tenants, token)
+    if token is None and clients is None and not _is_loopback(host):
+        raise PlacerError(
+            f"binding to {host!r} reaches beyond this machine: give a token (--token-file FILE or PLACER_TOKEN) or --tenants FILE"
+        )
     listener = _bind(host, port)  # bound before loading anything: a taken port fails in one line, port 0 gets its number
     topology = load_cluster(cluster)
     context = PolicyContext(topology, policy_file=policy_file)
@@ -101,17 +112,29 @@ def serve(
         reset_state=reset_state,
         create_state_folder=state is None,  # only the default .placer/ is made; an explicit folder must exist
         token=token,
+        tenants=clients,
         allowed_hosts=tuple(sorted({*LOOPBACK_NAMES, "[::1]", host, *(allowed_host or [])})),
         trusted_proxies=proxies,
     )
     app_ = create_app(topology, policy, settings)
     restored = len(app_.state.occupancy.jobs)
     where = f"reservations in {state_path} ({restored} restored)" if state_path else "reservations in memory only"
-    access = "bearer token required" if token else "no token (loopback only)"
+    access = f"{len(clients)} tenants" if clients else "bearer token required" if token else "no token (loopback only)"
     err_console.print(
         f"placer serve: cluster {topology.name}, policy {policy.name or 'learned'}, {where}, {access}, on {_url(host, listener)}"
     )
     make_server(app_, settings, host=host, port=listener.getsockname()[1], access_log=True).run(sockets=[listener])
+
+
+def _tenants(path: Path | None, token: str | None) -> tuple[Tenant, ...] | None:
+    """The tenants of the --tenants file (None without one); one line for a file that cannot be used or a second token."""
+    from placer.serve.tenants import load_tenants
+
+    if path is None:
+        return None
+    if token is not None:
+        raise PlacerError("give --tenants or a token (--token-file, PLACER_TOKEN), not both: the tenants file holds every token")
+    return load_tenants(path).tenants
 
 
 def _proxies(given: list[str]) -> tuple[str, ...]:

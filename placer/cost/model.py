@@ -236,7 +236,11 @@ class CostModel:
         """Prediction for one ``dp x tp x pp`` split, uncached (calibration re-evaluates it often)."""
         profile = self.profile(graph, shape.device, shape.speed)
         server_of = [s for s, count in enumerate(shape.counts) for _ in range(count)]
-        return self._hybrid(profile, shape, server_of, split.dp, split.tp, split.pp, self.jobs.get(graph.name))
+        return self._hybrid(profile, shape, server_of, split.dp, split.tp, split.pp, self._job(graph))
+
+    def _job(self, graph: JobGraph) -> JobCalibration | None:
+        """The job's own corrections: those of its content key (what the service fits) else of its name (a cluster file's)."""
+        return (self.jobs.get(graph.key) or self.jobs.get(graph.name)) if self.jobs else None
 
     def retuned(self, fabric: Fabric, overheads: Overheads, jobs: dict[str, JobCalibration]) -> CostModel:
         """This model with other links, overheads and per-job corrections; graph-side caches are shared, predictions are not."""
@@ -328,7 +332,7 @@ class CostModel:
     def _predict_parallel(self, graph: JobGraph, shape: PlacementShape, mode: str) -> Prediction:
         profile = self.profile(graph, shape.device, shape.speed)
         server_of = [s for s, count in enumerate(shape.counts) for _ in range(count)]
-        job = self.jobs.get(graph.name)
+        job = self._job(graph)
         candidates = [
             self._hybrid(profile, shape, server_of, dp, tp, pp, job)
             for dp, tp, pp in factorisations(shape.degree, mode)

@@ -72,3 +72,7 @@ class ReservationStateError(PlacerError):
 class ServeSetupError(PlacerError):
     """``placer serve`` refuses its own options at start: a weak bearer token, a token file other users may read, a
     wildcard ``--allowed-host`` (:mod:`placer.serve.tokens`, :mod:`placer.cli.serve`)."""
+
+
+class TenantsFileError(PlacerError):
+    """The tenants file cannot be used: open to others, a weak or shared token, not TOML (:mod:`placer.serve.tenants`)."""

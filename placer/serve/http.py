@@ -29,10 +29,12 @@ At most ``max_connections`` requests whose bodies have come are
 served at once (503 beyond; the health check, which also answers ``HEAD``, is exempt);
 connections themselves are guarded by :mod:`placer.serve.server`.
 
-Access: with a ``token`` every route but ``/v1/health`` needs ``Authorization: Bearer TOKEN``
-(401 otherwise); with ``allowed_hosts`` a request whose ``Host`` header names another host gets
-400 (a browser page on another site cannot reach the service by DNS rebinding). Error bodies are
-capped at a few KB and never quote more than a short piece of the input.
+Access: with a ``token`` (or ``tenants``: named clients, :mod:`placer.serve.tenants`) every route
+but ``/v1/health`` needs ``Authorization: Bearer TOKEN`` (401 otherwise); a job is its placing
+tenant's: another's release, renewal or report gets 404, as for a job that never ran; with
+``allowed_hosts`` a request whose ``Host`` header names another host gets 400 (a browser page
+on another site cannot reach the service by DNS rebinding). Error bodies are capped at a few KB
+and never quote more than a short piece of the input.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ from placer.serve.occupancy import Occupancy
 from placer.serve.ratelimit import RateLimiter
 from placer.serve.schemas import CalibrationState, ClusterOccupancy, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
 from placer.serve.settings import ServiceSettings
+from placer.serve.tenants import Tenant
 
 # The one map from domain errors to HTTP statuses; an error takes the row of its nearest class here.
 ERROR_STATUS: dict[type[PlacerError], int] = {
@@ -171,12 +174,12 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     ) -> PlacementDecision:
         """Decide degree and devices; reserve them when accepted (the response's job_id)."""
         body = await request.body()  # parsed and validated in one pass, off the event loop
-        return await run_in_threadpool(state.place, body, idempotency_key)
+        return await run_in_threadpool(state.place, body, idempotency_key, _tenant(request))
 
     @app.post("/v1/jobs/{job_id}/lease", response_model=RunningJob)
-    def renew_lease(job_id: str, renewal: LeaseRenewal | None = None) -> RunningJob:
+    def renew_lease(job_id: str, request: Request, renewal: LeaseRenewal | None = None) -> RunningJob:
         """Renew a job's lease from now (by its own lease_s unless another is given)."""
-        return state.renew(job_id, renewal or LeaseRenewal())
+        return state.renew(job_id, renewal or LeaseRenewal(), _tenant(request))
 
     @app.post("/v1/jobs/{job_id}/step-times", response_model=CalibrationState, status_code=202)
     def report_step_time(job_id: str, report: StepTimeReport, request: Request) -> CalibrationState:
@@ -186,7 +189,7 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
         wait = reports.take(request.client.host if request.client else "")
         if wait > 0:
             raise ReportsTooFrequentError(f"too many step-time reports from this client: at most {settings.report_rate_per_s:g}/s", wait)
-        state.report(job_id, report)
+        state.report(job_id, report, _tenant(request))
         return state.refitter.state
 
     @app.get("/v1/calibration", response_model=CalibrationState)
@@ -194,13 +197,14 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
         return state.refitter.state
 
     @app.delete("/v1/jobs/{job_id}", response_model=RunningJob)
-    def release_job(job_id: str) -> RunningJob:
+    def release_job(job_id: str, request: Request) -> RunningJob:
         """Release a job's devices."""
-        return state.release(job_id)
+        return state.release(job_id, _tenant(request))
 
     @app.get("/v1/cluster", response_model=ClusterOccupancy)
-    def cluster_occupancy() -> ClusterOccupancy:
-        return state.snapshot()
+    def cluster_occupancy(request: Request) -> ClusterOccupancy:
+        """Devices and jobs: a plain tenant sees its own jobs and the devices others hold as busy, without their ids."""
+        return state.snapshot(_tenant(request))
 
     @app.get("/v1/health")
     def health() -> dict:
@@ -216,11 +220,15 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
     app.add_middleware(JsonOnly)
     app.add_middleware(SameSiteWrites, allowed_hosts=settings.allowed_hosts)
-    if settings.token is not None:
-        app.add_middleware(BearerToken, token=settings.token)
+    app.add_middleware(BearerToken, tenants=settings.access())  # resolves the request's tenant (a tokenless server's one)
     if settings.allowed_hosts is not None:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))  # outermost: checked first
     return app
+
+
+def _tenant(request: Request) -> Tenant:
+    """The request's tenant, resolved once by :class:`~placer.serve.middleware.BearerToken`."""
+    return request.state.tenant
 
 
 async def _sweep_leases(state: Occupancy) -> None:

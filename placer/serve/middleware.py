@@ -4,12 +4,13 @@ tokens."""
 from __future__ import annotations
 
 import asyncio
-import hmac
 import time
 from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from placer.serve.tenants import Tenants
 
 
 class BodyLimit:
@@ -203,20 +204,23 @@ class RequestLimit:
 
 
 class BearerToken:
-    """Every route but the health check needs ``Authorization: Bearer TOKEN`` (401 otherwise)."""
+    """Every route but the health check needs ``Authorization: Bearer TOKEN`` of one of ``tenants`` (401 otherwise); the
+    request's :class:`~placer.serve.tenants.Tenant` is resolved here, once, and put on ``request.state.tenant`` (a
+    tokenless server's one tenant on every route)."""
 
     OPEN_PATHS = ("/v1/health",)
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app, self.expected = app, f"Bearer {token}".encode()
+    def __init__(self, app: ASGIApp, tenants: Tenants) -> None:
+        self.app, self.tenants = app, tenants
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] not in self.OPEN_PATHS:
-            given = dict(scope.get("headers", [])).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+        if scope["type"] == "http":
+            tenant = self.tenants.resolve(dict(scope.get("headers", [])).get(b"authorization", b""))
+            if tenant is None and scope["path"] not in self.OPEN_PATHS:
                 headers = {"WWW-Authenticate": "Bearer"}
                 response = JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401, headers=headers)
                 return await response(scope, receive, send)
+            scope.setdefault("state", {})["tenant"] = tenant
         await self.app(scope, receive, send)
 
 

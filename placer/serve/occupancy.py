@@ -42,6 +42,7 @@ from placer.serve.refit import Refitter, graph_document
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport, bounded_request
 from placer.serve.settings import ServiceSettings
+from placer.serve.tenants import DEFAULT_TENANT, Tenant
 
 log = logging.getLogger("placer.serve")
 
@@ -66,8 +67,8 @@ class Occupancy:
         self.holder: list[str | None] = [None] * cluster.num_devices
         self.jobs: dict[str, RunningJob] = {}
         self.job_graphs: dict[str, JobGraph] = {}  # running jobs' graphs (for their step-time reports); at most one per device
-        self.expired: LRUCache[str, float] = LRUCache(EXPIRED_REMEMBERED)
-        self._unsaved: dict[str, float] = {}  # expiries freed in memory, not yet written (the state file refused them)
+        self.expired: LRUCache[str, tuple[float, str | None]] = LRUCache(EXPIRED_REMEMBERED)  # job id -> (when, owner)
+        self._unsaved: dict[str, tuple[float, str | None]] = {}  # expiries freed in memory, not yet written (the state file refused them)
         self._documents: LRUCache[str, str] = LRUCache(64, max_bytes=settings.cache_bytes / 8, sizeof=len)  # reporting graphs' JSON
         names = [cluster.device_name(d) for d in range(cluster.num_devices)]
         self.store = ReservationStore(
@@ -87,7 +88,8 @@ class Occupancy:
         )
         self.lock = threading.Lock()
         try:
-            self.refitter = Refitter(cluster, self.store, self._use, lambda: self.graphs.recent(WARM_GRAPHS), self.placer.cost)
+            trusted = settings.access().trusted
+            self.refitter = Refitter(cluster, self.store, self._use, lambda: self.graphs.recent(WARM_GRAPHS), self.placer.cost, trusted)
         except PlacerError:
             self.store.close()
             raise
@@ -98,8 +100,8 @@ class Occupancy:
         self.store.check_answers(PlacementDecision.model_validate_json)
         for r in self.store.load():
             self._hold(r)
-        for job_id, expires_at_s in self.store.expired():
-            self.expired[job_id] = expires_at_s
+        for job_id, expires_at_s, owner in self.store.expired():  # leases that ran out before it: 410, not 404
+            self.expired[job_id] = (expires_at_s, owner)
 
     @property
     def cost(self) -> CostModel:
@@ -168,19 +170,21 @@ class Occupancy:
         cost.sequential_jct_s(graph)
         cost.compile(graph)
 
-    def place(self, body: bytes, idempotency_key: str | None = None) -> PlacementDecision:
-        """Decide for the request in ``body``; reserve when accepted. A repeated ``idempotency_key`` gets the first answer."""
+    def place(self, body: bytes, idempotency_key: str | None = None, tenant: Tenant = DEFAULT_TENANT) -> PlacementDecision:
+        """Decide for the request in ``body``; reserve when accepted, for ``tenant``. A repeated ``idempotency_key`` (the same
+        tenant's: keys are scoped per tenant) gets the first answer."""
         request = self.parse(body)
         digest = None
+        given, idempotency_key = idempotency_key, None if idempotency_key is None else tenant.scoped(idempotency_key)
         if idempotency_key is not None:  # a retry matches on the request's parsed JSON, not its bytes (spacing, key order)
             digest = hashlib.sha256(request.model_dump_json(by_alias=True).encode()).hexdigest()
             with self.lock:
-                first = self._answered(idempotency_key, digest)
+                first = self._answered(idempotency_key, digest, given)
             if first is not None:
                 return first
         graph = self.graph(request)
         with self.lock:
-            if idempotency_key is not None and digest is not None and (first := self._answered(idempotency_key, digest)) is not None:
+            if idempotency_key is not None and digest is not None and (first := self._answered(idempotency_key, digest, given)) is not None:
                 return first  # a concurrent retry answered while this one parsed
             self._expire_leases()
             now = time.time()
@@ -204,6 +208,7 @@ class Occupancy:
                     graph.key,
                     lease,
                     None if lease is None else now + lease,
+                    tenant.name,
                 )
             answer = None if idempotency_key is None or digest is None else (idempotency_key, digest, decision.model_dump_json())
             if reservation is not None or answer is not None:
@@ -213,26 +218,27 @@ class Occupancy:
                 self.job_graphs[reservation.job_id] = graph
         return decision
 
-    def _answered(self, key: str, digest: str) -> PlacementDecision | None:
+    def _answered(self, key: str, digest: str, given: str | None) -> PlacementDecision | None:
         stored = self.store.answer(key)
         if stored is None:
             return None
         if stored[0] != digest:
-            raise IdempotencyConflictError(f"idempotency key {key[:64]!r} was used for a different request")
+            raise IdempotencyConflictError(f"idempotency key {(given or key)[:64]!r} was used for a different request")
         return PlacementDecision.model_validate_json(stored[1])
 
-    def release(self, job_id: str) -> RunningJob:
+    def release(self, job_id: str, tenant: Tenant = DEFAULT_TENANT) -> RunningJob:
+        """Free a job's devices (``tenant``'s job, or any for an admin)."""
         with self.lock:
             self._expire_leases()
-            self._running_or_raise(job_id)
+            self._running_or_raise(job_id, tenant)
             self._saved().remove(job_id)
             return self._free(job_id)
 
-    def renew(self, job_id: str, renewal: LeaseRenewal) -> RunningJob:
-        """Extend a job's lease from now by ``renewal.lease_s`` (default: its own lease)."""
+    def renew(self, job_id: str, renewal: LeaseRenewal, tenant: Tenant = DEFAULT_TENANT) -> RunningJob:
+        """Extend a job's lease (``tenant``'s, or any for an admin) from now by ``renewal.lease_s`` (default: its own)."""
         with self.lock:
             self._expire_leases()
-            job = self._running_or_raise(job_id)
+            job = self._running_or_raise(job_id, tenant)
             lease = renewal.lease_s or job.lease_s
             if lease is None:
                 raise NoLeaseError(f"job {job_id!r} has no lease: give lease_s to start one")
@@ -241,27 +247,31 @@ class Occupancy:
             self.jobs[job_id] = job.model_copy(update={"lease_s": lease, "expires_at_s": expires})
             return self.jobs[job_id]
 
-    def report(self, job_id: str, report: StepTimeReport) -> None:
-        """Keep a running job's measured step time and queue a refit (:class:`CalibrationError` for an implausible one: nothing changes)."""
+    def report(self, job_id: str, report: StepTimeReport, tenant: Tenant = DEFAULT_TENANT) -> None:
+        """Keep a running job's measured step time, reported by ``tenant`` (its owner, or an admin), and queue a refit
+        (:class:`CalibrationError` for an implausible one: nothing changes)."""
         with self.lock:
-            job = self._running_or_raise(job_id)
+            job = self._running_or_raise(job_id, tenant)
             graph = self.job_graphs.get(job_id)
         if graph is None:
             raise JobGraphUnavailableError(f"job {job_id!r} was placed before this server started: its graph is not known here")
-        row = self.refitter.check(graph, tuple(job.devices), report.step_time_s)  # CalibrationError (bad input) if implausible
+        # CalibrationError (bad input) if implausible:
+        row = self.refitter.check(graph, tuple(job.devices), report.step_time_s, source=tenant.name)
         document = self._documents.get(graph.key)  # serialised once per graph, outside the lock
         if document is None:
             document = self._documents[graph.key] = graph_document(graph)
         with self.lock:
             self.refitter.keep(row, time.time(), document)
 
-    def _running_or_raise(self, job_id: str) -> RunningJob:
+    def _running_or_raise(self, job_id: str, tenant: Tenant) -> RunningJob:
+        """The running job ``job_id`` if ``tenant`` may act on it; another tenant's job is unknown to it (404, as a job that
+        never ran: its id is not confirmed to others), a lease that ran out is 410 to its owner."""
         job = self.jobs.get(job_id)
-        if job is not None:
+        if job is not None and tenant.may_act_on(job.owner):
             return job
         expired = self.expired.get(job_id)
-        if expired is not None:
-            stamp = datetime.fromtimestamp(expired, UTC).isoformat(timespec="seconds")
+        if job is None and expired is not None and tenant.may_act_on(expired[1]):
+            stamp = datetime.fromtimestamp(expired[0], UTC).isoformat(timespec="seconds")
             raise LeaseExpiredError(f"job {job_id[:64]!r}: its lease ran out at {stamp} and its devices were freed")
         raise UnknownJobError(f"no running job {job_id[:64]!r}")
 
@@ -276,8 +286,9 @@ class Occupancy:
         now = time.time()
         expiry = {j.job_id: j.expires_at_s or now for j in self.jobs.values() if j.expires_at_s is not None and j.expires_at_s <= now}
         for job_id, expires_at_s in expiry.items():
+            owner = self.jobs[job_id].owner
             job = self._free(job_id)
-            self.expired[job_id] = self._unsaved[job_id] = expires_at_s
+            self.expired[job_id] = self._unsaved[job_id] = (expires_at_s, owner)
             log.warning("lease of job %s (%s on %s) ran out unrenewed: devices freed", job_id, job.graph, " ".join(job.devices))
         with contextlib.suppress(StateUnavailableError):  # (logged by the store, once per episode)
             self._saved()
@@ -287,23 +298,31 @@ class Occupancy:
         """The store, once the expiries freed in memory are written (caller holds the lock): a write that follows one
         (devices handed to another job) never reaches the file before it. :class:`StateUnavailableError` if they cannot be."""
         if self._unsaved:
-            self.store.expire(list(self._unsaved.items()))
+            self.store.expire([(job_id, when, owner) for job_id, (when, owner) in self._unsaved.items()])
             self._unsaved.clear()
         return self.store
 
-    def snapshot(self) -> ClusterOccupancy:
+    def snapshot(self, tenant: Tenant = DEFAULT_TENANT) -> ClusterOccupancy:
+        """The occupancy as ``tenant`` may see it: its own jobs (an admin: every job), others' devices busy without ids."""
         with self.lock:
             self._expire_leases()
             c = self.cluster
+            mine = {job_id for job_id, job in self.jobs.items() if tenant.may_act_on(job.owner)}
             devices = [
-                DeviceState(device=c.device_name(d), server=int(c.server_of[d]), device_type=c.device_type[d], job_id=self.holder[d])
+                DeviceState(
+                    device=c.device_name(d),
+                    server=int(c.server_of[d]),
+                    device_type=c.device_type[d],
+                    job_id=self.holder[d] if self.holder[d] in mine else None,
+                    busy=self.holder[d] is not None,
+                )
                 for d in range(c.num_devices)
             ]
             return ClusterOccupancy(
                 cluster=c.name,
                 devices_total=c.num_devices,
                 devices_free=sum(h is None for h in self.holder),
-                jobs=list(self.jobs.values()),
+                jobs=[job for job_id, job in self.jobs.items() if job_id in mine],
                 devices=devices,
             )
 
@@ -324,6 +343,7 @@ def _running(r: Reservation) -> RunningJob:
         predicted_jct_s=r.predicted_jct_s,
         lease_s=r.lease_s,
         expires_at_s=r.expires_at_s,
+        owner=r.owner,
     )
 
 

@@ -22,13 +22,16 @@ worker's prices (:meth:`CostModel.adopt`). Refits coalesce: reports that arrive 
 one more, after a rest of twice the last refit's duration (a flood of reports keeps the worker busy
 at most a third of the time; per-client rate limits are the HTTP layer's). Each refit is MAP (:mod:`placer.calibration.fit`):
 
-1. each reported graph's own constants (``jobs.NAME.compute_scale``, ``iteration_s``) absorb its
+1. each reported graph's own constants (``jobs.KEY.compute_scale``, ``iteration_s``, KEY the graph's
+   content key: a graph is known by its content, never by the name a client gives it) absorb its
    reports, the cluster's shared constants (links, overheads, device rates) held: one graph's
    outliers change that graph's predictions only;
 2. the shared constants are refitted too (from the cluster file's, MAP, within physical bounds)
    only on evidence from several jobs *and* graphs (:data:`~placer.serve.refit_worker.MIN_JOBS` placements of
-   :data:`~placer.serve.refit_worker.MIN_GRAPHS` graphs or more), and that fit is used only if its cross-validated error (each
-   placement shape left out) beats the fit of step 1, which holds the shared constants in use.
+   :data:`~placer.serve.refit_worker.MIN_GRAPHS` graphs or more) reported by
+   :data:`~placer.serve.refit_worker.MIN_TENANTS` distinct tenants or more, else by tenants trusted for
+   calibration alone (the others' reports then move their own graphs' constants only), and that fit is used only if its
+   cross-validated error (each placement shape left out) beats the fit of step 1, which holds the shared constants in use.
 
 A fit needs a row more than it has constants (:func:`placer.calibration.fit.constants_needed`);
 until then, and when a fit fails, the model in use stays. At start the kept rows are read back and
@@ -56,6 +59,7 @@ from placer.serve.errors import ReservationStateError
 from placer.serve.refit_worker import RefitJob, RefitOutcome, RefitProcess
 from placer.serve.reservations import MAX_MEASUREMENTS, ReservationStore, StoredMeasurement
 from placer.serve.schemas import CalibrationState, SuspectReport
+from placer.serve.tenants import DEFAULT_TENANT
 
 log = logging.getLogger("placer.serve")
 
@@ -72,7 +76,8 @@ class Refitter:
 
     ``use(cluster, priced)`` swaps in a model of each fitted cluster, adopting ``priced`` (:meth:`CostModel.priced`
     of the worker's model), and returns it: reports are judged against it. ``recent()``: the graphs to price on a
-    refitted model before it is used; ``model``: the model in use at start (default: a new one of ``cluster``).
+    refitted model before it is used; ``model``: the model in use at start (default: a new one of ``cluster``);
+    ``trusted``: the tenants trusted for calibration (default: a single-tenant server's one tenant).
     """
 
     def __init__(
@@ -82,8 +87,10 @@ class Refitter:
         use: Callable[[Cluster, tuple[tuple, list, list]], CostModel],
         recent: Callable[[], Sequence[JobGraph]] = list,
         model: CostModel | None = None,
+        trusted: frozenset[str] = frozenset({DEFAULT_TENANT.name}),
     ) -> None:
         self.base, self.store, self.use, self.recent = cluster, store, use, recent
+        self.trusted = trusted  # tenants whose reports alone may move the shared constants
         self.rows: list[Row] = []
         self.suspects: list[tuple[Row, float, float]] = []  # (row, predicted, ratio), oldest first
         self.model = model or CostModel(cluster)  # the model in use (reports are judged against it)
@@ -111,7 +118,7 @@ class Refitter:
                         f"reservation state {str(self.store.path)!r}: measurement of graph {m.graph_key!r} without its graph"
                     )
                 graphs[m.graph_key] = job_graph_from_json(documents[m.graph_key], source=f"stored graph {m.graph_key}")
-            self.rows.append(self._row(graphs[m.graph_key], m.devices, m.step_time_s))
+            self.rows.append(self._row(graphs[m.graph_key], m.devices, m.step_time_s, m.tenant or DEFAULT_TENANT.name))
         for key in graphs:  # checked again as a report is: the file may have been edited, or the cluster's file
             try:
                 check_plausible(self.base, [r for r in self.rows if r.graph.key == key])
@@ -121,15 +128,19 @@ class Refitter:
             self.state = self.state.model_copy(update={"measurements": len(self.rows)})
             self.schedule()
 
-    def _row(self, graph: JobGraph, devices: tuple[str, ...], step_time_s: float) -> Row:
+    def _row(self, graph: JobGraph, devices: tuple[str, ...], step_time_s: float, source: str) -> Row:
+        """A report as a row: its job's own constants are its graph's content key's (a name proves nothing), ``source`` the
+        tenant that reported it."""
         index = self.base.device_index
         if any(d not in index for d in devices):
             raise ReservationStateError(f"reservation state {str(self.store.path)!r}: a measurement names a device this cluster lacks")
-        return Row(f"{graph.name} on {' '.join(devices)}", graph, tuple(index[d] for d in devices), step_time_s)
+        label = f"{graph.name} on {' '.join(devices)}"
+        return Row(label, graph, tuple(index[d] for d in devices), step_time_s, job=graph.key, source=source)
 
-    def check(self, graph: JobGraph, devices: tuple[str, ...], step_time_s: float) -> Row:
-        """The report as a row, if plausible; :class:`~placer.calibration.measurements.CalibrationError` otherwise (nothing kept)."""
-        row = self._row(graph, devices, step_time_s)
+    def check(self, graph: JobGraph, devices: tuple[str, ...], step_time_s: float, source: str = DEFAULT_TENANT.name) -> Row:
+        """The report as a row, if plausible; :class:`~placer.calibration.measurements.CalibrationError` otherwise (nothing kept).
+        ``source``: the tenant reporting it."""
+        row = self._row(graph, devices, step_time_s, source)
         with self._lock:
             same_job = [r for r in self.rows if r.graph.key == graph.key]
         check_plausible(self.base, [*same_job, row])
@@ -161,7 +172,7 @@ class Refitter:
                 return
         for r in released:
             names = tuple(self.base.device_name(d) for d in r.devices)
-            self.store.add_measurement(StoredMeasurement(r.graph.key, names, r.step_time_s, measured_at_s), document)
+            self.store.add_measurement(StoredMeasurement(r.graph.key, names, r.step_time_s, measured_at_s, r.source), document)
         with self._lock:
             self.rows = [*self.rows, *released][-MAX_MEASUREMENTS:]
             self.state = self.state.model_copy(update={"measurements": len(self.rows)})
@@ -241,7 +252,7 @@ class Refitter:
     def _refit(self, rows: list[Row]) -> None:
         """One refit of ``rows`` in the worker process; the chosen model swapped in, the state updated (module docstring)."""
         with self._lock:
-            job = RefitJob(self.base, self.shared_base, bool(self.shared_fitted), rows, list(self.recent()))
+            job = RefitJob(self.base, self.shared_base, bool(self.shared_fitted), rows, list(self.recent()), self.trusted)
         outcome = self._process.run(job)
         try:
             update = self._apply(outcome, len(rows))

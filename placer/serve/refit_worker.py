@@ -38,6 +38,7 @@ from placer.sim.simulator import fastest_iteration_s
 
 MIN_JOBS = 5
 MIN_GRAPHS = 3
+MIN_TENANTS = 3  # distinct reporting tenants whose reports together may move the shared constants (else trusted ones only)
 WORKER_NICE = 10  # the worker's CPU priority below the service's: requests first on a busy host
 PARENT_POLL_S = 0.5  # how often the worker checks that the server that started it is alive
 
@@ -45,13 +46,15 @@ PARENT_POLL_S = 0.5  # how often the worker checks that the server that started 
 @dataclass(frozen=True)
 class RefitJob:
     """One refit's inputs: the cluster file's constants (``base``), the shared constants in use (``held``; ``moved``:
-    whether a refit moved them), the kept rows, and the graphs to price on the chosen model (``warm``)."""
+    whether a refit moved them), the kept rows, the graphs to price on the chosen model (``warm``) and the tenants trusted
+    for calibration (``trusted``; a row's ``source`` is its reporting tenant)."""
 
     base: Cluster
     held: Cluster
     moved: bool
     rows: list[Row]
     warm: list[JobGraph] = field(default_factory=list)
+    trusted: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -82,25 +85,38 @@ def refit(job: RefitJob) -> RefitOutcome:
         return RefitOutcome({}, error=f"{type(exc).__name__}: {exc}"[:1000], unexpected=True, pid=os.getpid())
 
 
+def shared_evidence(rows: list[Row], trusted: frozenset[str]) -> tuple[list[Row], str]:
+    """The rows that may move the shared constants, and what they are: every row when :data:`MIN_TENANTS` distinct tenants
+    or more reported, else the trusted tenants' rows (one client's reports alone never move what every tenant's
+    predictions share, unless the operator trusts it for calibration)."""
+    tenants = {r.source for r in rows}
+    if len(tenants) >= MIN_TENANTS:
+        return rows, f"of {len(tenants)} tenants"
+    mine = [r for r in rows if r.source in trusted]
+    return mine, f"of trusted tenants ({len(tenants)} tenant(s) reported; {MIN_TENANTS}+ move them together)"
+
+
 def _refit(job: RefitJob) -> RefitOutcome:
     rows, base = job.rows, job.base
-    jobs = {(r.graph.key, r.devices) for r in rows}
-    graphs = {r.graph.key for r in rows}
-    evidence = len(jobs) >= MIN_JOBS and len(graphs) >= MIN_GRAPHS
     needed = constants_needed(base, rows, shared=False) + 1
     if len(rows) < needed:
         return RefitOutcome({"needed": needed}, pid=os.getpid())
     chosen = fit_rows(job.held, rows, source="reported step times", shared=False)
-    shared = f"held: reports of {len(jobs)} job(s) of {len(graphs)} graph(s); they move on {MIN_JOBS}+ jobs of {MIN_GRAPHS}+ graphs"
+    evident, whose = shared_evidence(rows, job.trusted)
+    jobs = {(r.graph.key, r.devices) for r in evident}
+    graphs = {r.graph.key for r in evident}
+    shared = f"held: reports {whose}: {len(jobs)} job(s) of {len(graphs)} graph(s); they move on {MIN_JOBS}+ jobs of {MIN_GRAPHS}+ graphs"
     moved: Calibration | None = None
-    if evidence and len(rows) >= constants_needed(base, rows) + 1:
-        both = fit_rows(base, rows, source="reported step times")
-        if _cv(both) < _cv(chosen):
-            shared = f"moved: cross-validated error {_cv(both):.1%} against {_cv(chosen):.1%} with them held"
-            chosen = moved = both
+    if len(jobs) >= MIN_JOBS and len(graphs) >= MIN_GRAPHS and len(evident) >= constants_needed(base, evident) + 1:
+        both = fit_rows(base, evident, source="reported step times")
+        held = chosen if len(evident) == len(rows) else fit_rows(job.held, evident, source="reported step times", shared=False)
+        if _cv(both) < _cv(held):
+            shared = f"moved: cross-validated error {_cv(both):.1%} against {_cv(held):.1%} with them held (reports {whose})"
+            moved = both
+            chosen = both if len(evident) == len(rows) else fit_rows(both.cluster, rows, source="reported step times", shared=False)
         else:
             where = "the values in use" if job.moved else "the cluster file's"
-            errors = f"{_cv(both):.1%} against {_cv(chosen):.1%}"
+            errors = f"{_cv(both):.1%} against {_cv(held):.1%}"
             shared = f"held at {where}: refitting them would not lower the cross-validated error ({errors})"
     model = CostModel(chosen.cluster)
     for r in rows:  # the reporting jobs' shapes: the next report of each is judged against a priced prediction

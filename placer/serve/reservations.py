@@ -20,8 +20,9 @@ Beside the reservations (with their optional lease expiry) the file keeps the fi
 each idempotency key (the newest :data:`MAX_IDEMPOTENCY_KEYS`; a retry gets the same answer),
 the ids of jobs whose lease ran out (the newest :data:`MAX_EXPIRED`: 410, not 404, after a
 restart) and the step times clients measured (the newest :data:`MAX_MEASUREMENTS`, with the
-graphs they ran: the service refits its cost model to them at start). Files of earlier versions
-are upgraded in place.
+graphs they ran: the service refits its cost model to them at start). Reservations and expired
+ids name their owner, measurements their reporting tenant (:mod:`placer.serve.tenants`; null in
+files written before tenants). Files of earlier versions are upgraded in place.
 """
 
 from __future__ import annotations
@@ -62,15 +63,16 @@ CREATE TABLE IF NOT EXISTS expired (job_id TEXT PRIMARY KEY, expires_at_s REAL N
 """
 COLUMNS = {  # what each table must have (after the upgrade below)
     "meta": {"key", "value"},
-    "reservations": {"job_id", "graph", "devices", "reserved_at_s", "predicted_jct_s", "graph_key", "lease_s", "expires_at_s"},
+    "reservations": {"job_id", "graph", "devices", "reserved_at_s", "predicted_jct_s", "graph_key", "lease_s", "expires_at_s", "owner"},
     "idempotency": {"key", "request_sha256", "response"},
-    "measurements": {"graph_key", "devices", "step_time_s", "measured_at_s"},
+    "measurements": {"graph_key", "devices", "step_time_s", "measured_at_s", "tenant"},
     "graphs": {"key", "document"},
-    "expired": {"job_id", "expires_at_s"},
+    "expired": {"job_id", "expires_at_s", "owner"},
 }
 MAX_TIMESTAMP_S = 253_402_300_799.0  # 9999-12-31T23:59:59Z: the latest time a datetime can show
 MAX_DURATION_S = 1e12  # a predicted JCT or a lease: 30,000 years
-ADDED_COLUMNS = {"graph_key": "TEXT", "lease_s": "REAL", "expires_at_s": "REAL"}  # reservations, since version 2
+ADDED_COLUMNS = {"graph_key": "TEXT", "lease_s": "REAL", "expires_at_s": "REAL", "owner": "TEXT"}  # reservations, since version 2
+LATER_COLUMNS = {"reservations": ADDED_COLUMNS, "measurements": {"tenant": "TEXT"}, "expired": {"owner": "TEXT"}}  # null in older files
 TABLES = {"meta", "reservations"}  # a store has these; the others are made when missing
 OPTIONAL_TABLES = {"idempotency", "measurements", "graphs", "expired"}
 MAX_IDEMPOTENCY_KEYS = 10_000
@@ -92,6 +94,7 @@ class Reservation:
     graph_key: str | None = None
     lease_s: float | None = None  # None: held until released
     expires_at_s: float | None = None  # Unix time the lease runs out unless renewed
+    owner: str | None = None  # the tenant that placed it (None: placed before tenants, by the server's one tenant)
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,7 @@ class StoredMeasurement:
     devices: tuple[str, ...]
     step_time_s: float
     measured_at_s: float
+    tenant: str = ""  # who reported it ("": reported before tenants)
 
 
 class ReservationStore:
@@ -189,10 +193,11 @@ class ReservationStore:
             raise ReservationStateError(f"reservation state {str(self.path)!r} is damaged ({'; '.join(problems)[:200]}); {RESET_HINT}")
 
     def _upgrade(self) -> None:
-        have = {row[1] for row in self._db.execute("PRAGMA table_info(reservations)")}
-        for column, kind in ADDED_COLUMNS.items():
-            if column not in have:
-                self._db.execute(f"ALTER TABLE reservations ADD COLUMN {column} {kind}")
+        for table, added in LATER_COLUMNS.items():
+            have = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            for column, kind in added.items():
+                if column not in have:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def _bind(self, cluster: str, devices: list[str]) -> None:
         stored = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
@@ -243,10 +248,11 @@ class ReservationStore:
                     r.graph_key,
                     r.lease_s,
                     r.expires_at_s,
+                    r.owner,
                 )
                 self._db.execute(
                     f"INSERT INTO reservations (job_id, graph, devices, reserved_at_s, predicted_jct_s, {', '.join(ADDED_COLUMNS)}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     row,
                 )
             if answer is not None:
@@ -276,18 +282,25 @@ class ReservationStore:
         with self._writing():
             self._db.execute("UPDATE reservations SET lease_s = ?, expires_at_s = ? WHERE job_id = ?", (lease_s, expires_at_s, job_id))
 
-    def expire(self, jobs: list[tuple[str, float]]) -> None:
-        """Remove the reservations whose lease ran out, ``(job id, when)``, remembering their ids (the newest :data:`MAX_EXPIRED`)."""
+    def expire(self, jobs: list[tuple[str, float, str | None]]) -> None:
+        """Remove the reservations whose lease ran out, ``(job id, when, owner)``, remembering their ids and owners (the
+        newest :data:`MAX_EXPIRED`)."""
         with self._writing():
-            for job_id, expires_at_s in jobs:
+            for job_id, expires_at_s, owner in jobs:
                 self._db.execute("DELETE FROM reservations WHERE job_id = ?", (job_id,))
-                self._db.execute("INSERT OR REPLACE INTO expired (job_id, expires_at_s) VALUES (?, ?)", (job_id, expires_at_s))
+                remembered = (job_id, expires_at_s, owner)
+                self._db.execute("INSERT OR REPLACE INTO expired (job_id, expires_at_s, owner) VALUES (?, ?, ?)", remembered)
             self._db.execute("DELETE FROM expired WHERE rowid <= (SELECT MAX(rowid) FROM expired) - ?", (MAX_EXPIRED,))
 
-    def expired(self) -> list[tuple[str, float]]:
-        """(job id, when its lease ran out) of the remembered expired jobs, oldest first; rows that make no sense are skipped."""
-        rows = self._read("SELECT job_id, expires_at_s FROM expired ORDER BY rowid")
-        return [(j, float(t)) for j, t in rows if isinstance(j, str) and isinstance(t, int | float) and 0 <= t <= MAX_TIMESTAMP_S]
+    def expired(self) -> list[tuple[str, float, str | None]]:
+        """(job id, when its lease ran out, its owner) of the remembered expired jobs, oldest first; rows that make no sense
+        are skipped."""
+        rows = self._read("SELECT job_id, expires_at_s, owner FROM expired ORDER BY rowid")
+        return [
+            (j, float(t), o if isinstance(o, str) else None)
+            for j, t, o in rows
+            if isinstance(j, str) and isinstance(t, int | float) and 0 <= t <= MAX_TIMESTAMP_S
+        ]
 
     def remove(self, job_id: str) -> None:
         with self._writing():
@@ -298,24 +311,25 @@ class ReservationStore:
         with self._writing():
             self._db.execute("INSERT OR IGNORE INTO graphs (key, document) VALUES (?, ?)", (m.graph_key, document))
             self._db.execute(
-                "INSERT INTO measurements (graph_key, devices, step_time_s, measured_at_s) VALUES (?, ?, ?, ?)",
-                (m.graph_key, json.dumps(list(m.devices)), m.step_time_s, m.measured_at_s),
+                "INSERT INTO measurements (graph_key, devices, step_time_s, measured_at_s, tenant) VALUES (?, ?, ?, ?, ?)",
+                (m.graph_key, json.dumps(list(m.devices)), m.step_time_s, m.measured_at_s, m.tenant),
             )
             self._db.execute("DELETE FROM measurements WHERE rowid <= (SELECT MAX(rowid) FROM measurements) - ?", (MAX_MEASUREMENTS,))
             self._db.execute("DELETE FROM graphs WHERE key NOT IN (SELECT graph_key FROM measurements)")
 
     def measurements(self) -> tuple[list[StoredMeasurement], dict[str, str]]:
         """The kept measurements, oldest first, and the JSON documents of their graphs by key."""
-        rows = self._read("SELECT rowid, graph_key, devices, step_time_s, measured_at_s FROM measurements ORDER BY rowid")
+        rows = self._read("SELECT rowid, graph_key, devices, step_time_s, measured_at_s, tenant FROM measurements ORDER BY rowid")
         out = []
-        for rowid, graph_key, devices, step_time_s, measured_at_s in rows:
+        for rowid, graph_key, devices, step_time_s, measured_at_s, tenant in rows:
             where = f"reservation state {str(self.path)!r}, measurement row {rowid}"
             names = _device_list(where, devices)
             _check_number(where, "step_time_s", step_time_s, MAX_STEP_S)
             if step_time_s == 0:
                 raise ReservationStateError(f"{where}: step_time_s must be > 0")
             _check_number(where, "measured_at_s", measured_at_s, MAX_TIMESTAMP_S)
-            out.append(StoredMeasurement(str(graph_key), tuple(names), float(step_time_s), float(measured_at_s)))
+            source = tenant if isinstance(tenant, str) else ""
+            out.append(StoredMeasurement(str(graph_key), tuple(names), float(step_time_s), float(measured_at_s), source))
         documents = dict(self._read("SELECT key, document FROM graphs"))
         return out, documents
 
@@ -362,13 +376,15 @@ class ReservationStore:
             self._lock_file = None
 
 
-def _parse_row(where: str, job_id, graph, devices, reserved_at_s, predicted_jct_s, graph_key, lease_s, expires_at_s) -> Reservation:
+def _parse_row(where: str, job_id, graph, devices, reserved_at_s, predicted_jct_s, graph_key, lease_s, expires_at_s, owner) -> Reservation:
     if not isinstance(job_id, str) or not job_id:
         raise ReservationStateError(f"{where}: job_id must be non-empty text")
     if not isinstance(graph, str):
         raise ReservationStateError(f"{where}: graph must be text")
     if graph_key is not None and not isinstance(graph_key, str):
         raise ReservationStateError(f"{where}: graph_key must be text or null")
+    if owner is not None and not isinstance(owner, str):
+        raise ReservationStateError(f"{where}: owner must be text or null")
     names = _device_list(where, devices)
     _check_number(where, "reserved_at_s", reserved_at_s, MAX_TIMESTAMP_S)
     _check_number(where, "predicted_jct_s", predicted_jct_s, MAX_DURATION_S)
@@ -386,6 +402,7 @@ def _parse_row(where: str, job_id, graph, devices, reserved_at_s, predicted_jct_
         graph_key,
         None if lease_s is None else float(lease_s),
         None if expires_at_s is None else float(expires_at_s),
+        owner,
     )
 
 

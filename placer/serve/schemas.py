@@ -82,13 +82,15 @@ class RunningJob(BaseModel):
     predicted_jct_s: float
     lease_s: float | None = Field(default=None, description="the lease a renewal extends by (null: no lease)")
     expires_at_s: float | None = Field(default=None, description="Unix time the devices are freed unless the lease is renewed")
+    owner: str | None = Field(default=None, description="the tenant that placed it (null: placed before tenants)")
 
 
 class DeviceState(BaseModel):
     device: str
     server: int
     device_type: str
-    job_id: str | None
+    job_id: str | None = Field(description="the job holding it, if the asker may see it (its own, or any for an admin)")
+    busy: bool = Field(False, description="held by a job (with job_id null: another tenant's)")
 
 
 class ClusterOccupancy(BaseModel):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from placer.serve.tenants import Tenant, Tenants
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # a 20,000-op graph is 4.4 MB of compact JSON
 DEFAULT_MAX_GRAPH_OPS = 20_000  # ops (forward + backward): parsed and compiled in < 2 s, < 100 MB (bench_service.py)
@@ -22,7 +24,8 @@ class ServiceSettings(BaseModel):
     :class:`~placer.serve.reservations.ReservationStore` for ``reset_state`` and
     ``create_state_folder``); ``max_cached_graphs`` and ``cache_bytes``: graphs whose cost-model
     work is kept (LRU); ``token``: the bearer token every request but the health check must carry
-    (None: none); ``allowed_hosts``: the host names a request's ``Host`` header may name (None: any).
+    (None: none) of the one tenant, or ``tenants``: named clients with their own tokens (:mod:`placer.serve.tenants`; not
+    with ``token``); ``allowed_hosts``: the host names a request's ``Host`` header may name (None: any).
 
     Connections (:mod:`placer.serve.server`): at most ``max_connections`` requests whose bodies
     have come are served at once (more get 503; the health check is exempt and has a few
@@ -49,6 +52,7 @@ class ServiceSettings(BaseModel):
     reset_state: bool = False
     create_state_folder: bool = False
     token: str | None = Field(default=None, repr=False)
+    tenants: tuple[Tenant, ...] | None = Field(default=None, repr=False, min_length=1)
     allowed_hosts: tuple[str, ...] | None = None
     report_rate_per_s: float = Field(default=2.0, gt=0, le=1e6, description="step-time reports a client may send per second (429 past it)")
     report_burst: int = Field(default=20, ge=1, le=1_000_000, description="reports a client may send at once before the rate applies")
@@ -61,6 +65,16 @@ class ServiceSettings(BaseModel):
     trusted_proxies: tuple[str, ...] = Field(
         default=(), description="addresses or networks of proxies whose X-Forwarded-For is believed (none: it is ignored everywhere)"
     )
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> ServiceSettings:
+        if self.token is not None and self.tenants is not None:
+            raise ValueError("give a token or tenants, not both")
+        return self
+
+    def access(self) -> Tenants:
+        """Who may use the service: the ``tenants``, else the one tenant of ``token`` (or of no token)."""
+        return Tenants(list(self.tenants)) if self.tenants is not None else Tenants.single(self.token)
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -137,7 +137,7 @@ def test_a_full_disk_refuses_writes_only_and_is_logged_once_per_episode(tmp_path
             assert c.delete(f"/v1/jobs/{held['job_id']}").status_code == 200  # the expiry is written first, then this
             assert len([r for r in caplog.records if "written again" in r.getMessage()]) == 1
     reopened = ReservationStore(path, cluster=cluster.name, devices=[cluster.device_name(d) for d in range(cluster.num_devices)])
-    assert reopened.load() == [] and [j for j, _ in reopened.expired()] == [leased["job_id"]]
+    assert reopened.load() == [] and [j for j, _, _ in reopened.expired()] == [leased["job_id"]]
     reopened.close()
 
 

@@ -40,7 +40,7 @@ def test_one_graphs_slow_reports_move_its_own_predictions_only_and_a_1000x_repor
         client.app.state.occupancy.refitter.wait()
         state = client.get("/v1/calibration").json()
         assert state["measurements"] == 15 and state["suspects"] == [] and state["shared"].startswith("held")
-        assert set(state["fitted"]) == {"jobs.noisy.compute_scale"}  # no shared constant moved
+        assert set(state["fitted"]) == {f"jobs.{jobs[0]['graph_key']}.compute_scale"}  # no shared constant moved
         for job in jobs:
             client.delete(f"/v1/jobs/{job['job_id']}")
         for name, s in (("other", 1.0), ("third", 3.0)):
@@ -69,7 +69,7 @@ def test_a_10x_report_waits_for_another_job_of_its_graph_to_agree():
         client.app.state.occupancy.refitter.wait()
         state = client.get("/v1/calibration").json()
         assert state["measurements"] == 2 and state["suspects"] == []
-        assert state["fitted"]["jobs.slow.compute_scale"] < 0.1
+        assert state["fitted"][f"jobs.{first['graph_key']}.compute_scale"] < 0.1
 
 
 def test_shared_constants_move_only_on_several_graphs_and_a_better_cross_validated_error():
@@ -142,7 +142,7 @@ def test_the_refit_fits_in_a_worker_process_and_the_model_swapped_in_comes_price
                 assert response.status_code == 202
         occupancy.refitter.wait()
         state = client.get("/v1/calibration").json()
-        assert state["refits"] >= 1 and state["last_error"] is None and "jobs.worked.compute_scale" in state["fitted"]
+        assert state["refits"] >= 1 and state["last_error"] is None and f"jobs.{jobs[0]['graph_key']}.compute_scale" in state["fitted"]
         assert occupancy.refitter.fitted_in not in (None, os.getpid())
         assert occupancy.refitter.model is occupancy.cost  # reports are judged against the model in use
 
