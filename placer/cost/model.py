@@ -389,9 +389,9 @@ class CostModel:
                     server = server_of[tp * (k + dp * j)]
                     per_server[server] = per_server.get(server, 0) + 1
                 counts = tuple(per_server.values())
-                grads = st.param_bytes[j] * profile.grad_bytes_per_param_byte
-                sync = exposed_sync_s(b[j], grads, lambda size, c=counts: allreduce_s(size, c, fabric, concurrent=tp))
-                exposed = max(exposed, sync)
+                fixed = allreduce_s(0.0, counts, fabric, concurrent=tp)
+                per_byte = allreduce_s(1.0, counts, fabric, concurrent=tp) - fixed
+                exposed = max(exposed, exposed_sync_s(b[j], st.buckets[j], fixed, per_byte, fabric.overlap))
             t_pipe += exposed
         if dp * tp * pp > 1:
             t_pipe += self.overheads.sync_s
