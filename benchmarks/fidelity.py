@@ -68,15 +68,13 @@ def extrapolation() -> None:
 def testbed() -> None:
     from placer.calibration import testbed as tb
 
-    print(
-        "\n| testbed noise | seed | held-out rows | nominal median / p90 | calibrated median / p90 / max | inter-server eff., latency |"
-    )
+    print("\n| testbed noise | seed | held-out rows | nominal median / p90 | calibrated median / p90 / max | inter-server B/s, latency |")
     print("|---:|---:|---:|---:|---:|---|")
     for noise, seeds in ((tb.NOISE, (tb.SEED,)), (0.10, range(4))):
         for seed in seeds:
             v = tb.validate_on_testbed(seed=seed, noise=noise)
             s, f = v.summary(), v.calibration.fitted
-            bw, lat = f["links.inter_server.efficiency"][1], f.get("links.inter_server.latency_s", (0, float("nan")))[1]
+            bw, lat = f["links.inter_server.bandwidth_Bps"][1], f.get("links.inter_server.latency_s", (0, float("nan")))[1]
             print(
                 f"| {noise:.0%} | {seed} | {s['rows']} | {s['nominal_median']:.1%} / {s['nominal_p90']:.1%} "
                 f"| {s['median']:.1%} / {s['p90']:.1%} / {s['max']:.1%} | {bw:.3g}, {lat * 1e6:.0f} us |"

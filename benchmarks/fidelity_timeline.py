@@ -17,9 +17,10 @@ Two profiles: Ethernet-TCP (16 x 4 T4-like, 50 Gb/s, TCP, heavy contention) and 
 contention). Calibration on 4 shapes (1 GPU; 4 on one server; 1 + 1 and 2 + 2 across two servers), two batch sizes
 of BERT-base and ResNet-50 each; the median |error| on every other shape is reported:
 
-- *before*: the model as main priced it: every link at line rate, overlap as far as bucket order allows, and the
-  link constants held by the calibration (what main's ``placer calibrate`` ended with on such rows);
-- *after*: the calibration fitting efficiencies and overlap where the rows span servers.
+- *before*: the same cluster file without ``kind`` (not opted in, docs/clusters.md), priced as before issue 51's
+  terms (even buckets, hierarchical rings, every link at line rate), the link constants held by the calibration
+  (what ``placer calibrate`` ended with on such rows before them);
+- *after*: the file opted in (link kinds), the calibration fitting efficiencies and overlap where rows span servers.
 
 ``python benchmarks/fidelity_timeline.py`` (``--smoke``: fewer held-out shapes).
 """
@@ -127,7 +128,7 @@ def rows(shapes, p: Profile, rng: np.random.Generator, model: CostModel) -> list
 
 
 def as_main(cluster: Cluster) -> Cluster:
-    """``cluster`` priced as main did: every link at line rate (no kind, no efficiency), full overlap."""
+    """``cluster`` not opted in (no kind, no efficiency, no ``[communication]``): priced as before issue 51's terms."""
     data = cluster.spec.model_dump()
     for link in data["links"].values():
         link.pop("kind", None)

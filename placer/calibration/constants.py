@@ -16,6 +16,11 @@ constant                                    fitted when the rows include
 A link's *efficiency* is the fraction of its line rate (the file's ``bandwidth_Bps``) a collective
 gets: at most 1, at least :data:`MIN_EFFICIENCY`. The overlap (:mod:`placer.cost.data_parallel`)
 lies in [0, 1]. What is not fitted is kept, with the reason (the calibration report prints it).
+
+Efficiencies and the overlap are fitted only for a cluster file that opts into the communication terms
+(:attr:`placer.cluster.topology.ClusterSpec.detailed_comm`: a link ``kind`` or a ``[communication]``
+table). A file that does not is calibrated as before them: each link's ``bandwidth_Bps`` is fitted
+(at most the file's, at least :data:`MIN_EFFICIENCY` of it, the same prior), no overlap, one start.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ MIN_EFFICIENCY = 1e-3
 MAX_OVERHEAD_S = 60.0
 MAX_GENERIC_SCALE = 100.0
 MESSAGE_SPREAD = 4.0  # all-reduce messages this many times apart in size separate a link's latency from its bandwidth
-FASTEST_AT_HIGH = ("efficiency", "compute_scale", "overlap")  # constants whose upper bound gives the fastest step
+FASTEST_AT_HIGH = ("efficiency", "bandwidth_Bps", "compute_scale", "overlap")  # constants whose upper bound gives the fastest step
 
 
 def parameters(
@@ -55,6 +60,7 @@ def parameters(
     ``evidence``: links whose latency the rows were shown to prefer (a wide prior); ``message_spread(rows)``: largest over
     smallest all-reduce message among ``rows``' graphs."""
     spec, links = cluster.spec, cluster.spec.links
+    detailed = spec.detailed_comm
     jobs = lambda rows: {(r.graph.key, r.graph.batch_size, r.graph.precision) for r in rows}  # noqa: E731
     intra = [r for r, s in zip(rows, shapes, strict=True) if s.max_per_server > 1]
     inter = [r for r, s in zip(rows, shapes, strict=True) if s.servers > 1]
@@ -76,7 +82,20 @@ def parameters(
 
     for name, link, group in (("intra_server", links.intra_server, intra), ("inter_server", links.inter_server, inter)):
         where = "two or more devices on one server" if name == "intra_server" else "placements spanning servers"
-        add(("links", name, "efficiency"), link.delivered, MIN_EFFICIENCY, 1.0, True, bool(group), f"no rows with {where}", BANDWIDTH_SIGMA)
+        if detailed:
+            add(
+                ("links", name, "efficiency"),
+                link.delivered,
+                MIN_EFFICIENCY,
+                1.0,
+                True,
+                bool(group),
+                f"no rows with {where}",
+                BANDWIDTH_SIGMA,
+            )
+        else:  # as before the communication terms: the line rate itself, at most the file's
+            bw = link.bandwidth_Bps
+            add(("links", name, "bandwidth_Bps"), bw, bw * MIN_EFFICIENCY, bw, True, bool(group), f"no rows with {where}", BANDWIDTH_SIGMA)
         latency_informed = len(jobs(group)) >= 3
         proven = latency_informed and (len(variety[name]) >= 2 or messages[name] >= MESSAGE_SPREAD)
         low, high, sigma = latency_bounds(name, link.latency_s, proven, name in evidence)
@@ -84,8 +103,9 @@ def parameters(
             unproven.append(name)
         why = f"{where}: fewer than 3 distinct jobs"
         add(("links", name, "latency_s"), link.latency_s, low, high, True, latency_informed, why, sigma)
-    why = "placements spanning servers of fewer than 2 jobs: compute and communication cannot be told apart"
-    add(("communication", "overlap"), spec.comm.overlap, 0.0, 1.0, False, len(jobs(inter)) >= 2, why, OVERLAP_SIGMA)
+    if detailed:
+        why = "placements spanning servers of fewer than 2 jobs: compute and communication cannot be told apart"
+        add(("communication", "overlap"), spec.comm.overlap, 0.0, 1.0, False, len(jobs(inter)) >= 2, why, OVERLAP_SIGMA)
     why = "multi-device rows of fewer than 2 jobs"
     add(("overheads", "sync_s"), spec.overheads.sync_s, 0.0, MAX_OVERHEAD_S, False, len(jobs(spread)) >= 2, why, OVERHEAD_SIGMA_S)
     kept["overheads.iteration_s"] = "fitted per job instead (jobs.NAME.iteration_s)"

@@ -204,13 +204,17 @@ class _Problem:
     def model_at(self, x: np.ndarray) -> tuple[CostModel, dict[str, float]]:
         v, spec = self.values(x), self.base_cluster.spec
         links = spec.links
+        intra, inter = links.intra_server, links.inter_server
         fabric = Fabric(
-            links.intra_server.bandwidth_Bps * v.get(("links", "intra_server", "efficiency"), links.intra_server.delivered),
-            v.get(("links", "intra_server", "latency_s"), links.intra_server.latency_s),
-            links.inter_server.bandwidth_Bps * v.get(("links", "inter_server", "efficiency"), links.inter_server.delivered),
-            links.inter_server.nics_per_server,
-            v.get(("links", "inter_server", "latency_s"), links.inter_server.latency_s),
+            v.get(("links", "intra_server", "bandwidth_Bps"), intra.bandwidth_Bps)
+            * v.get(("links", "intra_server", "efficiency"), intra.delivered),
+            v.get(("links", "intra_server", "latency_s"), intra.latency_s),
+            v.get(("links", "inter_server", "bandwidth_Bps"), inter.bandwidth_Bps)
+            * v.get(("links", "inter_server", "efficiency"), inter.delivered),
+            inter.nics_per_server,
+            v.get(("links", "inter_server", "latency_s"), inter.latency_s),
             v.get(("communication", "overlap"), spec.comm.overlap),
+            spec.detailed_comm,
         )
         overheads = Overheads(iteration_s=spec.overheads.iteration_s, sync_s=v.get(("overheads", "sync_s"), spec.overheads.sync_s))
         scales = {t: v.get(("device_types", t, "compute_scale"), d.compute_scale) for t, d in spec.device_types.items()}
@@ -320,6 +324,8 @@ class _Problem:
             start[slow] = [max(self.x0[i] + math.log(SLOW_START), self.params[i].bounds[0]) for i in slow]
             if slow and not any(np.array_equal(start, other) for other in starts):
                 starts.append(start)
+        if len(starts) == 1:  # no efficiency to start low (a file that does not opt in): one start, as before
+            return self.fit(self.x0)
         splits, best = self.splits, None
         for start in starts:
             self.splits = splits

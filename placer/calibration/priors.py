@@ -9,8 +9,9 @@ widths say which explanation a fit prefers where the rows cannot tell two apart:
 constant                   prior (sigma)   why
 =========================  ==============  ===============================================
 link efficiency            log, 2.5        ordinary networks reach a small, unknown fraction of line rate
-                                           (TCP sockets on Ethernet: a tenth to a half; centred on the link
-                                           kind's default, ``LINK_EFFICIENCY``)
+(or bandwidth)                             (TCP sockets on Ethernet: a tenth to a half; centred on the link
+                                           kind's default, ``LINK_EFFICIENCY``; a file not opted into the
+                                           communication terms fits the bandwidth, centred on its line rate)
 link latency               log, 1.0        a link type's per-message latency is known to within a few x
 gradient overlap           linear, 0.5     DDP hides all but the last buckets on an idle GPU, less when
                                            communication contends with compute: anywhere in [0, 1]

@@ -27,9 +27,9 @@ from placer.cost.model import CostModel
 
 PER_GPU_BATCH = {"resnet50": (32, 64), "bert_base": (4, 8)}
 TRUTH = {
-    ("links", "inter_server", "efficiency"): 0.1,
+    ("links", "inter_server", "bandwidth_Bps"): 6.25e9 / 10,
     ("links", "inter_server", "latency_s"): 50e-6,
-    ("links", "intra_server", "efficiency"): 0.5,
+    ("links", "intra_server", "bandwidth_Bps"): 6e9,
     ("overheads", "sync_s"): 0.005,
     ("jobs", "resnet50", "compute_scale"): 0.8,
     ("jobs", "resnet50", "iteration_s"): 0.01,

@@ -17,9 +17,10 @@ A spec names device types, groups of identical servers and two link classes::
     [links.inter_server]     # each server's network interface
     bandwidth_Bps = 1.6e12
     latency_s = 1e-6
-    kind = "infiniband"      # optional: nvlink, pcie, infiniband, roce, ethernet, optical (sets the default efficiency)
-    efficiency = 0.9         # optional: delivered fraction of line rate (default: the kind's, LINK_EFFICIENCY)
-    [communication]          # optional
+    kind = "infiniband"      # optional: nvlink, pcie, infiniband, roce, ethernet, optical (sets the default
+                             # efficiency; on either link it opts the file into the communication terms below)
+    efficiency = 0.9         # optional: delivered fraction of line rate (default: the kind's, LINK_EFFICIENCY; 1)
+    [communication]          # optional; present (or a link kind): DDP bucket order and a flat ring over a shared NIC
     overlap = 1.0            # fraction of the bucket-order overlap of gradient all-reduces with backward realised
     [overheads]              # optional; 0 by default
     iteration_s = 0.0        # every iteration of every job (optimizer step, launches, input pipeline)
@@ -205,6 +206,14 @@ class ClusterSpec(BaseModel):
     def comm(self) -> Communication:
         """The file's ``[communication]`` table, or its defaults."""
         return self.communication or Communication()
+
+    @property
+    def detailed_comm(self) -> bool:
+        """Whether the file opts into issue 51's communication terms (DDP bucket order with ``overlap``, one flat ring
+        over a shared NIC; docs/clusters.md): a link ``kind`` or a ``[communication]`` table. A file with neither is
+        priced as before those terms existed (even buckets, hierarchical rings), bit for bit; ``efficiency`` alone
+        scales a link's line rate either way."""
+        return self.communication is not None or any(link.kind is not None for link in (self.links.intra_server, self.links.inter_server))
 
     @property
     def resize_cost(self) -> ResizeCost:

@@ -25,6 +25,9 @@ server's NIC carrying the ring's whole ``2 (n - 1) / n * S`` (split over its NIC
 
 so four GPUs of two servers pay 1.5x the cross-server bytes of one GPU on each, where the
 hierarchical form priced them equal. On one NIC per server with one GPU each the two forms agree.
+The flat ring is opt-in (:attr:`Fabric.detailed`, a cluster file with a link ``kind`` or a
+``[communication]`` table, docs/clusters.md): without it every all-reduce is hierarchical, a server
+with ``c`` members using ``min(c * concurrent, nics)`` NICs, as before the term existed.
 
 **Point-to-point** send of ``S`` bytes: ``L + S / B`` over the intra-server link inside a server,
 over one NIC between servers.
@@ -48,6 +51,7 @@ class Fabric:
     nics_per_server: int
     inter_latency_s: float
     overlap: float = 1.0
+    detailed: bool = False  # the cluster opts in (ClusterSpec.detailed_comm): flat rings over shared NICs, DDP bucket order
 
     @classmethod
     def of(cls, cluster: Cluster) -> Fabric:
@@ -59,19 +63,21 @@ class Fabric:
             links.inter_server.nics_per_server,
             links.inter_server.latency_s,
             cluster.spec.comm.overlap,
+            cluster.spec.detailed_comm,
         )
 
 
 def allreduce_s(size_bytes: float, counts: Sequence[int], fabric: Fabric, concurrent: int = 1) -> float:
     """Seconds of a ring all-reduce of ``size_bytes`` over a group (module docstring): hierarchical where each
-    member has a NIC of its own, one flat ring where members share their server's NICs.
+    member has a NIC of its own or the fabric is not :attr:`~Fabric.detailed`, one flat ring where members share
+    their server's NICs.
 
     ``concurrent`` groups of the same layout run at once and share each server's NICs (the
-    ``tp`` data-parallel groups of a hybrid job).
+    ``tp`` data-parallel groups of a hybrid job): hierarchically each gets ``min(c_min * concurrent, nics) / concurrent`` NICs.
     """
     servers = len(counts)
     c_max, c_min = max(counts), min(counts)
-    if servers > 1 and c_min * concurrent > fabric.nics_per_server:
+    if fabric.detailed and servers > 1 and c_min * concurrent > fabric.nics_per_server:
         n = sum(counts)
         link = fabric.nics_per_server * fabric.nic_Bps / concurrent
         if c_max > 1:

@@ -18,12 +18,21 @@ compute per job, the exposed time is interpolated with a fitted ``overlap`` in [
 
     exposed = overlap * E + (1 - overlap) * sum_k a_k
 
-(1: as far as bucket order allows, the default; 0: nothing hidden). Data loading is each
-replica's own, on its host, overlapped with compute: the iteration takes at least ``data_s / dp``.
+(1: as far as bucket order allows, the default; 0: nothing hidden).
+
+Bucket order and the overlap are opt-in (a cluster file with a link ``kind`` or a ``[communication]``
+table, docs/clusters.md). Without them the gradients are priced as before those terms existed
+(:func:`even_buckets_exposed_s`): ``K = ceil(G / 25 MB)`` equal buckets ready at ``B k / K``, all-reduced
+in ``a`` each, the last finishing at ``max_k (B k / K + (K - k + 1) a) = max(B + a, B / K + K a)``
+(linear in ``k``), exposed ``max(B + a, B / K + K a) - B``.
+
+Data loading is each replica's own, on its host, overlapped with compute: the iteration takes at
+least ``data_s / dp``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,7 +72,7 @@ def buckets(backward_s: np.ndarray, grad_bytes: np.ndarray) -> Buckets:
     return Buckets(tuple(ready), tuple(sizes))
 
 
-def exposed_sync_s(backward_s: float, plan: Buckets, fixed_s: float, per_byte_s: float, overlap: float = 1.0) -> float:
+def bucket_order_exposed_s(backward_s: float, plan: Buckets, fixed_s: float, per_byte_s: float, overlap: float = 1.0) -> float:
     """Seconds the gradient all-reduce adds after a backward pass of ``backward_s`` (module docstring).
 
     One bucket's all-reduce takes ``fixed_s + per_byte_s * bytes`` (latency steps and bandwidth; the bytes are
@@ -75,3 +84,13 @@ def exposed_sync_s(backward_s: float, plan: Buckets, fixed_s: float, per_byte_s:
         end = max(end, ready * backward_s) + a
         total += a
     return overlap * max(end - backward_s, 0.0) + (1.0 - overlap) * total
+
+
+def even_buckets_exposed_s(backward_s: float, gradient_bytes: float, allreduce) -> float:
+    """Seconds the gradient all-reduce adds after a backward pass of ``backward_s``, in even buckets (module docstring:
+    a cluster that does not opt into bucket order). ``allreduce(bytes) -> seconds`` is one bucket's all-reduce."""
+    if gradient_bytes <= 0:
+        return 0.0
+    buckets = max(1, math.ceil(gradient_bytes / BUCKET_BYTES))
+    a = allreduce(gradient_bytes / buckets)
+    return max(backward_s + a, backward_s / buckets + buckets * a) - backward_s

@@ -31,7 +31,7 @@ def test_the_timeline_shows_what_the_issue_measured(ethernet):
 
 
 def test_fidelity_timeline_smoke():
-    """Calibrated on 4 shapes, the other shapes on up to 4 servers within 10 % (median) on both profiles; main's pricing far off."""
+    """Calibrated on 4 shapes, the other shapes on up to 4 servers within 10 % (median) on both profiles; not opted in, far off."""
     for profile in (timeline.ETHERNET, timeline.INFINIBAND):
         result = timeline.evaluate(profile, (1, 2, 4))
         assert result["after_calibrated"] <= 0.10, (profile.name, result)
@@ -49,7 +49,7 @@ def test_calibration_moves_the_network_constants_and_says_why(ethernet):
 @pytest.mark.parametrize("policy", ["eff:0.5", "lean"])
 def test_decisions_stop_splitting_across_servers_after_the_fit(ethernet, policy):
     """Issue 51, item 4: once the fit shows cross-server steps ~2x slower, a BERT job that one server serves in time
-    stays on one server; priced as main did (line rate, full overlap), the same policy spread it."""
+    stays on one server; the file not opted in (priced as before issue 51: line rate, even buckets), the same policy spread it."""
     _, base, fit = ethernet
     graph = placer.resolve_graph("bert_base").with_precision("fp16").with_batch_size(32)
     busy = [f"s{s}-g{g}" for s in range(16) for g in (2, 3)]  # every server has 2 of its 4 GPUs free

@@ -73,7 +73,7 @@ def test_a_10x_report_waits_for_another_job_of_its_graph_to_agree():
 
 
 def test_shared_constants_move_only_on_several_graphs_and_a_better_cross_validated_error():
-    """Three graphs on four placement shapes, all slower across servers by the same link: the inter-server efficiency moves."""
+    """Three graphs on four placement shapes, all slower across servers by the same link: the inter-server bandwidth moves."""
     from placer.cost.model import CostModel
     from placer.graphs.job_graph import job_graph_from_dict
     from placer.serve.refit import Refitter, graph_document
@@ -99,8 +99,8 @@ def test_shared_constants_move_only_on_several_graphs_and_a_better_cross_validat
         refitter.wait()
         state = refitter.state
         assert state.measurements == 12 and (state.shared.startswith("moved") or "values in use" in state.shared), state.shared
-        assert state.fitted["links.inter_server.efficiency"] < 1 / 5 and state.median_error < 0.02 and state.cv_error < 0.05
-        assert used and used[-1].spec.links.inter_server.delivered < 1 / 10
+        assert state.fitted["links.inter_server.bandwidth_Bps"] < 4e9 / 5 and state.median_error < 0.02 and state.cv_error < 0.05
+        assert used and used[-1].spec.links.inter_server.bandwidth_Bps < 4e9 / 10
     finally:
         refitter.close()
 
