@@ -1,20 +1,12 @@
 """Fit a cluster's cost-model constants to measured step times.
 
-What nominal specs get wrong, and what is fitted, each only where the rows inform it:
+What nominal specs get wrong, and what is fitted, each only where the rows inform it
+(:mod:`placer.calibration.constants`): links' efficiencies (delivered fraction of line rate) and
+latencies, the gradient all-reduce's overlap with the backward pass, device types' and jobs'
+compute rates, per-step overheads.
 
-==================================  =========================================================
-constant                            fitted when the rows include
-==================================  =========================================================
-``links.intra_server.bandwidth_Bps``  a placement with two or more devices on one server
-``links.inter_server.bandwidth_Bps``  a placement that spans servers
-``links.*.latency_s``                 such placements (bounded and held by its prior)
-``device_types.T.compute_scale``      a placement on device type ``T``
-``overheads.iteration_s``             two or more distinct jobs (graph, batch, precision)
-``overheads.sync_s``                  placements of two or more devices, of two or more jobs
-==================================  =========================================================
-
-Bounds keep the fit physical: a bandwidth at most the cluster file's line rate (at least
-1/1000 of it), a latency within its link type's physical range unless the rows prove more
+Bounds keep the fit physical: an efficiency at most 1 (the cluster file's line rate; at least
+1/1000), an overlap in [0, 1], a latency within its link type's physical range unless the rows prove more
 (:mod:`placer.calibration.priors`), a ``compute_scale`` that lifts no sustained rate above the
 device's datasheet peak, overheads in [0, 60 s].
 
@@ -44,34 +36,22 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
+from placer.calibration.constants import FASTEST_AT_HIGH, parameters
 from placer.calibration.measurements import CalibrationError, Row, read_measurements
-from placer.calibration.priors import (
-    BANDWIDTH_SIGMA,
-    NOISE,
-    OVERHEAD_SIGMA_S,
-    SCALE_SIGMA,
-    Parameter,
-    identified,
-    latency_bounds,
-    prior_loss,
-)
+from placer.calibration.priors import NOISE, identified, prior_loss
 from placer.calibration.result import Calibration
-from placer.cluster.devices import device_model
 from placer.cluster.topology import Cluster, JobCalibration, Overheads, load_cluster, parse_cluster_spec
 from placer.cost.collectives import Fabric
 from placer.cost.data_parallel import BUCKET_BYTES
 from placer.cost.model import CostModel, Strategy
 
-MIN_BANDWIDTH_FRACTION = 1e-3
-MAX_OVERHEAD_S = 60.0
-MAX_GENERIC_SCALE = 100.0
 CONTRADICTION_RATIO = 1.5
 PEAK_SLACK = 0.8  # a row may be this much faster than the optimistic bound (measurement noise)
 LOO_MAX_ROWS = 30
 FOLDS = 10
 EVIDENCE = 3.84  # chi-square, 1 degree of freedom, 5 %
-MESSAGE_SPREAD = 4.0  # all-reduce messages this many times apart in size separate a link's latency from its bandwidth
 _GRAPH_SIDE: dict[str, CostModel] = {}  # one model whose graph-side caches (profiles, stages: any cluster's) every fit shares
+SLOW_START = 0.1  # fit_map's second start: the inter-server efficiency at this fraction of its nominal
 DENSE_JACOBIAN_ROWS = 40  # up to this many rows the dense Jacobian is cheap, and its finite differences are the more accurate
 
 
@@ -96,7 +76,7 @@ def fit_rows(
     """:func:`fit_calibration` on rows already resolved against ``cluster``; ``shared=False`` fits each job's own
     constants only (``jobs.NAME.*``), the cluster's links, overheads and device rates held as given."""
     problem = _Problem(cluster, rows, shared=shared)
-    x = problem.fit(problem.x0)
+    x = problem.fit_map()
     problem, x, notes = _latency_evidence(problem, x)
     errors = problem.errors(x)
     cv_errors, method = problem.cross_validate(x) if cross_validate else (np.full(len(rows), np.nan), "none")
@@ -153,7 +133,7 @@ def _latency_evidence(problem: _Problem, x: np.ndarray) -> tuple[_Problem, np.nd
     longest = {"inter_server": max(s.servers for s in problem.shapes), "intra_server": max(s.max_per_server for s in problem.shapes)}
     for link in [name for name in problem.unproven if longest[name] > 2]:
         alt = _Problem(problem.base_cluster, problem.rows, evidence=problem.evidence | {link}, shared=problem.shared)
-        x_alt = alt.fit(alt.x0)
+        x_alt = alt.fit_map()
         gain = problem.data_cost(x) - alt.data_cost(x_alt)
         if gain > EVIDENCE:
             problem, x = alt, x_alt
@@ -185,14 +165,13 @@ class _Problem:
         """``checked``: refuse too few rows and implausible ones now (False: only set up); ``evidence``: links whose
         latency the rows were shown to prefer (:func:`_latency_evidence`): a wide prior inside the physical range."""
         self.base_cluster, self.rows, self.evidence = cluster, rows, evidence
-        self.unproven: list[str] = []  # links whose latency is held by the tight prior
         side = _GRAPH_SIDE.get("model") or _GRAPH_SIDE.setdefault("model", CostModel(cluster, max_graphs=64, max_graph_bytes=2**26))
         self.base = side.rebased(cluster)
         self.shapes = [self.base.shape(r.devices) for r in rows]
         self.types = [cluster.device_type[self.base.slowest(r.devices)] for r in rows]
         self.log_measured = np.log([r.step_time_s for r in rows])
         self.shared = shared
-        self.params, self.kept = self._parameters()
+        self.params, self.kept, self.unproven = parameters(cluster, rows, self.shapes, self.types, evidence, self._spread)
         if not shared:
             self.kept |= {p.path: "held: a job's own constants only" for p in self.params if p.keys[0] != "jobs"}
             self.params = [p for p in self.params if p.keys[0] == "jobs"]
@@ -208,77 +187,7 @@ class _Problem:
         self._check_contradictions()
         self.splits = self._pick_splits(self.x0)
 
-    # -- which constants --------------------------------------------------------------
-    def _parameters(self) -> tuple[list[Parameter], dict[str, str]]:
-        spec, links = self.base_cluster.spec, self.base_cluster.spec.links
-        jobs = lambda rows: {(r.graph.key, r.graph.batch_size, r.graph.precision) for r in rows}  # noqa: E731
-        intra = [r for r, s in zip(self.rows, self.shapes, strict=True) if s.max_per_server > 1]
-        inter = [r for r, s in zip(self.rows, self.shapes, strict=True) if s.servers > 1]
-        variety = {  # distinct numbers of servers spanned / of devices on one server: latency and bandwidth separate
-            "intra_server": {s.max_per_server for s in self.shapes if s.max_per_server > 1},
-            "inter_server": {s.servers for s in self.shapes if s.servers > 1},
-        }
-        messages = {"intra_server": self._message_spread(intra), "inter_server": self._message_spread(inter)}
-        spread = [r for r in self.rows if len(r.devices) > 1]
-        params, kept = [], {}
-
-        def add(keys: tuple[str, ...], nominal: float, low: float, high: float, log: bool, informed: bool, why: str, sigma: float) -> None:
-            if informed:
-                params.append(Parameter(keys, min(max(nominal, low), high), low, high, log, sigma))
-            else:
-                kept[".".join(keys)] = why
-
-        for name, link, group in (("intra_server", links.intra_server, intra), ("inter_server", links.inter_server, inter)):
-            where = "two or more devices on one server" if name == "intra_server" else "placements spanning servers"
-            bw = link.bandwidth_Bps
-            informed = bool(group)
-            low_bw = bw * MIN_BANDWIDTH_FRACTION
-            add(("links", name, "bandwidth_Bps"), bw, low_bw, bw, True, informed, f"no rows with {where}", BANDWIDTH_SIGMA)
-            latency_informed = len(jobs(group)) >= 3
-            proven = latency_informed and (len(variety[name]) >= 2 or messages[name] >= MESSAGE_SPREAD)
-            low, high, sigma = latency_bounds(name, link.latency_s, proven, name in self.evidence)
-            if latency_informed and not proven and name not in self.evidence:
-                self.unproven.append(name)
-            why = f"{where}: fewer than 3 distinct jobs"
-            add(("links", name, "latency_s"), link.latency_s, low, high, True, latency_informed, why, sigma)
-        add(
-            ("overheads", "sync_s"),
-            spec.overheads.sync_s,
-            0.0,
-            MAX_OVERHEAD_S,
-            False,
-            len(jobs(spread)) >= 2,
-            "multi-device rows of fewer than 2 jobs",
-            OVERHEAD_SIGMA_S,
-        )
-        kept["overheads.iteration_s"] = "fitted per job instead (jobs.NAME.iteration_s)"
-        types_of: dict[str, set[str]] = {}
-        for row, kind in zip(self.rows, self.types, strict=True):
-            types_of.setdefault(row.job_name, set()).add(kind)
-        for type_name, dtype in spec.device_types.items():
-            high = device_model(dtype.model).max_compute_scale() if dtype.model else MAX_GENERIC_SCALE
-            shared = any(type_name in kinds and len(kinds) > 1 for kinds in types_of.values())
-            why = "no job measured on it and on another type (each job's own scale absorbs it)"
-            add(("device_types", type_name, "compute_scale"), dtype.compute_scale, 0.01, high, True, shared, why, SCALE_SIGMA)
-        peak = max((device_model(d.model).max_compute_scale() for d in spec.device_types.values() if d.model), default=MAX_GENERIC_SCALE)
-        for job in sorted(types_of):
-            own = spec.jobs.get(job)
-            mine = [r for r in self.rows if r.job_name == job]
-            add(("jobs", job, "compute_scale"), own.compute_scale if own else 1.0, 0.01, min(peak, 10.0), True, True, "", SCALE_SIGMA)
-            batches = len({r.graph.batch_size for r in mine})
-            add(
-                ("jobs", job, "iteration_s"),
-                own.iteration_s if own else 0.0,
-                0.0,
-                MAX_OVERHEAD_S,
-                False,
-                batches >= 2,
-                "one batch size only",
-                OVERHEAD_SIGMA_S,
-            )
-        return params, kept
-
-    def _message_spread(self, rows: list[Row]) -> float:
+    def _spread(self, rows: list[Row]) -> float:
         """Largest over smallest all-reduce message (a DDP bucket: gradients up to 25 MB) among ``rows``' graphs (1 if none)."""
         sizes = []
         for row in rows:
@@ -295,12 +204,17 @@ class _Problem:
     def model_at(self, x: np.ndarray) -> tuple[CostModel, dict[str, float]]:
         v, spec = self.values(x), self.base_cluster.spec
         links = spec.links
+        intra, inter = links.intra_server, links.inter_server
         fabric = Fabric(
-            v.get(("links", "intra_server", "bandwidth_Bps"), links.intra_server.bandwidth_Bps),
-            v.get(("links", "intra_server", "latency_s"), links.intra_server.latency_s),
-            v.get(("links", "inter_server", "bandwidth_Bps"), links.inter_server.bandwidth_Bps),
-            links.inter_server.nics_per_server,
-            v.get(("links", "inter_server", "latency_s"), links.inter_server.latency_s),
+            v.get(("links", "intra_server", "bandwidth_Bps"), intra.bandwidth_Bps)
+            * v.get(("links", "intra_server", "efficiency"), intra.delivered),
+            v.get(("links", "intra_server", "latency_s"), intra.latency_s),
+            v.get(("links", "inter_server", "bandwidth_Bps"), inter.bandwidth_Bps)
+            * v.get(("links", "inter_server", "efficiency"), inter.delivered),
+            inter.nics_per_server,
+            v.get(("links", "inter_server", "latency_s"), inter.latency_s),
+            v.get(("communication", "overlap"), spec.comm.overlap),
+            spec.detailed_comm,
         )
         overheads = Overheads(iteration_s=spec.overheads.iteration_s, sync_s=v.get(("overheads", "sync_s"), spec.overheads.sync_s))
         scales = {t: v.get(("device_types", t, "compute_scale"), d.compute_scale) for t, d in spec.device_types.items()}
@@ -350,7 +264,7 @@ class _Problem:
                     f"{self.rows[j].label} and {row.label} measure the same job on the same placement shape "
                     f"{max(a, b) / min(a, b):.1f}x apart ({a:.4g} s, {b:.4g} s): drop the wrong one"
                 )
-        fastest = np.array([p.bounds[1] if p.keys[-1] in ("bandwidth_Bps", "compute_scale") else p.bounds[0] for p in self.params])
+        fastest = np.array([p.bounds[1] if p.keys[-1] in FASTEST_AT_HIGH else p.bounds[0] for p in self.params])
         optimistic = self.predicted(fastest, splits=[None] * len(self.rows))
         for row, bound in zip(self.rows, optimistic, strict=True):
             if row.step_time_s < PEAK_SLACK * bound:
@@ -397,6 +311,30 @@ class _Problem:
             if repicked == self.splits:
                 break
             self.splits = repicked
+        return x
+
+    def fit_map(self) -> np.ndarray:
+        """:meth:`fit` from the nominal constants, from the network's efficiency at :data:`SLOW_START` of it, and from both links'; the
+        start whose fit has the lower posterior cost. At line rate a fully overlapped all-reduce hides behind the backward
+        pass, where the step time barely moves with the efficiency: a fit started there explains a slow network otherwise."""
+        starts = [self.x0]
+        for links in (("inter_server",), ("inter_server", "intra_server")):
+            slow = [i for i, p in enumerate(self.params) if p.keys[-1] == "efficiency" and p.keys[1] in links]
+            start = self.x0.copy()
+            start[slow] = [max(self.x0[i] + math.log(SLOW_START), self.params[i].bounds[0]) for i in slow]
+            if slow and not any(np.array_equal(start, other) for other in starts):
+                starts.append(start)
+        if len(starts) == 1:  # no efficiency to start low (a file that does not opt in): one start, as before
+            return self.fit(self.x0)
+        splits, best = self.splits, None
+        for start in starts:
+            self.splits = splits
+            x = self.fit(start)
+            cost = self.data_cost(x) + float(np.sum(((x - self.x0) / np.array([p.sigma for p in self.params])) ** 2))
+            if best is None or cost < best[0]:
+                best = (cost, x, self.jacobian, self.splits)
+        assert best is not None
+        _, x, self.jacobian, self.splits = best
         return x
 
     def data_cost(self, x: np.ndarray) -> float:

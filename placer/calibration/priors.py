@@ -8,14 +8,23 @@ widths say which explanation a fit prefers where the rows cannot tell two apart:
 =========================  ==============  ===============================================
 constant                   prior (sigma)   why
 =========================  ==============  ===============================================
-link bandwidth             log, 2.5        ordinary networks reach a small, unknown fraction of line rate
-link latency               log, 0.5        a link type's per-message latency is known to within a few x
+link efficiency            log, 2.5        ordinary networks reach a small, unknown fraction of line rate
+(or bandwidth)                             (TCP sockets on Ethernet: a tenth to a half; centred on the link
+                                           kind's default, ``LINK_EFFICIENCY``; a file not opted into the
+                                           communication terms fits the bandwidth, centred on its line rate)
+link latency               log, 1.0        a link type's per-message latency is known to within a few x
+gradient overlap           linear, 0.5     DDP hides all but the last buckets on an idle GPU, less when
+                                           communication contends with compute: anywhere in [0, 1]
 device / job compute rate  log, 2.0        efficiencies vary widely between codes
 ``sync_s``, ``iteration_s``  linear, 0.1 s   per-step overheads are milliseconds to a tenth of a second
 =========================  ==============  ===============================================
 
+Weak enough to move: each row a fit misses by 2x costs about 26 (the soft-L1 of ``(log 2 / NOISE)^2``,
+in the units of ``fit._Problem.data_cost``), while moving the overlap from 1 to 0 costs 4 of prior and an
+efficiency 10x below its default about 0.85: rows showing a 2x cross-server slowdown move both.
+
 So a cross-server cost seen only on 2-server rows (where ``2 L`` per message and ``S / B`` per
-byte are nearly collinear: a graph's buckets grow with its bytes) is explained by bandwidth, which
+byte are nearly collinear: a graph's buckets grow with its bytes) is explained by efficiency (bandwidth), which
 scales as ring and tree all-reduce do (``2 (k - 1) / k``, bounded), not by latency, which grows
 with every added server. A latency is also bounded to its link type's physical range
 (:data:`LATENCY_RANGE_S`) unless the rows prove more: rows spanning two or more different
@@ -41,6 +50,7 @@ NOISE = 0.05  # soft-L1 scale of the data residuals (log step time), and the uni
 BANDWIDTH_SIGMA = 2.5
 LATENCY_SIGMA = 1.0
 SCALE_SIGMA = 2.0
+OVERLAP_SIGMA = 0.5
 OVERHEAD_SIGMA_S = 0.1
 LATENCY_RANGE_S = {"intra_server": (1e-6, 1e-4), "inter_server": (2e-6, 2e-3)}  # NVLink/PCIe; Ethernet/InfiniBand NICs
 WIDE_LATENCY_S = (1e-7, 0.1)

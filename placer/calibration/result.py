@@ -37,7 +37,10 @@ class Calibration:
     def constant_line(self, path: str) -> str:
         """``path = nominal -> fitted (from the rows | from the prior)[, at its upper bound]``."""
         nominal, fitted = self.fitted[path]
-        source = {"rows": "from the rows", "prior": "from the prior"}.get(self.identified.get(path, ""), "")
+        source = {
+            "rows": "from the rows: they narrow it to under half its prior's width",
+            "prior": "from the prior: the rows cannot tell it from the other constants",
+        }.get(self.identified.get(path, ""), "")
         bound = f", AT ITS {self.at_bound[path].upper()} BOUND" if path in self.at_bound else ""
         note = f" ({source}{bound})" if source or bound else ""
         return f"  {path} = {nominal:.4g} -> {fitted:.4g}{note}"

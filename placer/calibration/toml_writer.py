@@ -19,6 +19,8 @@ def cluster_toml(spec: ClusterSpec, comment: Sequence[str] = ()) -> str:
     for link_name in ("intra_server", "inter_server"):
         out += ["", f"[links.{link_name}]", *_pairs(getattr(spec.links, link_name).model_dump())]
     out += ["", "[overheads]", *_pairs(spec.overheads.model_dump())]
+    if spec.communication is not None:
+        out += ["", "[communication]", *_pairs(spec.communication.model_dump())]
     if spec.resize is not None:
         out += ["", "[resize]", *_pairs(spec.resize.model_dump())]
     for job_name, job in spec.jobs.items():

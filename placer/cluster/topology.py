@@ -17,6 +17,11 @@ A spec names device types, groups of identical servers and two link classes::
     [links.inter_server]     # each server's network interface
     bandwidth_Bps = 1.6e12
     latency_s = 1e-6
+    kind = "infiniband"      # optional: nvlink, pcie, infiniband, roce, ethernet, optical (sets the default
+                             # efficiency; on either link it opts the file into the communication terms below)
+    efficiency = 0.9         # optional: delivered fraction of line rate (default: the kind's, LINK_EFFICIENCY; 1)
+    [communication]          # optional; present (or a link kind): DDP bucket order and a flat ring over a shared NIC
+    overlap = 1.0            # fraction of the bucket-order overlap of gradient all-reduces with backward realised
     [overheads]              # optional; 0 by default
     iteration_s = 0.0        # every iteration of every job (optimizer step, launches, input pipeline)
     sync_s = 0.0             # added to an iteration that spans more than one device
@@ -45,6 +50,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
@@ -84,11 +90,42 @@ class ServerGroup(BaseModel):
     device_type: str
 
 
+LinkKind = Literal["nvlink", "pcie", "infiniband", "roce", "ethernet", "optical"]
+LINK_EFFICIENCY: dict[str, float] = {  # default delivered / line rate per link kind (docs/model.md, "Communication")
+    "nvlink": 1.0,
+    "pcie": 1.0,
+    "infiniband": 1.0,  # RDMA: NCCL's bus bandwidth reaches ~0.9-0.95 of line rate; 1 keeps the DGX rows as published
+    "roce": 1.0,
+    "optical": 1.0,
+    "ethernet": 0.25,  # NCCL over TCP sockets: a fraction of line rate (a prior centre, not a measurement: calibrate)
+}
+
+
 class Link(BaseModel):
+    """One link class. ``bandwidth_Bps`` is the line rate; what a collective gets is ``bandwidth_Bps x delivered``."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
-    bandwidth_Bps: float = Field(gt=0, description="bytes per second")
+    bandwidth_Bps: float = Field(gt=0, description="bytes per second (line rate)")
     latency_s: float = Field(ge=0, description="seconds per message")
     nics_per_server: int = Field(1, ge=1, description="inter_server only: network interfaces per server, each at bandwidth_Bps")
+    kind: LinkKind | None = Field(None, description="link technology: sets the default efficiency (None: an ideal link, 1)")
+    efficiency: float | None = Field(None, gt=0, le=1, description="delivered fraction of line rate (fitted by calibrate)")
+
+    @property
+    def delivered(self) -> float:
+        """The fraction of ``bandwidth_Bps`` a collective gets: ``efficiency``, else its kind's default, else 1."""
+        if self.efficiency is not None:
+            return self.efficiency
+        return LINK_EFFICIENCY[self.kind] if self.kind is not None else 1.0
+
+    @model_serializer(mode="wrap")
+    def _without_absent(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """A link without ``kind`` / ``efficiency`` dumps as before they existed (figure fingerprints hash the dump)."""
+        data = handler(self)
+        for key in ("kind", "efficiency"):
+            if isinstance(data, dict) and data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 class Links(BaseModel):
@@ -101,6 +138,16 @@ class Overheads(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     iteration_s: float = Field(0.0, ge=0, le=60, description="seconds added to every iteration of every job")
     sync_s: float = Field(0.0, ge=0, le=60, description="seconds added to an iteration that spans more than one device")
+
+
+class Communication(BaseModel):
+    """How gradient all-reduces overlap the backward pass (docs/model.md, "Communication").
+
+    ``overlap``: 1 hides each DDP bucket's all-reduce as far as bucket order allows (NCCL on its own stream), 0 hides
+    none (all of it after the backward pass); in between, that fraction of the way (fitted by calibrate)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    overlap: float = Field(1.0, ge=0, le=1, description="fraction of the bucket-order overlap realised")
 
 
 RESTART_S = 30.0  # seconds per resize: Pollux's simulator charges 30 s, ElasticFlow's 27 s + 2 s + 2 (log2 n + 1) s (docs/model.md)
@@ -153,6 +200,20 @@ class ClusterSpec(BaseModel):
     jobs: dict[str, JobCalibration] = Field(default_factory=dict, description="per-job corrections, by graph name")
     calibrated: CalibratedRange | None = Field(None, description="written by placer calibrate: what the constants rest on")
     resize: ResizeCost | None = Field(None, description="what a resize costs; None: the defaults of ResizeCost")
+    communication: Communication | None = Field(None, description="gradient overlap; None: the defaults of Communication")
+
+    @property
+    def comm(self) -> Communication:
+        """The file's ``[communication]`` table, or its defaults."""
+        return self.communication or Communication()
+
+    @property
+    def detailed_comm(self) -> bool:
+        """Whether the file opts into issue 51's communication terms (DDP bucket order with ``overlap``, one flat ring
+        over a shared NIC; docs/clusters.md): a link ``kind`` or a ``[communication]`` table. A file with neither is
+        priced as before those terms existed (even buckets, hierarchical rings), bit for bit; ``efficiency`` alone
+        scales a link's line rate either way."""
+        return self.communication is not None or any(link.kind is not None for link in (self.links.intra_server, self.links.inter_server))
 
     @property
     def resize_cost(self) -> ResizeCost:
@@ -163,8 +224,9 @@ class ClusterSpec(BaseModel):
     def _without_absent_resize(self, handler: SerializerFunctionWrapHandler) -> dict:
         """A spec without ``[resize]`` dumps as it did before the table existed (figure fingerprints hash the dump)."""
         data = handler(self)
-        if self.resize is None and isinstance(data, dict):
-            data.pop("resize", None)
+        for key in ("resize", "communication"):
+            if getattr(self, key) is None and isinstance(data, dict):
+                data.pop(key, None)
         return data
 
     @model_validator(mode="after")

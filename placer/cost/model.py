@@ -43,7 +43,7 @@ from placer.common.errors import PlacerError
 from placer.common.lru import LRUCache
 from placer.cost import sipml
 from placer.cost.collectives import Fabric, allreduce_s, p2p_s
-from placer.cost.data_parallel import exposed_sync_s
+from placer.cost.data_parallel import bucket_order_exposed_s, even_buckets_exposed_s
 from placer.cost.prediction import Prediction, Strategy
 from placer.cost.profile import GraphProfile
 from placer.cost.shape import PlacementShape
@@ -393,9 +393,14 @@ class CostModel:
                     server = server_of[tp * (k + dp * j)]
                     per_server[server] = per_server.get(server, 0) + 1
                 counts = tuple(per_server.values())
-                grads = st.param_bytes[j] * profile.grad_bytes_per_param_byte
-                sync = exposed_sync_s(b[j], grads, lambda size, c=counts: allreduce_s(size, c, fabric, concurrent=tp))
-                exposed = max(exposed, sync)
+                if fabric.detailed:
+                    fixed = allreduce_s(0.0, counts, fabric, concurrent=tp)
+                    per_byte = allreduce_s(1.0, counts, fabric, concurrent=tp) - fixed
+                    exposed = max(exposed, bucket_order_exposed_s(b[j], st.buckets[j], fixed, per_byte, fabric.overlap))
+                else:  # as before the bucket-order terms (a cluster file that does not opt in: bit for bit)
+                    grads = st.param_bytes[j] * profile.grad_bytes_per_param_byte
+                    sync = even_buckets_exposed_s(b[j], grads, lambda size, c=counts: allreduce_s(size, c, fabric, concurrent=tp))
+                    exposed = max(exposed, sync)
             t_pipe += exposed
         if dp * tp * pp > 1:
             t_pipe += self.overheads.sync_s

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placer.cost.data_parallel import Buckets, buckets
 from placer.cost.pipeline import balanced_stages
 from placer.cost.profile import GraphProfile
 from placer.cost.tensor_parallel import per_device
@@ -25,6 +26,7 @@ class Stages:
     allreduce_bytes: list[float]
     cut_out_bytes: list[float]  # (pp - 1) bytes sent from stage j to j + 1
     cut_in_bytes: list[float]  # (pp) bytes a stage receives (0 for the first)
+    buckets: list[Buckets]  # each stage's DDP gradient buckets (placer.cost.data_parallel)
 
     @classmethod
     def build(cls, profile: GraphProfile, tp: int, pp: int) -> Stages:
@@ -37,18 +39,21 @@ class Stages:
             return (np.add.reduceat(values, bounds) if len(values) else np.zeros(pp)).tolist()
 
         ar = sharding.allreduce_bytes
+        params = per_device(profile.param_bytes, sharding, tp)
+        grads = params * profile.grad_bytes_per_param_byte
         cut_out = profile.cut_bytes[np.asarray(starts[1:-1], dtype=np.int64) - 1] if pp > 1 else np.zeros(0)
         return cls(
             forward_s=per_stage(fw),
             backward_s=per_stage(bw),
             forward_matmul_s=per_stage(np.where(profile.is_matmul, fw, 0.0)),
             backward_matmul_s=per_stage(np.where(profile.is_matmul, bw, 0.0)),
-            param_bytes=per_stage(per_device(profile.param_bytes, sharding, tp)),
+            param_bytes=per_stage(params),
             activation_bytes=per_stage(per_device(profile.act_bytes, sharding, tp)),
             allreduces=per_stage((ar > 0).astype(float)),
             allreduce_bytes=per_stage(ar),
             cut_out_bytes=cut_out.tolist(),
             cut_in_bytes=[0.0, *cut_out.tolist()],
+            buckets=[buckets(bw[a:b], grads[a:b]) for a, b in zip(starts[:-1], starts[1:], strict=True)],
         )
 
 

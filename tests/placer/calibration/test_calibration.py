@@ -90,6 +90,29 @@ def test_calibration_recovers_known_constants():
     assert min(result.nominal_errors) < -0.3  # the nominal model was far off: the fit did the work
 
 
+def test_an_opted_in_file_gets_its_links_efficiency_and_overlap_fitted():
+    """A ``[communication]`` table opts dgx8x8 into issue 51's terms: efficiency and overlap are fitted (not the line
+    rate), written back as an ordinary file; the same rows on the file as shipped fit bandwidth_Bps and no overlap."""
+    base = _with(communication__overlap=1.0)
+    truth = _with(
+        communication__overlap=0.5,
+        links__inter_server__efficiency=1 / 12,
+        overheads__sync_s=0.03,
+        jobs__resnet50__compute_scale=0.8,
+        jobs__bert_base__compute_scale=0.7,
+    )
+    rows = _rows(truth)
+    result = fit_calibration(base, rows, cross_validate=False)
+    fitted = {path: value for path, (_, value) in result.fitted.items()}
+    assert fitted["links.inter_server.efficiency"] == pytest.approx(1 / 12, rel=2e-2)
+    assert fitted["communication.overlap"] == pytest.approx(0.5, abs=0.05)  # its prior (centred on 1) pulls a little
+    assert "links.inter_server.bandwidth_Bps" not in fitted and max(abs(result.errors)) < 1e-2
+    assert result.cluster.spec.links.inter_server.bandwidth_Bps == base.spec.links.inter_server.bandwidth_Bps  # the line rate stays
+    assert result.cluster.spec.detailed_comm
+    plain = fit_calibration("dgx8x8", rows, cross_validate=False)
+    assert "links.inter_server.bandwidth_Bps" in plain.fitted and not any("efficiency" in p or "overlap" in p for p in plain.fitted)
+
+
 def test_fitted_values_stay_physical():
     faster = _with(links__inter_server__bandwidth_Bps=100e9, links__intra_server__bandwidth_Bps=900e9)  # above line rate
     result = fit_calibration("dgx8x8", _rows(faster, graphs=("bert_base",)))

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import placer
 from placer.cli import app
 from placer.cluster.devices import device_model
+from placer.cluster.topology import Cluster, parse_cluster_spec
 from placer.common.errors import GraphValidationError, PlacerError
 from placer.cost import CostModel, Strategy
 from placer.cost.collectives import Fabric, allreduce_s
@@ -66,6 +67,60 @@ def test_data_parallel_exposes_sync_on_a_slow_network():
     graph = mirrored({"w": layer("Linear", 2.0, 4.0, params=1e9)}, [])
     cost = CostModel(toy_cluster(2, 1, inter=(1e8, 0.0)), strategy="dp")
     assert cost.predict(graph, [0, 1]).iteration_s == pytest.approx(11.05)
+
+
+def _opted_in(cluster: Cluster, overlap: float | None = None, inter_kind: str | None = None) -> Cluster:
+    """``cluster`` with a ``[communication]`` table (issue 51's terms opted into), and an inter-server link kind if given."""
+    data = cluster.spec.model_dump() | {"communication": {} if overlap is None else {"overlap": overlap}}
+    if inter_kind is not None:
+        data["links"]["inter_server"]["kind"] = inter_kind
+    return Cluster(parse_cluster_spec(data))
+
+
+def test_a_flat_ring_over_a_shared_nic_when_opted_in():
+    """Servers whose GPUs share one NIC run one flat ring (opted in); without opting in, hierarchical as above."""
+    fabric = Fabric(intra_Bps=8e9, intra_latency_s=0.0, nic_Bps=4e9, nics_per_server=1, inter_latency_s=0.0, detailed=True)
+    assert allreduce_s(8e9, (4,), fabric) == pytest.approx(1.5)  # one server: the ring inside, as before
+    # 2 + 2 on two servers, the two members of each sharing its NIC: a flat ring of 4, 2 * 3/4 * 8e9 / 4e9 = 3 s
+    assert allreduce_s(8e9, (2, 2), fabric) == pytest.approx(3.0)
+    # two concurrent groups share the one NIC: 4e9 / 2 per group's ring
+    assert allreduce_s(8e9, (2, 2), fabric, concurrent=2) == pytest.approx(2 * 3 / 4 * 8e9 / 2e9)
+    # one member per server, each with the NIC to itself: both forms agree, 2 * 1/2 * 8e9 / 4e9
+    assert allreduce_s(8e9, (1, 1), fabric) == pytest.approx(2.0)
+    # four per server on one NIC: the NIC carries 2 * 7/8 of the bytes (hierarchically 1.5 s inside + 2 * 1/2 * 8e9 / 4e9)
+    assert allreduce_s(8e9, (4, 4), fabric) == pytest.approx(2 * 7 / 8 * 8e9 / 4e9)
+    assert allreduce_s(8e9, (4, 4), Fabric(8e9, 0.0, 4e9, 1, 0.0)) == pytest.approx(1.5 + 2.0)
+    eight_nics = Fabric(8e9, 0.0, 4e9, 8, 0.0, detailed=True)
+    assert allreduce_s(8e9, (2, 2), eight_nics) == pytest.approx(1.0 + 1.0)  # each server uses 2 of its 8 NICs: hierarchical
+
+
+def test_bucket_order_hides_what_the_backward_pass_allows_when_opted_in():
+    # two ops in a chain: forward 1 + 1 s, backward 2 + 2 s, 5e8 fp32 parameter bytes each; 2 replicas on one
+    # server (8e9 B/s). Replica: forward 1 s, backward 2 s; the backward produces b's gradients at 1 s (one bucket of
+    # 5e8 B: all-reduced in 2 * 1/2 * 5e8 / 8e9 = 0.0625 s, hidden), a's at 2 s: exposed 0.0625 -> T = 1 + 2.0625
+    graph = mirrored({"a": layer("Linear", 1.0, 2.0, params=5e8), "b": layer("Linear", 1.0, 2.0, params=5e8)}, [("a", "b")])
+    p = CostModel(_opted_in(toy_cluster(1, 2)), strategy="dp").predict(graph, [0, 1])
+    assert p.strategy == Strategy(2, 1, 1)
+    assert p.iteration_s == pytest.approx(3.0625)
+    assert p.comm_s == pytest.approx(0.0625)
+    # on 2 single-device servers with 1e8 B/s NICs each bucket all-reduces in 2 * 1/2 * 5e8 / 1e8 = 5 s; b's from 1 s
+    # to 6 s, a's (ready at 2 s) from 6 s to 11 s: exposed 9 s -> T = 1 + 2 + 9
+    slow = toy_cluster(2, 1, inter=(1e8, 0.0))
+    assert CostModel(_opted_in(slow), strategy="dp").predict(graph, [0, 1]).iteration_s == pytest.approx(12.0)
+    # overlap 0 hides nothing: all 10 s after the backward pass; 0.5 half-way between
+    for overlap, expected in ((0.0, 13.0), (0.5, 12.5)):
+        assert CostModel(_opted_in(slow, overlap), strategy="dp").predict(graph, [0, 1]).iteration_s == pytest.approx(expected)
+    # an Ethernet NIC delivers a quarter of its line rate by default: 20 s per bucket, b's to 21 s, a's to 41 s
+    ethernet = _opted_in(slow, inter_kind="ethernet")
+    assert CostModel(ethernet, strategy="dp").predict(graph, [0, 1]).iteration_s == pytest.approx(1 + 41)
+    # without opting in: even buckets (40 of 25 MB, 0.25 s each), max(2 + 0.25, 2/40 + 40 * 0.25) -> T = 1 + 10.05
+    assert CostModel(slow, strategy="dp").predict(graph, [0, 1]).iteration_s == pytest.approx(11.05)
+    # a link kind alone opts in; efficiency alone only scales the line rate
+    data = slow.spec.model_dump()
+    data["links"]["inter_server"]["kind"] = "ethernet"
+    assert Cluster(parse_cluster_spec(data)).spec.detailed_comm and not slow.spec.detailed_comm
+    data["links"]["inter_server"] = {"bandwidth_Bps": 4e8, "latency_s": 0.0, "efficiency": 0.25}
+    assert CostModel(Cluster(parse_cluster_spec(data)), strategy="dp").predict(graph, [0, 1]).iteration_s == pytest.approx(11.05)
 
 
 def test_tensor_parallel_splits_a_megatron_pair_and_all_reduces_its_output():

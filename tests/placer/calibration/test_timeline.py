@@ -1,0 +1,62 @@
+"""Issue 51, items 3 and 4: a testbed from a finer model than the one fitted, and decisions that follow the fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import placer
+from benchmarks import fidelity_timeline as timeline
+from placer.calibration.fit import fit_rows
+from placer.calibration.measurements import read_measurements
+from placer.cost.model import CostModel
+
+
+@pytest.fixture(scope="module")
+def ethernet():
+    """The Ethernet-TCP timeline's rows on the 4 calibration shapes, the nominal cluster, its fit."""
+    base = timeline.nominal(timeline.ETHERNET)
+    rows = timeline.rows(timeline.CALIBRATION_SHAPES, timeline.ETHERNET, np.random.default_rng(7), CostModel(base))
+    return rows, base, fit_rows(base, read_measurements(rows, base))
+
+
+def test_the_timeline_shows_what_the_issue_measured(ethernet):
+    """BERT-base across two servers runs about 2x or more its single-GPU step; ResNet-50 much less; inside a server ~1x."""
+    rows, _, _ = ethernet
+    step = {(r["graph"], r["batch_size"] // len(r["devices"]), tuple(sorted(r["devices"]))): r["step_time_s"] for r in rows}
+    one, cross = step[("bert_base", 8, ("s0-g0",))], step[("bert_base", 8, ("s0-g0", "s1-g0"))]
+    inside = step[("bert_base", 8, ("s0-g0", "s0-g1", "s0-g2", "s0-g3"))]
+    assert cross / one > 1.6 and inside / one < 1.15
+    assert step[("resnet50", 64, ("s0-g0", "s1-g0"))] / step[("resnet50", 64, ("s0-g0",))] < cross / one
+
+
+def test_fidelity_timeline_smoke():
+    """Calibrated on 4 shapes, the other shapes on up to 4 servers within 10 % (median) on both profiles; not opted in, far off."""
+    for profile in (timeline.ETHERNET, timeline.INFINIBAND):
+        result = timeline.evaluate(profile, (1, 2, 4))
+        assert result["after_calibrated"] <= 0.10, (profile.name, result)
+        assert result["after_calibrated"] < result["before_calibrated"] / 2, (profile.name, result)
+
+
+def test_calibration_moves_the_network_constants_and_says_why(ethernet):
+    _, base, fit = ethernet
+    assert fit.fitted["links.inter_server.efficiency"][1] < 0.5 * base.spec.links.inter_server.delivered
+    assert fit.identified["links.inter_server.efficiency"] == "rows"
+    report = "\n".join(fit.report())
+    assert "links.inter_server.efficiency" in report and "from the rows: they narrow it" in report
+
+
+@pytest.mark.parametrize("policy", ["eff:0.5", "lean"])
+def test_decisions_stop_splitting_across_servers_after_the_fit(ethernet, policy):
+    """Issue 51, item 4: once the fit shows cross-server steps ~2x slower, a BERT job that one server serves in time
+    stays on one server; the file not opted in (priced as before issue 51: line rate, even buckets), the same policy spread it."""
+    _, base, fit = ethernet
+    graph = placer.resolve_graph("bert_base").with_precision("fp16").with_batch_size(32)
+    busy = [f"s{s}-g{g}" for s in range(16) for g in (2, 3)]  # every server has 2 of its 4 GPUs free
+    state = {"busy": dict.fromkeys(busy)}
+    servers = lambda decision: {d.split("-")[0] for d in decision.devices}  # noqa: E731
+    before = placer.place(graph, timeline.as_main(base), state, policy=policy, beta=1.0)
+    after = placer.place(graph, fit.cluster, state, policy=policy, beta=1.0)
+    assert after.accepted and len(servers(after)) == 1, after
+    assert not set(after.devices) & set(busy)
+    assert before.accepted and len(servers(before)) > 1, before
