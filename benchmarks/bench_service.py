@@ -139,7 +139,7 @@ def one_large(ops: int) -> None:
 
     body = json.dumps({"graph": synthetic_graph(ops), "beta": 1.0}).encode()
     gc.collect()
-    state = Occupancy(load_cluster("pacml"), make_heuristic("lean"), ServiceSettings(max_graph_ops=10**7))
+    state = Occupancy(load_cluster("pacml"), make_heuristic("lean"), ServiceSettings(max_graph_ops=10**7, max_graph_edges=10**7))
     state.place(json.dumps({"graph": resolve_graph("resnet18").to_dict(), "beta": 1.0}).encode())  # warm up the code paths
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     resident = int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
@@ -175,7 +175,7 @@ def cache_entry_bytes(ops: int = 20_000) -> None:
 
     from placer.cost import model as cost_model
     from placer.graphs.job_graph import job_graph_from_json
-    from placer.serve import occupancy
+    from placer.serve import graphs as occupancy
 
     text = json.dumps(synthetic_graph(ops))
     cost = CostModel(load_cluster("pacml"))

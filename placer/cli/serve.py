@@ -34,6 +34,7 @@ def serve(
     port: Annotated[int, typer.Option(min=0, max=65535, help="port to bind (0: any free port)")] = 8000,
     max_body_mb: Annotated[float, typer.Option(min=0.001, max=1024.0, help="largest request body in MiB")] = 8.0,
     max_graph_ops: Annotated[int, typer.Option(min=1, help="largest job graph accepted, in ops (forward + backward)")] = 20_000,
+    max_graph_edges: Annotated[int, typer.Option(min=0, help="largest job graph accepted, in edges")] = 60_000,
     body_timeout_s: Annotated[
         float, typer.Option(min=0.1, max=3600.0, help="seconds a client has to send a request's body (408 after)")
     ] = 30.0,
@@ -47,7 +48,8 @@ def serve(
     max_connections: Annotated[int, typer.Option(min=1, max=100_000, help="requests served at once; more get 503")] = 64,
     max_connections_per_client: Annotated[int, typer.Option(min=1, max=100_000, help="open connections per client address")] = 16,
     cache_mb: Annotated[
-        float, typer.Option(min=1.0, max=65536.0, help="memory for graphs and cost-model work kept between requests, MiB")
+        float,
+        typer.Option(min=1.0, max=65536.0, help="memory for graphs (running, reported, cached: half) and cost-model work (half), MiB"),
     ] = 256.0,
     state: Annotated[Path | None, typer.Option(help="SQLite file of reservations (default: .placer/<cluster>.sqlite3)")] = None,
     memory_only: Annotated[bool, typer.Option("--memory-only", help="keep reservations in memory: a restart forgets them")] = False,
@@ -102,6 +104,7 @@ def serve(
     settings = ServiceSettings(
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         max_graph_ops=max_graph_ops,
+        max_graph_edges=max_graph_edges,
         body_timeout_s=body_timeout_s,
         header_timeout_s=header_timeout_s,
         send_timeout_s=send_timeout_s,

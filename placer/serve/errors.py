@@ -25,7 +25,16 @@ class InvalidRequestError(ServiceError):
 
 
 class GraphTooLargeError(ServiceError):
-    """A graph with more ops than the service accepts (``max_graph_ops``)."""
+    """A graph with more ops or edges than the service accepts (``max_graph_ops``, ``max_graph_edges``)."""
+
+
+class GraphMemoryFullError(ServiceError):
+    """A graph the service cannot keep: its graphs of running jobs and kept reports would pass the graph memory budget
+    (``retry_after_s``: room comes back as jobs are released), or it alone is larger (``retry_after_s`` None)."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class UnknownGraphKeyError(ServiceError):

@@ -61,6 +61,7 @@ from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.serve.docs import add_docs
 from placer.serve.errors import (
+    GraphMemoryFullError,
     GraphTooLargeError,
     IdempotencyConflictError,
     InvalidRequestError,
@@ -90,6 +91,7 @@ ERROR_STATUS: dict[type[PlacerError], int] = {
     JobGraphUnavailableError: 409,
     LeaseExpiredError: 410,
     GraphTooLargeError: 413,
+    GraphMemoryFullError: 413,  # with Retry-After when room comes back as jobs are released (RFC 9110, 15.5.14)
     ReportsTooFrequentError: 429,
     StateUnavailableError: 503,
 }
@@ -154,7 +156,8 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     async def placer_error(request: Request, exc: PlacerError) -> JSONResponse:
         if isinstance(exc, InvalidRequestError) and exc.errors is not None:
             return JSONResponse({"detail": _validation_errors(exc.errors)}, status_code=error_status(exc))
-        retry = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))} if isinstance(exc, ReportsTooFrequentError) else None
+        after = exc.retry_after_s if isinstance(exc, ReportsTooFrequentError | GraphMemoryFullError) else None
+        retry = {"Retry-After": str(max(1, math.ceil(after)))} if after is not None else None
         return JSONResponse({"detail": _text(exc)}, status_code=error_status(exc), headers=retry)
 
     @app.exception_handler(StarletteHTTPException)

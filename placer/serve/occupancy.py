@@ -38,6 +38,7 @@ from placer.serve.errors import (
     UnknownGraphKeyError,
     UnknownJobError,
 )
+from placer.serve.graphs import GraphPool
 from placer.serve.refit import Refitter, graph_document
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport, bounded_request
@@ -46,7 +47,6 @@ from placer.serve.tenants import DEFAULT_TENANT, Tenant
 
 log = logging.getLogger("placer.serve")
 
-BYTES_PER_GRAPH_ELEMENT = 500  # a JobGraph in memory, per op or edge (measured 493: python benchmarks/bench_service.py --large-only)
 EXPIRED_REMEMBERED = 10_000  # job ids whose lease ran out, to answer 410 rather than 404
 WARM_GRAPHS = 16  # graphs priced on a refitted cost model before it is swapped in
 
@@ -61,12 +61,14 @@ class Occupancy:
     def __init__(self, cluster: Cluster, policy: Policy, settings: ServiceSettings | None = None) -> None:
         settings = settings or ServiceSettings()
         self.cluster, self.policy, self.settings = cluster, policy, settings
-        self.max_graph_ops, self.max_cached_graphs = settings.max_graph_ops, settings.max_cached_graphs
+        self.max_graph_ops, self.max_graph_edges = settings.max_graph_ops, settings.max_graph_edges
+        self.max_cached_graphs = settings.max_cached_graphs
         self.cache_bytes = settings.cache_bytes
         self.placer = Placer(self._cost_model(cluster), policy)  # one policy for the server's life: it learns the workload online
         self.holder: list[str | None] = [None] * cluster.num_devices
         self.jobs: dict[str, RunningJob] = {}
-        self.job_graphs: dict[str, JobGraph] = {}  # running jobs' graphs (for their step-time reports); at most one per device
+        self.job_graphs: dict[str, JobGraph] = {}  # running jobs' graphs (for their step-time reports), held in self.graphs
+        self.graphs = GraphPool(self.cache_bytes / 2, self.max_cached_graphs)  # every graph kept, one per content key
         self.expired: LRUCache[str, tuple[float, str | None]] = LRUCache(EXPIRED_REMEMBERED)  # job id -> (when, owner)
         self._unsaved: dict[str, tuple[float, str | None]] = {}  # expiries freed in memory, not yet written (the state file refused them)
         self._documents: LRUCache[str, str] = LRUCache(64, max_bytes=settings.cache_bytes / 8, sizeof=len)  # reporting graphs' JSON
@@ -83,13 +85,10 @@ class Occupancy:
         except PlacerError:
             self.store.close()
             raise
-        self.graphs: LRUCache[str, JobGraph] = LRUCache(
-            self.max_cached_graphs, max_bytes=self.cache_bytes / 2, sizeof=lambda g: (g.num_ops + g.num_edges) * BYTES_PER_GRAPH_ELEMENT
-        )
         self.lock = threading.Lock()
         try:
             trusted = settings.access().trusted
-            self.refitter = Refitter(cluster, self.store, self._use, lambda: self.graphs.recent(WARM_GRAPHS), self.placer.cost, trusted)
+            self.refitter = Refitter(cluster, self.store, self._use, self._recent, self.placer.cost, trusted, graphs=self.graphs)
         except PlacerError:
             self.store.close()
             raise
@@ -102,6 +101,10 @@ class Occupancy:
             self._hold(r)
         for job_id, expires_at_s, owner in self.store.expired():  # leases that ran out before it: 410, not 404
             self.expired[job_id] = (expires_at_s, owner)
+
+    def _recent(self) -> list[JobGraph]:
+        """The graphs a refitted model prices before it is used: the :data:`WARM_GRAPHS` placed most recently."""
+        return self.graphs.recent(WARM_GRAPHS)
 
     @property
     def cost(self) -> CostModel:
@@ -129,39 +132,46 @@ class Occupancy:
 
     def _free(self, job_id: str) -> RunningJob:
         job = self.jobs.pop(job_id)
-        self.job_graphs.pop(job_id, None)
+        graph = self.job_graphs.pop(job_id, None)
+        if graph is not None:
+            self.graphs.let_go(graph.key, job_id)
         for name in job.devices:
             self.holder[self.cluster.device_index[name]] = None
         return job
 
     # -- requests ---------------------------------------------------------------------
     def parse(self, body: bytes) -> PlacementRequest:
-        """The request in ``body`` (JSON), validated as it is parsed; :class:`GraphTooLargeError` for a graph over ``max_graph_ops``."""
-        if _more_ops_than(body, self.max_graph_ops):  # before parsing: a huge graph costs one scan of its bytes
-            raise self._too_large()
-        try:
-            return bounded_request(self.max_graph_ops).model_validate_json(body)  # the op count stops validation at max + 1
+        """The request in ``body`` (JSON), validated as it is parsed; :class:`GraphTooLargeError` for a graph over
+        ``max_graph_ops`` ops or ``max_graph_edges`` edges."""
+        for part, limit in (("ops", self.max_graph_ops), ("edges", self.max_graph_edges)):
+            if _more_keys_than(body, _COUNTED[part], limit):  # before parsing: a huge graph costs one scan of its bytes
+                raise self._too_large(part)
+        try:  # the op and edge counts stop validation at max + 1
+            return bounded_request(self.max_graph_ops, self.max_graph_edges).model_validate_json(body)
         except ValidationError as exc:
-            if any(e["type"] == "too_long" and tuple(e["loc"]) == ("graph", "graph", "nodes") for e in exc.errors(include_url=False)):
-                raise self._too_large() from None
+            for e in exc.errors(include_url=False):
+                if e["type"] == "too_long" and tuple(e["loc"])[:2] == ("graph", "graph") and len(e["loc"]) == 3:
+                    raise self._too_large("ops" if e["loc"][2] == "nodes" else "edges") from None
             raise _invalid(exc, body) from None
 
-    def _too_large(self) -> GraphTooLargeError:
-        return GraphTooLargeError(f"graph has more than {self.max_graph_ops} ops; this server accepts at most {self.max_graph_ops}")
+    def _too_large(self, part: str) -> GraphTooLargeError:
+        limit = self.max_graph_ops if part == "ops" else self.max_graph_edges
+        return GraphTooLargeError(f"graph has more than {limit} {part}; this server accepts at most {limit} (--max-graph-{part})")
 
-    def graph(self, request: PlacementRequest) -> JobGraph:
-        """The request's graph: built from its document, or looked up by key."""
+    def graph(self, request: PlacementRequest, holder: str) -> JobGraph:
+        """The request's graph, built from its document or looked up by key, held by ``holder`` in :attr:`graphs` (the
+        one copy of its content key); :class:`GraphMemoryFullError` if the held graphs leave it no room."""
         if request.graph_key is not None:
             graph = self.graphs.get(request.graph_key)
             if graph is None:
                 raise UnknownGraphKeyError(f"unknown graph_key {request.graph_key!r}: send the graph")
-            return graph
+            return self.graphs.admit(graph, holder)
         if request.graph is None:  # the schema asks for a graph or a graph_key; this method drops the graph once read
             raise RuntimeError("the request's graph was already read")
         graph = job_graph_from_document(request.graph, source="graph")  # a PlacerError (bad input) if it is not a valid graph
         request.graph = None  # the document's dicts now belong to the graph: drop the other reference
+        graph = self.graphs.admit(graph, holder)  # a copy kept before is used, this one dropped
         self._warm(graph)
-        self.graphs[graph.key] = graph
         return graph
 
     def _warm(self, graph: JobGraph) -> None:
@@ -182,7 +192,16 @@ class Occupancy:
                 first = self._answered(idempotency_key, digest, given)
             if first is not None:
                 return first
-        graph = self.graph(request)
+        holder = f"placing {uuid.uuid4().hex}"  # holds the graph while it is placed, then the job (if accepted) does
+        graph = self.graph(request, holder)
+        try:
+            return self._decide(request, graph, tenant, idempotency_key, digest, given)
+        finally:
+            self.graphs.let_go(graph.key, holder)
+
+    def _decide(
+        self, request: PlacementRequest, graph: JobGraph, tenant: Tenant, idempotency_key: str | None, digest: str | None, given: str | None
+    ) -> PlacementDecision:
         with self.lock:
             if idempotency_key is not None and digest is not None and (first := self._answered(idempotency_key, digest, given)) is not None:
                 return first  # a concurrent retry answered while this one parsed
@@ -216,6 +235,7 @@ class Occupancy:
             if reservation is not None:
                 self._hold(reservation)
                 self.job_graphs[reservation.job_id] = graph
+                self.graphs.hold(graph.key, reservation.job_id)
         return decision
 
     def _answered(self, key: str, digest: str, given: str | None) -> PlacementDecision | None:
@@ -347,16 +367,17 @@ def _running(r: Reservation) -> RunningJob:
     )
 
 
-_PASS_KEY = re.compile(rb'"pass"\s*:')
+_COUNTED = {"ops": b'"pass"', "edges": b'"target"'}  # a key every op (edge) has and no other part of a graph needs
 
 
-def _more_ops_than(body: bytes, limit: int) -> bool:
-    """Whether ``body`` holds more than ``limit`` ``"pass"`` keys: every op has one, and a JSON string
-    cannot hold the key's bytes, so more means more than ``limit`` ops (or free-form ``graph``
-    metadata full of such keys). One scan of the bytes, nothing parsed."""
-    if body.count(b'"pass"') <= limit:  # a fast upper bound (values "pass" count too): most bodies stop here
+def _more_keys_than(body: bytes, key: bytes, limit: int) -> bool:
+    """Whether ``body`` holds more than ``limit`` JSON keys ``key`` (``"pass"``: every op has one; ``"target"``: every
+    edge): a JSON string cannot hold the key's bytes, so more means more than ``limit`` ops or edges (or free-form
+    ``graph`` metadata full of such keys). One scan of the bytes, nothing parsed."""
+    if body.count(key) <= limit:  # a fast upper bound (values equal to the key count too): most bodies stop here
         return False
-    return sum(1 for _, _ in zip(_PASS_KEY.finditer(body), range(limit + 1), strict=False)) > limit
+    pattern = re.compile(re.escape(key) + rb"\s*:")
+    return sum(1 for _, _ in zip(pattern.finditer(body), range(limit + 1), strict=False)) > limit
 
 
 def _invalid(exc: ValidationError, body: bytes) -> InvalidRequestError:

@@ -33,6 +33,13 @@ at most a third of the time; per-client rate limits are the HTTP layer's). Each 
    calibration alone (the others' reports then move their own graphs' constants only), and that fit is used only if its
    cross-validated error (each placement shape left out) beats the fit of step 1, which holds the shared constants in use.
 
+The reports kept (and the state file's) hold their graphs within half the service's graph memory
+(:data:`REPORTED_SHARE` of :class:`~placer.serve.graphs.GraphPool`'s budget, one copy per content key, held
+there): past it the reports of the graphs reported least recently are dropped, in memory and in the file;
+a graph larger than that alone is refused (413) and nothing is kept. So a restart reads and fits at
+most that much (the reports of graphs beyond it, in a file of an earlier version, are dropped at start,
+oldest first, with one log line).
+
 A fit needs a row more than it has constants (:func:`placer.calibration.fit.constants_needed`);
 until then, and when a fit fails, the model in use stays. At start the kept rows are read back and
 fitted once (suspects are not kept across restarts). A refit that fails (a fit's error, a worker
@@ -47,6 +54,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from datetime import UTC, datetime
 
 from placer.calibration.fit import check_plausible
@@ -55,7 +63,8 @@ from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.cost.model import CostModel
 from placer.graphs.job_graph import JobGraph, job_graph_from_json
-from placer.serve.errors import ReservationStateError
+from placer.serve.errors import GraphMemoryFullError, ReservationStateError, StateUnavailableError
+from placer.serve.graphs import MIB, GraphPool, graph_bytes
 from placer.serve.refit_worker import RefitJob, RefitOutcome, RefitProcess
 from placer.serve.reservations import MAX_MEASUREMENTS, ReservationStore, StoredMeasurement
 from placer.serve.schemas import CalibrationState, SuspectReport
@@ -69,6 +78,8 @@ AGREE_RATIO = 2.0
 MAX_SUSPECTS = 100
 REST_FACTOR = 2.0
 MAX_REST_S = 60.0
+REPORTED_SHARE = 0.5  # of the graph memory: for the graphs of kept reports
+REPORTED = "reported step times"  # the holder of kept reports' graphs in the GraphPool
 
 
 class Refitter:
@@ -77,7 +88,8 @@ class Refitter:
     ``use(cluster, priced)`` swaps in a model of each fitted cluster, adopting ``priced`` (:meth:`CostModel.priced`
     of the worker's model), and returns it: reports are judged against it. ``recent()``: the graphs to price on a
     refitted model before it is used; ``model``: the model in use at start (default: a new one of ``cluster``);
-    ``trusted``: the tenants trusted for calibration (default: a single-tenant server's one tenant).
+    ``trusted``: the tenants trusted for calibration (default: a single-tenant server's one tenant); ``graphs``: the
+    service's graphs, where the kept reports' graphs are held (default: a pool of its own, unbounded).
     """
 
     def __init__(
@@ -88,8 +100,11 @@ class Refitter:
         recent: Callable[[], Sequence[JobGraph]] = list,
         model: CostModel | None = None,
         trusted: frozenset[str] = frozenset({DEFAULT_TENANT.name}),
+        graphs: GraphPool | None = None,
     ) -> None:
         self.base, self.store, self.use, self.recent = cluster, store, use, recent
+        self.graphs = graphs or GraphPool(float("inf"), 512)
+        self.max_bytes = self.graphs.max_bytes * REPORTED_SHARE  # estimated bytes of the kept reports' graphs
         self.trusted = trusted  # tenants whose reports alone may move the shared constants
         self.rows: list[Row] = []
         self.suspects: list[tuple[Row, float, float]] = []  # (row, predicted, ratio), oldest first
@@ -109,16 +124,11 @@ class Refitter:
         self._restore()
 
     def _restore(self) -> None:
-        kept, documents = self.store.measurements()
-        graphs: dict[str, JobGraph] = {}
+        kept = self.store.measurements()
+        graphs = self._restore_graphs(kept)
         for m in kept:
-            if m.graph_key not in graphs:
-                if m.graph_key not in documents:
-                    raise ReservationStateError(
-                        f"reservation state {str(self.store.path)!r}: measurement of graph {m.graph_key!r} without its graph"
-                    )
-                graphs[m.graph_key] = job_graph_from_json(documents[m.graph_key], source=f"stored graph {m.graph_key}")
-            self.rows.append(self._row(graphs[m.graph_key], m.devices, m.step_time_s, m.tenant or DEFAULT_TENANT.name))
+            if m.graph_key in graphs:
+                self.rows.append(self._row(graphs[m.graph_key], m.devices, m.step_time_s, m.tenant or DEFAULT_TENANT.name))
         for key in graphs:  # checked again as a report is: the file may have been edited, or the cluster's file
             try:
                 check_plausible(self.base, [r for r in self.rows if r.graph.key == key])
@@ -127,6 +137,32 @@ class Refitter:
         if self.rows:
             self.state = self.state.model_copy(update={"measurements": len(self.rows)})
             self.schedule()
+
+    def _restore_graphs(self, kept: list[StoredMeasurement]) -> dict[str, JobGraph]:
+        """The stored graphs of ``kept``, read newest report first while they fit :attr:`max_bytes`; the reports of the
+        others (older) are dropped from the file, with one log line. Each document is read and parsed once."""
+        order = list(dict.fromkeys(m.graph_key for m in reversed(kept)))
+        graphs: dict[str, JobGraph] = {}
+        total = 0.0
+        for i, key in enumerate(order):
+            document = self.store.graph_document(key)
+            if document is None:
+                raise ReservationStateError(f"reservation state {str(self.store.path)!r}: measurement of graph {key!r} without its graph")
+            graph = job_graph_from_json(document, source=f"stored graph {key}")
+            if total + graph_bytes(graph) > self.max_bytes:
+                log.warning(
+                    "reservation state %s: reports of %d graph(s) dropped, oldest first: past %.0f MiB of kept reports' graphs",
+                    self.store.path,
+                    len(order) - i,
+                    self.max_bytes / MIB,
+                )
+                with suppress(StateUnavailableError):  # a file that cannot be written now: dropped again at the next start
+                    self.store.forget_graphs(order[i:])
+                break
+            total += graph_bytes(graph)
+            graphs[key] = graph
+            self.graphs.hold(key, REPORTED, graph)
+        return graphs
 
     def _row(self, graph: JobGraph, devices: tuple[str, ...], step_time_s: float, source: str) -> Row:
         """A report as a row: its job's own constants are its graph's content key's (a name proves nothing), ``source`` the
@@ -140,6 +176,11 @@ class Refitter:
     def check(self, graph: JobGraph, devices: tuple[str, ...], step_time_s: float, source: str = DEFAULT_TENANT.name) -> Row:
         """The report as a row, if plausible; :class:`~placer.calibration.measurements.CalibrationError` otherwise (nothing kept).
         ``source``: the tenant reporting it."""
+        if graph_bytes(graph) > self.max_bytes:
+            raise GraphMemoryFullError(
+                f"graph {graph.name[:64]!r} needs about {graph_bytes(graph) / MIB:.0f} MiB, more than this server keeps for"
+                f" reported step times ({self.max_bytes / MIB:.0f} MiB): not kept"
+            )
         row = self._row(graph, devices, step_time_s, source)
         with self._lock:
             same_job = [r for r in self.rows if r.graph.key == graph.key]
@@ -174,8 +215,15 @@ class Refitter:
             names = tuple(self.base.device_name(d) for d in r.devices)
             self.store.add_measurement(StoredMeasurement(r.graph.key, names, r.step_time_s, measured_at_s, r.source), document)
         with self._lock:
-            self.rows = [*self.rows, *released][-MAX_MEASUREMENTS:]
+            self.rows, dropped = _within(self.max_bytes, [*self.rows, *released][-MAX_MEASUREMENTS:])
             self.state = self.state.model_copy(update={"measurements": len(self.rows)})
+        for r in released:
+            self.graphs.hold(r.graph.key, REPORTED, r.graph)
+        for key in dropped:
+            self.graphs.let_go(key, REPORTED)
+        if dropped:
+            with suppress(StateUnavailableError):  # the reports just kept were written; these go at the next write or start
+                self.store.forget_graphs(dropped)
         self.schedule()
 
     def _kept_agree(self, model: CostModel, row: Row, ratio: float) -> bool:
@@ -294,6 +342,19 @@ class Refitter:
     def close(self) -> None:
         self._worker.shutdown(wait=True, cancel_futures=True)
         self._process.close()
+
+
+def _within(max_bytes: float, rows: list[Row]) -> tuple[list[Row], list[str]]:
+    """``rows`` of the graphs reported most recently whose estimated bytes together fit ``max_bytes``, and the content
+    keys of the others (the graphs reported least recently, dropped first)."""
+    order = list({r.graph.key: r.graph for r in reversed(rows)}.values())
+    total, kept = 0.0, set()
+    for graph in order:
+        total += graph_bytes(graph)
+        if total > max_bytes:
+            break
+        kept.add(graph.key)
+    return [r for r in rows if r.graph.key in kept], [g.key for g in order if g.key not in kept]
 
 
 def graph_document(graph: JobGraph) -> str:

@@ -20,7 +20,8 @@ Beside the reservations (with their optional lease expiry) the file keeps the fi
 each idempotency key (the newest :data:`MAX_IDEMPOTENCY_KEYS`; a retry gets the same answer),
 the ids of jobs whose lease ran out (the newest :data:`MAX_EXPIRED`: 410, not 404, after a
 restart) and the step times clients measured (the newest :data:`MAX_MEASUREMENTS`, with the
-graphs they ran: the service refits its cost model to them at start). Reservations and expired
+graphs they ran, one document per graph, as many as the service's memory for kept reports holds:
+:mod:`placer.serve.refit`; the service refits its cost model to them at start). Reservations and expired
 ids name their owner, measurements their reporting tenant (:mod:`placer.serve.tenants`; null in
 files written before tenants). Files of earlier versions are upgraded in place.
 """
@@ -317,8 +318,19 @@ class ReservationStore:
             self._db.execute("DELETE FROM measurements WHERE rowid <= (SELECT MAX(rowid) FROM measurements) - ?", (MAX_MEASUREMENTS,))
             self._db.execute("DELETE FROM graphs WHERE key NOT IN (SELECT graph_key FROM measurements)")
 
-    def measurements(self) -> tuple[list[StoredMeasurement], dict[str, str]]:
-        """The kept measurements, oldest first, and the JSON documents of their graphs by key."""
+    def forget_graphs(self, keys: list[str]) -> None:
+        """Drop the measurements of the graphs of content keys ``keys``, and those graphs."""
+        with self._writing():
+            self._db.executemany("DELETE FROM measurements WHERE graph_key = ?", [(key,) for key in keys])
+            self._db.executemany("DELETE FROM graphs WHERE key = ?", [(key,) for key in keys])
+
+    def graph_document(self, key: str) -> str | None:
+        """The JSON document of the kept graph of content key ``key`` (None: none kept); read one at a time, when needed."""
+        rows = self._read("SELECT document FROM graphs WHERE key = ?", (key,))
+        return rows[0][0] if rows and isinstance(rows[0][0], str) else None
+
+    def measurements(self) -> list[StoredMeasurement]:
+        """The kept measurements, oldest first (their graphs: :meth:`graph_document`)."""
         rows = self._read("SELECT rowid, graph_key, devices, step_time_s, measured_at_s, tenant FROM measurements ORDER BY rowid")
         out = []
         for rowid, graph_key, devices, step_time_s, measured_at_s, tenant in rows:
@@ -330,8 +342,7 @@ class ReservationStore:
             _check_number(where, "measured_at_s", measured_at_s, MAX_TIMESTAMP_S)
             source = tenant if isinstance(tenant, str) else ""
             out.append(StoredMeasurement(str(graph_key), tuple(names), float(step_time_s), float(measured_at_s), source))
-        documents = dict(self._read("SELECT key, document FROM graphs"))
-        return out, documents
+        return out
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -358,10 +369,10 @@ class ReservationStore:
             log.warning("reservation state %s written again, %.0f s after it could not be", self.path, down_s)
             self.unwritable_since = None
 
-    def _read(self, query: str) -> list[tuple]:
+    def _read(self, query: str, parameters: tuple = ()) -> list[tuple]:
         """All rows of ``query``; a damaged file is one line (not a traceback)."""
         try:
-            return self._db.execute(query).fetchall()
+            return self._db.execute(query, parameters).fetchall()
         except sqlite3.DatabaseError as exc:
             raise ReservationStateError(f"reservation state {str(self.path)!r} cannot be read ({exc}); {RESET_HINT}") from None
 

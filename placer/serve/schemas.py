@@ -41,14 +41,14 @@ class PlacementRequest(BaseModel):
 
 
 @lru_cache(maxsize=8)
-def bounded_request(max_ops: int) -> type[PlacementRequest]:
-    """:class:`PlacementRequest` whose graph may have at most ``max_ops`` ops: validation stops at
-    op ``max_ops + 1`` (a ``too_long`` error at ``("graph", "graph", "nodes")``), before building
-    anything for the rest of a huge document."""
+def bounded_request(max_ops: int, max_edges: int | None = None) -> type[PlacementRequest]:
+    """:class:`PlacementRequest` whose graph may have at most ``max_ops`` ops and ``max_edges`` edges (None: any):
+    validation stops at op ``max_ops + 1`` (a ``too_long`` error at ``("graph", "graph", "nodes")``) or
+    edge ``max_edges + 1`` (at ``(..., "edges")``), before building anything for the rest of a huge document."""
 
     class BoundedGraphBody(GraphBody):
         nodes: Annotated[list[NodeDocument], Field(fail_fast=True, max_length=max_ops)]
-        edges: Annotated[list[EdgeDocument], Field(fail_fast=True)]
+        edges: Annotated[list[EdgeDocument], Field(fail_fast=True, max_length=max_edges)]
 
     class BoundedGraphDocument(GraphDocument):
         graph: BoundedGraphBody

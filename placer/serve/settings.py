@@ -11,7 +11,8 @@ from placer.serve.tenants import Tenant, Tenants
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # a 20,000-op graph is 4.4 MB of compact JSON
 DEFAULT_MAX_GRAPH_OPS = 20_000  # ops (forward + backward): parsed and compiled in < 2 s, < 100 MB (bench_service.py)
-DEFAULT_CACHE_BYTES = 256 * 1024 * 1024  # graphs and their cost-model work kept between requests
+DEFAULT_MAX_GRAPH_EDGES = 60_000  # edges: 3 per op of the default op limit (the shipped graphs have 1.5-1.6)
+DEFAULT_CACHE_BYTES = 256 * 1024 * 1024  # graphs (held and cached: half) and their cost-model work (half) kept
 MAX_BODY_BYTES = 1024 * 1024 * 1024  # the most --max-body-mb may allow
 MAX_CACHE_BYTES = 64 * 1024**3
 MAX_CONNECTIONS = 100_000
@@ -22,8 +23,10 @@ class ServiceSettings(BaseModel):
 
     ``state_path``: the SQLite file of reservations (None: memory only; see
     :class:`~placer.serve.reservations.ReservationStore` for ``reset_state`` and
-    ``create_state_folder``); ``max_cached_graphs`` and ``cache_bytes``: graphs whose cost-model
-    work is kept (LRU); ``token``: the bearer token every request but the health check must carry
+    ``create_state_folder``); ``cache_bytes``: the memory for graphs, half for the graphs themselves (running
+    jobs', kept reports' and, in what is left, a cache of at most ``max_cached_graphs``:
+    :mod:`placer.serve.graphs`), half for their cost-model work (LRU); ``max_graph_ops`` and ``max_graph_edges``: the
+    largest graph accepted (413 beyond); ``token``: the bearer token every request but the health check must carry
     (None: none) of the one tenant, or ``tenants``: named clients with their own tokens (:mod:`placer.serve.tenants`; not
     with ``token``); ``allowed_hosts``: the host names a request's ``Host`` header may name (None: any).
 
@@ -46,6 +49,7 @@ class ServiceSettings(BaseModel):
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1, le=MAX_BODY_BYTES, description="larger bodies get 413")
     body_timeout_s: float = Field(default=30.0, gt=0, description="seconds a client has to send a body (408 after)")
     max_graph_ops: int = Field(default=DEFAULT_MAX_GRAPH_OPS, ge=1, description="larger graphs get 413")
+    max_graph_edges: int = Field(default=DEFAULT_MAX_GRAPH_EDGES, ge=0, description="graphs with more edges get 413")
     max_cached_graphs: int = Field(default=512, ge=1)
     cache_bytes: float = Field(default=DEFAULT_CACHE_BYTES, gt=0, le=MAX_CACHE_BYTES)
     state_path: Path | None = None

@@ -30,6 +30,7 @@ def test_every_domain_error_has_its_status_in_the_table():
     assert statuses == {
         "InvalidRequestError": 422,
         "GraphTooLargeError": 413,
+        "GraphMemoryFullError": 413,
         "UnknownGraphKeyError": 404,
         "IdempotencyConflictError": 422,
         "UnknownJobError": 404,
