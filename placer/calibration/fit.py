@@ -53,6 +53,8 @@ EVIDENCE = 3.84  # chi-square, 1 degree of freedom, 5 %
 _GRAPH_SIDE: dict[str, CostModel] = {}  # one model whose graph-side caches (profiles, stages: any cluster's) every fit shares
 SLOW_START = 0.1  # fit_map's second start: the inter-server efficiency at this fraction of its nominal
 DENSE_JACOBIAN_ROWS = 40  # up to this many rows the dense Jacobian is cheap, and its finite differences are the more accurate
+# A sparse Jacobian makes least_squares solve with lsmr in a 2-d subspace, which fails on one variable (IndexError, scipy 1.17):
+# one free constant always gets the dense one (a single column: as cheap).
 
 
 def calibrate(cluster: Cluster | str | Path, measurements: str | Path | Iterable[Mapping]) -> Cluster:
@@ -297,7 +299,7 @@ class _Problem:
                 loss=prior_loss(len(keep)),
                 f_scale=NOISE,
                 diff_step=1e-4,
-                jac_sparsity=self._sparsity(keep) if len(keep) > DENSE_JACOBIAN_ROWS else None,
+                jac_sparsity=self._sparsity(keep) if len(keep) > DENSE_JACOBIAN_ROWS and len(self.params) > 1 else None,
                 xtol=1e-8 if rows is None else 1e-6,
                 ftol=1e-8 if rows is None else 1e-6,
                 max_nfev=200 if rows is None else 30,

@@ -318,3 +318,18 @@ def test_shared_constants_stay_nominal_when_refitting_them_predicts_left_out_sha
     assert all(path.startswith("jobs.") for path in result.fitted)
     assert any("shared constants held at the file's values: 20.9% cross-validated" in note for note in result.notes)
     assert result.cluster.spec.links == testbed.nominal_cluster().spec.links
+
+
+def test_one_free_constant_on_many_rows_fits():
+    """41+ rows that inform one constant only (one graph, one batch size, one device): the fit used a sparse Jacobian there,
+    and scipy's ``lsmr`` trust-region solver fails on one variable (``IndexError: index 1 is out of bounds``); the service's
+    refit then kept its previous model for good (audit 2026-11-26, finding b)."""
+    cluster = load_cluster("dgx8x8")
+    graph = placer.resolve_graph("resnet50").with_batch_size(128)
+    predicted = CostModel(cluster).predict(graph, [0]).iteration_s
+    ratios = [1.2 + 0.2 * i / 40 for i in range(41)]
+    rows = [{"graph": "resnet50", "devices": [cluster.device_name(0)], "batch_size": 128, "step_time_s": predicted * r} for r in ratios]
+    calibration = fit_calibration(cluster, rows)
+    assert list(calibration.fitted) == ["jobs.resnet50.compute_scale"]
+    fitted = CostModel(calibration.cluster).predict(graph, [0]).iteration_s
+    assert fitted == pytest.approx(predicted * 1.3, rel=0.03)
