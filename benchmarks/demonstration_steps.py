@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from envs.config import EnvConfig
-from envs.env import ClusterPlacementEnv, regime_key
+from envs.env import ClusterPlacementEnv
+from envs.regime import Regime
 from policies.config import load_train_config
 from policies.imitation import teacher_action
 from policies.teachers import Teachers
@@ -43,8 +44,9 @@ def decisions(config: EnvConfig, members: dict[str, str], seed: int) -> tuple[di
     regime; a ``LookupError`` naming the regime when ``members`` has none for it."""
     env = ClusterPlacementEnv(config)
     _, info = env.reset(seed=seed)
-    if regime_key(info) not in members:
-        raise LookupError(regime_key(info))
+    key = Regime.from_info(info).key
+    if key not in members:
+        raise LookupError(key)
     policy = Teachers("best", config.max_degree, members).for_episode(info)
     policy.reset(np.random.default_rng(seed))
     chosen, done = 0, False

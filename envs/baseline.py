@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from envs.regime import Regime
 from envs.reward import reward
 from placer.baselines.policy import Policy, named_by_spec, run_policy
 from placer.baselines.registry import PolicyContext, make_policy
@@ -50,16 +51,16 @@ def baseline_policy(spec: str, cluster: Cluster, max_degree: int, role: str = "b
     return policy
 
 
-def baseline_for(baseline: str | Mapping[str, str] | None, regime: str) -> str:
-    """The heuristic of ``baseline`` (one name, or regime key -> name) for the episode of regime ``regime``."""
+def baseline_for(baseline: str | Mapping[str, str] | None, regime: Regime) -> str:
+    """The heuristic of ``baseline`` (one name, or :attr:`Regime.key` -> name) for the episode of regime ``regime``."""
     if isinstance(baseline, str):
         return baseline
     if baseline is None:
         raise EnvConfigError("no baseline is configured")
     try:
-        return baseline[regime]
+        return baseline[regime.key]
     except KeyError:
-        raise EnvConfigError(f"the baseline table names no heuristic for the regime {regime!r}") from None
+        raise EnvConfigError(f"the baseline table names no heuristic for the regime {regime.key!r}") from None
 
 
 class StreamBaseline:

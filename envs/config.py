@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from envs.regime import parse_table
 from envs.reward import REWARDS
 from placer.baselines.specs import PolicySpec
 from placer.cluster.placement import PLACEMENT_RULES
@@ -36,7 +37,7 @@ class EnvConfig(BaseModel):
     meter: add the ``meter`` observation (the offered load measured from the arrivals, as ``adaptive`` reads it).
     advisers: heuristics (policy names whose name alone decides what they do) put every offer beside the policy; the
     observation says what each would do (:mod:`envs.advice`: one ``options`` column each, and the ``advice`` holds).
-    baseline: a heuristic (policy name), or a table of regime (:func:`envs.env.regime_key`) -> heuristic, also run on
+    baseline: a heuristic (policy name), or a table of regime (:attr:`envs.regime.Regime.key`) -> heuristic, also run on
     each episode's stream; the reward is shaped by the potential of its rewards on the arrivals still to come, so the
     return from a state is the plain one less what the heuristic would earn from there on the same arrivals (an
     input-dependent baseline for PPO, :mod:`envs.baseline`); None: the plain reward. baseline_discount: the discount per
@@ -84,6 +85,8 @@ class EnvConfig(BaseModel):
         baseline = data.get("baseline") if isinstance(data, dict) else None
         if isinstance(baseline, dict) and not baseline:
             raise EnvConfigError("baseline: the table names no regime (give a heuristic, a table of regime -> heuristic, or none)")
+        if isinstance(baseline, dict):
+            parse_table(baseline, "baseline")  # every key a regime, written as Regime.key writes it: one line now, not at a reset
         _check_names("baseline", [baseline] if isinstance(baseline, str) else baseline.values() if isinstance(baseline, dict) else [])
         advisers = data.get("advisers", ()) if isinstance(data, dict) else ()
         if not isinstance(advisers, str | list | tuple):

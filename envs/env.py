@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -16,6 +16,7 @@ from envs.advice import Advisers
 from envs.baseline import StreamBaseline, baseline_for, baseline_policy
 from envs.config import EnvConfig
 from envs.observation import GraphTable, JobHistory, Offer, observation_space, observe
+from envs.regime import Regime
 from envs.reward import reward
 from placer.baselines.policy import Policy
 from placer.cluster.topology import load_cluster
@@ -30,13 +31,6 @@ register()  # the id, even where the hook of envs/__init__ never saw gymnasium i
 
 T = TypeVar("T")
 
-REGIME_FIELDS = ("cluster", "load", "beta_dist", "queue", "size", "structure")  # what reset draws, as its info names it
-
-
-def regime_key(info: Mapping[str, Any]) -> str:
-    """The regime of an episode (its ``reset`` info) as one string: ``cluster|load|beta|queue|size|structure``."""
-    return "|".join(str(info[field]) for field in REGIME_FIELDS)
-
 
 def cost_models_for(config: EnvConfig) -> list[CostModel]:
     """One cost model per cluster of ``config``, in order: what envs of one process may share (``cost_models=``; their
@@ -44,25 +38,23 @@ def cost_models_for(config: EnvConfig) -> list[CostModel]:
     return [CostModel(load_cluster(c), strategy=config.strategy) for c in config.all_clusters]
 
 
-def regimes(config: EnvConfig) -> list[dict[str, Any]]:
-    """Every regime an episode of ``config`` may draw (of each of its settings, each once), named as ``reset``'s info names
-    it (parsed specs)."""
-    rows = {regime_key(row): row for variant in config.variants for row in _variant_regimes(variant)}
-    return list(rows.values())
+def regimes(config: EnvConfig) -> list[Regime]:
+    """Every regime an episode of ``config`` may draw (of each of its settings, each once, in the settings' order)."""
+    return list(dict.fromkeys(regime for variant in config.variants for regime in _variant_regimes(variant)))
 
 
-def variant_of(config: EnvConfig, regime: Mapping[str, Any]) -> EnvConfig:
-    """The variant of ``config`` (:attr:`EnvConfig.variants`) that draws ``regime`` (a row of :func:`regimes`), the first."""
-    key = regime_key(regime)
-    return next(v for v in config.variants if any(regime_key(row) == key for row in _variant_regimes(v)))
+def variant_of(config: EnvConfig, regime: Regime) -> EnvConfig:
+    """The variant of ``config`` (:attr:`EnvConfig.variants`) that draws ``regime`` (one of :func:`regimes`), the first."""
+    return next(v for v in config.variants if regime in _variant_regimes(v))
 
 
-def _variant_regimes(config: EnvConfig) -> list[dict[str, Any]]:
+def _variant_regimes(config: EnvConfig) -> list[Regime]:
     workload = config.workload
     clusters = [load_cluster(c).name for c in config.clusters]
-    specs = [[item.spec for item in items] for items in (workload.betas, workload.queues, workload.sizes, workload.structures)]
-    rows = itertools.product(clusters, config.load_values, *specs)
-    return [dict(zip(REGIME_FIELDS, row, strict=True)) for row in rows]
+    parsed = (workload.betas, workload.queues, workload.sizes, workload.structures)
+    betas, queues, sizes, structures = ([item.spec for item in items] for items in parsed)
+    rows = itertools.product(clusters, config.load_values, betas, queues, sizes, structures)
+    return [Regime(*row) for row in rows]
 
 
 def check_heuristics(config: EnvConfig) -> None:
@@ -81,8 +73,7 @@ def check_heuristics(config: EnvConfig) -> None:
             raise EnvConfigError(f"adviser {name!r} places by {rule!r}, not one of the options' rules {', '.join(config.rules)}")
     if config.baseline is None:
         return
-    rows = regimes(config)
-    names = {baseline_for(config.baseline, regime_key(row)) for row in rows}
+    names = {baseline_for(config.baseline, regime) for regime in regimes(config)}
     for name in sorted(names):
         baseline_policy(name, cluster, config.max_degree)
 
@@ -256,7 +247,7 @@ class ClusterPlacementEnv(gym.Env):
 
     def _stream_baseline(self, info: dict[str, Any], queue: QueueConfig) -> StreamBaseline:
         """The baseline heuristic of the episode (``config.baseline``: one name, or one per regime) run on its stream."""
-        name = baseline_for(self.config.baseline, regime_key(info))
+        name = baseline_for(self.config.baseline, Regime.from_info(info))
         key = (name, self.cost.cluster.name)
         if key not in self._baselines:
             self._baselines[key] = baseline_policy(name, self.cost.cluster, self.config.max_degree)

@@ -21,14 +21,15 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from envs.config import EnvConfig
-from envs.env import REGIME_FIELDS, check_heuristics, regime_key, regimes, variant_of
+from envs.env import check_heuristics, regimes, variant_of
+from envs.regime import REGIME_FIELDS, Regime, parse_table
 from placer.baselines.best import TUNING_METRIC, Best
 from placer.baselines.policy import Policy, Tuning
 from placer.baselines.registry import PolicyContext, make_heuristic, make_policy
 from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
 from placer.cluster.topology import Cluster, load_cluster
 from placer.common.atomic import write_atomic
-from placer.common.errors import PlacerError
+from placer.common.errors import EnvConfigError, PlacerError
 from placer.common.pool import spawn_pool
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
@@ -46,7 +47,7 @@ T = TypeVar("T", bound=_Parsed)
 
 
 def _scored(
-    config: EnvConfig, rows: Sequence[Mapping[str, Any]], candidates: Sequence[str] = (), policy_file: str | None = None
+    config: EnvConfig, rows: Sequence[Regime], candidates: Sequence[str] = (), policy_file: str | None = None
 ) -> tuple[str, dict[str, float]]:
     """The heuristic families' best in the regimes ``rows`` (the member ``best`` runs in one; pooled over several, the one
     with the least mean avoidable blocking over all of them, as ``single-best`` chooses) and the mean avoidable blocking on
@@ -54,11 +55,11 @@ def _scored(
     ``learned``, which runs ``policy_file`` when given) scored on the same streams, of which :func:`chosen_member` makes one
     the member where it leads."""
     clusters = {cluster.name: cluster for cluster in map(load_cluster, config.all_clusters)}  # rows name clusters as reset's info does
-    costs = {name: CostModel(clusters[name], strategy=config.strategy) for name in dict.fromkeys(row["cluster"] for row in rows)}
+    costs = {name: CostModel(clusters[name], strategy=config.strategy) for name in dict.fromkeys(row.cluster for row in rows)}
     workloads = [variant_of(config, row).workload for row in rows]
     graphs = {names: [resolve_graph(g) for g in names] for names in dict.fromkeys(w.graphs for w in workloads)}  # read once
     tunings = tuple(  # rows of one cluster share its cost model's caches, and one setting's rows its graphs
-        _tuning(row, w, costs[row["cluster"]], graphs[w.graphs]) for row, w in zip(rows, workloads, strict=True)
+        _tuning(row, w, costs[row.cluster], graphs[w.graphs]) for row, w in zip(rows, workloads, strict=True)
     )
     for tuning in tunings:
         tuning.regimes = tunings if len(tunings) > 1 else ()
@@ -67,7 +68,7 @@ def _scored(
         raise TypeError(f"best built a {type(best).__name__}")
     tuned = best.tuned(tunings[0])
     blocking = dict(tuned.tuning_blocking or {})
-    context = candidate_context(clusters[rows[0]["cluster"]], config.max_degree, policy_file)
+    context = candidate_context(clusters[rows[0].cluster], config.max_degree, policy_file)
     for name in candidates:
         policy = make_policy(name, context)
         blocking[name] = float(np.mean([tuning.blocking(policy, TUNING_METRIC) for tuning in tunings]))  # each regime weighted alike
@@ -81,7 +82,7 @@ def candidate_context(cluster: Cluster, max_degree: int, policy_file: str | None
 
 def tune_regime(
     config: EnvConfig,
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Regime],
     candidates: Sequence[str] = (),
     margin: float = 0.0,
     policy_file: str | None = None,
@@ -100,11 +101,13 @@ def chosen_member(family_best: str, blocking: Mapping[str, float], candidates: S
     return min(leading, key=blocking.__getitem__) if leading else family_best
 
 
-def _tuning(regime: Mapping[str, Any], workload: WorkloadSpec, cost: CostModel, graphs: list[JobGraph]) -> Tuning:
+def _tuning(regime: Regime, workload: WorkloadSpec, cost: CostModel, graphs: list[JobGraph]) -> Tuning:
     """The tuning streams of one regime of ``workload`` (as ``placer evaluate`` draws them) on ``cost``'s cluster."""
-    beta, queue = _by_spec(workload.betas, regime["beta_dist"]), _by_spec(workload.queues, regime["queue"])
-    size, structure = _by_spec(workload.sizes, regime["size"]), _by_spec(workload.structures, regime["structure"])
-    load = float(regime["load"])
+    beta, queue = _by_spec(workload.betas, regime.beta_dist), _by_spec(workload.queues, regime.queue)
+    size, structure = _by_spec(workload.sizes, regime.size), _by_spec(workload.structures, regime.structure)
+    load = regime.load
+    if load is None:
+        raise EnvConfigError(f"the regime {regime.key!r} is pooled over loads: it has no tuning streams of its own")
     stream = workload.stream(graphs, beta, cost.cluster.num_devices, cost.sequential_iteration_s, size, structure, load)
     return Tuning(cost, queue, stream.jobs, beta.stream_key, load=load)
 
@@ -114,7 +117,7 @@ def _by_spec(items: Sequence[T], spec: str) -> T:
     return next(item for item in items if item.spec == spec)
 
 
-def _score_group(args: tuple[EnvConfig, list[dict[str, Any]], tuple[str, ...], str | None]) -> tuple[str, dict[str, float]]:
+def _score_group(args: tuple[EnvConfig, list[Regime], tuple[str, ...], str | None]) -> tuple[str, dict[str, float]]:
     return _scored(*args)
 
 
@@ -129,7 +132,7 @@ def regime_members(
     scores: dict[str, dict[str, float]] | None = None,
     policy_file: str | None = None,
 ) -> dict[str, str]:
-    """:func:`regime_key` -> the member ``best`` chose for it, for every regime of ``config`` (``workers`` processes).
+    """:attr:`Regime.key` -> the member ``best`` chose for it, for every regime of ``config`` (``workers`` processes).
 
     ``pooled``: regime fields (of :data:`REGIME_FIELDS`) the choice is not made per value of but pooled over, e.g.
     ``("beta_dist", "structure")``: one member per cluster and load, the least avoidable blocking over every beta
@@ -140,9 +143,9 @@ def regime_members(
     unknown = set(pooled) - set(REGIME_FIELDS)
     if unknown:
         raise ValueError(f"cannot pool a teacher over {', '.join(sorted(unknown))} (regime fields: {', '.join(REGIME_FIELDS)})")
-    groups: dict[tuple, list[dict[str, Any]]] = {}
+    groups: dict[Regime, list[Regime]] = {}
     for row in regimes(config):
-        groups.setdefault(tuple(v for k, v in row.items() if k not in pooled), []).append(row)
+        groups.setdefault(row.pooled(pooled), []).append(row)
     jobs = [(config, rows, tuple(candidates), policy_file) for rows in groups.values()]
     bar = dict(total=len(jobs), desc="tuning best per regime", unit="regime", disable=not progress, leave=False)
     if workers > 1:
@@ -151,12 +154,11 @@ def regime_members(
     else:
         scored = [_score_group(job) for job in tqdm(jobs, **bar)]
     members: dict[str, str] = {}
-    for rows, (family_best, blocking) in zip(groups.values(), scored, strict=True):
+    for (group, rows), (family_best, blocking) in zip(groups.items(), scored, strict=True):
         member = chosen_member(family_best, blocking, candidates, margin)
-        members.update((regime_key(row), member) for row in rows)
+        members.update((row.key, member) for row in rows)
         if scores is not None:
-            kept = {family_best: blocking[family_best], **{name: blocking[name] for name in candidates}}
-            scores[regime_key({**rows[0], **dict.fromkeys(pooled, "*")})] = kept
+            scores[group.key] = {family_best: blocking[family_best], **{name: blocking[name] for name in candidates}}
     return members
 
 
@@ -167,7 +169,7 @@ class Teachers:
     def __init__(self, teacher: str, max_degree: int, members: Mapping[str, str] | None = None, policy_file: str | None = None) -> None:
         self.spec = PolicySpec.parse(teacher, plugins={}).replace(discipline=None)
         self.max_degree = max_degree
-        self.members = dict(members or {})
+        self.members = {regime.key: name for regime, name in parse_table(members or {}, "the teacher's table").items()}
         self.policy_file = policy_file  # the file a `learned` member runs (teacher_candidates' candidate_policy_file)
         if self.per_regime and not self.members:
             raise ValueError(f"the teacher {teacher!r} needs its table of regime -> member (regime_members)")
@@ -179,7 +181,7 @@ class Teachers:
 
     def for_episode(self, info: Mapping[str, Any]) -> Policy:
         """The policy that demonstrates the episode whose ``reset`` info is ``info``."""
-        name = self.members[regime_key(info)] if self.per_regime else str(self.spec)
+        name = self.members[Regime.from_info(info).key] if self.per_regime else str(self.spec)
         if name not in self._built:
             spec = PolicySpec.parse(name).replace(discipline=None)
             if spec.kind in HEURISTIC_KINDS:

@@ -11,7 +11,6 @@ import itertools
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from envs.config import EnvConfig
+from envs.regime import POOLED, Regime
 from placer.baselines.policy import Policy
 from placer.baselines.specs import PolicySpec
 from placer.evaluate.config import VALIDATION_SEED, EvaluationConfig
@@ -78,26 +78,14 @@ def policy_file_rates(path: Path, env: EnvConfig, episodes: int, workers: int = 
     return np.array(rates)
 
 
-@dataclass(frozen=True, order=True)
-class Regime:
-    """What a validation stream's regime is made of (its beta distribution and seed are pooled within it)."""
-
-    cluster: str
-    load: float
-    structure: str
-    queue: str
-    size: str
-
-    def __str__(self) -> str:
-        return f"{self.cluster}, load {self.load:g}, {self.structure}, queue {self.queue}, size {self.size}"
-
-
 def validation_regimes(env: EnvConfig, episodes: int) -> list[Regime]:
     """The regime of each stream of :func:`validation_rates`, in the same order."""
     out: list[Regime] = []
     for config in validation_configs(env, episodes, "para_min"):  # the policy does not change the streams
         w = config.workload
-        out.extend(Regime(config.cluster, config.load_values[t.load_index], w.structure[0], w.queue[0], w.size[0]) for t in tasks(config))
+        out.extend(
+            Regime(config.cluster, config.load_values[t.load_index], POOLED, w.queue[0], w.size[0], w.structure[0]) for t in tasks(config)
+        )  # the beta distributions pooled within a regime
     return out
 
 

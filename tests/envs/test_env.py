@@ -192,7 +192,8 @@ LOSS_SETTING = {"clusters": "pacml", "queue": "none", "loads": (0.9,), "graphs":
 
 
 def test_each_episode_draws_a_setting_and_only_that_settings_regimes():
-    from envs.env import regime_key, regimes, variant_of
+    from envs.env import regimes, variant_of
+    from envs.regime import Regime
 
     env = envs.ClusterPlacementEnv(**SETTINGS, settings=({}, LOSS_SETTING))
     assert env.config.all_clusters == ("dgx8x8", "pacml")
@@ -203,9 +204,9 @@ def test_each_episode_draws_a_setting_and_only_that_settings_regimes():
         assert info["cluster"] == "dgx8x8" or {job.graph.name for job in env.stream} == {"gnmt"}  # the setting's graphs
     assert seen == {("dgx8x8", "edf-bf:32", 0.5), ("dgx8x8", "edf-bf:32", 1.3), ("pacml", "none", 0.9)}  # never pacml queued
     rows = regimes(env.config)
-    assert [(r["cluster"], r["load"]) for r in rows] == [("dgx8x8", 0.5), ("dgx8x8", 1.3), ("pacml", 0.9)]
+    assert [(r.cluster, r.load) for r in rows] == [("dgx8x8", 0.5), ("dgx8x8", 1.3), ("pacml", 0.9)]
     assert variant_of(env.config, rows[2]).clusters == ("pacml",) and variant_of(env.config, rows[0]).workload.queue == ("edf-bf",)
-    assert regime_key(rows[2]) == "pacml|0.9|C|none|const|iid"
+    assert rows[2].key == "pacml|0.9|C|none|const|iid" and Regime.from_info(rows[2].as_info()) == rows[2]
 
 
 def test_without_settings_an_episode_draws_what_it_drew_before_settings_existed():

@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from envs.config import EnvConfig
+from envs.regime import Regime
 from placer.common.errors import PlacerError
 from placer.common.shipped import data_dir
 from policies.policy_file import read_policy_file
 from policies.promotion import check_promote_target, promote_with_card
 from policies.recipe import choose_rl_winner, is_recipe, load_recipe, run_recipe
-from policies.validation import Regime, RegimeRow, regime_rows, validation_rates, validation_regimes
+from policies.validation import RegimeRow, regime_rows, validation_rates, validation_regimes
 
 CONFIGS = data_dir() / "configs"
 
@@ -57,7 +58,7 @@ def test_the_rl_winner_is_the_seed_whose_validated_best_blocked_least(tmp_path):
 
 
 def test_regime_rows_pair_streams_within_each_regime():
-    a, b = Regime("dgx8x8", 0.5, "iid", "edf-bf", "const"), Regime("dgx8x8", 0.9, "iid", "edf-bf", "const")
+    a, b = Regime("dgx8x8", 0.5, "*", "edf-bf", "const", "iid"), Regime("dgx8x8", 0.9, "*", "edf-bf", "const", "iid")
     learned = np.array([0.1, 0.2, 0.3, 0.5])
     reference = np.array([0.2, 0.2, 0.2, 0.4])
     rows = regime_rows(learned, reference, [b, a, b, a])

@@ -4,13 +4,14 @@ import numpy as np
 import pytest
 
 from envs.config import EnvConfig
+from envs.regime import Regime
 from placer.baselines.best import BEST_CANDIDATES, TUNING_METRIC
 from placer.baselines.registry import make_heuristic
 from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from policies.imitation import collect
-from policies.teachers import Teachers, chosen_member, regime_key, regime_members, regimes, tune_regime, tuned_per_regime
+from policies.teachers import Teachers, chosen_member, regime_members, regimes, tune_regime, tuned_per_regime
 
 CONFIG = EnvConfig(
     clusters=("dgx8x8",), graphs=("alexnet", "gnmt"), loads=(0.5, 1.3), beta_dists=("C",), queue="edf-bf",
@@ -20,29 +21,29 @@ CONFIG = EnvConfig(
 
 def test_regimes_are_every_draw_of_the_env_named_as_its_reset_info_names_them():
     rows = regimes(CONFIG.with_changes(structure=("iid", "daily")))
-    assert [(r["load"], r["structure"]) for r in rows] == [(0.5, "iid"), (0.5, "daily"), (1.3, "iid"), (1.3, "daily")]
-    assert {r["queue"] for r in rows} == {"edf-bf:32"} and {r["cluster"] for r in rows} == {"dgx8x8"}
-    assert regime_key(rows[0]) == "dgx8x8|0.5|C|edf-bf:32|loguniform:0.1:10|iid"
+    assert [(r.load, r.structure) for r in rows] == [(0.5, "iid"), (0.5, "daily"), (1.3, "iid"), (1.3, "daily")]
+    assert {r.queue for r in rows} == {"edf-bf:32"} and {r.cluster for r in rows} == {"dgx8x8"}
+    assert rows[0].key == "dgx8x8|0.5|C|edf-bf:32|loguniform:0.1:10|iid"
     import envs
 
     _, info = envs.ClusterPlacementEnv(CONFIG).reset(seed=0)
-    assert regime_key(info) in {regime_key(r) for r in regimes(CONFIG)}
+    assert Regime.from_info(info) in regimes(CONFIG)
 
 
 def test_each_episode_is_taught_by_its_regimes_member():
     assert tuned_per_regime("best") and not tuned_per_regime("lean:admit=0.9")
     with pytest.raises(ValueError, match="regime_members"):
         Teachers("best", 16)
-    low, high = (regime_key(r) for r in regimes(CONFIG))
+    low, high = (r.key for r in regimes(CONFIG))
     teachers = Teachers("best", 16, {low: "para_max", high: "lean:admit=0.9"})
-    low_info, high_info = (dict(r) for r in regimes(CONFIG))
+    low_info, high_info = (r.as_info() for r in regimes(CONFIG))
     assert teachers.for_episode(low_info).name == "para_max" and teachers.for_episode(high_info).name == "lean:admit=0.9"
     assert teachers.for_episode(low_info) is teachers.for_episode(low_info)  # built once
     assert Teachers("lean@edf", 16).for_episode(low_info).name == "lean"  # offered in the env's queue order
 
 
 def test_a_table_naming_one_member_everywhere_records_what_that_member_records():
-    everywhere = {regime_key(r): "para_min+best_fit" for r in regimes(CONFIG)}
+    everywhere = {r.key: "para_min+best_fit" for r in regimes(CONFIG)}
     by_table = collect(CONFIG, "best", 60, seed=4, members=everywhere)
     direct = collect(CONFIG, "para_min+best_fit", 60, seed=4)
     assert np.array_equal(by_table.actions, direct.actions) and np.array_equal(by_table.returns, direct.returns)
@@ -68,7 +69,7 @@ def test_a_setting_is_tuned_and_validated_on_its_own_streams():
 
     config = CONFIG.with_changes(loads=(1.3,), settings=({}, {"clusters": "pacml", "queue": "none", "loads": (0.9,)}))
     queued, loss = regimes(config)
-    assert (loss["cluster"], loss["queue"], loss["load"]) == ("pacml", "none", 0.9)
+    assert (loss.cluster, loss.queue, loss.load) == ("pacml", "none", 0.9)
     _, blocking = tune_regime(config, [loss])  # the loss system's streams on pacml: holding a job blocks it
     alone = CONFIG.with_changes(clusters=("pacml",), queue="none", loads=(0.9,))
     assert blocking == tune_regime(alone, regimes(alone))[1]
@@ -103,7 +104,7 @@ def _tuning_blocking(config, row, policy) -> float:
     from policies.teachers import _tuning, variant_of
 
     workload = variant_of(config, row).workload
-    cost = CostModel(load_cluster(row["cluster"]), strategy=config.strategy)
+    cost = CostModel(load_cluster(row.cluster), strategy=config.strategy)
     return _tuning(row, workload, cost, [resolve_graph(g) for g in workload.graphs]).blocking(policy, TUNING_METRIC)
 
 
@@ -114,9 +115,9 @@ def test_a_learned_candidate_teaches_the_regimes_it_is_chosen_for():
     from policies.imitation import teacher_action
     from policies.loading import LearnedPolicy
 
-    low, high = (regime_key(r) for r in regimes(CONFIG))
+    low, high = (r.key for r in regimes(CONFIG))
     teachers = Teachers("best", 16, {low: "lean", high: "learned:default"})
-    low_info, high_info = (dict(r) for r in regimes(CONFIG))
+    low_info, high_info = (r.as_info() for r in regimes(CONFIG))
     assert teachers.for_episode(high_info).name == "learned:default" and teachers.for_episode(low_info).name == "lean"
     by_table = collect(CONFIG, "best", 1, seed=3, members={low: "learned:default", high: "learned:default"})  # its first episode
     env, learned = envs.ClusterPlacementEnv(CONFIG), LearnedPolicy.from_file(shipped_policy_file("default"))
