@@ -47,7 +47,7 @@ def select(own: Calibration, opted: Calibration) -> Calibration:
     a, b = _median(own.cv_errors), _median(opted.cv_errors)
     both = f"cross-validated median error {b:.1%} with the communication terms, {a:.1%} in the file's form"
     if b <= FORM_MARGIN * a:
-        note = f"model form: the communication terms kept ([communication] table added; links' efficiency and overlap fitted): {both}"
+        note = f"model form: the communication terms kept (a communication table added; links' efficiency and overlap fitted): {both}"
         return _with_note(opted, note)
     return _with_note(own, f"model form: the file's own kept (the communication terms must beat it by {1 - FORM_MARGIN:.0%}): {both}")
 
