@@ -20,7 +20,12 @@ of BERT-base and ResNet-50 each; the median |error| on every other shape is repo
 - *before*: the same cluster file without ``kind`` (not opted in, docs/clusters.md), priced as before issue 51's
   terms (even buckets, hierarchical rings, every link at line rate), the link constants held by the calibration
   (what ``placer calibrate`` ended with on such rows before them);
-- *after*: the file opted in (link kinds), the calibration fitting efficiencies and overlap where rows span servers.
+- *after*: the file opted in (link kinds), the calibration fitting efficiencies and overlap where rows span servers;
+- *selected*: the nominal file without any opt-in key (what a user writes from specs), calibrated as ``placer
+  calibrate`` does: both model forms fitted, the one with the clearly lower leave-one-shape-out cross-validated error
+  kept (:mod:`placer.calibration.forms`); ``form`` says which (``comm``: the communication terms, ``file``: the file's);
+  beside it, *file form*: the same file calibrated in its own form only, its shared constants refitted (what ``placer
+  calibrate`` did before form selection where that cross-validated better than holding them, as on these rows).
 
 ``python benchmarks/fidelity_timeline.py`` (``--smoke``: fewer held-out shapes).
 """
@@ -144,14 +149,17 @@ def held_out_errors(cluster: Cluster, held: list[dict]) -> np.ndarray:
 
 
 def evaluate(p: Profile, servers: tuple[int, ...], seed: int = 7) -> dict[str, float]:
-    """Median |error| on held-out shapes: nominal and calibrated, before (main's pricing) and after."""
+    """Median |error| on held-out shapes: nominal and calibrated, before (main's pricing), after (opted in), the file
+    without opt-in keys calibrated in its own form (``file``) and with form selection (``selected``)."""
     rng, base = np.random.default_rng(seed), nominal(p)
     model = CostModel(base)
     calibration_rows = rows(CALIBRATION_SHAPES, p, rng, model)
     held = rows([(s, c) for s in servers for c in (1, 2, 4) if (s, c) not in CALIBRATION_SHAPES], p, rng, model)
     out: dict[str, float] = {"rows": float(len(held))}
-    for label, cluster, shared in (("before", as_main(base), False), ("after", base, True)):
-        fit = fit_rows(cluster, read_measurements(calibration_rows, cluster), shared=shared)
+    fits = (("before", as_main(base), False, False), ("after", base, True, False), ("file", as_main(base), True, False))
+    for label, cluster, shared, select in (*fits, ("selected", as_main(base), True, True)):
+        fit = fit_rows(cluster, read_measurements(calibration_rows, cluster), shared=shared, select_form=select)
+        out[f"{label}_comm"] = float(fit.cluster.spec.detailed_comm)
         out[f"{label}_nominal"] = float(np.median(np.abs(held_out_errors(cluster, held))))
         errors = np.abs(held_out_errors(fit.cluster, held))
         out[f"{label}_calibrated"], out[f"{label}_p90"] = float(np.median(errors)), float(np.percentile(errors, 90))
@@ -165,14 +173,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--smoke", action="store_true", help="held-out shapes on 1, 2 and 4 servers only")
     args = parser.parse_args(argv)
     servers = (1, 2, 4) if args.smoke else (1, 2, 3, 4, 6, 8, 12, 16)
-    print("| testbed | held-out rows | before: nominal / calibrated (BERT, ResNet-50) | after: nominal / calibrated (BERT, ResNet-50) |")
-    print("|---|---:|---|---|")
+    print(
+        "| testbed | held-out rows | before: nominal / calibrated (BERT, ResNet-50) | after: nominal / calibrated (BERT, ResNet-50) "
+        "| no opt-in keys, file form: calibrated (BERT, ResNet-50) | no opt-in keys, form selected: calibrated (BERT, ResNet-50), form |"
+    )
+    print("|---|---:|---|---|---|---|")
     for p in (ETHERNET, INFINIBAND):
         r = evaluate(p, servers)
         print(
             f"| {p.name} | {r['rows']:.0f} "
             f"| {r['before_nominal']:.1%} / {r['before_calibrated']:.1%} ({r['before_bert_base']:.1%}, {r['before_resnet50']:.1%}) "
-            f"| {r['after_nominal']:.1%} / {r['after_calibrated']:.1%} ({r['after_bert_base']:.1%}, {r['after_resnet50']:.1%}) |"
+            f"| {r['after_nominal']:.1%} / {r['after_calibrated']:.1%} ({r['after_bert_base']:.1%}, {r['after_resnet50']:.1%}) "
+            f"| {r['file_calibrated']:.1%} ({r['file_bert_base']:.1%}, {r['file_resnet50']:.1%}) "
+            f"| {r['selected_calibrated']:.1%} ({r['selected_bert_base']:.1%}, {r['selected_resnet50']:.1%}), "
+            f"{'comm' if r['selected_comm'] else 'file'} |"
         )
         sys.stdout.flush()
 

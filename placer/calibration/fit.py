@@ -37,6 +37,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from placer.calibration.constants import FASTEST_AT_HIGH, parameters
+from placer.calibration.forms import needs_selection, opted_in, select
 from placer.calibration.measurements import CalibrationError, Row, read_measurements
 from placer.calibration.priors import NOISE, identified, prior_loss
 from placer.calibration.result import Calibration
@@ -73,10 +74,28 @@ def fit_calibration(
 
 
 def fit_rows(
-    cluster: Cluster, rows: list[Row], *, source: str = "measurements", cross_validate: bool = True, shared: bool = True
+    cluster: Cluster,
+    rows: list[Row],
+    *,
+    source: str = "measurements",
+    cross_validate: bool = True,
+    shared: bool = True,
+    select_form: bool = True,
 ) -> Calibration:
     """:func:`fit_calibration` on rows already resolved against ``cluster``; ``shared=False`` fits each job's own
-    constants only (``jobs.NAME.*``), the cluster's links, overheads and device rates held as given."""
+    constants only (``jobs.NAME.*``), the cluster's links, overheads and device rates held as given.
+
+    ``select_form``: for a file not opted into the communication terms, with rows that span servers, also fit the
+    opted-in form and keep the one that cross-validates clearly better (:mod:`placer.calibration.forms`)."""
+    chosen = _fit_form(cluster, rows, source=source, cross_validate=cross_validate, shared=shared)
+    if select_form and shared and cross_validate and needs_selection(cluster, chosen):
+        opted = _fit_form(opted_in(cluster), rows, source=source, cross_validate=True, shared=True)
+        chosen = select(chosen, opted)
+    return chosen
+
+
+def _fit_form(cluster: Cluster, rows: list[Row], *, source: str, cross_validate: bool, shared: bool) -> Calibration:
+    """:func:`fit_rows` in the cluster file's own model form (no form selection)."""
     problem = _Problem(cluster, rows, shared=shared)
     x = problem.fit_map()
     problem, x, notes = _latency_evidence(problem, x)
@@ -88,7 +107,7 @@ def fit_rows(
         and _median(cv_errors) > _median(problem.errors(problem.x0))
         and any(p.keys[0] != "jobs" for p in problem.params)
     ):
-        held = fit_rows(cluster, rows, source=source, shared=False)
+        held = _fit_form(cluster, rows, source=source, cross_validate=True, shared=False)
         if _median(held.cv_errors) < _median(cv_errors):  # refitting the cluster's constants would predict left-out shapes worse
             why = f"{_median(cv_errors):.1%} cross-validated with them refitted, {_median(held.cv_errors):.1%} held"
             return replace(held, notes=(*held.notes, f"the cluster's shared constants held at the file's values: {why}"))

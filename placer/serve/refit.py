@@ -32,6 +32,9 @@ at most a third of the time; per-client rate limits are the HTTP layer's). Each 
    :data:`~placer.serve.refit_worker.MIN_TENANTS` distinct tenants or more, else by tenants trusted for
    calibration alone (the others' reports then move their own graphs' constants only), and that fit is used only if its
    cross-validated error (each placement shape left out) beats the fit of step 1, which holds the shared constants in use.
+   That shared fit is :func:`placer.calibration.fit.fit_rows`'s, form selection included: on a cluster file without
+   opt-in keys and reports that span servers, the opted-in communication form (:mod:`placer.calibration.forms`) is
+   fitted too and kept where it cross-validates clearly better; the shared constants then carry its keys.
 
 The reports kept (and the state file's) hold their graphs within half the service's graph memory
 (:data:`REPORTED_SHARE` of :class:`~placer.serve.graphs.GraphPool`'s budget, one copy per content key, held

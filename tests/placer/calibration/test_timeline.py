@@ -9,6 +9,7 @@ import placer
 from benchmarks import fidelity_timeline as timeline
 from placer.calibration.fit import fit_rows
 from placer.calibration.measurements import read_measurements
+from placer.calibration.toml_writer import cluster_toml
 from placer.cost.model import CostModel
 
 
@@ -36,6 +37,7 @@ def test_fidelity_timeline_smoke():
         result = timeline.evaluate(profile, (1, 2, 4))
         assert result["after_calibrated"] <= 0.10, (profile.name, result)
         assert result["after_calibrated"] < result["before_calibrated"] / 2, (profile.name, result)
+        assert result["selected_calibrated"] <= 0.10 and result["selected_comm"] == 1.0, (profile.name, result)
 
 
 def test_calibration_moves_the_network_constants_and_says_why(ethernet):
@@ -60,3 +62,47 @@ def test_decisions_stop_splitting_across_servers_after_the_fit(ethernet, policy)
     assert after.accepted and len(servers(after)) == 1, after
     assert not set(after.devices) & set(busy)
     assert before.accepted and len(servers(before)) > 1, before
+
+
+@pytest.fixture(scope="module")
+def nominal_fit(ethernet):
+    """The Ethernet rows fitted to the nominal file without any opt-in key (as a user writes it from specs)."""
+    rows, base, _ = ethernet
+    plain = timeline.as_main(base)
+    return plain, fit_rows(plain, read_measurements(rows, plain))
+
+
+def test_form_selection_keeps_the_communication_terms_and_says_so(nominal_fit):
+    """A file without opt-in keys: both forms fitted, the communication terms kept by cross-validation; the calibrated
+    file carries the opt-in keys (a [communication] table, the fitted efficiency and overlap)."""
+    plain, fit = nominal_fit
+    assert not plain.spec.detailed_comm and fit.cluster.spec.detailed_comm
+    spec = fit.cluster.spec
+    assert spec.communication is not None and spec.links.inter_server.efficiency is not None
+    assert spec.links.inter_server.efficiency < 0.5
+    assert "communication.overlap" in fit.fitted
+    form = [n for n in fit.notes if n.startswith("model form:")]
+    assert len(form) == 1 and "communication terms kept" in form[0] and "in the file's form" in form[0]
+    assert form[0] in fit.report()
+    toml = cluster_toml(spec, fit.report())
+    assert "[communication]" in toml and "overlap = " in toml and "efficiency = " in toml
+
+
+def test_form_selection_keeps_the_files_form_without_rows_across_servers(nominal_fit):
+    """Rows on one server only: nothing to choose between (the communication terms differ across servers): the file's form."""
+    plain, _ = nominal_fit
+    rows = timeline.rows(((1, 1), (1, 2), (1, 4)), timeline.ETHERNET, np.random.default_rng(3), CostModel(plain))
+    fit = fit_rows(plain, read_measurements(rows, plain))
+    assert not fit.cluster.spec.detailed_comm and not any(n.startswith("model form:") for n in fit.notes)
+
+
+@pytest.mark.parametrize("policy", ["eff:0.5", "lean"])
+def test_decisions_follow_a_fit_of_a_file_without_opt_in_keys(nominal_fit, policy):
+    """Issue 51, item 4, on a nominal file with no opt-in key: calibration (form selection) keeps the BERT job on one server."""
+    plain, fit = nominal_fit
+    graph = placer.resolve_graph("bert_base").with_precision("fp16").with_batch_size(32)
+    busy = [f"s{s}-g{g}" for s in range(16) for g in (2, 3)]
+    state = {"busy": dict.fromkeys(busy)}
+    after = placer.place(graph, fit.cluster, state, policy=policy, beta=1.0)
+    assert after.accepted and len({d.split("-")[0] for d in after.devices}) == 1, after
+    assert not set(after.devices) & set(busy)
