@@ -18,7 +18,8 @@ Routes (OpenAPI docs at ``/docs``):
 - ``GET /v1/cluster`` shows occupancy; ``GET /v1/health``.
 
 The policy is loaded once at start from a server-side path: no request names a file. Bodies over
-``max_body_bytes`` get 413, bodies not received within ``body_timeout_s`` 408. Graphs and their
+``max_body_bytes`` get 413 (any but a placement's: over :data:`SMALL_BODY_BYTES`), bodies not received
+within ``body_timeout_s`` 408. Graphs and their
 cost-model work are cached up to ``cache_bytes`` (the settings: :class:`~placer.serve.settings.ServiceSettings`).
 The state raises domain errors (:mod:`placer.serve.errors`); :data:`ERROR_STATUS` maps them to statuses.
 
@@ -97,6 +98,7 @@ ERROR_STATUS: dict[type[PlacerError], int] = {
 }
 MAX_ERROR_CHARS = 1000  # per message in an error body
 MAX_ERRORS = 20  # validation errors listed in one body
+SMALL_BODY_BYTES = 4096  # any body but a placement's (a lease renewal, a step-time report: tens of bytes)
 LEASE_SWEEP_S = 1.0
 
 log = logging.getLogger("placer.serve")
@@ -220,7 +222,13 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     _register_schemas(app, PlacementRequest)
     add_docs(app)
     app.add_middleware(RequestLimit, limit=settings.max_connections)  # inside BodyLimit: counts requests whose bodies are in
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
+    app.add_middleware(
+        BodyLimit,
+        limit=settings.max_body_bytes,
+        timeout_s=settings.body_timeout_s,
+        small_limit=SMALL_BODY_BYTES,
+        large_paths=("/v1/placements",),
+    )
     app.add_middleware(JsonOnly)
     app.add_middleware(SameSiteWrites, allowed_hosts=settings.allowed_hosts)
     app.add_middleware(BearerToken, tenants=settings.access())  # resolves the request's tenant (a tokenless server's one)

@@ -23,11 +23,21 @@ class BodyLimit:
     take the total past ``budget``, the bodies that began before it are dropped, oldest first,
     until it fits (503 with ``Retry-After`` for each): bodies that stalled cannot keep newer ones
     out, and a body is refused only when the older ones cannot make room (never when ``budget``
-    is at least ``limit``, the default being 8 times it).
+    is at least ``limit``, the default being 8 times it). A request to any path but ``large_paths`` may send at most
+    ``small_limit`` bytes (when given): its JSON is parsed whole, one value and one error per key, before any field is checked.
     """
 
-    def __init__(self, app: ASGIApp, limit: int, timeout_s: float = 30.0, budget: int | None = None) -> None:
-        self.app, self.limit, self.timeout_s = app, limit, timeout_s
+    def __init__(
+        self,
+        app: ASGIApp,
+        limit: int,
+        timeout_s: float = 30.0,
+        budget: int | None = None,
+        small_limit: int | None = None,
+        large_paths: tuple[str, ...] = (),
+    ) -> None:
+        self.app, self.large_limit, self.timeout_s = app, limit, timeout_s
+        self.small_limit, self.large_paths = (limit if small_limit is None else min(small_limit, limit)), large_paths
         self.budget = budget if budget is not None else 8 * limit
         self.buffered = 0  # bytes held by bodies being received (one event loop: no lock needed)
         self.reading: dict[asyncio.Future[None], int] = {}  # each body being received, oldest first: its bytes; set to drop it
@@ -35,9 +45,10 @@ class BodyLimit:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        limit = self.large_limit if scope.get("path") in self.large_paths else self.small_limit
         declared = dict(scope.get("headers", [])).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await _reject(send, 413, f"request body over {self.limit} bytes")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return await _reject(send, 413, f"request body over {limit} bytes")
         chunks, seen = [], 0
         deadline = time.monotonic() + self.timeout_s
         dropped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -57,8 +68,8 @@ class BodyLimit:
                 seen += len(chunk)
                 self.buffered += len(chunk)
                 self.reading[dropped] = seen
-                if seen > self.limit:
-                    return await _reject(send, 413, f"request body over {self.limit} bytes")
+                if seen > limit:
+                    return await _reject(send, 413, f"request body over {limit} bytes")
                 if self.buffered > self.budget and not self._make_room(dropped):
                     return await _reject(send, 503, "too many request bodies in flight; retry shortly", {"Retry-After": "1"})
                 chunks.append(chunk)

@@ -27,6 +27,7 @@ from placer.common.lru import LRUCache
 from placer.cost import CostModel
 from placer.graphs.document import MAX_NAMING_BYTES, describe
 from placer.graphs.job_graph import JobGraph, job_graph_from_document
+from placer.serve.bodyscan import MAX_UNKNOWN_KEYS, max_values, scan
 from placer.serve.errors import (
     GraphTooLargeError,
     IdempotencyConflictError,
@@ -146,13 +147,27 @@ class Occupancy:
         for part, limit in (("ops", self.max_graph_ops), ("edges", self.max_graph_edges)):
             if _more_keys_than(body, _COUNTED[part], limit):  # before parsing: a huge graph costs one scan of its bytes
                 raise self._too_large(part)
+        model = bounded_request(self.max_graph_ops, self.max_graph_edges)
+        if (counts := scan(body, model, self.max_graph_ops, self.max_graph_edges)) is not None:  # bounded parsing (bodyscan)
+            raise self._shapeless(*counts)
         try:  # the op and edge counts stop validation at max + 1
-            return bounded_request(self.max_graph_ops, self.max_graph_edges).model_validate_json(body)
+            return model.model_validate_json(body)
         except ValidationError as exc:
-            for e in exc.errors(include_url=False):
+            for e in exc.errors(include_url=False, include_input=False):
                 if e["type"] == "too_long" and tuple(e["loc"])[:2] == ("graph", "graph") and len(e["loc"]) == 3:
                     raise self._too_large("ops" if e["loc"][2] == "nodes" else "edges") from None
             raise _invalid(exc, body) from None
+
+    def _shapeless(self, unknown: int, values: int) -> PlacerError:
+        """The refusal of a body :func:`~placer.serve.bodyscan.scan` found too many unknown keys or JSON values in."""
+        if unknown > MAX_UNKNOWN_KEYS:
+            why = f"{unknown} keys that are no field of a placement request (at most {MAX_UNKNOWN_KEYS})"
+            return InvalidRequestError(f"invalid request: {why}")
+        limit = max_values(self.max_graph_ops, self.max_graph_edges)
+        return GraphTooLargeError(
+            f"request body holds {values} JSON values, more than a graph of {self.max_graph_ops} ops and {self.max_graph_edges} edges"
+            f" can ({limit}; --max-graph-ops, --max-graph-edges)"
+        )
 
     def _too_large(self, part: str) -> GraphTooLargeError:
         limit = self.max_graph_ops if part == "ops" else self.max_graph_edges
@@ -382,7 +397,7 @@ def _more_keys_than(body: bytes, key: bytes, limit: int) -> bool:
 
 def _invalid(exc: ValidationError, body: bytes) -> InvalidRequestError:
     """A request that does not validate: one line for the graph document's first problem, else pydantic's error list."""
-    errors = exc.errors(include_url=False)
+    errors = exc.errors(include_url=False, include_input=False)  # (inputs are never shown: not made Python objects either)
     first = errors[0]
     if first["loc"][:1] == ("graph",) and len(first["loc"]) > 1 and first["type"] != "json_invalid":
         try:

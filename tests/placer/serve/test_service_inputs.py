@@ -25,12 +25,15 @@ def _post(client: TestClient, body: bytes, **headers):
 
 def test_a_huge_malformed_graph_is_refused_at_its_first_bad_op_in_one_pass():
     body = (HEAD + ",".join(f'{{"id":"n{i}"}}' for i in range(400_000)) + "]}}}").encode()  # 5.9 MB, the audit's size
-    with _client() as client:
+    with _client(max_graph_ops=400_000) as client:  # a limit it is within: parsed, and refused at its first op
         started = time.monotonic()
         response = _post(client, body)
         elapsed = time.monotonic() - started
     assert response.status_code == 422 and response.json() == {"detail": "graph: node #0 field 'name' is missing"}
     assert elapsed < 10, elapsed  # was about a minute (every op's errors built twice)
+    with _client() as client:  # 800,000 JSON values: more than a graph of the default limits holds, refused unparsed
+        response = _post(client, body)
+    assert response.status_code == 413 and "JSON values, more than a graph of 20000 ops and 60000 edges" in response.text
 
 
 def test_a_graph_over_the_op_limit_is_refused_before_it_is_parsed():
