@@ -8,8 +8,8 @@ outputs (:class:`RefitOutcome`: the chosen cluster, what the state shows, the pr
 one worker process (``spawn``: no fork of a threaded server), started at the first refit and kept
 (its graph-side caches with it) until :meth:`RefitProcess.close`. A worker that dies (killed, out
 of memory) fails that refit only: the next one starts a new worker. The worker watches the process
-that started it (:func:`_start_worker`) and exits within :data:`PARENT_POLL_S` of its death, ``kill -9``
-included: no worker is orphaned, and multiprocessing's resource tracker, which lives until every
+that started it (:func:`_start_worker`) every :data:`PARENT_POLL_S` and exits once it has died (later under CPU
+load: it is niced), ``kill -9`` included: no worker is orphaned, and multiprocessing's resource tracker, which lives until every
 process holding its pipe has exited, goes with it.
 
 The rules of the fit (own terms first, shared terms on evidence and a better cross-validated error)
@@ -40,7 +40,7 @@ MIN_JOBS = 5
 MIN_GRAPHS = 3
 MIN_TENANTS = 3  # distinct reporting tenants whose reports together may move the shared constants (else trusted ones only)
 WORKER_NICE = 10  # the worker's CPU priority below the service's: requests first on a busy host
-PARENT_POLL_S = 0.5  # how often the worker checks that the server that started it is alive
+PARENT_POLL_S = 0.1  # how often the worker checks that the server that started it is alive
 
 
 @dataclass(frozen=True)
