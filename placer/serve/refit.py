@@ -106,7 +106,7 @@ class Refitter:
         graphs: GraphPool | None = None,
     ) -> None:
         self.base, self.store, self.use, self.recent = cluster, store, use, recent
-        self.graphs = graphs or GraphPool(float("inf"), 512)
+        self.graphs = graphs if graphs is not None else GraphPool(float("inf"), 512)  # (an empty pool is falsy: no `or`)
         self.max_bytes = self.graphs.max_bytes * REPORTED_SHARE  # estimated bytes of the kept reports' graphs
         self.trusted = trusted  # tenants whose reports alone may move the shared constants
         self.rows: list[Row] = []

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from placer.baselines.registry import make_heuristic
 from placer.serve import occupancy as occupancy_module
+from placer.serve.graphs import BYTES_PER_GRAPH_ELEMENT
 from placer.serve.http import create_app
 from placer.serve.settings import ServiceSettings
 from tests.placer.live_server import loopback, running
@@ -167,11 +168,11 @@ def test_a_report_that_contradicts_an_earlier_one_is_refused():
 
 
 def test_the_graph_cache_is_bounded_by_bytes():
-    with _client(cache_bytes=2 * 10 * occupancy_module.BYTES_PER_GRAPH_ELEMENT) as client:  # half for graphs: 10 elements
+    with _client(cache_bytes=2 * 10 * BYTES_PER_GRAPH_ELEMENT) as client:  # half for graphs: 10 elements
         for i in range(4):
             client.post("/v1/placements", json={"graph": chain().to_dict() | {"name": f"g{i}"}, "beta": 1.0})
         graphs = client.app.state.occupancy.graphs
-        assert len(graphs) == 3 and graphs.bytes == 9 * occupancy_module.BYTES_PER_GRAPH_ELEMENT  # chain: 2 ops + 1 edge
+        assert len(graphs) == 3 and graphs.bytes == 9 * BYTES_PER_GRAPH_ELEMENT  # chain: 2 ops + 1 edge
 
 
 @pytest.fixture
