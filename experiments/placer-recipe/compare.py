@@ -1,0 +1,71 @@
+"""The recipe's student against the shipped policy (and both against ``best``), paired on the recipe's validation streams.
+
+    python experiments/placer-recipe/compare.py [--out runs/placer] [--shipped data/policies/placer.pt] [--workers 2]
+        [--json experiments/placer-recipe/run-2026-11-26/compare.json]
+
+The streams are the ones the recipe validates on (the distil stage's environment: every cluster x load x setting of
+``data/configs/placer.toml``, ``validation_episodes`` seeds each, apart from every training and tuning stream), so the
+rows pair stream by stream: per regime, the mean blocking rate of each policy and the paired difference shipped -
+student with its 95 % interval (positive: the student blocks less). ``best``'s rates are read from ``OUT/rates.json``
+when the recipe measured them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from placer.evaluate.stats import mean_ci95
+from policies.recipe import load_recipe
+from policies.validation import RatesCache, policy_file_rates, regime_rows, validation_regimes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/placer"), help="the recipe's output folder")
+    parser.add_argument("--config", type=Path, default=Path("data/configs/placer.toml"))
+    parser.add_argument("--shipped", type=Path, default=Path("data/policies/placer.pt"))
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--json", type=Path, default=None, help="where to write the rows (default: print only)")
+    args = parser.parse_args()
+    recipe = load_recipe(args.config, args.out)
+    env, episodes = recipe.distil.config.env, recipe.section.validation_episodes
+    regimes = validation_regimes(env, episodes)
+    policies = {"shipped": args.shipped, "student": args.out / "distil" / "policy.pt"}
+    kept_path = args.out / "compare-rates.json"  # per policy file (by content): a rerun measures only what changed
+    kept = json.loads(kept_path.read_text()) if kept_path.exists() else {}
+    rates = {}
+    for name, path in policies.items():
+        if not path.exists():
+            raise SystemExit(f"{path} does not exist yet ({name}); the rates measured so far are kept in {kept_path}")
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest not in kept:
+            kept[digest] = policy_file_rates(path, env, episodes, args.workers).tolist()
+            kept_path.write_text(json.dumps(kept) + "\n")
+        rates[name] = np.array(kept[digest])
+    rates["best"] = RatesCache(args.out / "rates.json").rates("best", env, episodes, args.workers)
+    pooled = {name: float(np.mean(r)) for name, r in rates.items()}
+    diff, half = mean_ci95((rates["shipped"] - rates["student"]).tolist())
+    report = {
+        "streams": len(regimes),
+        "mean_blocking": pooled,
+        "shipped_minus_student": {"mean": diff, "half": half},
+        "student_vs_shipped": [r.model_dump() for r in regime_rows(rates["student"], rates["shipped"], regimes)],
+        "student_vs_best": [r.model_dump() for r in regime_rows(rates["student"], rates["best"], regimes)],
+        "shipped_vs_best": [r.model_dump() for r in regime_rows(rates["shipped"], rates["best"], regimes)],
+        "rates": {name: r.tolist() for name, r in rates.items()},
+    }
+    print(json.dumps({k: report[k] for k in ("streams", "mean_blocking", "shipped_minus_student")}, indent=1))
+    for row in regime_rows(rates["student"], rates["shipped"], regimes):
+        gap = f"shipped - student {row.difference:+.4f} ± {row.half:.4f}"
+        print(f"{row.regime:60s} student {row.learned:.4f}  shipped {row.reference:.4f}  {gap}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
