@@ -116,8 +116,8 @@ async def load_test(port: int, requests: int, time_limit: float) -> None:
 LARGE_SIZES = (5_000, 20_000, 50_000, 200_000)  # ops, forward + backward
 
 
-def synthetic_graph(ops: int) -> dict:
-    """A graph document of ``ops`` ops: a chain of linear layers and their backward ops (3 edges per 2 ops)."""
+def synthetic_graph(ops: int, name: str = "big") -> dict:
+    """A graph document named ``name`` of ``ops`` ops: a chain of linear layers and their backward ops (3 edges per 2 ops)."""
     n = ops // 2
     op = {"name": "aten.linear", "param_bytes": 4096.0, "activation_bytes": 8192.0}
     nodes = [{"id": f"f{i}", "pass": "forward", "compute_s": 1e-4, **op} for i in range(n)]
@@ -125,7 +125,7 @@ def synthetic_graph(ops: int) -> dict:
     edges = [{"source": f"f{i}", "target": f"f{i + 1}", "tensor_bytes": 8192.0} for i in range(n - 1)]
     edges += [{"source": f"b{i + 1}", "target": f"b{i}", "tensor_bytes": 8192.0} for i in range(n - 1)]
     edges += [{"source": f"f{i}", "target": f"b{i}", "tensor_bytes": 8192.0, "local": True} for i in range(n)]
-    return {"schema": "placer.job_graph", "schema_version": 2, "name": "big", "iterations": 100, "graph": {"nodes": nodes, "edges": edges}}
+    return {"schema": "placer.job_graph", "schema_version": 2, "name": name, "iterations": 100, "graph": {"nodes": nodes, "edges": edges}}
 
 
 def one_large(ops: int) -> None:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.bench_service import synthetic_graph
 from placer.serve.bodyscan import MAX_UNKNOWN_KEYS, max_values, scan
 from placer.serve.schemas import bounded_request
-from tests.placer.serve.test_service_memory import CLUSTER_TOML, _free_port, synthetic
+from tests.placer.serve.subprocess_server import free_port, write_toy_cluster
 from tests.placer.toys import chain
 
 MODEL = bounded_request(20_000, 60_000)
@@ -31,7 +32,7 @@ def _unknown_keys(n: int, key: bytes = b'"k%d":1') -> bytes:
 
 def test_a_graph_at_the_limits_passes_the_scan():
     for indent in (None, 1):
-        body = json.dumps({"graph": synthetic(20_000), "beta": 0.5}, indent=indent).encode()
+        body = json.dumps({"graph": synthetic_graph(20_000), "beta": 0.5}, indent=indent).encode()
         assert _scan(body) is None
     assert _scan(json.dumps({"graph": chain().to_dict(), "beta": 0.5, "lease_s": 60}).encode()) is None
 
@@ -77,8 +78,8 @@ def _send(port: int, path: str, body: bytes) -> tuple[int, bytes, float]:
 def test_hostile_bodies_are_refused_quickly_in_bounded_memory_on_a_real_server(tmp_path):
     """The audit's 8 MiB bodies: 700,000 unknown keys took 9-12 s and +940 MB of peak RSS (the same to a step-time
     report: 10 s, +914 MB), a million small objects +483 MB, 4 million zeros +269 MB."""
-    (tmp_path / "toy.toml").write_text(CLUSTER_TOML)
-    port = _free_port()
+    write_toy_cluster(tmp_path, 8, 8)
+    port = free_port()
     args = ["--cluster", str(tmp_path / "toy.toml"), "--heuristic", "fixed:1", "--port", str(port), "--memory-only"]
     log = open(tmp_path / "server.log", "w")  # noqa: SIM115 (the child holds it)
     server = subprocess.Popen([sys.executable, "-m", "placer", "serve", *args], stdout=subprocess.DEVNULL, stderr=log)

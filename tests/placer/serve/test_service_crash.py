@@ -25,7 +25,7 @@ from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.settings import ServiceSettings
 from placer.serve.tokens import MAKE_ONE, MIN_TOKEN_BITS, token_bits
 from tests.placer.live_server import loopback, running
-from tests.placer.serve.test_service_durability import CLUSTER_TOML, _free_port, _start
+from tests.placer.serve.subprocess_server import free_port, start_serve, write_toy_cluster
 from tests.placer.toys import chain, toy_cluster
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads child processes from Linux's /proc")
@@ -53,9 +53,9 @@ def _alive(pid: int) -> bool:
 
 
 def test_the_refit_worker_and_the_resource_tracker_die_with_a_killed_server(tmp_path):
-    (tmp_path / "toy.toml").write_text(CLUSTER_TOML)
-    port = _free_port()
-    server = _start(tmp_path, port)
+    write_toy_cluster(tmp_path, 4, 4)
+    port = free_port()
+    server = start_serve(tmp_path, port)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as c:
             placed = c.post("/v1/placements", json={"graph": chain().to_dict(), "beta": 1.0}).json()
@@ -76,9 +76,9 @@ def test_the_refit_worker_and_the_resource_tracker_die_with_a_killed_server(tmp_
 
 
 def test_a_state_file_whose_stored_idempotent_answer_was_altered_is_refused_at_start_in_one_line(tmp_path):
-    (tmp_path / "toy.toml").write_text(CLUSTER_TOML)
-    port = _free_port()
-    server = _start(tmp_path, port)
+    write_toy_cluster(tmp_path, 4, 4)
+    port = free_port()
+    server = start_serve(tmp_path, port)
     try:
         body = {"graph": chain().to_dict(), "beta": 1.0}
         answer = httpx.post(f"http://127.0.0.1:{port}/v1/placements", json=body, headers={"Idempotency-Key": "k-1"}, timeout=10)

@@ -2,75 +2,19 @@
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 
 import httpx
 
+from tests.placer.serve.subprocess_server import free_port, start_serve, write_toy_cluster
 from tests.placer.toys import chain
-
-CLUSTER_TOML = """
-name = "toy4x4"
-[device_types.gpu]
-memory_bytes = 80e9
-speed = 1.0
-[[servers]]
-count = 4
-devices_per_server = 4
-device_type = "gpu"
-[links.intra_server]
-bandwidth_Bps = 8e9
-latency_s = 0.0
-[links.inter_server]
-bandwidth_Bps = 1e9
-latency_s = 0.0
-"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(tmp_path, port: int) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "placer",
-            "serve",
-            "--cluster",
-            str(tmp_path / "toy.toml"),
-            "--heuristic",
-            "fixed:1",
-            "--port",
-            str(port),
-            "--state",
-            str(tmp_path / "state.sqlite3"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("server did not start: " + proc.stderr.read()[-2000:])
 
 
 def test_no_acknowledged_reservation_is_lost_or_double_booked_after_kill_9(tmp_path):
-    (tmp_path / "toy.toml").write_text(CLUSTER_TOML)
-    port = _free_port()
-    first = _start(tmp_path, port)
+    write_toy_cluster(tmp_path, 4, 4)
+    port = free_port()
+    first = start_serve(tmp_path, port, capture=True)
     body = {"graph": chain().to_dict(), "beta": 1.0}
     acknowledged: dict[str, list[str]] = {}
     lock = threading.Lock()
@@ -97,7 +41,7 @@ def test_no_acknowledged_reservation_is_lost_or_double_booked_after_kill_9(tmp_p
     first.wait(10)
     assert 6 <= len(acknowledged) <= 16
 
-    second = _start(tmp_path, port)
+    second = start_serve(tmp_path, port, capture=True)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as c:
             held = {job["job_id"]: job["devices"] for job in c.get("/v1/cluster").json()["jobs"]}

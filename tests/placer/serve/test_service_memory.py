@@ -8,9 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -18,46 +16,19 @@ from pathlib import Path
 import httpx
 import pytest
 
+from benchmarks.bench_service import synthetic_graph
 from placer.baselines.registry import make_heuristic
 from placer.graphs.job_graph import job_graph_from_json
 from placer.serve.errors import GraphMemoryFullError, GraphTooLargeError
 from placer.serve.graphs import BYTES_PER_GRAPH_ELEMENT, MIB, GraphPool, graph_bytes
 from placer.serve.occupancy import Occupancy
 from placer.serve.settings import ServiceSettings
+from tests.placer.serve.subprocess_server import free_port, start_serve, write_toy_cluster
 from tests.placer.toys import toy_cluster
-
-CLUSTER_TOML = """
-name = "toy8x8"
-[device_types.gpu]
-memory_bytes = 80e9
-speed = 1.0
-[[servers]]
-count = 8
-devices_per_server = 8
-device_type = "gpu"
-[links.intra_server]
-bandwidth_Bps = 8e9
-latency_s = 0.0
-[links.inter_server]
-bandwidth_Bps = 1e9
-latency_s = 0.0
-"""
-
-
-def synthetic(ops: int, name: str = "big") -> dict:
-    """A graph document of ``ops`` ops: a chain of layers and their backward ops, 1.5 edges per op."""
-    n = ops // 2
-    op = {"name": "aten.linear", "param_bytes": 4096.0, "activation_bytes": 8192.0}
-    nodes = [{"id": f"f{i}", "pass": "forward", "compute_s": 1e-4, **op} for i in range(n)]
-    nodes += [{"id": f"b{i}", "pass": "backward", "compute_s": 2e-4, **op, "param_bytes": 0.0} for i in range(n)]
-    edges = [{"source": f"f{i}", "target": f"f{i + 1}", "tensor_bytes": 8192.0} for i in range(n - 1)]
-    edges += [{"source": f"b{i + 1}", "target": f"b{i}", "tensor_bytes": 8192.0} for i in range(n - 1)]
-    edges += [{"source": f"f{i}", "target": f"b{i}", "tensor_bytes": 8192.0, "local": True} for i in range(n)]
-    return {"schema": "placer.job_graph", "schema_version": 2, "name": name, "iterations": 100, "graph": {"nodes": nodes, "edges": edges}}
 
 
 def test_the_bytes_per_element_estimate_covers_a_graph_held_in_memory():
-    text = json.dumps(synthetic(4000))
+    text = json.dumps(synthetic_graph(4000))
     tracemalloc.start()
     graph = job_graph_from_json(text, source="synthetic")
     held = tracemalloc.get_traced_memory()[0]
@@ -70,18 +41,18 @@ def test_the_bytes_per_element_estimate_covers_a_graph_held_in_memory():
 def test_edges_count_against_the_graph_size_limit_before_anything_is_parsed():
     state = Occupancy(toy_cluster(2, 4), make_heuristic("lean"), ServiceSettings(max_graph_ops=1000, max_graph_edges=100))
     try:
-        body = json.dumps({"graph": synthetic(200), "beta": 1.0}).encode()  # 200 ops, 299 edges
+        body = json.dumps({"graph": synthetic_graph(200), "beta": 1.0}).encode()  # 200 ops, 299 edges
         with pytest.raises(GraphTooLargeError, match="more than 100 edges.*--max-graph-edges"):
             state.parse(body)
         with pytest.raises(GraphTooLargeError, match="more than 100 edges"):  # past the scan (keys hidden), validation stops it
             state.parse(body.replace(b'"target"', b'"target" '))
-        assert state.parse(json.dumps({"graph": synthetic(60), "beta": 1.0}).encode()).graph is not None
+        assert state.parse(json.dumps({"graph": synthetic_graph(60), "beta": 1.0}).encode()).graph is not None
     finally:
         state.close()
 
 
 def _graph(ops: int, name: str):
-    return job_graph_from_json(json.dumps(synthetic(ops, name)), source=name)
+    return job_graph_from_json(json.dumps(synthetic_graph(ops, name)), source=name)
 
 
 def test_the_pool_keeps_one_copy_per_content_and_refuses_to_hold_past_its_budget():
@@ -106,40 +77,16 @@ def test_a_placement_whose_graph_does_not_fit_is_refused_and_released_jobs_make_
     settings = ServiceSettings(cache_bytes=2 * 2.5 * one, max_graph_ops=1000, max_graph_edges=1000)
     state = Occupancy(toy_cluster(2, 4), make_heuristic("fixed:1"), settings)
     try:
-        placed = [state.place(json.dumps({"graph": synthetic(400, name), "beta": 1.0}).encode()) for name in ("x", "x", "y")]
+        placed = [state.place(json.dumps({"graph": synthetic_graph(400, name), "beta": 1.0}).encode()) for name in ("x", "x", "y")]
         assert all(d.accepted for d in placed) and len(state.job_graphs) == 3
         assert state.job_graphs[placed[0].job_id] is state.job_graphs[placed[1].job_id]  # one copy of x
         with pytest.raises(GraphMemoryFullError, match="retry when jobs are released"):
-            state.place(json.dumps({"graph": synthetic(400, "z"), "beta": 1.0}).encode())
+            state.place(json.dumps({"graph": synthetic_graph(400, "z"), "beta": 1.0}).encode())
         assert placed[2].job_id is not None
         state.release(placed[2].job_id)
-        assert state.place(json.dumps({"graph": synthetic(400, "z"), "beta": 1.0}).encode()).accepted
+        assert state.place(json.dumps({"graph": synthetic_graph(400, "z"), "beta": 1.0}).encode()).accepted
     finally:
         state.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(tmp_path: Path, port: int, cache_mb: int) -> subprocess.Popen:
-    args = ["--cluster", str(tmp_path / "toy.toml"), "--heuristic", "fixed:1", "--port", str(port), "--cache-mb", str(cache_mb)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "placer", "serve", *args, "--state", str(tmp_path / "state.sqlite3")],
-        stdout=subprocess.DEVNULL,
-        stderr=open(tmp_path / "server.log", "a"),  # noqa: SIM115 (the child holds it)
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError((tmp_path / "server.log").read_text()[-2000:])
 
 
 def _rss_mb(pid: int) -> float:
@@ -154,15 +101,15 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads the server's resident memory from Linux's /proc")
 def test_memory_soak_held_and_reported_graphs_stay_within_the_budget_and_a_restart_is_fast(tmp_path):
-    (tmp_path / "toy.toml").write_text(CLUSTER_TOML)
-    ops, cache_mb, port = 6000, 64, _free_port()  # a graph of 6,000 ops + 8,999 edges: about 7.2 MiB held
+    write_toy_cluster(tmp_path, 8, 8)
+    ops, cache_mb, port = 6000, 64, free_port()  # a graph of 6,000 ops + 8,999 edges: about 7.2 MiB held
     size_mib = (ops + 1.5 * ops) * BYTES_PER_GRAPH_ELEMENT / MIB
-    server = _start(tmp_path, port, cache_mb)
+    server = start_serve(tmp_path, port, "--cache-mb", str(cache_mb))
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as c:
 
             def place(name: str) -> httpx.Response:
-                return c.post("/v1/placements", json={"graph": synthetic(ops, name), "beta": 1.0})
+                return c.post("/v1/placements", json={"graph": synthetic_graph(ops, name), "beta": 1.0})
 
             first = place("a").json()
             rss_start = _rss_mb(server.pid)
@@ -185,7 +132,7 @@ def test_memory_soak_held_and_reported_graphs_stay_within_the_budget_and_a_resta
         _stop(server)
     state_mb = (tmp_path / "state.sqlite3").stat().st_size / MIB
     started = time.monotonic()
-    server = _start(tmp_path, port, cache_mb)
+    server = start_serve(tmp_path, port, "--cache-mb", str(cache_mb))
     restart_s = time.monotonic() - started
     try:
         assert httpx.get(f"http://127.0.0.1:{port}/v1/calibration", timeout=10).json()["measurements"] == kept == 2
