@@ -85,9 +85,9 @@ class EnvConfig(BaseModel):
         baseline = data.get("baseline") if isinstance(data, dict) else None
         if isinstance(baseline, dict) and not baseline:
             raise EnvConfigError("baseline: the table names no regime (give a heuristic, a table of regime -> heuristic, or none)")
+        _check_names("baseline", [baseline] if isinstance(baseline, str) else baseline.values() if isinstance(baseline, dict) else [])
         if isinstance(baseline, dict):
             parse_table(baseline, "baseline")  # every key a regime, written as Regime.key writes it: one line now, not at a reset
-        _check_names("baseline", [baseline] if isinstance(baseline, str) else baseline.values() if isinstance(baseline, dict) else [])
         advisers = data.get("advisers", ()) if isinstance(data, dict) else ()
         if not isinstance(advisers, str | list | tuple):
             raise EnvConfigError(f"advisers: {advisers!r} is not a list of heuristics' names")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ import envs
 from envs.baseline import StreamBaseline, baseline_for
 from envs.config import EnvConfig
 from envs.env import cost_models_for
+from envs.regime import Regime
 from placer.common.errors import PlacerError
 
 QUEUED = {"graphs": ("alexnet", "gnmt", "resnet18"), "jobs": 60, "queue": "edf-bf", "reward": "mission", "load": 1.2, "clusters": "dgx8x8"}
@@ -56,12 +59,15 @@ def test_the_potential_counts_waiting_jobs_whole_and_arrivals_to_come_discounted
 
 
 def test_a_table_names_a_heuristic_per_regime_and_a_gap_is_one_line():
-    assert baseline_for("lean", "any") == "lean"
-    assert baseline_for({"a|b": "fixed:8"}, "a|b") == "fixed:8"
-    with pytest.raises(PlacerError, match="no heuristic for the regime 'c'"):
-        baseline_for({"a|b": "fixed:8"}, "c")
+    here, elsewhere = Regime("dgx8x8", 0.9, "C", "none", "const", "iid"), Regime("pacml", 0.9, "C", "none", "const", "iid")
+    assert baseline_for("lean", here) == "lean"
+    assert baseline_for({here.key: "fixed:8"}, here) == "fixed:8"
+    with pytest.raises(PlacerError, match=re.escape("no heuristic for the regime 'pacml|0.9|C|none|const|iid'")):
+        baseline_for({here.key: "fixed:8"}, elsewhere)
     with pytest.raises(PlacerError, match="no heuristic for the regime 'dgx8x8"):
-        envs.ClusterPlacementEnv(**QUEUED, baseline={"nowhere": "lean"})
+        envs.ClusterPlacementEnv(**QUEUED, baseline={elsewhere.key: "lean"})
+    with pytest.raises(PlacerError, match=re.escape("baseline: regime 'nowhere' is not cluster|load|beta_dist")):
+        EnvConfig(baseline={"nowhere": "lean"})  # refused where the table is read, not at the first reset
 
 
 def test_bad_baselines_are_refused_with_one_line_when_the_env_is_built():
