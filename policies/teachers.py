@@ -29,7 +29,7 @@ from placer.baselines.registry import PolicyContext, make_heuristic, make_policy
 from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
 from placer.cluster.topology import Cluster, load_cluster
 from placer.common.atomic import write_atomic
-from placer.common.errors import EnvConfigError, PlacerError
+from placer.common.errors import EnvConfigError, PlacerError, PolicyError
 from placer.common.pool import spawn_pool
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
@@ -260,7 +260,7 @@ def check_baseline_early(config: TrainConfig) -> None:
         try:
             check_heuristics(config.env.with_changes(baseline=teacher))
         except PlacerError as exc:
-            raise PlacerError(f"ppo_baseline: the teacher {teacher!r} cannot be the baseline ({exc})") from None
+            raise EnvConfigError(f"ppo_baseline: the teacher {teacher!r} cannot be the baseline ({exc})") from None
 
 
 def file_sha256(path: Path) -> str:
@@ -268,4 +268,4 @@ def file_sha256(path: Path) -> str:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as exc:
-        raise PlacerError(f"cannot read policy file {str(path)!r}: {exc.strerror or exc}") from None
+        raise PolicyError(f"cannot read policy file {str(path)!r}: {exc.strerror or exc}") from None

@@ -22,7 +22,7 @@ from placer.api.types import ClusterState, PlacementDecision, PlacementPredictio
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_policy
 from placer.cluster.topology import Cluster, load_cluster
-from placer.common.errors import PlacerError
+from placer.common.errors import QueryError
 from placer.common.lru import LRUCache
 from placer.cost import CostModel, Prediction
 from placer.graphs.job_graph import JobGraph
@@ -114,7 +114,7 @@ def predict(
     cluster = load_cluster(cluster) if isinstance(cluster, str) else cluster
     cost = CostModel(cluster, strategy=strategy)
     if isinstance(devices_or_degree, bool):
-        raise PlacerError(f"devices_or_degree must be a degree or device names, got {devices_or_degree!r}")
+        raise QueryError(f"devices_or_degree must be a degree or device names, got {devices_or_degree!r}")
     if isinstance(devices_or_degree, int):
         devices, p = _fastest_placement(cluster, cost, graph, devices_or_degree)
     else:
@@ -153,7 +153,7 @@ def _fastest_placement(cluster: Cluster, cost: CostModel, graph: JobGraph, degre
     """The fastest placement of ``degree`` devices on the idle cluster (:func:`~placer.sim.simulator.fastest_idle_placement`)."""
     fastest = fastest_idle_placement(cost, graph, degree) if 1 <= degree <= cluster.num_devices else None
     if fastest is None:
-        raise PlacerError(f"degree must be between 1 and {cluster.num_devices} on {cluster.name!r}, got {degree}")
+        raise QueryError(f"degree must be between 1 and {cluster.num_devices} on {cluster.name!r}, got {degree}")
     return fastest
 
 
@@ -161,5 +161,5 @@ def _devices(cluster: Cluster, names: list[str]) -> tuple[int, ...]:
     names = list(names)
     unknown = [n for n in names if n not in cluster.device_index]
     if not names or unknown or len(set(names)) != len(names):
-        raise PlacerError(f"devices must be distinct known device names (like {cluster.device_name(0)!r}); bad: {unknown or names}")
+        raise QueryError(f"devices must be distinct known device names (like {cluster.device_name(0)!r}); bad: {unknown or names}")
     return tuple(sorted(cluster.device_index[n] for n in names))

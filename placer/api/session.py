@@ -22,7 +22,7 @@ from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_policy
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.cluster.topology import Cluster, load_cluster
-from placer.common.errors import PlacerError, PolicyError
+from placer.common.errors import PolicyError, QueryError
 from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.options import DEFAULT_MAX_DEGREE, degrees_for, options
@@ -84,7 +84,7 @@ class Placer:
         free devices and meets the deadline; a rejection says why (see :func:`placer.place`).
         """
         if not (isinstance(beta, int | float) and 0 < beta <= 1):
-            raise PlacerError(f"beta must be in (0, 1], got {beta!r}")
+            raise QueryError(f"beta must be in (0, 1], got {beta!r}")
         check_iterations(iterations)
         iterations = iterations or graph.iterations
         seq = self.cost.sequential_jct_s(graph, iterations)
@@ -155,9 +155,9 @@ def occupancy(cluster: Cluster, state: ClusterState | None) -> tuple[np.ndarray,
     free_in = np.zeros(cluster.num_devices)
     for name, seconds in (state.busy if state else {}).items():
         if name not in cluster.device_index:
-            raise PlacerError(f"unknown device {name!r} in cluster state (devices are named like {cluster.device_name(0)!r})")
+            raise QueryError(f"unknown device {name!r} in cluster state (devices are named like {cluster.device_name(0)!r})")
         if seconds is not None and not (np.isfinite(seconds) and seconds >= 0):
-            raise PlacerError(f"device {name!r}: seconds until free must be finite and >= 0, got {seconds}")
+            raise QueryError(f"device {name!r}: seconds until free must be finite and >= 0, got {seconds}")
         free[cluster.device_index[name]] = False
         free_in[cluster.device_index[name]] = seconds if seconds is not None else 0.0
     return free, free_in
@@ -165,7 +165,7 @@ def occupancy(cluster: Cluster, state: ClusterState | None) -> tuple[np.ndarray,
 
 def check_iterations(iterations: int | None) -> None:
     if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1):
-        raise PlacerError(f"iterations must be an integer >= 1, got {iterations!r}")
+        raise QueryError(f"iterations must be an integer >= 1, got {iterations!r}")
 
 
 def extrapolation(cluster: Cluster, servers: int, iteration_s: float) -> dict:

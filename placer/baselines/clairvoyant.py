@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.common.errors import PlacerError
+from placer.common.errors import BoundError, MissingDependencyError
 from placer.cost import CostModel
 from placer.sim.simulator import idle_iteration_s
 from placer.sim.types import meets_deadline
@@ -57,10 +57,10 @@ def clairvoyant(
         from scipy.optimize import Bounds, LinearConstraint, milp
         from scipy.sparse import coo_array
     except ImportError as error:
-        raise PlacerError("the clairvoyant bound needs SciPy: pip install 'placer[bound]'") from error
+        raise MissingDependencyError("the clairvoyant bound needs SciPy: pip install 'placer[bound]'") from error
     specs = list(jobs)
     if not specs:
-        raise PlacerError("no jobs to schedule")
+        raise BoundError("no jobs to schedule")
     variables: list[tuple[int, int, float]] = []  # (job, degree, finish time)
     for j, spec in enumerate(specs):
         deadline = spec.beta * cost.sequential_jct_s(spec.graph, spec.iterations)
@@ -97,7 +97,7 @@ def clairvoyant(
         options={"time_limit": time_limit_s, "disp": verbose},
     )
     if result.x is None:
-        raise PlacerError(f"the clairvoyant program found no schedule in {time_limit_s:g} s ({result.message})")
+        raise BoundError(f"the clairvoyant program found no schedule in {time_limit_s:g} s ({result.message})")
     chosen = result.x > 0.5
     accepted = int(chosen.sum())
     best_possible = int(np.floor(-getattr(result, "mip_dual_bound", -accepted) + 1e-6))

@@ -39,7 +39,7 @@ def calibrate(
     from placer.calibration.fit import fit_rows
     from placer.cluster.topology import load_cluster
     from placer.common.atomic import check_writable, write_atomic
-    from placer.common.errors import PlacerError
+    from placer.common.errors import OutputError
 
     check_writable(out, what="calibrated cluster file")  # before the fit, not after it
     base = load_cluster(cluster)
@@ -60,5 +60,5 @@ def calibrate(
     try:
         write_atomic(out, cluster_toml(result.cluster.spec, result.report() + [f"WARNING: {line}" for line in doubts]))
     except OSError as exc:
-        raise PlacerError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
     console.print(f"wrote {out}")

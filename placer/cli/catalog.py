@@ -10,7 +10,7 @@ from rich.table import Table
 
 from placer.cli.app import app, console
 from placer.cluster.topology import load_cluster, preset_names
-from placer.common.errors import PlacerError
+from placer.common.errors import UsageError
 from placer.graphs.catalog import resolve_graph, shipped_graph_names
 
 
@@ -39,7 +39,7 @@ def list_clusters(
 ) -> None:
     """List the cluster presets; ``placer clusters check FILE`` reads a cluster file (one line for a mistake) and shows it."""
     if action is not None and (action != "check" or file is None):
-        raise PlacerError("usage: placer clusters (the presets) or placer clusters check FILE")
+        raise UsageError("usage: placer clusters (the presets) or placer clusters check FILE")
     table = Table("cluster", "servers", "devices", "device types", "intra GB/s", "inter GB/s")
     for name in [str(file)] if file is not None else preset_names():
         c = load_cluster(name)

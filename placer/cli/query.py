@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from placer.cli.app import app, split_list
 from placer.cli.options import INPUT_FILE
-from placer.common.errors import PlacerError
+from placer.common.errors import QueryError
 from placer.common.textfile import read_text
 from placer.graphs.catalog import resolve_graph
 
@@ -30,7 +30,7 @@ def predict(
     from placer.api.query import predict as predict_placement
 
     if (degree is None) == (devices is None):
-        raise PlacerError("give exactly one of --degree or --devices")
+        raise QueryError("give exactly one of --degree or --devices")
     job = resolve_graph(graph)
     if precision is not None:
         job = job.with_precision(precision)
@@ -57,17 +57,17 @@ def place(
     from placer.api.query import place as decide_placement
 
     if policy_file and heuristic:
-        raise PlacerError("give --policy-file or --heuristic, not both")
+        raise QueryError("give --policy-file or --heuristic, not both")
     occupancy = None
     if state is not None:
         text = read_text(state, what="state")
         try:
             occupancy = ClusterState.model_validate(json.loads(text))
         except json.JSONDecodeError as exc:
-            raise PlacerError(f"{state}: invalid JSON: {exc.msg} at line {exc.lineno}") from None
+            raise QueryError(f"{state}: invalid JSON: {exc.msg} at line {exc.lineno}") from None
         except ValidationError as exc:
             error = exc.errors()[0]
-            raise PlacerError(f"{state}: {'.'.join(map(str, error['loc'])) or 'state'}: {error['msg']}") from None
+            raise QueryError(f"{state}: {'.'.join(map(str, error['loc'])) or 'state'}: {error['msg']}") from None
     policy = "learned" if policy_file else (heuristic or "lean")
     decision = decide_placement(
         resolve_graph(graph),

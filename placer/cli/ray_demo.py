@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from placer.cli.app import app, console, err_console
-from placer.common.errors import PlacerError
+from placer.common.errors import MissingDependencyError
 
 
 @contextlib.contextmanager
@@ -64,7 +64,7 @@ def ray_demo(
     try:
         import torch  # noqa: F401
     except ImportError:
-        raise PlacerError("placer ray-demo trains with PyTorch: pip install -e '.[torch]'") from None
+        raise MissingDependencyError("placer ray-demo trains with PyTorch: pip install -e '.[torch]'") from None
     local = start_local_cluster(nodes, gpus_per_node)
     with contextlib.ExitStack() as stack:
         stack.callback(local.shutdown)

@@ -17,7 +17,7 @@ import typer
 
 from placer.cli.app import app, err_console
 from placer.cluster.topology import load_cluster
-from placer.common.errors import PlacerError
+from placer.serve.errors import ServeSetupError
 
 if TYPE_CHECKING:
     from placer.serve.tenants import Tenant
@@ -77,7 +77,6 @@ def serve(
     A token (--token-file or PLACER_TOKEN) or --tenants is required when binding beyond loopback.
     """
     from placer.baselines.registry import PolicyContext, make_policy
-    from placer.serve.errors import ServeSetupError
     from placer.serve.http import create_app
     from placer.serve.server import make_server
     from placer.serve.settings import ServiceSettings
@@ -93,7 +92,7 @@ def serve(
     token = read_token(token_file)
     clients = _tenants(tenants, token)
     if token is None and clients is None and not _is_loopback(host):
-        raise PlacerError(
+        raise ServeSetupError(
             f"binding to {host!r} reaches beyond this machine: give a token (--token-file FILE or PLACER_TOKEN) or --tenants FILE"
         )
     listener = _bind(host, port)  # bound before loading anything: a taken port fails in one line, port 0 gets its number
@@ -136,7 +135,7 @@ def _tenants(path: Path | None, token: str | None) -> tuple[Tenant, ...] | None:
     if path is None:
         return None
     if token is not None:
-        raise PlacerError("give --tenants or a token (--token-file, PLACER_TOKEN), not both: the tenants file holds every token")
+        raise ServeSetupError("give --tenants or a token (--token-file, PLACER_TOKEN), not both: the tenants file holds every token")
     return load_tenants(path).tenants
 
 
@@ -146,7 +145,7 @@ def _proxies(given: list[str]) -> tuple[str, ...]:
         try:
             ipaddress.ip_network(item.strip(), strict=False)
         except ValueError:
-            raise PlacerError(f"--trusted-proxy {item!r} is not an IP address or network (e.g. 10.0.0.5 or 10.0.0.0/24)") from None
+            raise ServeSetupError(f"--trusted-proxy {item!r} is not an IP address or network (e.g. 10.0.0.5 or 10.0.0.0/24)") from None
     return tuple(given)
 
 
@@ -166,9 +165,9 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         return bind(host, port)
     except socket.gaierror as exc:
-        raise PlacerError(f"cannot bind to host {host!r}: {exc.strerror}") from None
+        raise ServeSetupError(f"cannot bind to host {host!r}: {exc.strerror}") from None
     except OSError as exc:
-        raise PlacerError(f"cannot bind to {host}:{port}: {exc.strerror or exc}") from None
+        raise ServeSetupError(f"cannot bind to {host}:{port}: {exc.strerror or exc}") from None
 
 
 def _url(host: str, listener: socket.socket) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from placer.common.errors import PlacerError
+from placer.common.errors import OutputError
 
 
 @contextlib.contextmanager
@@ -49,9 +49,9 @@ def check_writable(path: str | Path, *, what: str = "output") -> None:
     ``path`` later (its folder is missing or not writable, or it is a folder): check before long work."""
     target = Path(path)
     if target.is_dir():
-        raise PlacerError(f"cannot write {what} {str(target)!r}: it is a folder")
+        raise OutputError(f"cannot write {what} {str(target)!r}: it is a folder")
     folder = target.parent
     if not folder.is_dir():
-        raise PlacerError(f"cannot write {what} {str(target)!r}: folder {str(folder)!r} does not exist")
+        raise OutputError(f"cannot write {what} {str(target)!r}: folder {str(folder)!r} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise PlacerError(f"cannot write {what} {str(target)!r}: permission denied")
+        raise OutputError(f"cannot write {what} {str(target)!r}: permission denied")

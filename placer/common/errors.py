@@ -44,6 +44,39 @@ class TrainingError(PlacerError):
     policy of another config, a device that is not there, a promotion target that cannot be written."""
 
 
+class QueryError(PlacerError):
+    """A placement query is malformed: a degree or device names the cluster does not have, a cluster state or a
+    deadline that cannot be, options that exclude each other."""
+
+
+class GraphImportError(GraphValidationError):
+    """A model or profile from another format cannot become a job graph (not a module, no export, no ops)."""
+
+
+class CostModelError(PlacerError):
+    """The cost model was asked for something it does not price: an unknown parallelism strategy."""
+
+
+class OutputError(PlacerError):
+    """A result cannot be written where asked: the target is a folder, its folder is missing, permission is denied."""
+
+
+class MissingDependencyError(PlacerError):
+    """An optional dependency this command needs is not installed; the message names the pip extra."""
+
+
+class BoundError(PlacerError):
+    """The clairvoyant bound cannot be computed: no jobs, or the solver found no schedule in its time limit."""
+
+
+class FigureError(PlacerError):
+    """A documented figure cannot be regenerated: an unknown name, no result files, no block to fill, a failed step."""
+
+
+class UsageError(PlacerError):
+    """A command was called with arguments that do not fit together (the message says which to give)."""
+
+
 def validation_message(exc) -> str:
     """The first error of a pydantic ``ValidationError`` as one line: ``field: message`` (no ``Value error,`` prefix)."""
     err = exc.errors()[0]

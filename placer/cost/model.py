@@ -39,7 +39,7 @@ import numpy as np
 
 from placer.cluster.placement import PLACEMENT_RULES, FreeDevices
 from placer.cluster.topology import Cluster, JobCalibration, Overheads
-from placer.common.errors import PlacerError
+from placer.common.errors import CostModelError
 from placer.common.lru import LRUCache
 from placer.cost import sipml
 from placer.cost.collectives import Fabric, allreduce_s, p2p_s
@@ -101,7 +101,7 @@ class CostModel:
         max_graph_bytes: float | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
-            raise PlacerError(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})")
+            raise CostModelError(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})")
         self.strategy = strategy
         self.param_state_factor = param_state_factor
         self.micro_batches = micro_batches
@@ -223,7 +223,7 @@ class CostModel:
         shape = placement if isinstance(placement, PlacementShape) else self.shape(placement)
         mode = strategy or self.strategy
         if mode not in STRATEGIES:
-            raise PlacerError(f"unknown strategy {mode!r} (choose from {', '.join(STRATEGIES)})")
+            raise CostModelError(f"unknown strategy {mode!r} (choose from {', '.join(STRATEGIES)})")
         key = (graph.key, shape, mode)
         cached = self._predictions.get(key)
         if cached is None:

@@ -38,7 +38,7 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import FlopCounterMode, flop_registry, sdpa_flop_count
 
 from placer.cluster.devices import device_model
-from placer.common.errors import PlacerError
+from placer.common.errors import GraphImportError
 from placer.graphs.backward import training_graph
 from placer.graphs.job_graph import JobGraph
 
@@ -57,17 +57,17 @@ def from_torch(
     """Export ``module`` on ``example_inputs`` and build its training :class:`JobGraph`."""
     device = device_model(device_type)
     if not isinstance(module, torch.nn.Module):
-        raise PlacerError(f"expected a torch.nn.Module, got {type(module).__name__}")
+        raise GraphImportError(f"expected a torch.nn.Module, got {type(module).__name__}")
     args = tuple(example_inputs) if isinstance(example_inputs, list | tuple) else (example_inputs,)
     try:
         with torch.no_grad(), _quiet_torch_logs():
             exported = torch.export.export(module, args, kwargs=example_kwargs or {}, strict=False)
     except Exception as exc:  # export errors are many types; name the cause in one line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise PlacerError(f"model {type(module).__name__} does not export with these inputs: {type(exc).__name__}: {first}") from None
+        raise GraphImportError(f"model {type(module).__name__} does not export with these inputs: {type(exc).__name__}: {first}") from None
     forward = _forward_graph(exported, device)
     if forward.number_of_nodes() == 0:
-        raise PlacerError(f"model {type(module).__name__} exported no ops")
+        raise GraphImportError(f"model {type(module).__name__} exported no ops")
     leaves = tree_flatten((args, example_kwargs or {}))[0]
     batch = next((int(t.shape[0]) for t in leaves if isinstance(t, torch.Tensor) and t.dim() > 0), None)
     return JobGraph(

@@ -18,7 +18,7 @@ import typer
 
 from placer.cli.app import app, err_console
 from placer.cli.figures import core
-from placer.common.errors import PlacerError
+from placer.common.errors import FigureError
 
 
 def repo_root() -> Path:
@@ -31,7 +31,7 @@ def select(figures: list[core.Figure], names: list[str]) -> list[core.Figure]:
     known = {figure.name for figure in figures}
     unknown = [name for name in names if name not in known]
     if unknown:
-        raise PlacerError(f"unknown figure {', '.join(map(repr, unknown))} (figures: {', '.join(sorted(known))})")
+        raise FigureError(f"unknown figure {', '.join(map(repr, unknown))} (figures: {', '.join(sorted(known))})")
     return [figure for figure in figures if not names or figure.name in names]
 
 
@@ -61,7 +61,7 @@ def figures(
 
     root = repo_root()
     if not (root / "docs").is_dir():
-        raise PlacerError(f"placer figures works in a source checkout (no docs/ beside the package at {root})")
+        raise FigureError(f"placer figures works in a source checkout (no docs/ beside the package at {root})")
     chosen = select(list(FIGURES), names or [])
     if check:
         found = stale(root, chosen)

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from placer.common.atomic import atomic_path, write_atomic
-from placer.common.errors import PlacerError
+from placer.common.errors import FigureError
 
 RESULTS = Path("docs/results")  # the result folders of the README's and docs/'s figures
 LOG = Path("experiments")  # the experiments' log: its figures' result folders are apart from the docs'
@@ -136,7 +136,7 @@ def blocks(text: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for match in BLOCK.finditer(text):
         if match["name"] in found:
-            raise PlacerError(f"figure {match['name']!r} appears twice")
+            raise FigureError(f"figure {match['name']!r} appears twice")
         found[match["name"]] = match["body"]
     return found
 
@@ -193,12 +193,12 @@ def render(root: Path, figure: Figure) -> bool:
     """Rewrite the figure's block and PNGs from its result files; True when anything changed."""
     folder = root / results_dir(figure.name, root, figure.document)
     if read_meta(root, figure) is None:
-        raise PlacerError(f"figure {figure.name!r} has no result files: run 'placer figures {figure.name} --run'")
+        raise FigureError(f"figure {figure.name!r} has no result files: run 'placer figures {figure.name} --run'")
     rendered = figure.render(folder)
     document = root / figure.document
     text = document.read_text()
     if figure.name not in blocks(text):
-        raise PlacerError(f"{figure.document} has no '<!-- figure: {figure.name} -->' block to fill")
+        raise FigureError(f"{figure.document} has no '<!-- figure: {figure.name} -->' block to fill")
     new = BLOCK.sub(lambda m: m[0] if m["name"] != figure.name else _block(figure.name, rendered.markdown), text)
     changed = new != text
     if changed:
@@ -243,7 +243,7 @@ def run(root: Path, figure: Figure, *, execute: bool = True, commit: str | None 
         if execute:
             done = subprocess.run(argv(step.command), cwd=root, env=env, capture_output=True, text=True)
             if done.returncode != 0:
-                raise PlacerError(f"figure {figure.name!r}: {step.command!r} failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
+                raise FigureError(f"figure {figure.name!r}: {step.command!r} failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
             if step.stdout:
                 (scratch / step.stdout).write_text(done.stdout)
         if step.stdout:
@@ -265,7 +265,7 @@ def run(root: Path, figure: Figure, *, execute: bool = True, commit: str | None 
 def _keep(source: Path, target: Path) -> None:
     """Copy a result file; an evaluation's results.json keeps its runs but names a trace by its file name alone."""
     if not source.exists():
-        raise PlacerError(f"the figure's steps left no {source}")
+        raise FigureError(f"the figure's steps left no {source}")
     if source.name != "results.json":
         target.write_bytes(source.read_bytes())
         return
