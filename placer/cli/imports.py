@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.table import Table
 
 from placer.cli.app import console, import_app, split_list
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
 from placer.graphs.catalog import PACML_GRAPHS, resolve_graph
+
+if TYPE_CHECKING:
+    from placer.workloads.traces.core import ImportReport, TraceRow
+    from placer.workloads.traces.mapping import GraphMapping
 
 
 @import_app.command("pipedream")
@@ -33,37 +40,83 @@ def import_pipedream(
     )
 
 
+TRACE_KINDS = "gavel, philly, philly-log, helios, pai, openb, acme, pollux"
+
+
 @import_app.command("trace")
 def import_trace(
-    kind: Annotated[str, typer.Argument(help="gavel or philly")],
-    file: Annotated[Path, typer.Argument(help="the trace file (see data/traces/)")],
+    kind: Annotated[str, typer.Argument(help=f"trace format: {TRACE_KINDS}")],
+    file: Annotated[Path, typer.Argument(help="the trace file (pai: the folder of its tables, or its job table); see docs/traces.md")],
     out: Annotated[Path, typer.Option(help="CSV to write (arrival_s,graph,beta,iterations), for evaluate --trace")],
-    beta_dist: Annotated[str, typer.Option(help="gavel: deadlines drawn from this beta distribution")] = "C",
-    seed: Annotated[int, typer.Option(help="gavel: seed of the beta draws")] = 0,
-    cluster: Annotated[str, typer.Option(help="philly: cluster whose sequential times set the iterations")] = "dgx8x8",
-    graphs: Annotated[str, typer.Option(help="philly: graphs to bucket jobs into by GPU time")] = ",".join(PACML_GRAPHS),
-    vc: Annotated[str | None, typer.Option(help="philly: only this virtual cluster")] = None,
-    start: Annotated[str | None, typer.Option(help="philly: first timestamp, e.g. 2017-10-09")] = None,
-    jobs: Annotated[int | None, typer.Option(min=1, help="philly: at most this many jobs")] = None,
+    beta_dist: Annotated[str, typer.Option(help="deadlines drawn from this beta distribution (all but philly)")] = "C",
+    seed: Annotated[int, typer.Option(help="seed of the beta draws")] = 0,
+    cluster: Annotated[str, typer.Option(help="cluster whose sequential times set the iterations (all but gavel)")] = "dgx8x8",
+    graphs: Annotated[str, typer.Option(help="graphs to bucket jobs into by GPU time (all but gavel)")] = ",".join(PACML_GRAPHS),
+    by_name: Annotated[bool, typer.Option(help="a job naming a known model runs its graph (pollux, pai, acme)")] = True,
+    vc: Annotated[str | None, typer.Option(help="only this virtual cluster (philly, philly-log, helios)")] = None,
+    start: Annotated[str | None, typer.Option(help="first submission and arrival 0, e.g. 2017-10-09 (default: the first midnight)")] = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="at most this many jobs, the first submitted")] = None,
 ) -> None:
-    """Convert a public GPU-cluster trace into a replayable job trace (rules in placer/workloads/traces.py)."""
+    """Convert a public GPU-cluster trace into a replayable job trace and say what was kept, mapped and dropped."""
     import numpy as np
 
-    from placer.cost import CostModel
     from placer.workloads.generator import BetaDistribution
-    from placer.workloads.traces import convert_gavel, convert_philly, write_trace
+    from placer.workloads.traces import convert_gavel, write_trace
+    from placer.workloads.traces.formats import trace_format
 
     if kind == "gavel":
         rows = convert_gavel(file, BetaDistribution(beta_dist), np.random.default_rng(seed))
-    elif kind == "philly":
-        cost = CostModel(load_cluster(cluster))
-        models = [resolve_graph(g) for g in split_list(graphs)]
-        rows = convert_philly(file, models, cost.sequential_iteration_s, vc=vc, start=start, jobs=jobs)
+        report = _legacy_report(kind, rows, Counter(), "by name")
     else:
-        raise PlacerError(f"unknown trace kind {kind!r}: use gavel or philly")
+        if kind != "philly":
+            trace_format(kind)  # an unknown kind is refused before the cluster and graphs load
+        mapping = _mapping(cluster, graphs, by_name)
+        rows, report = _import(kind, file, mapping, beta_dist, seed, vc=vc, start=start, jobs=jobs)
     write_trace(rows, out)
     span = rows[-1].arrival_s - rows[0].arrival_s
     console.print(f"wrote {out}: {len(rows)} jobs over {span / 3600:.1f} h, {len({r.graph for r in rows})} distinct graphs")
+    console.print(_report_table(report, rows))
+
+
+def _mapping(cluster: str, graphs: str, by_name: bool) -> GraphMapping:
+    from placer.cost import CostModel
+    from placer.workloads.traces.mapping import GraphMapping, fastest_device
+
+    loaded = load_cluster(cluster)
+    models = tuple(resolve_graph(g) for g in split_list(graphs))
+    return GraphMapping(models, CostModel(loaded).sequential_iteration_s, fastest_device(loaded.device_model), by_name=by_name)
+
+
+def _import(kind: str, file: Path, mapping: GraphMapping, beta_dist: str, seed: int, **options: Any) -> tuple[list[TraceRow], ImportReport]:
+    from placer.workloads.generator import BetaDistribution
+    from placer.workloads.traces import DeadlineRule, convert_philly, import_trace
+
+    if kind != "philly":
+        return import_trace(kind, file, mapping, DeadlineRule(BetaDistribution(beta_dist), seed), **options)
+    dropped: Counter[str] = Counter()
+    rows = convert_philly(file, mapping.graphs, mapping.sequential_iteration_s, dropped=dropped, **options)
+    return rows, _legacy_report(kind, rows, dropped, "by GPU time")
+
+
+def _legacy_report(kind: str, rows: list[TraceRow], dropped: Counter[str], rule: str) -> ImportReport:
+    from placer.workloads.traces import ImportReport
+
+    mapped = Counter((r.graph, rule) for r in rows)
+    return ImportReport(kind, len(rows) + sum(dropped.values()), len(rows), dict(dropped.most_common()), dict(mapped.most_common()))
+
+
+def _report_table(report: ImportReport, rows: list[TraceRow]) -> Table:
+    """Rows read, kept, dropped (by reason) and mapped (by graph and rule); where arrival 0 stands."""
+    table = Table("", "what", "jobs", title=f"{report.kind}: {report.rows} rows read, {report.kept} jobs kept")
+    for reason, n in report.dropped.items():
+        table.add_row("dropped", reason, str(n))
+    for (graph, how), n in report.mapped.items():
+        table.add_row("mapped", f"{graph} ({how})", str(n))
+    if report.origin_s is not None:
+        origin = datetime(1970, 1, 1) + timedelta(seconds=report.origin_s)
+        first = timedelta(seconds=round(rows[0].arrival_s))
+        table.caption = f"arrival 0 = {origin:%Y-%m-%d %H:%M:%S} on the trace's clock; first job {first} later"
+    return table
 
 
 @import_app.command("torch")
