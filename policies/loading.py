@@ -16,7 +16,7 @@ from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, 
 from placer.baselines.guard import Guarded
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_heuristic
-from placer.baselines.specs import PolicySpec, positive_finite, positive_int
+from placer.baselines.specs import PolicySpec, names_a_file, positive_finite, positive_int
 from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
 from placer.common.shipped import default_policy_file, policy_names, shipped_policy_file
@@ -130,7 +130,9 @@ def shipped_policy_names() -> list[str]:
 
 def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPolicy | Guarded:
     """Entry point ``learned``: the policy of ``--policy-file`` (default: :func:`default_policy_file`); ``learned:NAME``
-    the shipped policy ``NAME``; ``learned+RULE`` the fixed-placement ablation; ``:below=L`` (``learned:below=1.1``,
+    the shipped policy ``NAME``; ``learned:PATH`` (a path with a ``/`` or ending ``.pt``: :func:`names_a_file`) the policy
+    file at ``PATH``, one of one's own, usually labelled (``learned=mine:runs/a/policy.pt``);
+    ``learned+RULE`` the fixed-placement ablation; ``:below=L`` (``learned:below=1.1``,
     ``learned:default:below=1.1``) the policy whose holds, while the measured load is under ``L``, are placed as
     ``adaptive`` places them (:class:`~placer.baselines.guard.Guarded`; tuned, as ``adaptive`` is, by ``placer evaluate``);
     ``:last=K`` only those holds of a job with less than K times the JCT of that placement left before its deadline;
@@ -139,7 +141,7 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     shipped = shipped_policy_names()
 
     def shipped_name(text: str) -> str:
-        if text not in shipped:
+        if text not in shipped and not names_a_file(text):
             raise ValueError(text)
         return text
 
@@ -147,12 +149,13 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     if arguments is None:
         names = ", ".join(policy_names()[0])
         usage = (
-            f"use learned (its --policy-file) or learned:NAME, NAME one of {names}, optionally :below=L, :last=K (L, K > 0)"
-            " and :waiting=W (W >= 1)"
+            f"use learned (its --policy-file), learned:NAME, NAME one of {names}, or learned:PATH.pt (a file of one's own), "
+            "optionally :below=L, :last=K (L, K > 0) and :waiting=W (W >= 1)"
         )
         raise PolicyError(f"unknown policy {str(spec)!r}: {usage}")
     if None in arguments:
-        path = shipped_policy_file(arguments[None])
+        value = arguments[None]
+        path = Path(value) if names_a_file(value) else shipped_policy_file(value)
     threadpool_limits(1, user_api="blas")  # the numpy actor's small matmuls: threads only spin (10x slower on a busy host)
     if not path.exists():
         raise PolicyError(f"policy file {str(path)!r} does not exist (train one with 'placer train' or pass --policy-file)")

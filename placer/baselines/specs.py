@@ -1,11 +1,13 @@
-"""Policy names, parsed once: ``KIND[:ARG...][+RULE][@DISCIPLINE]`` <-> :class:`PolicySpec`.
+"""Policy names, parsed once: ``KIND[=LABEL][:ARG...][+RULE][@DISCIPLINE]`` <-> :class:`PolicySpec`.
 
 ``KIND`` is a heuristic or planner of this package (``para_max``, ``fixed:8``, ``lean:admit=0.9``,
 ``lookahead:k=4:h=16`` ...) or a plug-in's name (``learned``, ``learned:history``); ``ARG`` is
 ``key=value`` or one positional value (``fixed:8``, ``learned:history``); ``+RULE`` picks the
 placement rule (``first_fit``, ``best_fit``, ``spread``); ``@DISCIPLINE`` the order in which the
-queue offers waiting jobs (``fifo``, ``edf``, ``sjf``, optionally ``-bf``). ``str(spec)`` is the exact
-inverse of :meth:`PolicySpec.parse`. Every policy name in the project goes through here.
+queue offers waiting jobs (``fifo``, ``edf``, ``sjf``, optionally ``-bf``); ``=LABEL`` names the policy in an
+evaluation's results, tables and per-job table (``learned=mine:runs/a/policy.pt``: a policy file of one's own, under
+``mine``), so that several of one kind stand side by side. ``str(spec)`` is the exact inverse of :meth:`PolicySpec.parse`.
+Every policy name in the project goes through here.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import PolicyError, WorkloadError
 from placer.sim.queueing import QueueConfig
 
-_GRAMMAR = re.compile(r"(?P<kind>[a-z_][a-z0-9_-]*)(?P<args>(?::[^:+@]+)*)(?:\+(?P<rule>[a-z_]+))?(?:@(?P<discipline>[a-z-]+))?")
+_GRAMMAR = re.compile(
+    r"(?P<kind>[a-z_][a-z0-9_-]*)(?:=(?P<label>[^:+@=,\[\]]*))?(?P<args>(?::[^:+@]+)*)(?:\+(?P<rule>[a-z_]+))?(?:@(?P<discipline>[a-z-]+))?"
+)
+LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # what a label may be: no character the grammar or a merged name ([...]) uses
 _RULE_OPTIONS = [f"+{rule}" for rule in PLACEMENT_RULES]
 HEURISTIC_USAGE = (
     "para_max, para_min, fixed:K, random, lean, lean:cap=K:admit=Q:free=F (Q: a quantile, auto or best), eff:E, switch:U, "
@@ -120,13 +125,15 @@ class PolicySpec:
 
     ``kind``: the policy family; ``args``: its arguments in the order written, each ``(key, text)`` with
     ``key`` None for the positional one; ``rule``: the placement rule, None for the policy's default;
-    ``discipline``: the queue discipline it asks for (``edf-bf``), None to use the run's.
+    ``discipline``: the queue discipline it asks for (``edf-bf``), None to use the run's; ``label``: the name it is
+    reported under (:attr:`name`), None for the spec itself. A label names; it changes nothing the policy does.
     """
 
     kind: str
     args: tuple[tuple[str | None, str], ...] = ()
     rule: str | None = None
     discipline: str | None = None
+    label: str | None = None
 
     @classmethod
     def parse(cls, text: str | PolicySpec, *, plugins: Mapping[str, object] | None = None) -> PolicySpec:
@@ -137,15 +144,26 @@ class PolicySpec:
             return text
         match = _GRAMMAR.fullmatch(text.strip()) if isinstance(text, str) else None
         if match is None:
-            raise PolicyError(f"malformed policy name {text!r}: use KIND[:ARG...][+RULE][@DISCIPLINE]; {_valid(plugins)}")
+            raise PolicyError(f"malformed policy name {text!r}: use KIND[=LABEL][:ARG...][+RULE][@DISCIPLINE]; {_valid(plugins)}")
         args = tuple(_argument(part) for part in match["args"].split(":")[1:])
-        spec = cls(match["kind"], args, match["rule"], match["discipline"])
+        spec = cls(match["kind"], args, match["rule"], match["discipline"], match["label"])
         spec._check(text, plugins)
         return spec
 
     def __str__(self) -> str:
         args = "".join(f":{text}" if key is None else f":{key}={text}" for key, text in self.args)
-        return f"{self.kind}{args}{'+' + self.rule if self.rule else ''}{'@' + self.discipline if self.discipline else ''}"
+        label = f"={self.label}" if self.label is not None else ""
+        return f"{self.kind}{label}{args}{'+' + self.rule if self.rule else ''}{'@' + self.discipline if self.discipline else ''}"
+
+    @property
+    def name(self) -> str:
+        """What the policy is reported as: its label, else the spec as written."""
+        return self.label if self.label is not None else str(self)
+
+    @property
+    def unlabelled(self) -> PolicySpec:
+        """The policy itself, without its label (what is built and run)."""
+        return self.replace(label=None)
 
     @property
     def positional(self) -> str | None:
@@ -174,9 +192,12 @@ class PolicySpec:
 
     def replace(self, **changes: Any) -> PolicySpec:
         """A copy with some fields changed (``spec.replace(discipline=None)``)."""
-        return PolicySpec(**{"kind": self.kind, "args": self.args, "rule": self.rule, "discipline": self.discipline, **changes})
+        fields = {"kind": self.kind, "args": self.args, "rule": self.rule, "discipline": self.discipline, "label": self.label}
+        return PolicySpec(**(fields | changes))
 
     def _check(self, text: str, plugins: Mapping[str, object] | None) -> None:
+        if self.label is not None:
+            check_label(self.label, text, plugins)
         if self.rule is not None and self.rule not in PLACEMENT_RULES:
             raise PolicyError(f"unknown placement rule {self.rule!r} in {text!r} (rules: {', '.join(PLACEMENT_RULES)})")
         if self.discipline is not None:
@@ -210,6 +231,21 @@ class PolicySpec:
             except ValueError:
                 return None
         return converted if positional is None or optional or None in converted else None
+
+
+def check_label(label: str, text: str, plugins: Mapping[str, object] | None = None) -> None:
+    """A one-line :class:`PolicyError` unless ``label`` (of the policy written ``text``) is a letter, then letters, digits,
+    ``_``, ``.`` or ``-``, and no policy's kind (a label that reads as a policy would be taken for it)."""
+    if not LABEL.fullmatch(label):
+        raise PolicyError(f"bad label {label!r} in {text!r}: a letter, then letters, digits, '_', '.' or '-' (learned=mine:PATH.pt)")
+    if label in HEURISTIC_KINDS or label in _plugin_names(plugins):
+        raise PolicyError(f"label {label!r} in {text!r} is the name of a policy: pick another")
+
+
+def names_a_file(text: str) -> bool:
+    """Whether a plug-in's positional argument is a file path (``learned:runs/a/policy.pt``: with a ``/`` or ending
+    ``.pt``) rather than a name (``learned:pacml``). A path holds no ``:``, ``+``, ``@`` or ``,`` (the grammar's own)."""
+    return "/" in text or "\\" in text or text.endswith(".pt")
 
 
 def _argument(part: str) -> tuple[str | None, str]:

@@ -11,7 +11,7 @@ from rich.table import Table
 from placer.cli.app import app, console, progress_bar, split_list, warn
 from placer.cli.options import INPUT_FILE, INPUT_FOLDER, FirstSeed, check_seed_range, checked_cluster, model_options
 from placer.cli.tables import terminal_table
-from placer.common.errors import PlacerError
+from placer.common.errors import PlacerError, ResultsError
 from placer.evaluate.stats import plus_minus
 from placer.sim.workload import WorkloadSpec
 
@@ -29,7 +29,9 @@ def evaluate(
     ] = None,
     seeds: Annotated[int, typer.Option(help="runs per policy and beta distribution")] = 3,
     first_seed: FirstSeed = 0,
-    policies: Annotated[str, typer.Option(help="comma-separated policy names")] = "para_max,para_min,fixed:4,fixed:8,random,lean",
+    policies: Annotated[
+        str, typer.Option(help="comma-separated policy names; learned=LABEL:PATH.pt a policy file of one's own, reported as LABEL")
+    ] = "para_max,para_min,fixed:4,fixed:8,random,lean",
     trace: Annotated[Path | None, typer.Option(help="CSV trace (arrival_s,graph,beta,iterations) to replay", **INPUT_FILE)] = None,
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
     policy_file: Annotated[Path | None, typer.Option(help="trained policy for the 'learned' policy", **INPUT_FILE)] = None,
@@ -44,13 +46,16 @@ def evaluate(
     (lookahead:k=K:h=H), elasticflow (elastic: running jobs change degree), learned (learned:NAME a shipped policy;
     learned:below=L places its holds as adaptive would while the measured load is under L, learned:last=K those of a job
     with under K x that JCT left, learned:waiting=W those made while at most W jobs wait); +RULE picks a placement rule,
-    @DISCIPLINE a queue order (lean@edf).
+    @DISCIPLINE a queue order (lean@edf). learned=LABEL:PATH.pt evaluates a policy file of one's own under LABEL (several
+    may stand side by side: learned=mine:a.pt,learned=theirs:b.pt); results.json records each policy file's sha256.
     --workers N or --ray ADDRESS run the (distribution, seed, policy) runs in parallel, with the same results.
+    Beside results.json, jobs.csv holds one row per (policy, run, job): placer report --jobs summarises it.
     """
     if out.exists() and not out.is_dir():
         raise PlacerError(f"--out {str(out)!r} is a file, not a folder")
     from placer.evaluate import EvaluationConfig, total_decisions, write_results
     from placer.evaluate import evaluate as run_evaluation
+    from placer.evaluate.jobs import JOBS_FILE
     from placer.evaluate.plots import plot_all
 
     check_seed_range(first_seed, seeds)
@@ -69,16 +74,27 @@ def evaluate(
         strategy=strategy,
     )
     parallel = workers > 1 or ray is not None
-    with progress_bar() as bar:
-        task = bar.add_task("simulating", total=total_decisions(config) if not trace else None)
-        result = run_evaluation(
-            config,
-            on_job=None if parallel else lambda: bar.advance(task),
-            on_task=(lambda jobs: bar.advance(task, jobs)) if parallel else None,
-            workers=workers,
-            ray_address=ray,
-        )
-    paths = write_results(result, out) + plot_all(result, out)
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)  # now: the per-job table is written there as the runs end
+    except OSError as exc:
+        raise ResultsError(f"cannot write results to {str(out)!r}: {exc.strerror or exc}") from None
+    try:
+        with progress_bar() as bar:
+            task = bar.add_task("simulating", total=total_decisions(config) if not trace else None)
+            result = run_evaluation(
+                config,
+                on_job=None if parallel else lambda: bar.advance(task),
+                on_task=(lambda jobs: bar.advance(task, jobs)) if parallel else None,
+                workers=workers,
+                ray_address=ray,
+                jobs=out / JOBS_FILE,
+            )
+    except BaseException:
+        if created and not any(out.iterdir()):
+            out.rmdir()  # a run that fails (a policy file that does not fit) leaves no empty folder behind
+        raise
+    paths = write_results(result, out) + [out / JOBS_FILE] + plot_all(result, out)
     console.print(summary_table(result))
     console.print("wrote " + ", ".join(str(p) for p in paths))
     warn_meaningless(result)

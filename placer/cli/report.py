@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,8 @@ from pydantic import ValidationError
 
 from placer.cli.app import app, err_console, warn
 from placer.cli.tables import TableFormat, emit, emit_by_beta, say
-from placer.common.errors import PlacerError
+from placer.common.atomic import check_writable
+from placer.common.errors import PlacerError, ResultsError
 from placer.common.textfile import read_text
 from placer.evaluate.stats import plus_minus
 
@@ -33,25 +35,33 @@ def report(
             help="also print what a policy can change: avoidable blocking (paired, with --against), unavoidable share, JCT, slowdown",
         ),
     ] = False,
+    jobs: Annotated[
+        bool, typer.Option(help="also print each policy's p50/p90/p99 of JCT, wait and slowdown over its completed jobs (jobs.csv)")
+    ] = False,
+    plot_cdf: Annotated[
+        Path | None, typer.Option(help="draw each policy's CDF of JCT, wait and slowdown over its completed jobs (jobs.csv) into this PNG")
+    ] = None,
 ) -> None:
     """Print an evaluation's summary (blocking rate and throughput, mean ± 95% CI) as markdown, CSV or a terminal table.
 
     Several evaluations of the same job streams (equal settings but for the policies, e.g. a new
-    policy against baselines evaluated before) are reported as one; --plots writes beside the first.
+    policy against baselines evaluated before) are reported as one; --plots writes beside the first. A name that
+    stands for another policy in each (a learned policy of another file, by sha256) is kept apart, as NAME[FOLDER].
     """
     paths = [_results_file(folder) for folder in results]  # every argument checked before anything is loaded
+    if plot_cdf is not None:
+        check_writable(plot_cdf, what="plot")
     import json
 
-    from placer.evaluate import EvaluationConfig, EvaluationResult, merge_results
+    from placer.evaluate import merge_results, read_results
     from placer.evaluate.sanity import meaningless
 
     loaded = []
     for path in paths:
         text = read_text(path, what="evaluation results")
         try:
-            data = json.loads(text)
-            loaded.append(EvaluationResult(EvaluationConfig.model_validate(data["record"]["config"]), data["runs"]))
-        except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValidationError) as exc:
+            loaded.append(read_results(json.loads(text), path.parent))
+        except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValueError, ValidationError) as exc:
             raise PlacerError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
         loaded[-1].timelines = _timelines(path.parent / "timelines.json") if plots else []
     result = merge_results(loaded, _labels(paths))
@@ -68,8 +78,8 @@ def report(
     rows = result.summary()
     w = result.config.workload
     if result.config.trace:
-        jobs = result.runs[0]["jobs"] if result.runs else 0
-        say(f"{result.config.cluster}, trace {result.config.trace} ({jobs} jobs), {result.config.strategy} cost model\n", fmt)
+        count = result.runs[0]["jobs"] if result.runs else 0
+        say(f"{result.config.cluster}, trace {result.config.trace} ({count} jobs), {result.config.strategy} cost model\n", fmt)
     else:
         loads_text = ", ".join(map(str, result.config.load_values))
         first, seeds = result.config.first_seed, result.config.seeds
@@ -89,6 +99,14 @@ def report(
         _blocking_table(result, [r for r in rows if r["load"] == load], fmt)
     if outcomes:
         _outcomes_table(result, rows, fmt)
+    if jobs or plot_cdf is not None:
+        samples = _job_samples(result, paths)
+        if jobs:
+            _jobs_table(samples, fmt)
+        if plot_cdf is not None:
+            from placer.evaluate.plots import plot_job_cdfs
+
+            err_console.print(f"wrote {plot_job_cdfs(result, samples, plot_cdf)}")
     if against is not None:
         _paired_table(result, rows, against, fmt)
         if outcomes:
@@ -183,6 +201,43 @@ def _outcomes_table(result, rows: list[dict], fmt: TableFormat) -> None:
             ]
         )
     emit(OUTCOME_HEADER, body, fmt, bold=bold)
+
+
+def _job_samples(result, paths: list[Path]):
+    """The completed jobs' JCT, wait and slowdown per policy, from the per-job tables of ``result`` (a warning for the
+    policies of an evaluation that wrote none; a one-line error when none did)."""
+    from placer.evaluate.jobs import job_samples, read_jobs
+
+    covered = {shown for table in result.jobs for shown in table.names.values()}
+    missing = [p for p in result.config.policies if p not in covered]
+    if not covered:
+        where = ", ".join(str(path.parent) for path in paths)
+        raise ResultsError(f"no per-job table (jobs.csv) in {where}: evaluations before placer wrote one have none; evaluate again")
+    if missing:
+        warn(f"no per-job table (jobs.csv) for {', '.join(missing)}: left out of the per-job percentiles")
+    return job_samples(read_jobs(result.jobs), [p for p in result.config.policies if p in covered])
+
+
+def _jobs_table(samples, fmt: TableFormat) -> None:
+    """Per policy: completed and blocked jobs, and the p50/p90/p99 of JCT, wait and slowdown over the completed jobs."""
+    from placer.evaluate.jobs import DISTRIBUTIONS, PERCENTILES, percentiles
+
+    say(
+        "\nPer job, over every completed job of every run (JCT: start to finish; wait: arrival to start; slowdown: "
+        "(wait + JCT) / fastest JCT on the idle cluster; percentiles linear between ranks):\n",
+        fmt,
+    )
+    units = {"jct_s": ("JCT", " (s)", ".1f"), "wait_s": ("wait", " (s)", ".1f"), "slowdown": ("slowdown", "", ".2f")}
+    header = ["policy", "completed", "blocked"]
+    header += [f"{units[m][0]} p{q}{units[m][1]}" for m in DISTRIBUTIONS for q in PERCENTILES]
+    body = []
+    for policy in samples.values:
+        cells = [policy, str(samples.completed(policy)), str(samples.blocked[policy])]
+        for metric in DISTRIBUTIONS:
+            spec = units[metric][2]
+            cells += ["-" if math.isnan(v) else f"{v:{spec}}" for v in percentiles(samples.array(policy, metric))]
+        body.append(cells)
+    emit(header, body, fmt)
 
 
 def _check_references(policies: list[str], against: str | None, hindsight: str | None) -> None:

@@ -30,6 +30,11 @@ class PolicyError(PlacerError):
     """A policy name or policy file is invalid."""
 
 
+class ResultsError(PlacerError):
+    """An evaluation's results cannot be read, merged or summarised as asked: a per-job table missing or not the one its
+    results.json records, evaluations that cannot be paired."""
+
+
 class ConfigError(PlacerError):
     """A configuration is invalid: a training config's fields, or its environment's (:class:`EnvConfigError`)."""
 

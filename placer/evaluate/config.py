@@ -7,7 +7,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from placer.baselines.policy import TUNING_SEED
-from placer.baselines.specs import PolicySpec
+from placer.baselines.specs import PolicySpec, check_label
+from placer.common.errors import PolicyError
 from placer.cost import STRATEGIES
 from placer.sim.options import DEFAULT_MAX_DEGREE
 from placer.sim.workload import WorkloadSpec, nest_workload
@@ -21,6 +22,9 @@ class EvaluationConfig(BaseModel):
 
     The workload's fields may also be given flat (``EvaluationConfig(cluster=..., load=0.9, ...)``), as
     results files written before the workload was nested have them.
+
+    ``policies`` are the names the results use: a policy's spec, or its label where one is given
+    (``learned=mine:runs/a/policy.pt`` is kept as ``mine``, with ``labels["mine"] = "learned:runs/a/policy.pt"``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -35,6 +39,7 @@ class EvaluationConfig(BaseModel):
     policy_file: str | None = None
     strategy: str = "auto"
     loads: tuple[float, ...] = Field(default=(), description="the offered loads to evaluate, each a run of the workload at that load")
+    labels: dict[str, str] = Field(default_factory=dict, description="label -> the policy it names (its spec, unlabelled)")
 
     @field_validator("loads")
     @classmethod
@@ -50,6 +55,22 @@ class EvaluationConfig(BaseModel):
             data = {k: v for k, v in data.items() if k != "beta_dists"}  # a replayed trace carries its own deadlines
         return nest_workload(data)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _split_labels(cls, data: Any) -> Any:
+        """``learned=mine:PATH`` in ``policies`` -> ``mine`` there and in ``labels``, as a results file keeps it."""
+        if not isinstance(data, dict) or not isinstance(data.get("policies"), list | tuple):
+            return data
+        names, labels = [], dict(data.get("labels") or {})
+        for text in data["policies"]:
+            spec = PolicySpec.parse(text) if isinstance(text, str) and "=" in text.partition(":")[0] else None
+            if spec is not None and spec.label is not None:
+                if spec.label in labels:
+                    raise PolicyError(f"label {spec.label!r} is given twice: one label per policy")
+                labels[spec.label] = str(spec.unlabelled)
+            names.append(spec.name if spec is not None else text)
+        return data | {"policies": names, "labels": labels}
+
     @model_validator(mode="after")
     def _loads_need_streams(self) -> EvaluationConfig:
         if self.trace and len(self.loads) > 1:
@@ -64,12 +85,22 @@ class EvaluationConfig(BaseModel):
         value.single()
         return value
 
-    @field_validator("policies")
-    @classmethod
-    def _valid_policies(cls, value: list[str]) -> list[str]:
-        for spec in value:
-            PolicySpec.parse(spec)  # a plug-in checks its own arguments when the runner builds it
-        return value
+    @model_validator(mode="after")
+    def _valid_policies(self) -> EvaluationConfig:
+        for name in self.policies:
+            PolicySpec.parse(self.spec_of(name))  # a plug-in checks its own arguments when the runner builds it
+        if len(set(self.policies)) < len(self.policies):
+            twice = sorted({name for name in self.policies if self.policies.count(name) > 1})
+            raise PolicyError(f"policy {twice[0]!r} is named twice: label one (learned=mine:PATH.pt)")
+        for label, spec in self.labels.items():
+            check_label(label, str(PolicySpec.parse(spec).replace(label=label)))
+            if label not in self.policies:
+                raise PolicyError(f"label {label!r} names no evaluated policy")
+        return self
+
+    def spec_of(self, name: str) -> str:
+        """The policy an evaluated name stands for: its spec (unlabelled), ``labels``' for a label."""
+        return self.labels.get(name, name)
 
     @field_validator("strategy")
     @classmethod

@@ -23,20 +23,22 @@ from collections.abc import Callable, Sequence
 from placer.common.errors import PlacerError
 from placer.common.pool import spawn_pool
 from placer.evaluate.config import EvaluationConfig
+from placer.evaluate.jobs import Row
 from placer.evaluate.runner import Runner, Task
 
 _RUNNERS: dict[str, Runner] = {}
 
 
-def _run(config_json: str, task: Task) -> tuple[dict, dict]:
-    """Run one task in a worker, building (and keeping) the evaluation's runner on first use."""
+def _run(config_json: str, task: Task, jobs: bool = False) -> tuple[dict, dict] | tuple[dict, dict, list[Row]]:
+    """Run one task in a worker, building (and keeping) the evaluation's runner on first use; ``jobs``: with its rows
+    of the per-job table."""
     runner = _RUNNERS.get(config_json)
     if runner is None:
         _RUNNERS.clear()  # one evaluation at a time per worker
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         _one_torch_thread()
         runner = _RUNNERS[config_json] = Runner(EvaluationConfig.model_validate_json(config_json))
-    return runner.run(task)
+    return runner.run_jobs(task) if jobs else runner.run(task)
 
 
 def _one_torch_thread() -> None:
@@ -54,22 +56,33 @@ def run_tasks(
     workers: int = 1,
     ray_address: str | None = None,
     on_task: Callable[[int], None] | None = None,
+    on_jobs: Callable[[list[Row]], None] | None = None,
 ) -> list[tuple[dict, dict]]:
-    """Every task's (run summary, timelines), in the order of ``todo``."""
+    """Every task's (run summary, timelines), in the order of ``todo``; ``on_jobs`` gets each task's rows of the per-job
+    table in that order, as they come (not kept: :mod:`placer.evaluate.jobs`)."""
     config_json = config.model_dump_json()
     if ray_address is not None:
-        return _run_on_ray(config_json, todo, ray_address, on_task)
+        return _run_on_ray(config_json, todo, ray_address, on_task, on_jobs)
     with spawn_pool(workers) as pool:
-        futures = [pool.submit(_run, config_json, task) for task in todo]
-        outputs = []
-        for future in futures:
-            outputs.append(future.result())
-            if on_task is not None:
-                on_task(outputs[-1][0]["jobs"])
-        return outputs
+        futures = [pool.submit(_run, config_json, task, on_jobs is not None) for task in todo]
+        return _collect(futures, lambda future: future.result(), on_task, on_jobs)
 
 
-def _run_on_ray(config_json: str, todo: Sequence[Task], address: str, on_task) -> list[tuple[dict, dict]]:
+def _collect(pending: list, result: Callable, on_task, on_jobs) -> list[tuple[dict, dict]]:
+    """The ``result`` of each of ``pending`` in order, each let go once read (a run's rows are not held after ``on_jobs``)."""
+    outputs = []
+    for i, handle in enumerate(pending):
+        summary, timeline, *rows = result(handle)
+        pending[i] = None
+        outputs.append((summary, timeline))
+        if on_jobs is not None:
+            on_jobs(rows[0])
+        if on_task is not None:
+            on_task(summary["jobs"])
+    return outputs
+
+
+def _run_on_ray(config_json: str, todo: Sequence[Task], address: str, on_task, on_jobs) -> list[tuple[dict, dict]]:
     try:
         import ray
     except ImportError:
@@ -81,13 +94,8 @@ def _run_on_ray(config_json: str, todo: Sequence[Task], address: str, on_task) -
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise PlacerError(f"cannot reach a Ray cluster at {address!r}: {str(exc).splitlines()[0]}") from None
     remote = ray.remote(num_cpus=1)(_run)
-    refs = [remote.remote(config_json, task) for task in todo]
-    outputs = []
-    for ref in refs:
-        outputs.append(ray.get(ref))
-        if on_task is not None:
-            on_task(outputs[-1][0]["jobs"])
-    return outputs
+    refs = [remote.remote(config_json, task, on_jobs is not None) for task in todo]
+    return _collect(refs, ray.get, on_task, on_jobs)
 
 
 RAY_CONNECT_TIMEOUT_S = 3.0

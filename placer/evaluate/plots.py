@@ -1,4 +1,4 @@
-"""PNG plots of an evaluation: metric bars per policy and utilisation over time."""
+"""PNG plots of an evaluation: metric bars per policy, utilisation over time, and per-job CDFs (JCT, wait, slowdown)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
+from placer.evaluate.jobs import JobSamples  # noqa: E402
 from placer.evaluate.results import EvaluationResult  # noqa: E402
 from placer.evaluate.stats import clipped_errors  # noqa: E402
 
@@ -141,6 +143,52 @@ def plot_utilization(result: EvaluationResult, path: Path) -> Path:
         f"devices busy over time: {setting(result)}, {_first_seed(result)} ({result.config.cluster} has {_devices(result)} devices)",
         fontsize=9,
     )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+CDF_POINTS = 4000  # a policy's CDF drawn through at most this many quantiles (a large evaluation has millions of jobs)
+CDF_PANELS = {"jct_s": ("JCT (s, start to finish)", "log"), "wait_s": ("wait (s, arrival to start)", "symlog"), "slowdown": (
+    "slowdown ((wait + JCT) / fastest JCT on the idle cluster)",
+    "log",
+)}  # fmt: skip
+
+
+def plot_job_cdfs(result: EvaluationResult, samples: JobSamples, path: Path) -> Path:
+    """Per policy, the CDF of JCT, wait and slowdown over its completed jobs (every run pooled): one panel each."""
+    policies = result.config.policies
+    fig, axes = plt.subplots(1, len(CDF_PANELS), figsize=(5.0 * len(CDF_PANELS), 4.2), squeeze=False)
+    for ax, (metric, (label, scale)) in zip(axes[0], CDF_PANELS.items(), strict=True):
+        lowest, highest = np.inf, 0.0
+        for policy in samples.values:
+            values = samples.array(policy, metric)
+            values = np.sort(values[~np.isnan(values)])
+            if not len(values):
+                continue
+            lowest, highest = min(lowest, values[0]), max(highest, values[-1])
+            shares = np.arange(1, len(values) + 1) / len(values)
+            if len(values) > CDF_POINTS:
+                shares = np.linspace(0, 1, CDF_POINTS + 1)
+                values = np.quantile(values, shares)
+            line = f"{policy} ({samples.completed(policy):,})"
+            ax.step(np.r_[values[0], values], np.r_[0.0, shares], where="post", lw=1.2, label=line, **policy_style(policy, policies))
+        if scale == "symlog":
+            ax.set_xscale("symlog", linthresh=1.0)  # waits of 0 (served at once) stay on the axis
+            ax.set_xlim(0, max(highest * 1.05, 1.0))
+        elif lowest > 0 and np.isfinite(lowest):
+            ax.set_xscale(scale)
+            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 10, 20, 50, 100 ...: read at a glance
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(label, fontsize=8)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("share of completed jobs")
+    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="policy (completed jobs)", title_fontsize=7)
+    seeds = result.config.seeds
+    fig.suptitle(f"per-job CDFs: {setting(result)}, {seeds} seed{'s' if seeds > 1 else ''} pooled", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)

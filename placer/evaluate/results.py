@@ -1,21 +1,21 @@
-"""An evaluation's results: per-run summaries and timelines, summaries over seeds, paired differences, merging and writing."""
+"""An evaluation's results: per-run summaries and timelines, summaries over seeds, paired differences, reading and writing
+(merging: :mod:`placer.evaluate.merge`)."""
 
 from __future__ import annotations
 
 import csv
 import json
 import math
-import os
 import platform
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from placer.common.atomic import write_atomic
-from placer.common.errors import PlacerError
+from placer.common.errors import ResultsError
 from placer.evaluate.config import EvaluationConfig
+from placer.evaluate.jobs import JobsTable
 from placer.evaluate.stats import mean_ci95
 
 SUMMARY_METRICS = ("blocking_rate", "throughput_jobs_per_hour", "work_throughput", "mean_jct_s", "utilization")
@@ -25,10 +25,17 @@ OUTCOME_METRICS = ("avoidable_blocking_rate", "unavoidable_share", "p95_jct_s", 
 
 @dataclass
 class EvaluationResult:
+    """An evaluation's runs (one summary per run), their timelines, what merging did that a reader should know
+    (``notes``: :func:`~placer.evaluate.merge.merge_results`), its per-job tables (``jobs``: the one ``jobs.csv`` of an
+    evaluation, a merge's of each evaluation merged: :mod:`placer.evaluate.jobs`) and the files its policies read, by
+    name (``policy_files``: ``{"file": path, "sha256": hex}``, :func:`~placer.evaluate.identity.policy_files`)."""
+
     config: EvaluationConfig
     runs: list[dict] = field(default_factory=list)
     timelines: list[dict] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # what merging did that a reader should know (merge_results)
+    notes: list[str] = field(default_factory=list)
+    jobs: list[JobsTable] = field(default_factory=list)
+    policy_files: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def summary(self) -> list[dict]:
         """Per (load, beta distribution, policy): mean and 95% half-width of each metric over seeds (load by load).
@@ -65,81 +72,6 @@ class EvaluationResult:
         return mean, math.nan if self.config.trace else half  # one replayed trace: no interval (summary)
 
 
-STREAM_FIELDS_IGNORED = {"policies", "policy_file", "seeds", "first_seed"}  # fields that do not change the job stream of a seed
-
-
-def merge_results(results: Sequence[EvaluationResult], labels: Sequence[str] | None = None) -> EvaluationResult:
-    """One result from evaluations of the same job streams (settings equal but for the policies).
-
-    Lets a new policy be compared, paired by seed, with baselines evaluated earlier. A policy
-    evaluated in several of them is taken from the first, unless it reads the policy file (``learned``)
-    and their policy files differ: then each file's runs stay, as ``learned[LABEL]`` (``labels``: one per
-    result, e.g. its folder's name; default 1, 2, ...), and a note in ``notes`` says so. Seed ``s`` draws
-    the same streams whatever the number of seeds, so evaluations with different seeds merge on the seeds they share.
-    """
-    labels = list(labels) if labels is not None else [str(i + 1) for i in range(len(results))]
-    renames, notes = _policy_file_labels(results, labels)
-    results = [_renamed(result, rename) for result, rename in zip(results, renames, strict=True)]
-    first = results[0].config
-    keep = _stream_settings(first)
-    low = max(result.config.first_seed for result in results)
-    high = min(result.config.first_seed + result.config.seeds for result in results)
-    if high <= low:
-        raise PlacerError("these evaluations share no seed: nothing to pair")
-    policies, runs, timelines = [], [], []
-    for result in results:
-        other = _stream_settings(result.config)
-        differing = sorted(k for k in keep if keep[k] != other[k])
-        if differing:
-            raise PlacerError(f"these evaluations drew different job streams (they differ in {', '.join(differing)}): nothing to pair")
-        new = [p for p in result.config.policies if p not in policies]
-        policies += new
-        runs += [r for r in result.runs if r["policy"] in new and low <= r["seed"] < high]
-        timelines += [t for t in result.timelines if t["policy"] in new and low <= t["seed"] < high]
-    merged = first.model_copy(update={"policies": policies, "seeds": high - low, "first_seed": low})
-    return EvaluationResult(merged, runs, timelines, notes)
-
-
-def reads_policy_file(policy: str) -> bool:
-    """Whether ``policy`` is the evaluation's ``--policy-file`` (``learned``, ``learned:below=L``), not a heuristic or a
-    shipped policy (``learned:NAME``): two evaluations of it with different files evaluated two policies."""
-    from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
-
-    spec = PolicySpec.parse(policy)
-    return spec.kind not in HEURISTIC_KINDS and spec.positional is None
-
-
-def _policy_file_labels(results: Sequence[EvaluationResult], labels: list[str]) -> tuple[list[dict[str, str]], list[str]]:
-    """Per result, the new name of each of its policies that another result evaluated with another policy file
-    (``learned`` -> ``learned[b]``, the label of the first result with that file), and a note per such policy."""
-    files = [os.path.normpath(r.config.policy_file) if r.config.policy_file else "the shipped default" for r in results]
-    renames: list[dict[str, str]] = [{} for _ in results]
-    notes = []
-    names = dict.fromkeys(p for r in results for p in r.config.policies)
-    for policy in [p for p in names if reads_policy_file(p)]:
-        having = [i for i, r in enumerate(results) if policy in r.config.policies]
-        if len({files[i] for i in having}) < 2:
-            continue
-        label_of = {files[i]: labels[i] for i in reversed(having)}  # each file: the label of the first result with it
-        for i in having:
-            renames[i][policy] = f"{policy}[{label_of[files[i]]}]"
-        shown = ", ".join(f"{renames[i][policy]} ({files[i]})" for i in having if label_of[files[i]] == labels[i])
-        notes.append(f"{policy} was evaluated with a different policy file in each evaluation: reported apart, as {shown}")
-    return renames, notes
-
-
-def _renamed(result: EvaluationResult, rename: dict[str, str]) -> EvaluationResult:
-    """``result`` with its policies renamed by ``rename`` (in its config, runs and timelines)."""
-    if not rename:
-        return result
-
-    def name(entries: list[dict]) -> list[dict]:
-        return [e | {"policy": rename[e["policy"]]} if e["policy"] in rename else e for e in entries]
-
-    policies = [rename.get(p, p) for p in result.config.policies]
-    return EvaluationResult(result.config.model_copy(update={"policies": policies}), name(result.runs), name(result.timelines))
-
-
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for package in ("placer", "numpy", "networkx", "torch", "stable-baselines3", "sb3-contrib"):
@@ -150,17 +82,32 @@ def versions() -> dict[str, str]:
     return out
 
 
+def read_results(data: dict, folder: Path) -> EvaluationResult:
+    """The evaluation a ``results.json`` in ``folder`` holds (parsed as ``data``), with its per-job table if it names one
+    and the policy files it records. KeyError, TypeError or a ValidationError when ``data`` is no results file."""
+    record = data["record"]
+    config = EvaluationConfig.model_validate(record["config"])
+    tables = [JobsTable.from_record(record["jobs"], folder, config.policies)] if record.get("jobs") else []
+    files = {str(name): dict(entry) for name, entry in (record.get("policy_files") or {}).items()}
+    return EvaluationResult(config, list(data["runs"]), jobs=tables, policy_files=files)
+
+
 def write_results(result: EvaluationResult, out: Path) -> list[Path]:
-    """Write ``results.json``, ``summary.csv`` and ``timelines.json`` into ``out``."""
+    """Write ``results.json``, ``summary.csv`` and ``timelines.json`` into ``out``; ``results.json`` names the per-job
+    table (``record.jobs``: its file, rows and sha256) when the evaluation wrote one, and records its policy files."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise PlacerError(f"cannot write results to {str(out)!r}: {exc.strerror or exc}") from None
+        raise ResultsError(f"cannot write results to {str(out)!r}: {exc.strerror or exc}") from None
     record = {
         "config": result.config.model_dump(mode="json"),
         "versions": versions(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    if len(result.jobs) == 1 and result.jobs[0].seeds is None:  # an evaluation's own table (a merge's are not written)
+        record["jobs"] = result.jobs[0].record(out)
+    if result.policy_files:
+        record["policy_files"] = result.policy_files
     paths = [out / "results.json", out / "summary.csv", out / "timelines.json"]
     write_atomic(paths[0], json.dumps({"record": record, "runs": result.runs}, indent=1) + "\n")
     rows = result.summary()
@@ -173,9 +120,3 @@ def write_results(result: EvaluationResult, out: Path) -> list[Path]:
     write_atomic(paths[1], write_csv, newline="")
     write_atomic(paths[2], json.dumps(result.timelines) + "\n")
     return paths
-
-
-def _stream_settings(config: EvaluationConfig) -> dict:
-    """The settings that decide an evaluation's job streams, flat (the workload's fields by name)."""
-    settings = config.model_dump(exclude=STREAM_FIELDS_IGNORED)
-    return {**{k: v for k, v in settings.items() if k != "workload"}, **settings["workload"]}

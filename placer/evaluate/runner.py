@@ -23,9 +23,11 @@ from placer.cluster.topology import load_cluster
 from placer.common.errors import PolicyError
 from placer.cost import CostModel
 from placer.evaluate.config import EvaluationConfig
+from placer.evaluate.jobs import Row, job_rows
 from placer.graphs.catalog import resolve_graph, resolve_graphs
 from placer.sim.metrics import blocking_series, utilization_series
 from placer.sim.queueing import QueueConfig
+from placer.sim.rollout import RunResult
 from placer.workloads.generator import JobSpec, Workload, read_trace
 
 
@@ -62,7 +64,7 @@ class Runner:
         self.graphs = resolve_graphs(list(config.workload.graphs) or None, config.graphs_dir)
         if policies is None:
             context = PolicyContext(self.cluster, config.max_degree, Path(config.policy_file) if config.policy_file else None)
-            policies = [make_policy(spec, context) for spec in config.policies]
+            policies = [make_policy(config.spec_of(name), context) for name in config.policies]
         self.policies = list(policies)
         self.trace = read_trace(config.trace, {g.name: g for g in self.graphs}, resolve_graph) if config.trace else None
         self.cost = CostModel(self.cluster, strategy=config.strategy)  # caches are exact, so runs may share it
@@ -115,14 +117,24 @@ class Runner:
 
     def run(self, task: Task, on_job: Callable[[], None] | None = None) -> tuple[dict, dict]:
         """The task's run summary and its timelines."""
+        summary, timeline, _ = self._run(task, on_job)
+        return summary, timeline
+
+    def run_jobs(self, task: Task, on_job: Callable[[], None] | None = None) -> tuple[dict, dict, list[Row]]:
+        """The task's run summary, its timelines and its rows of the per-job table (:mod:`placer.evaluate.jobs`)."""
+        summary, timeline, run = self._run(task, on_job)
+        key = (summary["policy"], summary["load"], summary["beta_dist"], summary["seed"])
+        return summary, timeline, job_rows(run.records, self.cluster.device_name, key)
+
+    def _run(self, task: Task, on_job: Callable[[], None] | None) -> tuple[dict, dict, RunResult]:
         config, i, seed = self.config, task.beta_index, task.seed
-        beta, spec, policy = config.beta_labels[i], config.policies[task.policy_index], self.policy(task)
+        beta, name, policy = config.beta_labels[i], config.policies[task.policy_index], self.policy(task)
         jobs = self.jobs(i, seed, task.load_index)
         run = run_policy(policy, self.cost, jobs, self.queue, self.run_rng(i, seed), on_job)
         m = run.metrics
         load = config.load_values[task.load_index]
         summary = {
-            "policy": spec,
+            "policy": name,
             "seed": seed,
             "beta_dist": beta,
             "load": load,
@@ -134,7 +146,7 @@ class Runner:
         times, busy = utilization_series(run.busy_timeline, self.cluster.num_devices, m.window_s)
         blocked_at, blocked = blocking_series(run.records, m.window_s)
         timeline = {
-            "policy": spec,
+            "policy": name,
             "seed": seed,
             "beta_dist": beta,
             "load": load,
@@ -143,4 +155,4 @@ class Runner:
             "blocking_time_s": blocked_at,
             "blocking": blocked,
         }
-        return summary, timeline
+        return summary, timeline, run

@@ -25,15 +25,28 @@ def specs(draw) -> str:
     args = "".join(f":{text}" if key is None else f":{key}={text}" for key, text in draw(_ARGS[kind]))
     rule = draw(st.sampled_from(["", "+first_fit", "+best_fit", "+spread"]))
     discipline = draw(st.sampled_from(["", "@fifo", "@edf-bf", "@sjf"]))
-    return f"{kind}{args}{rule}{discipline}"
+    label = draw(st.sampled_from(["", "=mine", "=v2.1_b-3"]))
+    return f"{kind}{label}{args}{rule}{discipline}"
 
 
 @given(specs())
 def test_str_is_the_exact_inverse_of_parse(text):
     spec = PolicySpec.parse(text, plugins={})
     assert str(spec) == text and PolicySpec.parse(str(spec), plugins={}) == spec
-    policy = make_heuristic(spec)
-    assert policy.name == text and policy.spec == spec
+    assert spec.name == (spec.label or text) and "=" not in str(spec.unlabelled).split(":")[0]
+    policy = make_heuristic(spec.unlabelled)
+    assert policy.name == str(spec.unlabelled) and policy.spec == spec.unlabelled
+
+
+def test_a_label_names_a_policy_file_of_ones_own():
+    spec = PolicySpec.parse("learned=mine:runs/a/policy.pt", plugins={"learned": None})
+    assert (spec.kind, spec.label, spec.positional, spec.name) == ("learned", "mine", "runs/a/policy.pt", "mine")
+    assert str(spec) == "learned=mine:runs/a/policy.pt" and str(spec.unlabelled) == "learned:runs/a/policy.pt"
+    assert PolicySpec.parse("learned=mine:a.pt:below=1.1+spread", plugins={"learned": None}).args == ((None, "a.pt"), ("below", "1.1"))
+    assert PolicySpec.parse("learned:pacml", plugins={"learned": None}).name == "learned:pacml"  # unlabelled: named as written
+    from placer.baselines.specs import names_a_file
+
+    assert [names_a_file(t) for t in ("runs/a/policy.pt", "mine.pt", "pacml", "default")] == [True, True, False, False]
 
 
 def test_parts_are_typed():
@@ -64,6 +77,9 @@ def test_parts_are_typed():
         ("eff: 0.5", "unknown policy"),
         ("hindsight:m=inf", "unknown policy"),
         ("lookahead:m=1e400", "unknown policy"),  # a plain decimal, but inf as a float
+        ("lean=best", "label 'best' in 'lean=best' is the name of a policy"),
+        ("lean=a b", "bad label 'a b'"),
+        ("lean=mine=yours", "malformed policy name"),
     ],
 )
 def test_bad_names_are_one_line_naming_what_is_valid(text, message):
