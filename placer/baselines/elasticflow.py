@@ -24,7 +24,7 @@ What is simplified against the paper is listed in docs/elastic.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 from weakref import WeakKeyDictionary
@@ -47,8 +47,8 @@ _USABLE: WeakKeyDictionary[CostModel, dict[tuple[str, int], tuple[float, list[Bl
 
 
 @dataclass
-class _Claim:
-    """A job in a plan: the seconds it would take from now at each degree it may have."""
+class Claim:
+    """A job in a plan: the seconds it would take from now at each degree it may have (also elastic lean's)."""
 
     job: Job
     running: RunningJob | None
@@ -116,10 +116,10 @@ class ElasticFlow(Policy):
                 resizes.append(Resize(claim.job_id, devices))
         return placed, tuple(resizes)
 
-    def _claim(self, view: ClusterView, job: Job, running: RunningJob | None, frozen: bool) -> _Claim:
+    def _claim(self, view: ClusterView, job: Job, running: RunningJob | None, frozen: bool) -> Claim:
         cost, now = view.cost, view.now
         if running is not None and frozen:
-            return _Claim(job, running, {running.degree: running.finish_s - now})
+            return Claim(job, running, {running.degree: running.finish_s - now})
         pause = resize_pause_s(cost.cluster, job.graph) if running is not None else 0.0
         work = running.remaining(now) if running is not None else float(job.iterations)
         times: dict[int, float] = {}
@@ -129,12 +129,12 @@ class ElasticFlow(Policy):
                 times[degree] = pause + work * iteration_s
         if running is not None:
             times[running.degree] = running.finish_s - now  # as it is: no pause
-        return _Claim(job, running, times)
+        return Claim(job, running, times)
 
     def _blocks(self, cost: CostModel, graph: JobGraph, degree: int) -> tuple[float, list[Block]]:
         return usable_blocks(cost, graph, degree)
 
-    def _pack(self, view: ClusterView, claims: list[_Claim], degrees: dict[int, int], frozen: bool) -> dict[int, Block] | None:
+    def _pack(self, view: ClusterView, claims: list[Claim], degrees: dict[int, int], frozen: bool) -> dict[int, Block] | None:
         """A block for every job (module docstring, step 4), or None when the blocks do not go round. ``frozen``: the
         running jobs keep their devices and the arriving job takes a free block."""
         owner = {d: r.job.job_id for r in view.running_jobs for d in r.devices}
@@ -172,28 +172,33 @@ def _held_elsewhere(view: ClusterView) -> set[int]:
     return {d for d in np.flatnonzero(~view.free).tolist() if d not in mine}
 
 
-def min_share(claim: _Claim, now: float) -> int | None:
+def min_share(claim: Claim, now: float) -> int | None:
     """The fewest devices at which ``claim``'s job meets its deadline (None: no degree does)."""
     left = claim.job.remaining_s(now)
     return next((d for d in sorted(claim.times) if meets_deadline(claim.times[d], left)), None)
 
 
-def hand_out(claims: list[_Claim], shares: dict[int, int], spare: int) -> dict[int, int]:
+def best_step(claims: Sequence[Claim], degrees: Mapping[int, int], spare: int) -> tuple[float, int, int] | None:
+    """The step that moves a finish earliest per device added: ``(seconds saved per device, job id, its new degree)``
+    over every claim's larger degrees at most ``spare`` devices above its degree now (``degrees``), None when no step
+    saves time (the first claim and degree listed win ties)."""
+    best: tuple[float, int, int] | None = None
+    for claim in claims:
+        now_degree = degrees[claim.job_id]
+        now_time = claim.times.get(now_degree, math.inf)
+        for degree, time in claim.times.items():
+            if now_degree < degree <= now_degree + spare and time < now_time * (1 - 1e-9):
+                gain = (now_time - time) / (degree - now_degree)
+                if best is None or gain > best[0]:
+                    best = (gain, claim.job_id, degree)
+    return best
+
+
+def hand_out(claims: list[Claim], shares: dict[int, int], spare: int) -> dict[int, int]:
     """Degrees from the minimum ``shares`` and ``spare`` devices given, a step at a time, to the job whose finish moves
-    earliest per device added (diminishing returns; only steps that save time)."""
+    earliest per device added (diminishing returns; only steps that save time: :func:`best_step`)."""
     degrees = dict(shares)
-    while spare > 0:
-        best: tuple[float, int, int] | None = None
-        for claim in claims:
-            now_degree = degrees[claim.job_id]
-            now_time = claim.times.get(now_degree, math.inf)
-            for degree, time in claim.times.items():
-                if now_degree < degree <= now_degree + spare and time < now_time * (1 - 1e-9):
-                    gain = (now_time - time) / (degree - now_degree)
-                    if best is None or gain > best[0]:
-                        best = (gain, claim.job_id, degree)
-        if best is None:
-            break
+    while spare > 0 and (best := best_step(claims, degrees, spare)) is not None:
         _, jid, degree = best
         spare -= degree - degrees[jid]
         degrees[jid] = degree

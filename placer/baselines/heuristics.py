@@ -150,15 +150,19 @@ class Lean(Heuristic):
     def decide(self, job: Job, view: ClusterView) -> Decision:
         if self.admit is not None and self._large(job, view, self.admit):
             return Reject()
+        chosen = self.thrifty(job, view)
+        return chosen.place() if chosen is not None else Reject()
+
+    def thrifty(self, job: Job, view: ClusterView) -> Option | None:
+        """Lean's choice on ``view``'s free devices, admission aside (None: nothing feasible)."""
         degrees = degrees_for(view, min(self.max_degree, self.cap or self.max_degree))
         rules = self.rules_in_preference()
         if not any_feasible(job, view, degrees=degrees, rules=rules):
-            return Reject()
+            return None
         feasible = [o for o in options(job, view, degrees=degrees, rules=rules, distinct=True) if o.feasible]
         least = min(o.device_seconds for o in feasible)
         thrifty = [o for o in feasible if o.device_seconds <= least * (1 + LEAN_TIE)]
-        best = min(thrifty, key=lambda o: (o.degree, o.jct_s, o.device_seconds))  # min keeps the first of equals: the preferred rule's
-        return best.place()
+        return min(thrifty, key=lambda o: (o.degree, o.jct_s, o.device_seconds))  # min keeps the first of equals: the preferred rule's
 
     def rules_in_preference(self) -> tuple[str, ...]:
         """Every placement rule, :attr:`rule` first: lean weighs them all, and among choices of equal degree and JCT

@@ -9,6 +9,8 @@ from typing import Any
 
 from placer.baselines.adaptive import Adaptive
 from placer.baselines.best import BEST_CANDIDATES, Best
+from placer.baselines.chronus import Chronus
+from placer.baselines.elastic_lean import ElasticLean
 from placer.baselines.elasticflow import ElasticFlow
 from placer.baselines.heuristics import AutoAdmission, BestLean, Efficient, Fixed, Heuristic, Lean, ParaMax, ParaMin, RandomDegree, Switch
 from placer.baselines.lookahead import Hindsight, Lookahead
@@ -47,7 +49,7 @@ def make_policy(spec: str | PolicySpec, context: PolicyContext) -> Policy:
     return factory(spec, context)
 
 
-def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuristic | Best | Adaptive | ElasticFlow:
+def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGREE) -> Heuristic | Best | Adaptive | ElasticFlow | Chronus:
     """A heuristic or planner from its name, e.g. ``para_min``, ``fixed:8+best_fit``, ``lean:cap=8``, ``lean:admit=0.9@edf``."""
     spec = PolicySpec.parse(spec, plugins={})
     if spec.kind in ("best", "single-best", "adaptive"):
@@ -60,6 +62,10 @@ def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGR
         if spec.rule is not None:
             raise PolicyError(f"unknown policy {str(spec)!r}: elasticflow places jobs on buddy blocks, not by a rule")
         return ElasticFlow(max_degree=max_degree, spec=spec)
+    if spec.kind == "chronus":
+        if spec.rule is not None:
+            raise PolicyError(f"unknown policy {str(spec)!r}: chronus places its leases by consolidation, not by a rule")
+        return Chronus(max_degree=max_degree, spec=spec)
     common: dict[str, Any] = {"rule": spec.rule or DEFAULT_RULE, "max_degree": max_degree, "spec": spec}
     options = spec.options
     if spec.kind in _SIMPLE:
@@ -74,6 +80,8 @@ def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGR
     if spec.kind == "switch":
         return Switch(**common, quiet_free=spec.value)
     lean: dict[str, Any] = {"cap": options.get("cap"), "admit": _admission(options.get("admit")), "admit_free": options.get("free", 0.5)}
+    if spec.kind == "elastic_lean":
+        return ElasticLean(**common, **lean)
     if spec.kind == "lean":
         return BestLean(**common, **(lean | {"admit": None})) if options.get("admit") == "best" else Lean(**common, **lean)
     planner: dict[str, Any] = {_PLANNER_FIELDS[key]: value for key, value in options.items() if key in _PLANNER_FIELDS}

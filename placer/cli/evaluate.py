@@ -43,11 +43,12 @@ def evaluate(
     """Compare policies on the same simulated job streams; write results, summary and plots.
 
     Policies: para_max, para_min, fixed:K, random, lean (lean:admit=Q for size admission), eff:E, switch:U, best, lookahead
-    (lookahead:k=K:h=H), elasticflow (elastic: running jobs change degree), learned (learned:NAME a shipped policy;
-    learned:below=L places its holds as adaptive would while the measured load is under L, learned:last=K those of a job
-    with under K x that JCT left, learned:waiting=W those made while at most W jobs wait); +RULE picks a placement rule,
-    @DISCIPLINE a queue order (lean@edf). learned=LABEL:PATH.pt evaluates a policy file of one's own under LABEL (several
-    may stand side by side: learned=mine:a.pt,learned=theirs:b.pt); results.json records each policy file's sha256.
+    (lookahead:k=K:h=H), elasticflow and elastic_lean (elastic: running jobs change degree), chronus, learned
+    (learned:NAME a shipped policy; learned:below=L places its holds as adaptive would while the measured load is under L,
+    learned:last=K those of a job with under K x that JCT left, learned:waiting=W those made while at most W jobs wait);
+    +RULE picks a placement rule, @DISCIPLINE a queue order (lean@edf). learned=LABEL:PATH.pt evaluates a policy file of
+    one's own under LABEL (several may stand side by side: learned=mine:a.pt,learned=theirs:b.pt); results.json records
+    each policy file's sha256.
     --workers N or --ray ADDRESS run the (distribution, seed, policy) runs in parallel, with the same results.
     Beside results.json, jobs.csv holds one row per (policy, run, job): placer report --jobs summarises it.
     """
