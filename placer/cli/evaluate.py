@@ -11,7 +11,7 @@ from rich.table import Table
 from placer.cli.app import app, console, progress_bar, split_list, warn
 from placer.cli.options import INPUT_FILE, INPUT_FOLDER, FirstSeed, check_seed_range, checked_cluster, model_options
 from placer.cli.tables import terminal_table
-from placer.common.errors import PlacerError, ResultsError
+from placer.common.errors import OutputError, ResultsError, UsageError
 from placer.evaluate.stats import plus_minus
 from placer.sim.workload import WorkloadSpec
 
@@ -53,7 +53,7 @@ def evaluate(
     Beside results.json, jobs.csv holds one row per (policy, run, job): placer report --jobs summarises it.
     """
     if out.exists() and not out.is_dir():
-        raise PlacerError(f"--out {str(out)!r} is a file, not a folder")
+        raise OutputError(f"--out {str(out)!r} is a file, not a folder")
     from placer.evaluate import EvaluationConfig, total_decisions, write_results
     from placer.evaluate import evaluate as run_evaluation
     from placer.evaluate.jobs import JOBS_FILE
@@ -119,7 +119,7 @@ def parse_loads(text: str) -> tuple[float, ...]:
     except ValueError:
         loads = ()
     if not loads:
-        raise PlacerError(f"--load {text!r}: give one number or several, comma-separated (0.5,0.9,1.3)")
+        raise UsageError(f"--load {text!r}: give one number or several, comma-separated (0.5,0.9,1.3)")
     return tuple(check_load(load, what="--load") for load in loads)
 
 

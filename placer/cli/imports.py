@@ -13,7 +13,7 @@ from rich.table import Table
 
 from placer.cli.app import console, import_app, split_list
 from placer.cluster.topology import load_cluster
-from placer.common.errors import PlacerError
+from placer.common.errors import GraphImportError, MissingDependencyError, UsageError
 from placer.graphs.catalog import PACML_GRAPHS, resolve_graph
 
 if TYPE_CHECKING:
@@ -137,31 +137,31 @@ def import_torch(
 
         from placer.graphs.torch_import import from_torch
     except ImportError as exc:
-        raise PlacerError(f"'placer import torch' needs torch: {exc} (pip install -e '.[torch]')") from None
+        raise MissingDependencyError(f"'placer import torch' needs torch: {exc} (pip install -e '.[torch]')") from None
     module_name, _, attr = factory.partition(":")
     if not module_name or not attr:
-        raise PlacerError(f"expected MODULE:FACTORY, got {factory!r}")
+        raise UsageError(f"expected MODULE:FACTORY, got {factory!r}")
     sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # the user's module: any error at import is theirs to see, in one line
-        raise PlacerError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from None
+        raise GraphImportError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from None
     if not callable(getattr(module, attr, None)):
-        raise PlacerError(f"module {module_name!r} has no callable {attr!r}")
+        raise GraphImportError(f"module {module_name!r} has no callable {attr!r}")
     try:
         built = getattr(module, attr)()
     except Exception as exc:  # the user's factory failed: say where, not a traceback of ours
-        raise PlacerError(f"{factory}() raised {type(exc).__name__}: {exc}") from None
+        raise GraphImportError(f"{factory}() raised {type(exc).__name__}: {exc}") from None
     model, inputs = built if isinstance(built, tuple) else (built, None)
     if input_shape:
         try:
             shapes = [tuple(int(d) for d in shape.split(",")) for shape in input_shape]
         except ValueError:
-            raise PlacerError(f"bad --input-shape {input_shape!r}: use comma-separated integers like 8,3,224,224") from None
+            raise UsageError(f"bad --input-shape {input_shape!r}: use comma-separated integers like 8,3,224,224") from None
         generator = torch.Generator().manual_seed(0)
         inputs = tuple(torch.randn(shape, generator=generator) for shape in shapes)
     if inputs is None:
-        raise PlacerError(f"{factory} returned no example inputs: give --input-shape")
+        raise GraphImportError(f"{factory} returned no example inputs: give --input-shape")
     graph = from_torch(model, inputs, device_type=device_type, iterations=iterations, name=name or attr)
     graph.to_json(out)
     console.print(

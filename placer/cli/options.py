@@ -17,7 +17,7 @@ import typer
 from pydantic import BaseModel
 
 from placer.cli.app import split_list
-from placer.common.errors import PlacerError
+from placer.common.errors import UsageError
 
 FirstSeed = Annotated[int, typer.Option(help="the first stream seed: seeds S, S+1, ... (streams apart from another run's)")]
 # Input files are checked when the command line is parsed, before anything is imported or loaded: a missing one is one line
@@ -38,7 +38,7 @@ def check_seed_range(first_seed: int, seeds: int) -> None:
     from placer.evaluate.config import VALIDATION_SEED
 
     if first_seed < 0 or first_seed + seeds > VALIDATION_SEED:
-        raise PlacerError(f"--first-seed: seeds 0 to {VALIDATION_SEED - 1:,} (from {VALIDATION_SEED:,}: a training's validation streams)")
+        raise UsageError(f"--first-seed: seeds 0 to {VALIDATION_SEED - 1:,} (from {VALIDATION_SEED:,}: a training's validation streams)")
 
 
 def model_options(

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from placer.cli.app import app, err_console, warn
 from placer.cli.tables import TableFormat, emit, emit_by_beta, say
 from placer.common.atomic import check_writable
-from placer.common.errors import PlacerError, ResultsError
+from placer.common.errors import ResultsError, UsageError
 from placer.common.textfile import read_text
 from placer.evaluate.stats import plus_minus
 
@@ -62,7 +62,7 @@ def report(
         try:
             loaded.append(read_results(json.loads(text), path.parent))
         except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValueError, ValidationError) as exc:
-            raise PlacerError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
+            raise ResultsError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
         loaded[-1].timelines = _timelines(path.parent / "timelines.json") if plots else []
     result = merge_results(loaded, _labels(paths))
     for note in result.notes:
@@ -115,7 +115,7 @@ def report(
         if reference is not None:
             _gap_table(result, against, reference, fmt)
     elif hindsight is not None:
-        raise PlacerError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
+        raise UsageError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
     _deviations_table(result, fmt)
     _tuned_table(result, fmt)
     _chosen_table(result, fmt)
@@ -128,7 +128,7 @@ def _results_file(folder: Path) -> Path:
     path = folder / "results.json" if folder.is_dir() else folder
     if not path.is_file():
         where = f"no results.json in {str(folder)!r}" if folder.is_dir() else f"{str(folder)!r} does not exist"
-        raise PlacerError(f"{where}: give a folder 'placer evaluate --out' wrote, or its results.json")
+        raise ResultsError(f"{where}: give a folder 'placer evaluate --out' wrote, or its results.json")
     return path
 
 
@@ -243,10 +243,10 @@ def _jobs_table(samples, fmt: TableFormat) -> None:
 def _check_references(policies: list[str], against: str | None, hindsight: str | None) -> None:
     """--against and --hindsight name evaluated policies (and --hindsight comes with --against)."""
     if hindsight is not None and against is None:
-        raise PlacerError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
+        raise UsageError("--hindsight needs --against (the gap is closed from that baseline towards hindsight)")
     for option, name in (("--against", against), ("--hindsight", hindsight)):
         if name is not None and name not in policies:
-            raise PlacerError(f"{option} {name!r} is not one of the evaluated policies: {', '.join(policies)}")
+            raise UsageError(f"{option} {name!r} is not one of the evaluated policies: {', '.join(policies)}")
 
 
 def _timelines(path: Path) -> list[dict]:
@@ -255,13 +255,13 @@ def _timelines(path: Path) -> list[dict]:
     try:
         return json.loads(read_text(path, what="timelines")) if path.exists() else []
     except (json.JSONDecodeError, RecursionError):
-        raise PlacerError(f"{path}: not valid JSON (or nested too deep)") from None
+        raise ResultsError(f"{path}: not valid JSON (or nested too deep)") from None
 
 
 def _paired_table(result, rows, against: str, fmt: TableFormat, metric: str = "blocking_rate") -> None:
     """Each policy's ``metric`` minus ``against``'s, paired by seed (and load), per beta distribution."""
     if against not in result.config.policies:
-        raise PlacerError(f"--against {against!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
+        raise UsageError(f"--against {against!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
     betas = result.config.beta_labels
     pooled = " and loads" if len(result.config.load_values) > 1 else ""
     what = "Blocking rate" if metric == "blocking_rate" else "Avoidable blocking rate"
@@ -283,7 +283,7 @@ def _paired_table(result, rows, against: str, fmt: TableFormat, metric: str = "b
 def _gap_table(result, against: str, reference: str, fmt: TableFormat) -> None:
     """Per policy, the share of the gap between ``against`` and the clairvoyant ``reference`` it closes."""
     if reference not in result.config.policies:
-        raise PlacerError(f"--hindsight {reference!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
+        raise UsageError(f"--hindsight {reference!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
     betas = result.config.beta_labels
     say(f"\nGap to {reference} closed: ({against} - policy) / ({against} - {reference}), paired means:\n", fmt)
     body = []

@@ -82,6 +82,10 @@ class UsageError(PlacerError):
     """A command was called with arguments that do not fit together (the message says which to give)."""
 
 
+class RayClusterError(PlacerError):
+    """Ray is missing or unreachable, or its nodes do not match the cluster file or the service."""
+
+
 def validation_message(exc) -> str:
     """The first error of a pydantic ``ValidationError`` as one line: ``field: message`` (no ``Value error,`` prefix)."""
     err = exc.errors()[0]

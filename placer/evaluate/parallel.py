@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from placer.common.errors import PlacerError
+from placer.common.errors import MissingDependencyError, RayClusterError
 from placer.common.pool import spawn_pool
 from placer.evaluate.config import EvaluationConfig
 from placer.evaluate.jobs import Row
@@ -86,13 +86,13 @@ def _run_on_ray(config_json: str, todo: Sequence[Task], address: str, on_task, o
     try:
         import ray
     except ImportError:
-        raise PlacerError("--ray needs Ray: pip install -e '.[ray]'") from None
+        raise MissingDependencyError("--ray needs Ray: pip install -e '.[ray]'") from None
     if not ray.is_initialized():
         _check_reachable(address)
         try:
             ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False)
         except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise PlacerError(f"cannot reach a Ray cluster at {address!r}: {str(exc).splitlines()[0]}") from None
+            raise RayClusterError(f"cannot reach a Ray cluster at {address!r}: {str(exc).splitlines()[0]}") from None
     remote = ray.remote(num_cpus=1)(_run)
     refs = [remote.remote(config_json, task, on_jobs is not None) for task in todo]
     return _collect(refs, ray.get, on_task, on_jobs)
@@ -113,4 +113,4 @@ def _check_reachable(address: str) -> None:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT_S):
             pass
     except OSError as exc:
-        raise PlacerError(f"cannot reach a Ray cluster at {address!r}: {exc.strerror or exc}") from None
+        raise RayClusterError(f"cannot reach a Ray cluster at {address!r}: {exc.strerror or exc}") from None

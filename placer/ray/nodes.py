@@ -15,13 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from placer.cluster.topology import Cluster, ClusterSpec, ServerGroup, load_cluster
-from placer.common.errors import PlacerError
+from placer.common.errors import RayClusterError
 
 ACCELERATOR_PREFIX = "accelerator_type:"
-
-
-class RayClusterError(PlacerError):
-    """Ray is missing or unreachable, or its nodes do not match the cluster file or the service."""
 
 
 @dataclass(frozen=True)
