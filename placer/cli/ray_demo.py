@@ -1,7 +1,8 @@
 """``placer ray-demo``: place a small PyTorch DDP job with placer and run it on a local Ray cluster.
 
 placer ray-demo                                   # 3 local Ray nodes x 1 declared GPU, the service in-process
-placer ray-demo --service http://127.0.0.1:8000   # ask a running placer serve (started on the demo's cluster file)
+placer ray-demo --http                            # placer serve's HTTP API on a loopback port between them
+placer ray-demo --resize-to 2                     # start on one device, then move to two: step times before and after
 """
 
 from __future__ import annotations
@@ -49,13 +50,19 @@ def say(text: str) -> None:
 def ray_demo(
     nodes: Annotated[int, typer.Option(min=1, max=3, help="local Ray nodes to start")] = 3,
     gpus_per_node: Annotated[int, typer.Option(min=1, max=4, help="GPUs each node declares (the job trains on CPU)")] = 1,
-    policy: Annotated[str, typer.Option(help="the in-process service's policy (fixed:2: two devices, on two nodes here)")] = "fixed:2",
+    policy: Annotated[
+        str | None, typer.Option(help="the service's policy (default fixed:2: two devices, on two nodes here; fixed:1 with --resize-to)")
+    ] = None,
     steps: Annotated[int, typer.Option(min=3, max=1000, help="training steps")] = 30,
     beta: Annotated[float, typer.Option(min=0.01, max=1.0, help="deadline as a fraction of the sequential JCT")] = 1.0,
     http: Annotated[bool, typer.Option("--http", help="ask placer serve over HTTP (started here on a loopback port)")] = False,
     timeout_s: Annotated[float, typer.Option(min=1.0, help="seconds to wait for Ray to reserve the devices")] = 60.0,
+    resize_to: Annotated[
+        int | None, typer.Option(min=1, max=12, help="after the steps, resize the job to this many devices and train as many again")
+    ] = None,
 ) -> None:
-    """Start a local Ray cluster, place a tiny DDP job with placer, run it, report its step times and show the refit."""
+    """Start a local Ray cluster, place a tiny DDP job with placer, run it, report its step times and show the refit;
+    with --resize-to, move it to another degree (checkpoint, new placement group, restart) and run it again."""
     from placer.ray import HttpService, LocalService, check_service, connect, place_job
     from placer.ray.demo import await_refit, demo_graph, demo_template, report_chunks, run_ddp, start_local_cluster
     from placer.ray.nodes import import_ray
@@ -65,6 +72,7 @@ def ray_demo(
         import torch  # noqa: F401
     except ImportError:
         raise MissingDependencyError("placer ray-demo trains with PyTorch: pip install -e '.[torch]'") from None
+    policy = policy or ("fixed:1" if resize_to else "fixed:2")
     local = start_local_cluster(nodes, gpus_per_node)
     with contextlib.ExitStack() as stack:
         stack.callback(local.shutdown)
@@ -95,6 +103,8 @@ def ray_demo(
                 )
             refit = await_refit(client.calibration, refits)  # the refit these reports queued (bounded): landed, or why not
             say(refit.line())
+            if resize_to is not None:
+                resized_steps(job, result, resize_to, steps, timeout_s)
             devices, measured = tuple(d.devices), statistics.median(result.step_times) * 1e3
         again = client.place(graph, beta=1.0)
         if again.accepted:
@@ -105,6 +115,34 @@ def ray_demo(
                 f"{what}: {after:.2f} ms/step on {again.devices} (before the reports: {before:.2f} on {list(devices)}; "
                 f"measured {measured:.2f})"
             )
+
+
+def resized_steps(job, before, degree: int, steps: int, timeout_s: float) -> None:
+    """Resize ``job`` (which ran ``before``) to ``degree`` devices, restart its workers from rank 0's weights there, report
+    the step times after the move and print both."""
+    import time
+
+    from placer.ray.demo import report_chunks, run_ddp
+
+    was, asked = job.devices, time.time()
+    moved = job.resize(degree, checkpoint=lambda: before.state, timeout_s=timeout_s)  # the workers returned their state
+    r = moved.decision
+    say(
+        f"resize to {r.degree}: {was} -> {r.devices}, predicted {r.previous_iteration_s * 1e3:.2f} -> "
+        f"{r.predicted_iteration_s * 1e3:.2f} ms/step, pause {r.resize_pause_s:.1f} s; Ray swapped the groups in {moved.ready_s:.2f} s"
+    )
+    after = run_ddp(job, steps, state=moved.state)
+    for ran in after.workers:
+        say(f"  rank {ran['rank']} ran on node {ran['node_id'][:8]}, Ray GPU ids {ran['gpu_ids']}")
+    for median, refused in report_chunks(job, after.step_times):
+        say(f"measured {median * 1e3:.2f} ms/step on {r.degree} devices: " + (f"refused: {refused}" if refused else "reported"))
+    paused = after.span[0] - asked - statistics.median(after.step_times)  # to the first step on the new devices, less a step
+    say(
+        f"step times: {statistics.median(before.step_times) * 1e3:.2f} ms/step on {len(was)} devices before, "
+        f"{statistics.median(after.step_times) * 1e3:.2f} after on {r.degree} (medians); the move took {paused:.1f} s "
+        f"(predicted pause {r.resize_pause_s:.1f}); steps {before.state['steps']} -> {after.state['steps']}, "
+        f"loss {before.state['loss']:.4f} -> {after.state['loss']:.4f}"
+    )
 
 
 @app.command("ray-cluster")

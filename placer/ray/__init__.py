@@ -4,7 +4,7 @@ the chosen nodes, one worker per device, and measured step times reported back t
 Ray is an optional extra (``pip install -e '.[ray]'``): it is imported when a function needs it.
 """
 
-from placer.ray.job import PlacementRefusedError, PlacementTimeoutError, RayJob, Worker, check_service, place_job
+from placer.ray.job import PlacementRefusedError, PlacementTimeoutError, RayJob, Resized, Worker, check_service, place_job
 from placer.ray.nodes import RayCluster, RayClusterError, RayNode, cluster_spec, connect, nodes_from_ray
 from placer.ray.service import HttpService, LeaseLostError, LocalService, PlacementService, ServiceError
 
@@ -19,6 +19,7 @@ __all__ = [
     "RayClusterError",
     "RayJob",
     "RayNode",
+    "Resized",
     "ServiceError",
     "Worker",
     "check_service",

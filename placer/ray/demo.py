@@ -4,7 +4,10 @@ A local Ray cluster of a few nodes, each declaring GPUs it does not have (the jo
 gloo), is read into a placer cluster; the service (in this process, or a running ``placer serve``)
 places the job; Ray runs one DDP worker per chosen device inside the placement group; the measured
 step times go back to the service, which refits its cost model, and the refitted prediction of
-the same job is printed. torch is imported by the functions that train, never at import time.
+the same job is printed. With a resize (``placer ray-demo --resize-to 2``) the job then moves: rank 0's
+weights are the checkpoint (the workers return them), the placement group moves to the new devices
+and the workers restart there from it; step times before and after are printed. torch is imported
+by the functions that train, never at import time.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ DEMO_TEMPLATE = {
     "servers": [{"count": 1, "devices_per_server": 1, "device_type": "cpu-gloo"}],
     "links": {"intra_server": {"bandwidth_Bps": 5e9, "latency_s": 50e-6}, "inter_server": {"bandwidth_Bps": 2e9, "latency_s": 100e-6}},
     "overheads": {"iteration_s": 0.0002, "sync_s": 0.0002},
+    "resize": {"restart_s": 5.0},  # new Ray workers and a gloo rendezvous on a busy machine: a guess, like the speed
 }
 
 
@@ -85,8 +89,10 @@ def free_port() -> tuple[str, int]:
         return ray.util.get_node_ip_address(), s.getsockname()[1]
 
 
-def ddp_worker(rank: int, world_size: int, address: str, port: int, steps: int) -> dict:
-    """Train :func:`tiny_model` with DistributedDataParallel (gloo) as ``rank`` of ``world_size``; seconds per step (the first dropped)."""
+def ddp_worker(rank: int, world_size: int, address: str, port: int, steps: int, state: dict | None = None) -> dict:
+    """Train :func:`tiny_model` with DistributedDataParallel (gloo) as ``rank`` of ``world_size``, from the checkpoint
+    ``state`` (None: from scratch); seconds per step (the first dropped), when the first and last steps ended (Unix
+    time) and, from rank 0, the checkpoint to go on from (``state``: weights and steps done)."""
     from datetime import timedelta
 
     import ray
@@ -97,20 +103,28 @@ def ddp_worker(rank: int, world_size: int, address: str, port: int, steps: int) 
     dist.init_process_group("gloo", init_method=f"tcp://{address}:{port}", rank=rank, world_size=world_size, timeout=timedelta(seconds=60))
     try:
         torch.manual_seed(0)
-        model = torch.nn.parallel.DistributedDataParallel(tiny_model())
+        net = tiny_model()
+        if state is not None:
+            net.load_state_dict(state["model"])
+        model = torch.nn.parallel.DistributedDataParallel(net)  # broadcasts rank 0's weights
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
         local = BATCH // world_size  # data parallel: the global batch split over the ranks
         x, y = torch.randn(local, WIDTH), torch.randint(0, CLASSES, (local,))
-        times = []
+        times, ended = [], []
         for _ in range(steps + 1):
             start = time.perf_counter()
             optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(model(x), y).backward()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
             optimizer.step()
             times.append(time.perf_counter() - start)
+            ended.append(time.time())
     finally:
         dist.destroy_process_group()
-    return {"rank": rank, "node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": ray.get_gpu_ids(), "step_times": times[1:]}
+    done = (state or {}).get("steps", 0) + steps + 1
+    checkpoint = {"model": net.state_dict(), "steps": done, "loss": loss.item()} if rank == 0 else None
+    out = {"rank": rank, "node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": ray.get_gpu_ids(), "step_times": times[1:]}
+    return out | {"first_step_at": ended[0], "last_step_at": ended[-1], "state": checkpoint}
 
 
 @dataclass(frozen=True)
@@ -124,9 +138,20 @@ class RunResult:
         """The job's seconds per step: the slowest rank's, step by step (DDP steps in lockstep)."""
         return [max(ranks) for ranks in zip(*(w["step_times"] for w in self.workers), strict=True)]
 
+    @property
+    def state(self) -> dict:
+        """Rank 0's checkpoint after the last step: the weights and the steps done (a resize restarts from it)."""
+        return self.workers[0]["state"]
 
-def run_ddp(job: RayJob, steps: int) -> RunResult:
-    """Run one :func:`ddp_worker` per device of ``job`` in its placement group and wait for them."""
+    @property
+    def span(self) -> tuple[float, float]:
+        """When the first step ended and the last step ended (Unix time; every rank's last)."""
+        return min(w["first_step_at"] for w in self.workers), max(w["last_step_at"] for w in self.workers)
+
+
+def run_ddp(job: RayJob, steps: int, state: dict | None = None) -> RunResult:
+    """Run one :func:`ddp_worker` per device of ``job`` in its placement group (from the checkpoint ``state``, if one)
+    and wait for them."""
     ray = import_ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -135,7 +160,7 @@ def run_ddp(job: RayJob, steps: int) -> RunResult:
     )
     address, port = ray.get(rendezvous.remote())
     worker = ray.remote(ddp_worker)
-    refs = [worker.options(**job.worker_options(w.rank)).remote(w.rank, w.world_size, address, port, steps) for w in job.workers]
+    refs = [worker.options(**job.worker_options(w.rank)).remote(w.rank, w.world_size, address, port, steps, state) for w in job.workers]
     return RunResult(sorted(ray.get(refs), key=lambda r: r["rank"]))
 
 

@@ -76,7 +76,7 @@ def device_type_for(node: RayNode, template: ClusterSpec) -> str:
 
 
 def cluster_spec(nodes: tuple[RayNode, ...], template: ClusterSpec, *, name: str | None = None) -> ClusterSpec:
-    """A cluster spec with one server per Ray node, links, overheads and device types from ``template``."""
+    """A cluster spec with one server per Ray node, links, overheads, device types and resize costs from ``template``."""
     if not nodes:
         raise RayClusterError("the Ray cluster has no alive node with a GPU (start nodes with --num-gpus)")
     servers = [ServerGroup(count=1, devices_per_server=n.gpus, device_type=device_type_for(n, template)) for n in nodes]
@@ -88,6 +88,7 @@ def cluster_spec(nodes: tuple[RayNode, ...], template: ClusterSpec, *, name: str
         links=template.links,
         overheads=template.overheads,
         jobs=template.jobs,
+        resize=template.resize,
     )
 
 

@@ -1,8 +1,9 @@
 """Who decides and holds reservations for the Ray integration: a running ``placer serve`` over HTTP
 (:class:`HttpService`), or the same service state in this process (:class:`LocalService`).
 
-Both answer the service's five calls with the service's wire types: place (decide and reserve),
-renew a lease, release, report a step time, read the calibration and the occupancy. An error
+Both answer the service's calls with the service's wire types: place (decide and reserve),
+renew a lease, resize (move a running job to another degree or other devices), release, report a
+step time, read the calibration and the occupancy. An error
 the service answers becomes a :class:`ServiceError` of one line (its status and detail).
 """
 
@@ -14,11 +15,13 @@ import urllib.error
 import urllib.request
 from typing import Protocol
 
+from pydantic import ValidationError
+
 from placer.api.types import PlacementDecision
 from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.graphs.job_graph import JobGraph
-from placer.serve.schemas import CalibrationState, ClusterOccupancy, LeaseRenewal, RunningJob, StepTimeReport
+from placer.serve.schemas import CalibrationState, ClusterOccupancy, LeaseRenewal, ResizeDecision, ResizeRequest, RunningJob, StepTimeReport
 
 
 class ServiceError(PlacerError):
@@ -32,6 +35,9 @@ class LeaseLostError(ServiceError):
 class PlacementService(Protocol):
     def place(self, graph: JobGraph, *, beta: float, lease_s: float | None = None, iterations: int | None = None) -> PlacementDecision: ...
     def renew(self, job_id: str) -> RunningJob: ...
+    def resize(
+        self, job_id: str, degree: int | None = None, *, devices: list[str] | None = None, idempotency_key: str | None = None
+    ) -> ResizeDecision: ...
     def release(self, job_id: str) -> RunningJob: ...
     def report(self, job_id: str, step_time_s: float) -> CalibrationState: ...
     def calibration(self) -> CalibrationState: ...
@@ -48,14 +54,23 @@ def placement_body(graph: JobGraph, beta: float, lease_s: float | None, iteratio
     return json.dumps(body).encode()
 
 
+def resize_request(degree: int | None, devices: list[str] | None) -> ResizeRequest:
+    """The ``POST /v1/jobs/{id}/resize`` body; a one-line :class:`ServiceError` for one the service would refuse unread."""
+    try:
+        return ResizeRequest(degree=degree, devices=devices)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        raise ServiceError(f"resize: {first['msg']}") from None
+
+
 class HttpService:
     """A running ``placer serve`` at ``url`` (e.g. ``http://127.0.0.1:8000``), with its bearer ``token`` if it has one."""
 
     def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 30.0) -> None:
         self.url, self.token, self.timeout_s = url.rstrip("/"), token, timeout_s
 
-    def _call(self, method: str, path: str, body: bytes | None = None) -> dict:
-        headers = {"Content-Type": "application/json"}
+    def _call(self, method: str, path: str, body: bytes | None = None, key: str | None = None) -> dict:
+        headers = {"Content-Type": "application/json"} | ({"Idempotency-Key": key} if key else {})
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         request = urllib.request.Request(self.url + path, data=body, method=method, headers=headers)
@@ -74,6 +89,13 @@ class HttpService:
 
     def renew(self, job_id: str) -> RunningJob:
         return RunningJob.model_validate(self._call("POST", f"/v1/jobs/{job_id}/lease", b"{}"))
+
+    def resize(
+        self, job_id: str, degree: int | None = None, *, devices: list[str] | None = None, idempotency_key: str | None = None
+    ) -> ResizeDecision:
+        """``POST /v1/jobs/{id}/resize``: move the job to ``degree`` devices (the service picks them) or to ``devices``."""
+        body = resize_request(degree, devices).model_dump_json(exclude_none=True).encode()
+        return ResizeDecision.model_validate(self._call("POST", f"/v1/jobs/{job_id}/resize", body, idempotency_key))
 
     def release(self, job_id: str) -> RunningJob:
         return RunningJob.model_validate(self._call("DELETE", f"/v1/jobs/{job_id}"))
@@ -104,6 +126,14 @@ class LocalService:
     def renew(self, job_id: str) -> RunningJob:
         with _lease_lost():
             return self.state.renew(job_id, LeaseRenewal())
+
+    def resize(
+        self, job_id: str, degree: int | None = None, *, devices: list[str] | None = None, idempotency_key: str | None = None
+    ) -> ResizeDecision:
+        from placer.serve.resizing import resize
+
+        with _lease_lost():
+            return resize(self.state, job_id, resize_request(degree, devices), idempotency_key)
 
     def release(self, job_id: str) -> RunningJob:
         with _lease_lost():

@@ -69,6 +69,14 @@ class ReportsTooFrequentError(ServiceError):
         self.retry_after_s = retry_after_s
 
 
+class DevicesBusyError(ServiceError):
+    """A resize onto devices another job holds, or to more devices than the job's own and the idle ones."""
+
+
+class DoesNotFitError(ServiceError):
+    """A resize onto devices the job's graph does not fit on (memory per device, or no split of the cost model applies)."""
+
+
 class StateUnavailableError(ServiceError):
     """The state file cannot be written now (a full disk, an I/O error): nothing changed, retry later."""
 

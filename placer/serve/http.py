@@ -12,6 +12,9 @@ Routes (OpenAPI docs at ``/docs``):
   with another request (compared as parsed JSON, not bytes) gets 422.
 - ``POST /v1/jobs/{id}/lease`` renews a lease; ``DELETE /v1/jobs/{id}`` releases (410 once a
   lease ran out).
+- ``POST /v1/jobs/{id}/resize`` moves a running job to another degree or other devices (:mod:`placer.serve.resizing`:
+  409 for devices held by another job, 422 for a graph that does not fit); ``GET /v1/jobs/{id}/resize-proposal`` says
+  at which degree it would finish earliest on its own and the idle devices.
 - ``POST /v1/jobs/{id}/step-times`` reports a running job's measured seconds per step; the cost
   model is refitted to the reports on a background thread (:mod:`placer.serve.refit`) and
   ``GET /v1/calibration`` shows what it fitted.
@@ -62,6 +65,8 @@ from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.serve.docs import add_docs
 from placer.serve.errors import (
+    DevicesBusyError,
+    DoesNotFitError,
     GraphMemoryFullError,
     GraphTooLargeError,
     IdempotencyConflictError,
@@ -77,7 +82,17 @@ from placer.serve.errors import (
 from placer.serve.middleware import BearerToken, BodyLimit, JsonOnly, RequestLimit, SameSiteWrites
 from placer.serve.occupancy import Occupancy
 from placer.serve.ratelimit import RateLimiter
-from placer.serve.schemas import CalibrationState, ClusterOccupancy, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport
+from placer.serve.resizing import proposal, resize
+from placer.serve.schemas import (
+    CalibrationState,
+    ClusterOccupancy,
+    LeaseRenewal,
+    PlacementRequest,
+    ResizeDecision,
+    ResizeRequest,
+    RunningJob,
+    StepTimeReport,
+)
 from placer.serve.settings import ServiceSettings
 from placer.serve.tenants import Tenant
 
@@ -90,6 +105,8 @@ ERROR_STATUS: dict[type[PlacerError], int] = {
     UnknownGraphKeyError: 404,
     UnknownJobError: 404,
     JobGraphUnavailableError: 409,
+    DevicesBusyError: 409,
+    DoesNotFitError: 422,
     LeaseExpiredError: 410,
     GraphTooLargeError: 413,
     GraphMemoryFullError: 413,  # with Retry-After when room comes back as jobs are released (RFC 9110, 15.5.14)
@@ -100,6 +117,7 @@ MAX_ERROR_CHARS = 1000  # per message in an error body
 MAX_ERRORS = 20  # validation errors listed in one body
 SMALL_BODY_BYTES = 4096  # any body but a placement's (a lease renewal, a step-time report: tens of bytes)
 LEASE_SWEEP_S = 1.0
+_RETRY = "a retry with the same key gets the first answer"
 
 log = logging.getLogger("placer.serve")
 
@@ -173,9 +191,7 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     )
     async def create_placement(
         request: Request,
-        idempotency_key: Annotated[
-            str | None, Header(max_length=255, pattern=r"^[\x21-\x7e]+$", description="a retry with the same key gets the first answer")
-        ] = None,
+        idempotency_key: Annotated[str | None, Header(max_length=255, pattern=r"^[\x21-\x7e]+$", description=_RETRY)] = None,
     ) -> PlacementDecision:
         """Decide degree and devices; reserve them when accepted (the response's job_id)."""
         body = await request.body()  # parsed and validated in one pass, off the event loop
@@ -185,6 +201,23 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     def renew_lease(job_id: str, request: Request, renewal: LeaseRenewal | None = None) -> RunningJob:
         """Renew a job's lease from now (by its own lease_s unless another is given)."""
         return state.renew(job_id, renewal or LeaseRenewal(), _tenant(request))
+
+    @app.post("/v1/jobs/{job_id}/resize", response_model=ResizeDecision)
+    def resize_job(
+        job_id: str,
+        move: ResizeRequest,
+        request: Request,
+        idempotency_key: Annotated[str | None, Header(max_length=255, pattern=r"^[\x21-\x7e]+$", description=_RETRY)] = None,
+    ) -> ResizeDecision:
+        """Move a running job to ``degree`` devices (the service picks them) or to ``devices``, within its lease: the
+        reservation is swapped at once; the answer gives the new step time and the pause the move costs."""
+        return resize(state, job_id, move, idempotency_key, _tenant(request))
+
+    @app.get("/v1/jobs/{job_id}/resize-proposal", response_model=ResizeDecision)
+    def resize_proposal(job_id: str, request: Request) -> ResizeDecision:
+        """The degree at which the job would finish earliest on its own and the idle devices, pause included (``moved``
+        false: where it is); nothing is changed."""
+        return proposal(state, job_id, _tenant(request))
 
     @app.post("/v1/jobs/{job_id}/step-times", response_model=CalibrationState, status_code=202)
     def report_step_time(job_id: str, report: StepTimeReport, request: Request) -> CalibrationState:

@@ -42,7 +42,16 @@ from placer.serve.errors import (
 from placer.serve.graphs import GraphPool
 from placer.serve.refit import Refitter, graph_document
 from placer.serve.reservations import Reservation, ReservationStore
-from placer.serve.schemas import ClusterOccupancy, DeviceState, LeaseRenewal, PlacementRequest, RunningJob, StepTimeReport, bounded_request
+from placer.serve.schemas import (
+    ClusterOccupancy,
+    DeviceState,
+    LeaseRenewal,
+    PlacementRequest,
+    RunningJob,
+    StepTimeReport,
+    bounded_request,
+    stored_answer,
+)
 from placer.serve.settings import ServiceSettings
 from placer.serve.tenants import DEFAULT_TENANT, Tenant
 
@@ -97,7 +106,7 @@ class Occupancy:
     def _restore(self) -> None:
         """Read the state file back: the reservations that survived a restart, the leases that ran out before it (410,
         not 404), and its idempotency answers checked (one line at start, not a 500 at the first retry)."""
-        self.store.check_answers(PlacementDecision.model_validate_json)
+        self.store.check_answers(stored_answer)  # a placement's or a resize's
         for r in self.store.load():
             self._hold(r)
         for job_id, expires_at_s, owner in self.store.expired():  # leases that ran out before it: 410, not 404
@@ -281,6 +290,28 @@ class Occupancy:
             self._saved().renew(job_id, lease, expires)
             self.jobs[job_id] = job.model_copy(update={"lease_s": lease, "expires_at_s": expires})
             return self.jobs[job_id]
+
+    def owned(self, job_id: str, tenant: Tenant) -> tuple[RunningJob, JobGraph]:
+        """The running job ``job_id`` that ``tenant`` may act on, leases swept first, and its graph (caller holds the lock);
+        :class:`JobGraphUnavailableError` for a job placed before this server started."""
+        self._expire_leases()
+        job = self._running_or_raise(job_id, tenant)
+        graph = self.job_graphs.get(job_id)
+        if graph is None:
+            raise JobGraphUnavailableError(f"job {job_id!r} was placed before this server started: its graph is not known here")
+        return job, graph
+
+    def move(self, job_id: str, devices: tuple[str, ...], predicted_jct_s: float, answer: tuple[str, str, str] | None) -> RunningJob:
+        """Swap a running job's devices and predicted JCT (caller holds the lock, has checked the devices are free for it),
+        committed with ``answer`` (an idempotency key's) in one transaction before anyone hears of it."""
+        self._saved().move(job_id, devices, predicted_jct_s, answer=answer)
+        job = self.jobs[job_id]
+        for name in job.devices:
+            self.holder[self.cluster.device_index[name]] = None
+        for name in devices:
+            self.holder[self.cluster.device_index[name]] = job_id
+        self.jobs[job_id] = job.model_copy(update={"devices": list(devices), "predicted_jct_s": predicted_jct_s})
+        return self.jobs[job_id]
 
     def report(self, job_id: str, report: StepTimeReport, tenant: Tenant = DEFAULT_TENANT) -> None:
         """Keep a running job's measured step time, reported by ``tenant`` (its owner, or an admin), and queue a refit

@@ -240,25 +240,27 @@ class ReservationStore:
         """Commit a reservation and/or the answer to an idempotency key ``(key, request_sha256, response)`` in one transaction."""
         with self._writing():
             if r is not None:
-                row = (
-                    r.job_id,
-                    r.graph,
-                    json.dumps(list(r.devices)),
-                    r.reserved_at_s,
-                    r.predicted_jct_s,
-                    r.graph_key,
-                    r.lease_s,
-                    r.expires_at_s,
-                    r.owner,
-                )
+                row = (r.job_id, r.graph, json.dumps(list(r.devices)), r.reserved_at_s, r.predicted_jct_s, r.graph_key, r.lease_s)
                 self._db.execute(
                     f"INSERT INTO reservations (job_id, graph, devices, reserved_at_s, predicted_jct_s, {', '.join(ADDED_COLUMNS)}) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    row,
+                    (*row, r.expires_at_s, r.owner),
                 )
             if answer is not None:
-                self._db.execute("INSERT INTO idempotency (key, request_sha256, response) VALUES (?, ?, ?)", answer)
-                self._db.execute("DELETE FROM idempotency WHERE rowid <= (SELECT MAX(rowid) FROM idempotency) - ?", (MAX_IDEMPOTENCY_KEYS,))
+                self._keep_answer(answer)
+
+    def move(self, job_id: str, devices: tuple[str, ...], predicted_jct_s: float, *, answer: tuple[str, str, str] | None = None) -> None:
+        """Swap a job's devices and predicted JCT, and keep the answer to an idempotency key, in one transaction: a crash
+        leaves the old reservation or the new one, never both or neither (one row holds the devices)."""
+        with self._writing():
+            update = "UPDATE reservations SET devices = ?, predicted_jct_s = ? WHERE job_id = ?"
+            self._db.execute(update, (json.dumps(list(devices)), predicted_jct_s, job_id))
+            if answer is not None:
+                self._keep_answer(answer)
+
+    def _keep_answer(self, answer: tuple[str, str, str]) -> None:
+        self._db.execute("INSERT INTO idempotency (key, request_sha256, response) VALUES (?, ?, ?)", answer)
+        self._db.execute("DELETE FROM idempotency WHERE rowid <= (SELECT MAX(rowid) FROM idempotency) - ?", (MAX_IDEMPOTENCY_KEYS,))
 
     def answer(self, key: str) -> tuple[str, str] | None:
         """(request_sha256, response) stored for an idempotency key, or None."""

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from placer.api.types import PlacementDecision
 from placer.calibration.measurements import MAX_STEP_S
 from placer.graphs.document import MAX_ITERATIONS, EdgeDocument, GraphBody, GraphDocument, NodeDocument
 
@@ -71,6 +72,53 @@ class StepTimeReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     step_time_s: float = Field(gt=0, le=MAX_STEP_S, allow_inf_nan=False)
+
+
+MAX_DEGREE = 4096  # devices a resize may name (a cluster of more is refused at the degree check)
+
+
+class ResizeRequest(BaseModel):
+    """A running job's new placement: ``degree`` (the service picks the devices) or ``devices`` (by name)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    degree: int | None = Field(default=None, ge=1, le=MAX_DEGREE, description="devices to run on; the service picks which")
+    devices: list[Annotated[str, Field(max_length=64)]] | None = Field(
+        default=None, min_length=1, max_length=MAX_DEGREE, description="the devices to run on, by name"
+    )
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ResizeRequest:
+        if (self.degree is None) == (self.devices is None):
+            raise ValueError("give exactly one of 'degree' and 'devices'")
+        if self.devices is not None and len(set(self.devices)) != len(self.devices):
+            raise ValueError("devices must be distinct")
+        return self
+
+
+class ResizeDecision(BaseModel):
+    """A running job's placement after a resize (or, from ``GET /v1/jobs/{id}/resize-proposal``, the one proposed)."""
+
+    job_id: str
+    graph: str
+    degree: int
+    devices: list[str] = Field(description="its devices now (a proposal: the devices proposed)")
+    previous_devices: list[str] = Field(description="its devices before")
+    moved: bool = Field(description="the devices changed (False: the same devices, nothing happened, no pause)")
+    predicted_iteration_s: float = Field(description="predicted seconds per step on the devices")
+    previous_iteration_s: float = Field(description="predicted seconds per step on the previous devices, by the same model")
+    resize_pause_s: float = Field(description="predicted seconds the move pauses training: checkpoint, restart (the cluster's [resize])")
+    predicted_jct_s: float = Field(
+        description="from its reservation to its predicted finish: the time so far, the pause, the rest at the new step time"
+    )
+    strategy: dict[str, int] | None = Field(default=None, description='how the job is split there, e.g. {"dp": 2, "tp": 1, "pp": 1}')
+
+
+def stored_answer(text: str) -> PlacementDecision | ResizeDecision:
+    """An idempotency answer of the state file: a placement's or a resize's (ValueError if it is neither)."""
+    try:
+        return PlacementDecision.model_validate_json(text)
+    except ValueError:
+        return ResizeDecision.model_validate_json(text)
 
 
 class RunningJob(BaseModel):

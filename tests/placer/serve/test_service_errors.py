@@ -37,6 +37,8 @@ def test_every_domain_error_has_its_status_in_the_table():
         "LeaseExpiredError": 410,
         "NoLeaseError": 422,
         "JobGraphUnavailableError": 409,
+        "DevicesBusyError": 409,
+        "DoesNotFitError": 422,
         "ReportsTooFrequentError": 429,
         "StateUnavailableError": 503,
     }
