@@ -14,9 +14,10 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from placer.api.session import Placer
 from placer.api.types import PlacementDecision
@@ -54,6 +55,8 @@ from placer.serve.schemas import (
 )
 from placer.serve.settings import ServiceSettings
 from placer.serve.tenants import DEFAULT_TENANT, Tenant
+
+Answer = TypeVar("Answer", bound=BaseModel)
 
 log = logging.getLogger("placer.serve")
 
@@ -263,12 +266,18 @@ class Occupancy:
         return decision
 
     def _answered(self, key: str, digest: str, given: str | None) -> PlacementDecision | None:
+        return self.stored_answer(key, digest, given, PlacementDecision)
+
+    def stored_answer(self, key: str, digest: str, given: str | None, model: type[Answer]) -> Answer | None:
+        """The answer stored under idempotency ``key`` as ``model`` (None if none); a conflict if the key's request differed.
+
+        ``digest``: the sha256 of the request now; ``given``: the key as the client gave it (for the message)."""
         stored = self.store.answer(key)
         if stored is None:
             return None
         if stored[0] != digest:
             raise IdempotencyConflictError(f"idempotency key {(given or key)[:64]!r} was used for a different request")
-        return PlacementDecision.model_validate_json(stored[1])
+        return model.model_validate_json(stored[1])
 
     def release(self, job_id: str, tenant: Tenant = DEFAULT_TENANT) -> RunningJob:
         """Free a job's devices (``tenant``'s job, or any for an admin)."""

@@ -25,7 +25,7 @@ import numpy as np
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.cost.prediction import Prediction
 from placer.graphs.job_graph import JobGraph
-from placer.serve.errors import DevicesBusyError, DoesNotFitError, IdempotencyConflictError, InvalidRequestError
+from placer.serve.errors import DevicesBusyError, DoesNotFitError, InvalidRequestError
 from placer.serve.schemas import ResizeDecision, ResizeRequest, RunningJob
 from placer.serve.tenants import DEFAULT_TENANT, Tenant
 from placer.sim.elastic import resize_pause_s
@@ -44,7 +44,7 @@ def resize(
     key = None if idempotency_key is None else tenant.scoped(idempotency_key)
     digest = hashlib.sha256(f"resize {job_id} {request.model_dump_json()}".encode()).hexdigest()
     with state.lock:
-        if key is not None and (first := _answered(state, key, digest, idempotency_key)) is not None:
+        if key is not None and (first := state.stored_answer(key, digest, idempotency_key, ResizeDecision)) is not None:
             return first
         job, graph = state.owned(job_id, tenant)
         own = tuple(state.cluster.device_index[d] for d in job.devices)
@@ -72,15 +72,6 @@ def proposal(state: Occupancy, job_id: str, tenant: Tenant = DEFAULT_TENANT) -> 
                 if candidate.predicted_jct_s < best.predicted_jct_s:
                     best = candidate
         return best
-
-
-def _answered(state: Occupancy, key: str, digest: str, given: str | None) -> ResizeDecision | None:
-    stored = state.store.answer(key)
-    if stored is None:
-        return None
-    if stored[0] != digest:
-        raise IdempotencyConflictError(f"idempotency key {(given or key)[:64]!r} was used for a different request")
-    return ResizeDecision.model_validate_json(stored[1])
 
 
 def _free_for(state: Occupancy, job_id: str) -> np.ndarray:
