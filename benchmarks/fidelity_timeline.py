@@ -27,14 +27,18 @@ of BERT-base and ResNet-50 each; the median |error| on every other shape is repo
   beside it, *file form*: the same file calibrated in its own form only, its shared constants refitted (what ``placer
   calibrate`` did before form selection where that cross-validated better than holding them, as on these rows).
 
-``python benchmarks/fidelity_timeline.py`` (``--smoke``: fewer held-out shapes).
+``python benchmarks/fidelity_timeline.py`` (``--smoke``: fewer held-out shapes; ``--json FILE``: also write the numbers,
+per testbed, as the result file of the ``fidelity-timeline`` figure of docs/cost-model.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -51,6 +55,8 @@ PER_GPU_BATCH = {"resnet50": (32, 64), "bert_base": (4, 8)}
 TRUE_RATE = {"resnet50": 0.8, "bert_base": 0.6}  # the jobs' true compute rates relative to the profile
 CALIBRATION_SHAPES = ((1, 1), (1, 4), (2, 1), (2, 2))
 NOISE = 0.03
+# the calibration's note on the form it kept (placer.calibration.forms.select): both forms' cross-validated median errors
+FORM_NOTE = re.compile(r"cross-validated median error ([\d.]+)% with the communication terms, ([\d.]+)% in the file's form")
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,7 @@ class Profile:
 
 ETHERNET = Profile("ethernet-tcp", 6.25e9, 60e-6, 0.12, 10e9, 15e-6, 0.35, 0.015, 0.004, "ethernet")
 INFINIBAND = Profile("infiniband", 12.5e9, 5e-6, 0.9, 10e9, 5e-6, 0.05, 0.015, 0.002, "infiniband")
+LABELS = {ETHERNET.name: "Ethernet-TCP, 16 x 4 T4", INFINIBAND.name: "InfiniBand"}  # as the figure names the testbeds
 
 
 def nominal(profile: Profile) -> Cluster:
@@ -150,7 +157,8 @@ def held_out_errors(cluster: Cluster, held: list[dict]) -> np.ndarray:
 
 def evaluate(p: Profile, servers: tuple[int, ...], seed: int = 7) -> dict[str, float]:
     """Median |error| on held-out shapes: nominal and calibrated, before (main's pricing), after (opted in), the file
-    without opt-in keys calibrated in its own form (``file``) and with form selection (``selected``)."""
+    without opt-in keys calibrated in its own form (``file``) and with form selection (``selected``); with selection,
+    both forms' cross-validated median errors as its note gives them, to 0.1 % (``selected_cv_comm``, ``selected_cv_file``)."""
     rng, base = np.random.default_rng(seed), nominal(p)
     model = CostModel(base)
     calibration_rows = rows(CALIBRATION_SHAPES, p, rng, model)
@@ -165,21 +173,25 @@ def evaluate(p: Profile, servers: tuple[int, ...], seed: int = 7) -> dict[str, f
         out[f"{label}_calibrated"], out[f"{label}_p90"] = float(np.median(errors)), float(np.percentile(errors, 90))
         by_model = {name: [e for e, r in zip(errors, held, strict=True) if r["graph"] == name] for name in PER_GPU_BATCH}
         out |= {f"{label}_{name}": float(np.median(v)) for name, v in by_model.items()}
+        if select and (found := next(filter(None, map(FORM_NOTE.search, fit.notes)), None)):
+            out["selected_cv_comm"], out["selected_cv_file"] = (round(float(found[i]) / 100, 4) for i in (1, 2))
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="held-out shapes on 1, 2 and 4 servers only")
+    parser.add_argument("--json", default=None, help="also write the numbers, per testbed, to this file")
     args = parser.parse_args(argv)
     servers = (1, 2, 4) if args.smoke else (1, 2, 3, 4, 6, 8, 12, 16)
+    results: dict[str, dict[str, float]] = {}
     print(
         "| testbed | held-out rows | before: nominal / calibrated (BERT, ResNet-50) | after: nominal / calibrated (BERT, ResNet-50) "
         "| no opt-in keys, file form: calibrated (BERT, ResNet-50) | no opt-in keys, form selected: calibrated (BERT, ResNet-50), form |"
     )
     print("|---|---:|---|---|---|---|")
     for p in (ETHERNET, INFINIBAND):
-        r = evaluate(p, servers)
+        r = results[p.name] = evaluate(p, servers)
         print(
             f"| {p.name} | {r['rows']:.0f} "
             f"| {r['before_nominal']:.1%} / {r['before_calibrated']:.1%} ({r['before_bert_base']:.1%}, {r['before_resnet50']:.1%}) "
@@ -189,6 +201,11 @@ def main(argv: list[str] | None = None) -> None:
             f"{'comm' if r['selected_comm'] else 'file'} |"
         )
         sys.stdout.flush()
+    if args.json:
+        testbeds = [{"name": name, "label": LABELS[name], **r} for name, r in results.items()]
+        data = {"servers": list(servers), "calibration_shapes": [list(s) for s in CALIBRATION_SHAPES], "testbeds": testbeds}
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

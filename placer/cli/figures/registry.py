@@ -9,7 +9,7 @@ from typing import Any
 
 from placer.cli.figures.core import Figure, Step, result_folders
 from placer.cli.figures.regimes import reads, regimes
-from placer.cli.figures.render import evaluation, printed, scaling
+from placer.cli.figures.render import evaluation, printed, scaling, timeline
 from placer.cli.figures.tradeoff import tradeoff
 
 ABCD = "--beta-dist A,B,C,D"
@@ -394,6 +394,14 @@ _REGISTERED: tuple[Figure, ...] = (
         ("testbeds/t4x16",),
         (Step("python benchmarks/fidelity.py --testbed-only", stdout="output.md"),),
         printed("output.md"),
+    ),
+    Figure(  # the fit judged on a finer model than the one fitted (a DDP timeline); T4s: stale when their constants change
+        "fidelity-timeline",
+        COST_MD,
+        ("testbeds/t4x16",),
+        (Step("python benchmarks/fidelity_timeline.py --json runs/figures/fidelity-timeline/timeline.json"),),
+        timeline("timeline.json"),
+        keep={"timeline.json": "runs/figures/fidelity-timeline/timeline.json"},
     ),
     Figure(
         "scaling-dgx8x8",

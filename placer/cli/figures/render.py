@@ -67,6 +67,30 @@ def printed(name: str) -> Renderer:
     return render
 
 
+def timeline(name: str) -> Renderer:
+    """The DDP-timeline fidelity table, from ``benchmarks/fidelity_timeline.py --json``'s numbers: per testbed, the held-out
+    median error of each calibration (file opted in; no opt-in keys with form selection, in its own form only, links held)."""
+
+    def percent(x: float) -> str:
+        return f"{100 * x:.1f} %"
+
+    def render(folder: Path) -> Rendered:
+        lines = [
+            "| testbed | file opted in (`kind`) | no opt-in keys, form selected (CV: opted-in / file form) "
+            "| no opt-in keys, own form only | no opt-in keys, links held |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for t in json.loads((folder / name).read_text())["testbeds"]:
+            selected = f"{percent(t['selected_calibrated'])}, {'opted-in' if t['selected_comm'] else 'file form'} kept"
+            if "selected_cv_comm" in t:
+                selected += f" ({percent(t['selected_cv_comm'])} / {percent(t['selected_cv_file'])})"
+            cells = (percent(t["after_calibrated"]), selected, percent(t["file_calibrated"]), percent(t["before_calibrated"]))
+            lines.append(f"| {t['label']} | {' | '.join(cells)} |")
+        return Rendered(_commands(folder) + "\n".join(lines) + "\n")
+
+    return render
+
+
 def scaling(name: str, image: str, alt: str) -> Renderer:
     """The scaling table on ``dgx8x8`` and the efficiency plot, from ``benchmarks/scaling_plot.py --json``'s data."""
 
