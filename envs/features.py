@@ -78,20 +78,20 @@ def option_rows(
 
 def _table_rows(options: OptionTable, max_degree: int, left: float, seq: float) -> np.ndarray:
     """:func:`option_rows` of an :class:`OptionTable`: its table's rows for the graph, with the job's three columns."""
-    job, table = options.job, options.table
-    iteration = fitting_iteration_s(options.view.cost, job.graph, table, options.predicted)
-    static, fits, degree = _static_rows(options, max_degree)
+    job = options.job
+    static, fit, degree, iteration = _static_rows(options, max_degree)
     rows = static.copy()
-    if len(degree):
-        jct = iteration[fits[: len(table)]] * job.iterations
-        rows[fits, 0] = jct <= options.deadline_s * (1 + DEADLINE_TOLERANCE)  # meets_deadline
-        rows[fits, 1] = np.minimum(jct / left, 4) / 4
-        rows[fits, 2] = np.minimum(degree * jct / seq, 4) / 4
-    return rows.astype(np.float32)
+    if len(fit):
+        jct = iteration * job.iterations
+        rows[fit, 0] = jct <= options.deadline_s * (1 + DEADLINE_TOLERANCE)  # meets_deadline
+        rows[fit, 1] = np.minimum(jct / left, 4) / 4
+        rows[fit, 2] = np.minimum(degree * jct / seq, 4) / 4
+    return rows
 
 
-def _static_rows(options: OptionTable, max_degree: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows (float64, the job's three columns 0), which rows fit, those rows' degrees as floats), kept in the table."""
+def _static_rows(options: OptionTable, max_degree: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(rows (float32, the job's three columns 0), the rows that fit, their degrees and iterations (s), float64), kept in
+    the table."""
     table, graph, cost = options.table, options.job.graph, options.view.cost
     key = ("option_rows", graph.key, max_degree, options.padding)
     kept = table.derived.get(key)
@@ -100,14 +100,14 @@ def _static_rows(options: OptionTable, max_degree: int) -> tuple[np.ndarray, np.
     unfit, fitted, degree = _table_columns(options, max_degree)
     slots, n = table.slot_array, len(table)
     predicted = options.predicted
-    fits = np.zeros(len(unfit), dtype=bool)
-    fits[:n] = np.array([p.fits for p in predicted] + [False], dtype=bool)[slots]  # slot -1 (no devices): the False
+    fits = np.array([p.fits for p in predicted] + [False], dtype=bool)[slots]  # slot -1 (no devices): the False
     splits = [_split(p.strategy) for p in predicted]
     rows = unfit.copy()
-    fit = fits[:n]
-    rows[:n][fit] = fitted[fit]
-    rows[:n, 6:9][fit] = np.array([*splits, (0.0, 0.0, 0.0)], dtype=np.float64)[slots][fit]
-    kept = (rows, fits, degree[fits])
+    rows[:n][fits] = fitted[fits]
+    rows[:n, 6:9][fits] = np.array([*splits, (0.0, 0.0, 0.0)], dtype=np.float64)[slots][fits]
+    fit = np.flatnonzero(fits)
+    iteration = fitting_iteration_s(cost, graph, table, predicted)[fit]
+    kept = (rows.astype(np.float32), fit, degree[fit], iteration)  # float64 rows rounded once, as np.array(rows) rounds
     if cost.cache:
         table.derived[key] = kept
     return kept
@@ -115,30 +115,39 @@ def _static_rows(options: OptionTable, max_degree: int) -> tuple[np.ndarray, np.
 
 def _table_columns(options: OptionTable, max_degree: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The table's rows as for an option that does not fit (padding included), as for one that fits (less its
-    strategy's columns and the job's three), and each row's degree (float64): what no graph changes, kept in the table."""
+    strategy's columns and the job's three), and each row's degree (float64): what no graph changes."""
     table, cluster = options.table, options.view.cost.cluster
-    key = ("option_columns", max_degree, options.padding)
-    kept = table.derived.get(key)
-    if kept is not None:
-        return kept
-    rules, n = table.rules, len(table)
-    first = table.degrees[-1] + 1 if table.degrees else 1
-    degrees = [d for d in table.degrees for _ in rules] + [first + j // len(rules) for j in range(options.padding)]
-    degree = np.array(degrees, dtype=np.int64)
-    one_hot = np.array([_RULE_ONE_HOT[rules[i % len(rules)]] for i in range(len(degrees))], dtype=np.float64)
-    unfit = np.zeros((len(degrees), OPTION_FEATURES), dtype=np.float64)
-    unfit[:, 1] = unfit[:, 2] = 1.0
-    unfit[:, 4] = degree / max_degree
-    unfit[:, 9:12] = one_hot
-    fitted = np.zeros((n, OPTION_FEATURES), dtype=np.float64)
-    spanned = np.array([table.shapes[slot].servers if slot >= 0 else 0 for slot in table.slots], dtype=np.int64)
+    degree, unfit, fitted = _layout(table.degrees, table.rules, max_degree, options.padding)
+    n = len(table)
+    fitted = fitted.copy()
+    spanned = np.array([*(shape.servers for shape in table.shapes), 0], dtype=np.int64)[table.slot_array]
     fitted[:, 3] = spanned / degree[:n]
-    fitted[:, 4] = degree[:n] / max_degree
     fitted[:, 5] = (table.num_free - degree[:n]) / cluster.num_devices
-    fitted[:, 9:12] = one_hot[:n]
     fitted[:, 12] = (table.whole - np.array(table.breaks, dtype=np.int64)) / cluster.num_servers
-    kept = (unfit, fitted, degree.astype(np.float64))
-    table.derived[key] = kept
+    return unfit, fitted, degree.astype(np.float64)
+
+
+_LAYOUTS: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _layout(degrees: tuple[int, ...], rules: tuple[str, ...], max_degree: int, padding: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(each row's degree (int64), the rows of options that do not fit, the columns of those that fit that only the degree
+    and rule decide) of a table at ``degrees`` x ``rules`` with ``padding`` rows beyond: kept per layout."""
+    key = (degrees, rules, max_degree, padding)
+    kept = _LAYOUTS.get(key)
+    if kept is None:
+        first = degrees[-1] + 1 if degrees else 1
+        degree = np.array([d for d in degrees for _ in rules] + [first + j // len(rules) for j in range(padding)], dtype=np.int64)
+        one_hot = np.array([_RULE_ONE_HOT[rules[i % len(rules)]] for i in range(len(degree))], dtype=np.float64).reshape(-1, 3)
+        unfit = np.zeros((len(degree), OPTION_FEATURES), dtype=np.float64)
+        unfit[:, 1] = unfit[:, 2] = 1.0
+        unfit[:, 4] = degree / max_degree
+        unfit[:, 9:12] = one_hot
+        n = len(degrees) * len(rules)
+        fitted = np.zeros((n, OPTION_FEATURES), dtype=np.float64)
+        fitted[:, 4] = degree[:n] / max_degree
+        fitted[:, 9:12] = one_hot[:n]
+        kept = _LAYOUTS[key] = (degree, unfit, fitted)
     return kept
 
 
@@ -156,13 +165,14 @@ def server_groups(num_servers: int, max_groups: int) -> np.ndarray:
 
 class _Groups:
     """What a cluster's server groups are whatever runs: each device's group, each group's first device, the columns of
-    size, memory and speed (clipped as the observation clips them) and the mask."""
+    size, memory and speed (clipped as the observation clips them), the mask, and whether each group is one device."""
 
     def __init__(self, cluster: Cluster, max_groups: int) -> None:
         self.group = group = server_groups(cluster.num_servers, max_groups)[cluster.server_of]
         count = np.bincount(group, minlength=max_groups).astype(np.float64)
         self.used = int((count > 0).sum())  # groups 0..used-1 hold devices (consecutive servers, consecutive groups)
         self.starts = np.searchsorted(group, np.arange(self.used))
+        self.single = bool((group == np.arange(len(group))).all())  # device d is group d: sums over groups are the values
         self.safe = np.maximum(count, 1)
         self.static = np.zeros((max_groups, GROUP_FEATURES), dtype=np.float32)
         self.static[:, 1] = count / count.max()
@@ -170,29 +180,45 @@ class _Groups:
         self.static[:, 5] = np.bincount(group, weights=cluster.speed, minlength=max_groups) / self.safe
         np.clip(self.static, 0.0, 4.0, out=self.static)
         self.mask = (count > 0).astype(np.float32)
+        self.least_memory = cluster.memory_bytes.min()
 
 
 _GROUPS: WeakKeyDictionary[Cluster, dict[int, _Groups]] = WeakKeyDictionary()
 
 
-def group_arrays(view: ClusterView, time_left_s: float, max_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """(max_groups, GROUP_FEATURES) server-group features and their (max_groups,) mask; vectorised over devices."""
-    cluster = view.cluster
+def _groups(cluster: Cluster, max_groups: int) -> _Groups:
     groups = _GROUPS.setdefault(cluster, {}).get(max_groups)
     if groups is None:
         groups = _GROUPS[cluster][max_groups] = _Groups(cluster, max_groups)
-    group = groups.group
+    return groups
+
+
+def least_memory(cluster: Cluster) -> np.float64:
+    """The cluster's smallest device memory (bytes), kept."""
+    return _groups(cluster, 1).least_memory
+
+
+def group_arrays(view: ClusterView, time_left_s: float, max_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """(max_groups, GROUP_FEATURES) server-group features and their (max_groups,) mask; vectorised over devices."""
+    groups = _groups(view.cluster, max_groups)
     busy = ~view.free
     until = np.minimum((view.free_at - view.now) / time_left_s, 4) / 4
-    busy_count = np.bincount(group, weights=busy, minlength=max_groups)
-    mean_until = np.bincount(group, weights=np.where(busy, until, 0.0), minlength=max_groups) / np.maximum(busy_count, 1)
-    least = np.zeros(max_groups)
-    if groups.used:  # each group's devices are one run: the least of its busy devices' (inf: none busy, read as 0)
-        least[: groups.used] = np.minimum.reduceat(np.where(busy, until, np.inf), groups.starts)
-        least[~np.isfinite(least)] = 0.0
+    busy_until = np.where(busy, until, 0.0)  # busy devices' time until free (> 0), 0 for free ones
     out = groups.static.copy()
-    out[:, 0] = np.bincount(group, weights=view.free, minlength=max_groups) / groups.safe
-    out[:, 2] = mean_until
-    out[:, 3] = least
+    if groups.single:  # one device a group: a group's sum, mean and least are its device's value (0.0 + x is x for x >= 0)
+        n = len(busy)
+        out[:n, 0] = view.free
+        out[:n, 2] = busy_until
+        out[:n, 3] = busy_until  # the least of none busy (inf) reads 0: as the free ones' 0
+    else:
+        group = groups.group
+        busy_count = np.bincount(group, weights=busy, minlength=max_groups)
+        out[:, 2] = np.bincount(group, weights=busy_until, minlength=max_groups) / np.maximum(busy_count, 1)
+        least = np.zeros(max_groups)
+        if groups.used:  # each group's devices are one run: the least of its busy devices' (inf: none busy, read as 0)
+            least[: groups.used] = np.minimum.reduceat(np.where(busy, until, np.inf), groups.starts)
+            least[~np.isfinite(least)] = 0.0
+        out[:, 3] = least
+        out[:, 0] = np.bincount(group, weights=view.free, minlength=max_groups) / groups.safe
     np.clip(out, 0.0, 4.0, out=out)  # the kept columns are clipped already: clipping again changes none
     return out, groups.mask.copy()

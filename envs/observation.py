@@ -68,7 +68,7 @@ import numpy as np
 
 from envs.advice import advice_arrays
 from envs.config import EnvConfig
-from envs.features import GROUP_FEATURES, OPTION_FEATURES, group_arrays, option_rows
+from envs.features import GROUP_FEATURES, OPTION_FEATURES, group_arrays, least_memory, option_rows
 from envs.features import server_groups as server_groups  # where it was
 from placer.common.errors import EnvConfigError, PlacerError
 from placer.graphs.catalog import resolve_graph
@@ -286,7 +286,7 @@ def _decision_arrays(offer: Offer, history: JobHistory, config: EnvConfig, num_f
     cluster, cost = view.cluster, view.cost
     seq = job.sequential_jct_s
     left = max(job.remaining_s(view.now), 1e-9)
-    memory_ratio = cost.memory_per_device(job.graph, 1) / cluster.memory_bytes.min()
+    memory_ratio = cost.memory_per_device(job.graph, 1) / least_memory(cluster)
     ratio, rank = history.relative(seq)
     job_feats = np.array(
         [
@@ -301,19 +301,20 @@ def _decision_arrays(offer: Offer, history: JobHistory, config: EnvConfig, num_f
         dtype=np.float32,
     )
     n = cluster.num_devices
-    if isinstance(table, OptionTable):  # the cost model's table counted the wholly free servers
-        whole, is_whole = table.table.whole, []
+    if isinstance(table, OptionTable):  # the cost model's table counted the free devices and the wholly free servers
+        num_free, whole, is_whole = table.table.num_free, table.table.whole, []
     else:
+        num_free = view.num_free
         per_server = np.bincount(cluster.server_of, minlength=cluster.num_servers)
         whole_servers = np.bincount(cluster.server_of, weights=view.free, minlength=cluster.num_servers) == per_server
         whole, is_whole = int(whole_servers.sum()), whole_servers.tolist()
     options = option_rows(table, view, max_degree, left, seq, whole, is_whole)
     groups, group_mask = group_arrays(view, left, max_groups)
-    soon = float(((view.free_at - view.now) <= left / 2).mean())
-    cluster_feats = np.array(
-        [view.num_free / n, whole / cluster.num_servers, min(view.running / n, 1.0), math.log2(n) / 13, soon], dtype=np.float32
-    )
-    out = {"job": np.clip(job_feats, -4, 4), "options": options, "groups": groups, "group_mask": group_mask, "cluster": cluster_feats}
+    soon = np.count_nonzero((view.free_at - view.now) <= left / 2) / n  # the fraction: what .mean() gives, bit for bit
+    busy_jobs = min(view.running / n, 1.0)
+    cluster_feats = np.array([num_free / n, whole / cluster.num_servers, busy_jobs, math.log2(n) / 13, soon], dtype=np.float32)
+    job_feats = np.minimum(np.maximum(job_feats, -4), 4)  # np.clip, without its Python wrappers
+    out = {"job": job_feats, "options": options, "groups": groups, "group_mask": group_mask, "cluster": cluster_feats}
     if config.history:
         out["history"] = history_features(history.arrivals)
     if config.meter:

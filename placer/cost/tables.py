@@ -25,7 +25,7 @@ from placer.cost.shape import PlacementShape
 
 MAX_SHAPES = 200_000
 MAX_TABLES = 2048  # tables by free counts
-MAX_MASKS = 16_384  # free-device mask -> its table (a reference each)
+MAX_MASKS = 16_384  # free-device mask -> its free counts (a table's key)
 MAX_DEVICE_TABLES = 1024  # a mask's table with its devices (:meth:`Placements.entries`)
 
 
@@ -43,17 +43,17 @@ class PlacementTable:
     """Every (degree, rule) placement on the masks with one free count, degree-major (entry ``i`` is ``degrees[i // R]``,
     ``rules[i % R]``): ``indices[i]`` its devices' places among a mask's free ids, ascending (None: fewer than the degree
     free), ``slots[i]`` its shape's place in ``shapes`` (the distinct shapes, first seen first; -1 without devices),
-    ``repeats[i]`` whether an earlier rule gave the same devices at that degree. ``num_free``, ``whole`` (wholly free
-    servers) and ``whole_at`` (whether each free id's server is wholly free) describe the masks. ``predicted`` / ``best``:
+    ``repeats[i]`` whether an earlier rule gave the same devices at that degree, ``breaks[i]`` the wholly free servers it
+    takes devices from. ``num_free`` and ``whole`` (wholly free servers) describe the masks. ``predicted`` / ``best``:
     graph key -> its predictions on ``shapes`` / its fastest fitting iteration (s); ``derived``: what callers compute
     from the table, by their own key."""
 
-    def __init__(self, degrees: tuple[int, ...], rules: tuple[str, ...], num_free: int, whole_at: list[int]) -> None:
-        self.degrees, self.rules, self.num_free, self.whole_at = degrees, rules, num_free, whole_at
-        self.whole = len(set(k for k in whole_at if k >= 0))
+    def __init__(self, degrees: tuple[int, ...], rules: tuple[str, ...], num_free: int, whole: int) -> None:
+        self.degrees, self.rules, self.num_free, self.whole = degrees, rules, num_free, whole
         self.indices: list[tuple[int, ...] | None] = []
         self.slots: list[int] = []
         self.repeats: list[bool] = []
+        self.breaks: list[int] = []
         self.shapes: list[PlacementShape] = []
         self.predicted: dict[str, tuple[Prediction, ...]] = {}
         self.best: dict[str, float] = {}
@@ -61,12 +61,6 @@ class PlacementTable:
 
     def __len__(self) -> int:
         return len(self.indices)
-
-    @cached_property
-    def breaks(self) -> list[int]:
-        """Each entry's wholly free servers it takes devices from (what a placement costs jobs that need whole servers)."""
-        whole_at = self.whole_at
-        return [len({whole_at[j] for j in idx} - {-1}) if idx is not None else 0 for idx in self.indices]
 
     @cached_property
     def slot_array(self) -> np.ndarray:
@@ -107,7 +101,7 @@ class Placements:
     def clear_tables(self) -> None:
         """Forget every table (and the predictions they hold); shapes stay."""
         self._tables: LRUCache[tuple, PlacementTable] = LRUCache(MAX_TABLES)
-        self._by_mask: LRUCache[tuple, PlacementTable] = LRUCache(MAX_MASKS)
+        self._by_mask: LRUCache[tuple, tuple] = LRUCache(MAX_MASKS)
         self._entries: LRUCache[tuple, tuple[PlacementEntry, ...]] = LRUCache(MAX_DEVICE_TABLES)
 
     # -- shapes -----------------------------------------------------------------------
@@ -156,10 +150,13 @@ class Placements:
     # -- tables -----------------------------------------------------------------------
     def table(self, free: np.ndarray, degrees: tuple[int, ...], rules: tuple[str, ...]) -> PlacementTable:
         """The table of the free-device mask ``free`` ((N,) bool) at ``degrees`` x ``rules``."""
-        key = (free.tobytes(), degrees, rules)
-        table = self._by_mask.get(key)
+        mask = (free.tobytes(), degrees, rules)
+        key = self._by_mask.get(mask)
+        if key is None:
+            key = self._by_mask[mask] = (self._free_counts(free), degrees, rules)
+        table = self._tables.get(key)
         if table is None:
-            table = self._by_mask[key] = self._counted(free, degrees, rules)
+            table = self._tables[key] = self._build(FreeDevices(self.cluster, free), degrees, rules)
         return table
 
     def entries(self, free: np.ndarray, degrees: tuple[int, ...], rules: tuple[str, ...]) -> tuple[PlacementEntry, ...]:
@@ -170,50 +167,47 @@ class Placements:
             entries = self._entries[key] = self.table(free, degrees, rules).entries(np.flatnonzero(free).tolist())
         return entries
 
-    def _counted(self, free: np.ndarray, degrees: tuple[int, ...], rules: tuple[str, ...]) -> PlacementTable:
+    def _free_counts(self, free: np.ndarray) -> tuple:
+        """What a table is kept by: the free devices of each server that has any, in server order (with its id unless
+        every device and every server is alike)."""
         per_server = np.add.reduceat(free, self._starts, dtype=np.int64).tolist() if len(free) else []
         if self._counts_only:
-            counts: tuple = tuple(c for c in per_server if c)
-        else:
-            counts = tuple((s, c) for s, c in enumerate(per_server) if c)
-        key = (counts, degrees, rules)
-        table = self._tables.get(key)
-        if table is None:
-            table = self._tables[key] = self._build(FreeDevices(self.cluster, free), degrees, rules)
-        return table
+            return tuple(c for c in per_server if c)
+        return tuple((s, c) for s, c in enumerate(per_server) if c)
 
     def _build(self, free: FreeDevices, degrees: tuple[int, ...], rules: tuple[str, ...]) -> PlacementTable:
         (starts, counts), ids, sizes, server_of = free.runs, free.ids, self._sizes, self._server_of
-        whole_at: list[int] = []  # per free id: its server's place among those with free devices if wholly free, else -1
-        for k, (start, count) in enumerate(zip(starts, counts, strict=True)):
-            whole_at += [k if count == sizes[server_of[ids[start]]] else -1] * count
-        table = PlacementTable(degrees, rules, free.count, whole_at)
+        whole = [count == sizes[server_of[ids[start]]] for start, count in zip(starts, counts, strict=True)]  # per server with free
+        place = [k for k, count in enumerate(counts) for _ in range(count)]  # per free id: its server's place among those
+        table = PlacementTable(degrees, rules, free.count, sum(whole))
         columns = [rule_indices(starts, counts, rule, degrees) for rule in rules]
         slot_of: dict[int, int] = {}  # id(shape) -> its place in shapes
-        indices, slots, repeats, shapes = table.indices, table.slots, table.repeats, table.shapes
-        place = [k for k, count in enumerate(counts) for _ in range(count)]  # per free id: its server's place
+        indices, slots, repeats, breaks, shapes = table.indices, table.slots, table.repeats, table.breaks, table.shapes
         by_counts = self._by_counts if self._uniform else None  # devices alike: a shape is its devices per server
         for i in range(len(degrees)):
-            earlier: dict[tuple[int, ...], int] = {}  # this degree's placements so far -> their slots
+            earlier: dict[tuple[int, ...], tuple[int, int]] = {}  # this degree's placements so far -> (slot, breaks)
             for column in columns:
                 idx = column[i]
                 indices.append(idx)
                 if idx is None:
                     slots.append(-1)
                     repeats.append(False)
+                    breaks.append(0)
                     continue
-                slot = earlier.get(idx, -1)
-                repeats.append(slot >= 0)
-                if slot < 0:
-                    shape = by_counts.get(_takes(idx, place)) if by_counts is not None else None
+                seen = earlier.get(idx)
+                repeats.append(seen is not None)
+                if seen is None:
+                    takes, broken = _takes(idx, place, whole)
+                    shape = by_counts.get(takes) if by_counts is not None else None
                     if shape is None:
                         shape = self.shape(_pick(ids, idx))
                     slot = slot_of.get(id(shape), -1)
                     if slot < 0:
                         slot = slot_of[id(shape)] = len(shapes)
                         shapes.append(shape)
-                    earlier[idx] = slot
-                slots.append(slot)
+                    seen = earlier[idx] = (slot, broken)
+                slots.append(seen[0])
+                breaks.append(seen[1])
         return table
 
 
@@ -233,10 +227,11 @@ def _pick(ids: list[int], idx: tuple[int, ...]) -> tuple[int, ...]:
     return tuple([ids[j] for j in idx])
 
 
-def _takes(idx: tuple[int, ...], place: list[int]) -> tuple[int, ...]:
-    """Devices per spanned server, largest first, of the free ids at ``idx`` (``place``: each free id's server)."""
+def _takes(idx: tuple[int, ...], place: list[int], whole: list[bool]) -> tuple[tuple[int, ...], int]:
+    """(devices per spanned server, largest first; the wholly free servers among them) of the free ids at ``idx``
+    (``place``: each free id's server among those with free devices; ``whole``: whether each of those is wholly free)."""
     runs: list[int] = []
-    last = -1
+    last, broken = -1, 0
     for j in idx:
         k = place[j]
         if k == last:
@@ -244,5 +239,6 @@ def _takes(idx: tuple[int, ...], place: list[int]) -> tuple[int, ...]:
         else:
             runs.append(1)
             last = k
+            broken += whole[k]
     runs.sort(reverse=True)
-    return tuple(runs)
+    return tuple(runs), broken
