@@ -24,6 +24,8 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -66,11 +68,15 @@ def main() -> None:
         extractor.rollout_cache = None
         model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=n_steps)  # warm-up, untimed
         collect = {}
+        spent = {"environment": [0.0], "forward pass": [0.0]}  # of the cached rollout: where its time goes
         for cached in (False, True):
             extractor.rollout_cache = {} if cached else None
-            start = time.perf_counter()
-            model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=n_steps)
-            collect[cached] = time.perf_counter() - start
+            timed = [(env.unwrapped, "step", spent["environment"]) for env in model.env.envs]
+            timed.append((model.policy, "forward", spent["forward pass"]))
+            with _timing(timed if cached else []):
+                start = time.perf_counter()
+                model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=n_steps)
+                collect[cached] = time.perf_counter() - start
         extractor.rollout_cache = None
         alone = _env_alone(model.env.envs[0].unwrapped, n_steps * config.ppo.n_envs)  # its caches as warm as the rollouts'
         timings = {}
@@ -95,6 +101,12 @@ def main() -> None:
         f"(target >= 2x {'met' if before / after >= 2 else 'MISSED'})"
     )
     print(_ceiling(steps / alone, steps / after))
+    env_s, forward_s = spent["environment"][0], spent["forward pass"][0]
+    print(
+        f"a step, ms (cached rollout + update): environment {env_s / steps * 1e3:.3f}, forward pass {forward_s / steps * 1e3:.3f}, "
+        f"the rest of the rollout (SB3's tensors, masks, buffer) {(collect[True] - env_s - forward_s) / steps * 1e3:.3f}, "
+        f"update {timings[True] / steps * 1e3:.3f}; {ISSUE_29_TARGET:.0f} timesteps/s is {1e3 / ISSUE_29_TARGET:.3f} in all"
+    )
     if args.scale:
         scaled = _scaled_rate(config, args.envs, args.device, n_steps * config.ppo.n_envs)
         baseline = steps / after
@@ -109,6 +121,30 @@ def _ceiling(env_rate: float, end_to_end: float, target: float = ISSUE_29_TARGET
         f"ceiling (the network free): {env_rate:.0f} timesteps/s, {env_rate / target:.2f}x issue 29's {target:.0f}: {verdict}; "
         f"all but the environment is {share:.0%} of a step's time now"
     )
+
+
+@contextmanager
+def _timing(targets: list[tuple[object, str, list[float]]]) -> Iterator[None]:
+    """Add the seconds each ``(owner, method, total)``'s method takes to ``total[0]`` while in the block (an instance
+    attribute shadows the method, removed afterwards)."""
+    for owner, name, total in targets:
+        setattr(owner, name, _timed(getattr(owner, name), total))
+    try:
+        yield
+    finally:
+        for owner, name, _ in targets:
+            delattr(owner, name)
+
+
+def _timed(method: Callable, total: list[float]) -> Callable:
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            total[0] += time.perf_counter() - start
+
+    return timed
 
 
 def _env_alone(env: ClusterPlacementEnv, steps: int) -> float:
