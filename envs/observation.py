@@ -328,7 +328,7 @@ def meter_features(meters: Sequence[LoadMeter], num_devices: int) -> np.ndarray:
     loads = [meter.load(num_devices) for meter in meters]
     readings = [math.log2(max(load, 1e-3)) / 2 if load is not None else 0.0 for load in loads]
     trust = min(meters[-1].seen / max(METER_WINDOWS), 1.0) if meters else 0.0
-    return np.clip(np.array([*readings, trust], dtype=np.float32), -1, 1)
+    return _clip1(np.array([*readings, trust], dtype=np.float32))
 
 
 def history_features(arrivals: ArrivalHistory) -> np.ndarray:
@@ -351,7 +351,12 @@ def history_features(arrivals: ArrivalHistory) -> np.ndarray:
         ],
         dtype=np.float32,
     )
-    return np.clip(features, -1, 1)
+    return _clip1(features)
+
+
+def _clip1(features: np.ndarray) -> np.ndarray:
+    """``np.clip(features, -1, 1)`` without its Python wrappers: the same values (no bound is a signed zero to tie)."""
+    return np.minimum(np.maximum(features, -1), 1)
 
 
 def _queue_features(job: Job, view: ClusterView) -> tuple[float, ...]:
