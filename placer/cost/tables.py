@@ -197,7 +197,7 @@ class Placements:
                 seen = earlier.get(idx)
                 repeats.append(seen is not None)
                 if seen is None:
-                    takes, broken = _takes(idx, place, whole)
+                    takes, broken = _takes(idx, place, whole, starts, counts)
                     shape = by_counts.get(takes) if by_counts is not None else None
                     if shape is None:
                         shape = self.shape(_pick(ids, idx))
@@ -227,18 +227,26 @@ def _pick(ids: list[int], idx: tuple[int, ...]) -> tuple[int, ...]:
     return tuple([ids[j] for j in idx])
 
 
-def _takes(idx: tuple[int, ...], place: list[int], whole: list[bool]) -> tuple[tuple[int, ...], int]:
+def _takes(idx: tuple[int, ...], place: list[int], whole: list[bool], starts: list[int], counts: list[int]) -> tuple[tuple[int, ...], int]:
     """(devices per spanned server, largest first; the wholly free servers among them) of the free ids at ``idx``
-    (``place``: each free id's server among those with free devices; ``whole``: whether each of those is wholly free)."""
+    (``place``: each free id's server among those with free devices, whose runs of free ids start at ``starts`` and
+    hold ``counts``; ``whole``: whether each of those is wholly free)."""
     runs: list[int] = []
-    last, broken = -1, 0
-    for j in idx:
-        k = place[j]
-        if k == last:
-            runs[-1] += 1
-        else:
-            runs.append(1)
-            last = k
+    broken = 0
+    if idx[-1] - idx[0] + 1 == len(idx):  # one run of free ids: server by server, not id by id
+        lo, hi = idx[0], idx[-1] + 1
+        for k in range(place[lo], place[hi - 1] + 1):
+            runs.append(min(starts[k] + counts[k], hi) - max(starts[k], lo))
             broken += whole[k]
+    else:
+        last = -1
+        for j in idx:
+            k = place[j]
+            if k == last:
+                runs[-1] += 1
+            else:
+                runs.append(1)
+                last = k
+                broken += whole[k]
     runs.sort(reverse=True)
     return tuple(runs), broken
