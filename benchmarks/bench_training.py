@@ -14,13 +14,14 @@ faster than the environment steps, so a rate below issue 29's 3,000 there means 
 and where a step's time goes (the cached rollout's environment steps and forward passes, timed per call, the rest of
 the rollout, the update), against the 0.333 ms a step that 3,000 timesteps/s allows.
 
-Measured on the 2-core machine with another training job beside it (load 1-2), alternating with the code before issue
-50 item 4's speed-up, two runs each: the environment alone went from 923-996 to 1,538-2,507 steps/s on the default
-config (1,041-1,253 to 1,862-2,344 on ``experiments/configs/default.toml``), end to end from 420-433 to 458-588
-timesteps/s (405-496 to 626-661). A step after: environment 0.46-0.64 ms, forward pass 0.32-0.41, the rest of the
-rollout 0.12-0.16, update 0.79-0.97 (``default.toml``: 0.30-0.34, 0.28-0.31, 0.11-0.12, 0.82-0.83): with the environment
-free the update and the forward pass alone allow about 700-900 timesteps/s. ``--scale --envs 2`` was slower than one
-process both before and after (0.66-0.69x: the two cores are shared with the learner and the job beside it).
+Measured on the 2-core machine with another training job beside it (load 1-2.8), alternating with the code before
+issue 50 item 4's speed-up (four runs each; ``experiments/configs/default.toml``: two): the environment alone went
+from 923-1,278 to 1,538-2,507 steps/s on the default config (1,041-1,253 to 1,862-2,344 on ``default.toml``), end to
+end from 420-456 to 458-588 timesteps/s (405-496 to 626-661). A step after: environment 0.46-0.64 ms, forward pass
+0.32-0.41, the rest of the rollout 0.12-0.16, update 0.77-1.01 (``default.toml``: 0.30-0.34, 0.28-0.31, 0.11-0.12,
+0.82-0.83): with the environment free, the rest allows 630-830 timesteps/s. ``--scale --envs 2`` was slower than one
+process, before and after (0.66-0.69x: the two cores are shared by the learner, the environments and the job beside).
+docs/cost-model.md ("Environment speed") has the steady state, measured by CPU time.
 
 An untimed rollout of the same length comes first: each environment's cost model memoises its
 predictions per graph and placement shape, and a fresh process spends its first thousands of steps
