@@ -10,7 +10,18 @@ as warm as the rollouts'), then times PPO's update on that rollout buffer with t
 and on (the GNN is most of an update, and a minibatch of 256 holds only a few distinct graphs), and prints
 the end-to-end timesteps/s (collection + update) both ways. Target (issue 11): >= 2x timesteps/s. Last, the
 ceiling that the environment alone sets: were the network free (no forward pass, no update), end to end could go no
-faster than the environment steps, so a rate below issue 29's 3,000 there means no change to the network reaches it.
+faster than the environment steps, so a rate below issue 29's 3,000 there means no change to the network reaches it;
+and where a step's time goes (the cached rollout's environment steps and forward passes, timed per call, the rest of
+the rollout, the update), against the 0.333 ms a step that 3,000 timesteps/s allows.
+
+Measured on the 2-core machine with another training job beside it (load 1-2.8), alternating with the code before
+issue 50 item 4's speed-up (four runs each; ``experiments/configs/default.toml``: two): the environment alone went
+from 923-1,278 to 1,538-2,507 steps/s on the default config (1,041-1,253 to 1,862-2,344 on ``default.toml``), end to
+end from 420-456 to 458-588 timesteps/s (405-496 to 626-661). A step after: environment 0.46-0.64 ms, forward pass
+0.32-0.41, the rest of the rollout 0.12-0.16, update 0.77-1.01 (``default.toml``: 0.30-0.34, 0.28-0.31, 0.11-0.12,
+0.82-0.83): with the environment free, the rest allows 630-830 timesteps/s. ``--scale --envs 2`` was slower than one
+process, before and after (0.66-0.69x: the two cores are shared by the learner, the environments and the job beside).
+docs/cost-model.md ("Environment speed") has the steady state, measured by CPU time.
 
 An untimed rollout of the same length comes first: each environment's cost model memoises its
 predictions per graph and placement shape, and a fresh process spends its first thousands of steps
@@ -24,6 +35,8 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -66,11 +79,15 @@ def main() -> None:
         extractor.rollout_cache = None
         model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=n_steps)  # warm-up, untimed
         collect = {}
+        spent = {"environment": [0.0], "forward pass": [0.0]}  # of the cached rollout: where its time goes
         for cached in (False, True):
             extractor.rollout_cache = {} if cached else None
-            start = time.perf_counter()
-            model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=n_steps)
-            collect[cached] = time.perf_counter() - start
+            timed = [(env.unwrapped, "step", spent["environment"]) for env in model.env.envs]
+            timed.append((model.policy, "forward", spent["forward pass"]))
+            with _timing(timed if cached else []):
+                start = time.perf_counter()
+                model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=n_steps)
+                collect[cached] = time.perf_counter() - start
         extractor.rollout_cache = None
         alone = _env_alone(model.env.envs[0].unwrapped, n_steps * config.ppo.n_envs)  # its caches as warm as the rollouts'
         timings = {}
@@ -95,6 +112,12 @@ def main() -> None:
         f"(target >= 2x {'met' if before / after >= 2 else 'MISSED'})"
     )
     print(_ceiling(steps / alone, steps / after))
+    env_s, forward_s = spent["environment"][0], spent["forward pass"][0]
+    print(
+        f"a step, ms (cached rollout + update): environment {env_s / steps * 1e3:.3f}, forward pass {forward_s / steps * 1e3:.3f}, "
+        f"the rest of the rollout (SB3's tensors, masks, buffer) {(collect[True] - env_s - forward_s) / steps * 1e3:.3f}, "
+        f"update {timings[True] / steps * 1e3:.3f}; {ISSUE_29_TARGET:.0f} timesteps/s is {1e3 / ISSUE_29_TARGET:.3f} in all"
+    )
     if args.scale:
         scaled = _scaled_rate(config, args.envs, args.device, n_steps * config.ppo.n_envs)
         baseline = steps / after
@@ -109,6 +132,30 @@ def _ceiling(env_rate: float, end_to_end: float, target: float = ISSUE_29_TARGET
         f"ceiling (the network free): {env_rate:.0f} timesteps/s, {env_rate / target:.2f}x issue 29's {target:.0f}: {verdict}; "
         f"all but the environment is {share:.0%} of a step's time now"
     )
+
+
+@contextmanager
+def _timing(targets: list[tuple[object, str, list[float]]]) -> Iterator[None]:
+    """Add the seconds each ``(owner, method, total)``'s method takes to ``total[0]`` while in the block (an instance
+    attribute shadows the method, removed afterwards)."""
+    for owner, name, total in targets:
+        setattr(owner, name, _timed(getattr(owner, name), total))
+    try:
+        yield
+    finally:
+        for owner, name, _ in targets:
+            delattr(owner, name)
+
+
+def _timed(method: Callable, total: list[float]) -> Callable:
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            total[0] += time.perf_counter() - start
+
+    return timed
 
 
 def _env_alone(env: ClusterPlacementEnv, steps: int) -> float:

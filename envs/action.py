@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placer.sim.options import Option, any_feasible, options
+from placer.sim.options import Option, OptionTable, any_feasible
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
 
@@ -23,12 +23,11 @@ def num_actions(max_degree: int, num_rules: int) -> int:
     return 1 + max_degree * num_rules
 
 
-def option_table(job: Job, view: ClusterView, max_degree: int, rules: tuple[str, ...]) -> list[Option]:
-    """Options for degrees 1..max_degree x ``rules``; degrees beyond the cluster have no devices."""
+def option_table(job: Job, view: ClusterView, max_degree: int, rules: tuple[str, ...]) -> OptionTable:
+    """Options for degrees 1..max_degree x ``rules``; degrees beyond the cluster have no devices (each option built when
+    first read: the mask and the observation read the table's arrays)."""
     usable = min(max_degree, view.cluster.num_devices)
-    table = options(job, view, degrees=range(1, usable + 1), rules=rules)
-    table += [Option(d, r, None, None, job.deadline_s) for d in range(usable + 1, max_degree + 1) for r in rules]
-    return table
+    return OptionTable(job, view, range(1, usable + 1), rules, max_degree)
 
 
 def any_option(job: Job, view: ClusterView, max_degree: int, rules: tuple[str, ...]) -> bool:
@@ -40,6 +39,9 @@ def action_mask(table: Sequence[Option], max_degree: int, num_rules: int) -> np.
     """(num_actions,) bool; ``table`` is degree-major over degrees 1.. and the rules."""
     mask = np.zeros(num_actions(max_degree, num_rules), dtype=bool)
     mask[REJECT] = True
+    if isinstance(table, OptionTable):
+        mask[1 : 1 + len(table)] = table.feasible
+        return mask
     for i, option in enumerate(table):
         mask[1 + i] = option.feasible
     return mask

@@ -240,7 +240,7 @@ class ClusterPlacementEnv(gym.Env):
             view = sim.view()
             self._advice = self.advisers.advise(job, view)
             if act.any_option(job, view, self.config.max_degree, self.config.rules):
-                self._offer = Offer(job, view, tuple(act.option_table(job, view, self.config.max_degree, self.config.rules)))
+                self._offer = Offer(job, view, act.option_table(job, view, self.config.max_degree, self.config.rules))
                 return job
             sim.decide(Reject())
         return None

@@ -68,40 +68,26 @@ import numpy as np
 
 from envs.advice import advice_arrays
 from envs.config import EnvConfig
-from placer.cluster.placement import PLACEMENT_RULES
+from envs.features import GROUP_FEATURES, OPTION_FEATURES, group_arrays, least_memory, option_rows
+from envs.features import server_groups as server_groups  # where it was
 from placer.common.errors import EnvConfigError, PlacerError
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
 from placer.sim.history import RATE_WINDOWS, RECENT, ArrivalHistory, LoadMeter
-from placer.sim.options import Option
+from placer.sim.options import Option, OptionTable
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job
 
 if TYPE_CHECKING:
     from gymnasium import spaces
 
-NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, OPTION_FEATURES, GROUP_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 13, 6, 5
+NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 5
 HISTORY_FEATURES = 8
 METER_WINDOWS = (32, 96)  # arrivals the ``meter`` observation's offered-load readings average over
 METER_FEATURES = len(METER_WINDOWS) + 1
 JOB_EXTRAS = ("history", "meter", "advice")  # optional observations the job network reads beside ``job``, in this order
-# the option's placement rule, one-hot in PLACEMENT_RULES' order (first_fit, best_fit, spread: what trained policies read)
-RULE_INDEX = {rule: i for i, rule in enumerate(PLACEMENT_RULES)}
-REFERENCE_MEMORY_BYTES = 80e9
 GRAPH_KEYS = ("nodes", "node_mask", "edge_index", "edges", "edge_mask")  # a graph's arrays, in the GNN's argument order
 UNLISTED = -1  # the id of a graph in no table: its encoding is fed to the network directly
-
-
-class _Split(dict):
-    """(dp, tp, pp) -> (log2(dp) / 4, log2(tp) / 4, log2(pp) / 4), filled on first use."""
-
-    def __missing__(self, key: tuple[int, int, int]) -> tuple[float, float, float]:
-        value = self[key] = tuple(math.log2(k) / 4 for k in key)
-        return value
-
-
-_SPLIT = _Split()
-_RULE_ONE_HOT = {rule: tuple(float(i == k) for k in range(len(RULE_INDEX))) for rule, i in RULE_INDEX.items()}
 
 
 class GraphTooLargeError(PlacerError):
@@ -140,7 +126,7 @@ class Offer:
 
     job: Job
     view: ClusterView
-    options: tuple[Option, ...]
+    options: Sequence[Option]
 
 
 class GraphRef(NamedTuple):
@@ -300,7 +286,7 @@ def _decision_arrays(offer: Offer, history: JobHistory, config: EnvConfig, num_f
     cluster, cost = view.cluster, view.cost
     seq = job.sequential_jct_s
     left = max(job.remaining_s(view.now), 1e-9)
-    memory_ratio = cost.memory_per_device(job.graph, 1) / cluster.memory_bytes.min()
+    memory_ratio = cost.memory_per_device(job.graph, 1) / least_memory(cluster)
     ratio, rank = history.relative(seq)
     job_feats = np.array(
         [
@@ -314,43 +300,21 @@ def _decision_arrays(offer: Offer, history: JobHistory, config: EnvConfig, num_f
         ],
         dtype=np.float32,
     )
-    num_free, n, servers = view.num_free, cluster.num_devices, cluster.num_servers
-    server_list = cluster.server_list
-    per_server = np.bincount(cluster.server_of, minlength=servers)
-    whole_servers = np.bincount(cluster.server_of, weights=view.free, minlength=servers) == per_server
-    whole, is_whole = int(whole_servers.sum()), whole_servers.tolist()
-    rows = []
-    broken_by_devices: dict[tuple[int, ...], int] = {}  # rules often give the same devices
-    for o in table:
-        rule = _RULE_ONE_HOT[o.rule]
-        if o.devices is None or o.jct_s is None:
-            rows.append((0.0, 1.0, 1.0, 0.0, o.degree / max_degree, 0.0, 0.0, 0.0, 0.0, *rule, 0.0))
-            continue
-        s = o.strategy
-        split = (0.0, 0.0, 0.0) if s is None or s.sipml else _SPLIT[s.dp, s.tp, s.pp]
-        broken = broken_by_devices.get(o.devices)
-        if broken is None:  # whole-free servers the placement breaks into
-            broken = broken_by_devices[o.devices] = len({server for server in map(server_list.__getitem__, o.devices) if is_whole[server]})
-        rows.append(
-            (
-                float(o.feasible),
-                min(o.jct_s / left, 4) / 4,
-                min(o.degree * o.jct_s / seq, 4) / 4,
-                o.servers / o.degree,
-                o.degree / max_degree,
-                (num_free - o.degree) / n,
-                *split,
-                *rule,
-                (whole - broken) / servers,
-            )
-        )
-    options = np.array(rows, dtype=np.float32).reshape(len(table), OPTION_FEATURES)
+    n = cluster.num_devices
+    if isinstance(table, OptionTable):  # the cost model's table counted the free devices and the wholly free servers
+        num_free, whole, is_whole = table.table.num_free, table.table.whole, []
+    else:
+        num_free = view.num_free
+        per_server = np.bincount(cluster.server_of, minlength=cluster.num_servers)
+        whole_servers = np.bincount(cluster.server_of, weights=view.free, minlength=cluster.num_servers) == per_server
+        whole, is_whole = int(whole_servers.sum()), whole_servers.tolist()
+    options = option_rows(table, view, max_degree, left, seq, whole, is_whole)
     groups, group_mask = group_arrays(view, left, max_groups)
-    soon = float(((view.free_at - view.now) <= left / 2).mean())
-    cluster_feats = np.array(
-        [view.num_free / n, whole / cluster.num_servers, min(view.running / n, 1.0), math.log2(n) / 13, soon], dtype=np.float32
-    )
-    out = {"job": np.clip(job_feats, -4, 4), "options": options, "groups": groups, "group_mask": group_mask, "cluster": cluster_feats}
+    soon = np.count_nonzero((view.free_at - view.now) <= left / 2) / n  # the fraction: what .mean() gives, bit for bit
+    busy_jobs = min(view.running / n, 1.0)
+    cluster_feats = np.array([num_free / n, whole / cluster.num_servers, busy_jobs, math.log2(n) / 13, soon], dtype=np.float32)
+    job_feats = np.minimum(np.maximum(job_feats, -4), 4)  # np.clip, without its Python wrappers
+    out = {"job": job_feats, "options": options, "groups": groups, "group_mask": group_mask, "cluster": cluster_feats}
     if config.history:
         out["history"] = history_features(history.arrivals)
     if config.meter:
@@ -364,7 +328,7 @@ def meter_features(meters: Sequence[LoadMeter], num_devices: int) -> np.ndarray:
     loads = [meter.load(num_devices) for meter in meters]
     readings = [math.log2(max(load, 1e-3)) / 2 if load is not None else 0.0 for load in loads]
     trust = min(meters[-1].seen / max(METER_WINDOWS), 1.0) if meters else 0.0
-    return np.clip(np.array([*readings, trust], dtype=np.float32), -1, 1)
+    return _clip1(np.array([*readings, trust], dtype=np.float32))
 
 
 def history_features(arrivals: ArrivalHistory) -> np.ndarray:
@@ -387,7 +351,12 @@ def history_features(arrivals: ArrivalHistory) -> np.ndarray:
         ],
         dtype=np.float32,
     )
-    return np.clip(features, -1, 1)
+    return _clip1(features)
+
+
+def _clip1(features: np.ndarray) -> np.ndarray:
+    """``np.clip(features, -1, 1)`` without its Python wrappers: the same values (no bound is a signed zero to tie)."""
+    return np.minimum(np.maximum(features, -1), 1)
 
 
 def _queue_features(job: Job, view: ClusterView) -> tuple[float, ...]:
@@ -405,35 +374,3 @@ def _queue_features(job: Job, view: ClusterView) -> tuple[float, ...]:
         math.log10(max(job.sequential_jct_s, 1e-9) / max(mean_seq, 1e-9)) / 2,
         earlier / len(waiting),
     )
-
-
-def server_groups(num_servers: int, max_groups: int) -> np.ndarray:
-    """(num_servers,) group index of each server: itself, or one of ``max_groups`` consecutive chunks."""
-    if num_servers <= max_groups:
-        return np.arange(num_servers)
-    return np.arange(num_servers) * max_groups // num_servers
-
-
-def group_arrays(view: ClusterView, time_left_s: float, max_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """(max_groups, GROUP_FEATURES) server-group features and their (max_groups,) mask; vectorised over devices."""
-    cluster = view.cluster
-    group = server_groups(cluster.num_servers, max_groups)[cluster.server_of]
-    count = np.bincount(group, minlength=max_groups).astype(np.float64)
-    used = count > 0
-    busy = ~view.free
-    until = np.minimum((view.free_at - view.now) / time_left_s, 4) / 4
-    busy_count = np.bincount(group, weights=busy, minlength=max_groups)
-    mean_until = np.bincount(group, weights=np.where(busy, until, 0.0), minlength=max_groups) / np.maximum(busy_count, 1)
-    least = np.full(max_groups, np.inf)
-    np.minimum.at(least, group[busy], until[busy])
-    least[~np.isfinite(least)] = 0.0
-    out = np.zeros((max_groups, GROUP_FEATURES), dtype=np.float32)
-    safe = np.maximum(count, 1)
-    out[:, 0] = np.bincount(group, weights=view.free, minlength=max_groups) / safe
-    out[:, 1] = count / count.max()
-    out[:, 2] = mean_until
-    out[:, 3] = least
-    out[:, 4] = np.bincount(group, weights=cluster.memory_bytes, minlength=max_groups) / safe / REFERENCE_MEMORY_BYTES
-    out[:, 5] = np.bincount(group, weights=cluster.speed, minlength=max_groups) / safe
-    np.clip(out, 0.0, 4.0, out=out)
-    return out, used.astype(np.float32)

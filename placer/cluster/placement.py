@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cached_property
 
 import numpy as np
@@ -83,6 +83,11 @@ class FreeDevices:
     @property
     def _counts(self) -> list[int]:
         return self._runs[3]
+
+    @property
+    def runs(self) -> tuple[list[int], list[int]]:
+        """(starts, counts) of each server with free devices, as lists: the ``k``-th one's are ``ids[starts[k]:][:counts[k]]``."""
+        return self._runs[2], self._runs[3]
 
     def group(self, k: int, take: int | None = None) -> list[int]:
         """The first ``take`` (all) free devices of the ``k``-th server that has any."""
@@ -158,6 +163,67 @@ def _spread(free: FreeDevices, degree: int) -> tuple[int, ...] | None:
 PlacementRule = Callable[[FreeDevices, int], "tuple[int, ...] | None"]
 PLACEMENT_RULES: dict[str, PlacementRule] = {"first_fit": _first_fit, "best_fit": _best_fit, "spread": _spread}
 DEFAULT_RULE = "first_fit"  # a heuristic's rule when its name gives none (``+RULE``)
+
+
+def rule_indices(starts: Sequence[int], counts: Sequence[int], rule: str, degrees: Sequence[int]) -> list[tuple[int, ...] | None]:
+    """What ``PLACEMENT_RULES[rule]`` gives at each of ``degrees`` on a mask whose servers with free devices have
+    ``counts`` free, their runs of the ascending free ids starting at ``starts``: as ascending indices into those ids
+    (None: fewer than ``degree`` free). Every rule takes a server's lowest-numbered free devices, so these indices hold
+    for every mask with the same counts (:class:`FreeDevices`' rules, on counts alone)."""
+    everything = tuple(range(sum(counts)))
+    if rule == "first_fit":
+        return [everything[:degree] if degree <= len(everything) else None for degree in degrees]
+    if rule == "best_fit":
+        return _best_fit_indices(starts, counts, everything, degrees)
+    if rule == "spread":
+        top = max((d for d in degrees if d <= len(everything)), default=0)
+        rounds: list[int] = []  # one free device per server per round, servers in order
+        depth = 0
+        while len(rounds) < top:
+            rounds += [start + depth for start, count in zip(starts, counts, strict=True) if count > depth]
+            depth += 1
+        prefixes = _sorted_prefixes(rounds[:top], 1)
+        return [prefixes[degree] if degree <= len(everything) else None for degree in degrees]
+    raise ValueError(f"unknown placement rule {rule!r}")
+
+
+def _best_fit_indices(
+    starts: Sequence[int], counts: Sequence[int], everything: tuple[int, ...], degrees: Sequence[int]
+) -> list[tuple[int, ...] | None]:
+    """:func:`rule_indices` of ``best_fit``: the tightest server that holds the job (ties to the lower), else the servers
+    with the most free devices first (ties to the lower)."""
+    pairs = sorted(zip(counts, range(len(counts)), strict=True))
+    ascending = [c for c, _ in pairs]
+    holders = [bisect.bisect_left(ascending, degree) for degree in degrees]
+    spread_over = [d for d, i in zip(degrees, holders, strict=True) if i == len(counts) and d <= len(everything)]
+    prefixes: dict[int, tuple[int, ...]] = {}
+    if spread_over:
+        largest: list[int] = []
+        for _, k in sorted(zip((-c for c in counts), range(len(counts)), strict=True)):
+            largest += everything[starts[k] : starts[k] + counts[k]]
+            if len(largest) >= max(spread_over):
+                break
+        prefixes = _sorted_prefixes(largest[: max(spread_over)], min(spread_over))
+    out: list[tuple[int, ...] | None] = []
+    for degree, i in zip(degrees, holders, strict=True):
+        if degree > len(everything):
+            out.append(None)
+        elif i < len(counts):
+            start = starts[pairs[i][1]]
+            out.append(everything[start : start + degree])
+        else:
+            out.append(prefixes[degree])
+    return out
+
+
+def _sorted_prefixes(order: list[int], start: int) -> dict[int, tuple[int, ...]]:
+    """{d: tuple(sorted(order[:d]))} for d = ``start`` .. len(order), one insertion each."""
+    ascending = sorted(order[: start - 1])
+    prefixes: dict[int, tuple[int, ...]] = {}
+    for d in range(start, len(order) + 1):
+        bisect.insort(ascending, order[d - 1])
+        prefixes[d] = tuple(ascending)
+    return prefixes
 
 
 def idle_placements(cluster: Cluster, degree: int) -> list[tuple[int, ...]]:

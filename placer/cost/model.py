@@ -33,11 +33,9 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 
-from placer.cluster.placement import PLACEMENT_RULES, FreeDevices
 from placer.cluster.topology import Cluster, JobCalibration, Overheads
 from placer.common.errors import CostModelError
 from placer.common.lru import LRUCache
@@ -48,29 +46,10 @@ from placer.cost.prediction import Prediction, Strategy
 from placer.cost.profile import GraphProfile
 from placer.cost.shape import PlacementShape
 from placer.cost.stages import Stages, factorisations, one_f_one_b, tp_inside_servers
+from placer.cost.tables import PlacementEntry, Placements, PlacementTable
 from placer.graphs.job_graph import JobGraph
 
 STRATEGIES = ("auto", "dp", "tp", "pp", "sipml")
-MAX_SHAPES = 200_000
-MAX_PLACEMENT_TABLES = 1024
-MAX_BEST_ITERATIONS = 16_384  # (graph, free-device mask) pairs: a queue re-offers its jobs at every decision point
-
-
-class PlacementEntry(NamedTuple):
-    """One (degree, rule) placement of :meth:`CostModel.placements`."""
-
-    degree: int
-    rule: str
-    devices: tuple[int, ...] | None
-    shape: PlacementShape | None
-    repeat: bool
-
-
-class _Table(NamedTuple):
-    """A memoised placement table and its distinct shapes (each once, in first-seen order)."""
-
-    entries: tuple[PlacementEntry, ...]
-    shapes: tuple[PlacementShape, ...]
 
 
 class CostModel:
@@ -123,55 +102,23 @@ class CostModel:
         self.fabric = Fabric.of(cluster)
         self.overheads = cluster.spec.overheads
         self.jobs = cluster.spec.jobs
-        self._server_of = cluster.server_of.tolist()  # plain lists: placements are small, numpy calls are not free
-        self._speed = cluster.speed.tolist()
+        self._speed = cluster.speed.tolist()  # plain lists: placements are small, numpy calls are not free
         self._rate = [v * c for v, c in zip(self._speed, cluster.compute_scale, strict=True)]
-        self._memory = cluster.memory_bytes.tolist()
         self._predictions: LRUCache[tuple, Prediction] = LRUCache(max_predictions)
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
-        self._shapes: dict[tuple[int, ...], PlacementShape] = {}  # device tuple -> shape; cleared when full
-        self._interned: dict[PlacementShape, PlacementShape] = {}  # equal shapes are one object (cleared with _shapes)
-        self._placements: LRUCache[tuple, _Table] = LRUCache(MAX_PLACEMENT_TABLES)
-        self._best: LRUCache[tuple, float] = LRUCache(MAX_BEST_ITERATIONS)
+        self._placed = Placements(cluster, self._rate, self._speed, cluster.memory_bytes.tolist())
+        self._by_shape: LRUCache[str, dict[PlacementShape, Prediction]] = LRUCache(max_graphs)  # graph key -> shape -> prediction
         return self
 
     # -- placements -------------------------------------------------------------------
     def shape(self, devices: tuple[int, ...] | list[int] | np.ndarray) -> PlacementShape:
         """The placement's :class:`PlacementShape` (memoised per device tuple: placements recur; equal shapes of
         different device tuples are one object, so a table's distinct shapes are found by identity)."""
-        key = tuple(devices.tolist()) if isinstance(devices, np.ndarray) else tuple(devices)
-        shape = self._shapes.get(key)
-        if shape is None:
-            if len(self._shapes) >= MAX_SHAPES:
-                self._shapes.clear()
-                self._interned.clear()
-            shape = self._shape(key)
-            shape = self._shapes[key] = self._interned.setdefault(shape, shape)
-        return shape
+        return self._placed.shape(tuple(devices.tolist()) if isinstance(devices, np.ndarray) else tuple(devices))
 
     def slowest(self, devices: Sequence[int]) -> int:
         """The placed device with the lowest sustained rate (speed x compute_scale): it paces the job."""
-        return min(devices, key=self._rate.__getitem__)
-
-    def _shape(self, devices: tuple[int, ...]) -> PlacementShape:
-        server_of, speed, memory = self._server_of, self._speed, self._memory
-        per_server: dict[int, int] = {}
-        for d in devices:
-            s = server_of[d]
-            per_server[s] = per_server.get(s, 0) + 1
-        counts = sorted(per_server.values(), reverse=True)
-        slowest = self.slowest(devices)
-        return PlacementShape(
-            degree=len(devices),
-            servers=len(counts),
-            min_per_server=counts[-1],
-            max_per_server=counts[0],
-            speed=speed[slowest],
-            counts=tuple(counts),
-            device=self.cluster.device_model[slowest],
-            memory_bytes=min(memory[d] for d in devices),
-            compute_scale=self.cluster.compute_scale[slowest],
-        )
+        return self._placed.slowest(devices)
 
     def placements(self, free: np.ndarray, degrees: Sequence[int], rules: Sequence[str]) -> tuple[PlacementEntry, ...]:
         """Every (degree, rule) placement on the free devices ``free`` ((N,) bool), degree-major.
@@ -181,40 +128,41 @@ class CostModel:
         than ``degree`` devices are free; ``repeat`` marks a rule that gave the same devices as an
         earlier rule at that degree.
         """
-        return self._table(free, degrees, rules).entries
+        return self._placed.entries(free, tuple(degrees), tuple(rules))
 
-    def _table(self, free: np.ndarray, degrees: Sequence[int], rules: Sequence[str]) -> _Table:
-        key = (free.tobytes(), tuple(degrees), tuple(rules))
-        table = self._placements.get(key)
-        if table is None:
-            entries = self._placement_table(free, degrees, rules)
-            shapes = {id(e.shape): e.shape for e in entries if e.shape is not None}  # interned: equal shapes, one id
-            table = self._placements[key] = _Table(entries, tuple(shapes.values()))
-        return table
+    def placement_table(self, free: np.ndarray, degrees: Sequence[int], rules: Sequence[str]) -> PlacementTable:
+        """:meth:`placements` without the devices, as every mask with the same free devices per server shares it
+        (:mod:`placer.cost.tables`): its shapes, and each graph's predictions on them once asked for."""
+        return self._placed.table(free, tuple(degrees), tuple(rules))
 
-    def _placement_table(self, free: np.ndarray, degrees: Sequence[int], rules: Sequence[str]) -> tuple[PlacementEntry, ...]:
-        devices_free, out = FreeDevices(self.cluster, free), []
-        for degree in degrees:
-            seen: set[tuple[int, ...]] = set()
-            for rule in rules:
-                devices = PLACEMENT_RULES[rule](devices_free, degree)
-                repeat = devices in seen
-                if devices is not None:
-                    seen.add(devices)
-                out.append(PlacementEntry(degree, rule, devices, None if devices is None else self.shape(devices), repeat))
-        return tuple(out)
+    def table_predictions(self, graph: JobGraph, table: PlacementTable) -> tuple[Prediction, ...]:
+        """:meth:`predict` of ``graph`` on each of ``table.shapes``, in order (kept in the table)."""
+        predicted = table.predicted.get(graph.key)
+        if predicted is None:
+            if not self.cache:
+                return tuple([self.predict(graph, shape) for shape in table.shapes])
+            known = self._by_shape.get(graph.key)
+            if known is None:
+                known = self._by_shape[graph.key] = {}
+            out = []
+            for shape in table.shapes:
+                prediction = known.get(shape)
+                if prediction is None:
+                    prediction = known[shape] = self.predict(graph, shape)
+                out.append(prediction)
+            predicted = table.predicted[graph.key] = tuple(out)
+        return predicted
 
     def best_iteration_s(self, graph: JobGraph, free: np.ndarray, degrees: Sequence[int], rules: Sequence[str]) -> float:
         """The least seconds per iteration of ``graph`` over :meth:`placements` ``(free, degrees, rules)`` that fit in
-        memory (inf when none does), memoised per graph and free-device mask: whether a waiting job has any option
-        that meets its deadline is one lookup, not a table of predictions."""
-        key = (graph.key, free.tobytes(), tuple(degrees), tuple(rules))
-        best = self._best.get(key)
+        memory (inf when none does), memoised per graph and table: whether a waiting job has any option that meets its
+        deadline is one lookup, not a table of predictions."""
+        table = self._placed.table(free, tuple(degrees), tuple(rules))
+        best = table.best.get(graph.key)
         if best is None:
-            predictions = (self.predict(graph, shape) for shape in self._table(free, degrees, rules).shapes)
-            best = min((p.iteration_s for p in predictions if p.fits), default=math.inf)
+            best = min((p.iteration_s for p in self.table_predictions(graph, table) if p.fits), default=math.inf)
             if self.cache:
-                self._best[key] = best
+                table.best[graph.key] = best
         return best
 
     # -- predictions ------------------------------------------------------------------
@@ -246,8 +194,9 @@ class CostModel:
         """This model with other links, overheads and per-job corrections; graph-side caches are shared, predictions are not."""
         twin = copy.copy(self)
         twin.fabric, twin.overheads, twin.jobs = fabric, overheads, jobs
-        twin._predictions = LRUCache(self._predictions.maxsize)
-        twin._placements, twin._best = LRUCache(MAX_PLACEMENT_TABLES), LRUCache(MAX_BEST_ITERATIONS)
+        twin._predictions, twin._by_shape = LRUCache(self._predictions.maxsize), LRUCache(self._by_shape.maxsize)
+        twin._placed = copy.copy(self._placed)  # the shapes shared, the tables (which hold predictions) not
+        twin._placed.clear_tables()
         return twin
 
     def rebased(self, cluster: Cluster) -> CostModel:

@@ -44,7 +44,7 @@ class ArrivalHistory:
         self._seen.add(job.job_id)
         key = identity(job)
         since = job.arrival_s - self._last_seen[key] if key in self._last_seen else math.inf
-        self._previous = {"count": self._count[key], "since": since, "recent": sum(k == key for k in self._recent)}
+        self._previous = {"count": self._count[key], "since": since, "recent": self._recent.count(key)}
         if self._arrivals == 0:
             self._first = job.arrival_s
         self._arrivals += 1

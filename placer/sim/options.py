@@ -9,10 +9,14 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
+
 from placer.cluster.placement import DEFAULT_RULE
-from placer.cost import Prediction, Strategy
+from placer.cost import CostModel, Prediction, Strategy
+from placer.cost.tables import PlacementTable
+from placer.graphs.job_graph import JobGraph
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Job, Place, meets_deadline
+from placer.sim.types import DEADLINE_TOLERANCE, Job, Place, meets_deadline
 
 DEFAULT_MAX_DEGREE = 16
 
@@ -70,20 +74,80 @@ def options(
     An option's ``deadline_s`` is the time the job has left at ``view.now`` (its deadline less the time it waited).
     ``distinct``: leave out a rule's option when an earlier rule gave the same devices at that degree.
     """
-    cost, graph, iterations, out = view.cost, job.graph, job.iterations, []
-    deadline = job.remaining_s(view.now)
-    predicted: dict[int, Prediction] = {}  # by the shape's id: the cost model interns equal shapes
-    for degree, rule, devices, shape, repeat in cost.placements(view.free, degrees, rules):
-        if repeat and distinct:
-            continue
-        if devices is None or shape is None:  # both None together: too few devices free
-            out.append(Option(degree, rule, None, None, deadline, None))
-            continue
-        prediction = predicted.get(id(shape))
-        if prediction is None:
-            prediction = predicted[id(shape)] = cost.predict(graph, shape)
-        jct = prediction.iteration_s * iterations if prediction.fits else None
-        out.append(Option(degree, rule, devices, jct, deadline, prediction.strategy, shape.servers))
+    table = OptionTable(job, view, degrees, rules)
+    if not distinct:
+        return list(table)
+    repeats = table.table.repeats
+    return [option for option, repeat in zip(table, repeats, strict=True) if not repeat]
+
+
+class OptionTable(Sequence[Option]):
+    """:func:`options` of ``job`` on ``view`` at ``degrees`` x ``rules``, and beyond the degrees, up to ``max_degree``, an
+    option without devices per (degree, rule) (deadline: the job's whole deadline), each built when first read.
+
+    The placements come from the cost model's table of the view's free devices per server
+    (:meth:`~placer.cost.CostModel.placement_table`), so which options meet the deadline (:attr:`feasible`) and what the
+    observation needs are arrays over it, without building an option; ``table``, ``predicted`` (the job's graph's
+    predictions on ``table.shapes``), ``deadline_s`` (what the job has left) and ``padding`` are there for them.
+    """
+
+    def __init__(self, job: Job, view: ClusterView, degrees: Sequence[int], rules: Sequence[str], max_degree: int = 0) -> None:
+        self.job, self.view = job, view
+        cost = view.cost
+        self.table = cost.placement_table(view.free, degrees, rules)
+        self.predicted = cost.table_predictions(job.graph, self.table)
+        self.deadline_s = job.remaining_s(view.now)
+        self._pad_from = (self.table.degrees[-1] if self.table.degrees else 0) + 1  # the first degree beyond
+        self.padding = max(max_degree - self._pad_from + 1, 0) * len(rules)
+        self._built: list[Option | None] = [None] * (len(self.table) + self.padding)
+        self._ids: list[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._built)
+
+    def __getitem__(self, index):  # type: ignore[override]  # an int gives an option, a slice a list of them
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        option = self._built[index]
+        if option is None:
+            option = self._built[index] = self._option(range(len(self))[index])
+        return option
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def feasible(self) -> np.ndarray:
+        """(len,) bool: each option's :attr:`Option.feasible`, without building them."""
+        jct = fitting_iteration_s(self.view.cost, self.job.graph, self.table, self.predicted) * self.job.iterations
+        out = np.zeros(len(self), dtype=bool)
+        out[: len(jct)] = jct <= self.deadline_s * (1 + DEADLINE_TOLERANCE)  # meets_deadline, elementwise
+        return out
+
+    def _option(self, i: int) -> Option:
+        table, rules = self.table, self.table.rules
+        if i >= len(table):  # beyond the cluster: no devices
+            j = i - len(table)
+            return Option(self._pad_from + j // len(rules), rules[j % len(rules)], None, None, self.job.deadline_s)
+        degree, rule, slot = table.degrees[i // len(rules)], rules[i % len(rules)], table.slots[i]
+        if slot < 0:  # too few devices free
+            return Option(degree, rule, None, None, self.deadline_s, None)
+        if self._ids is None:
+            self._ids = np.flatnonzero(self.view.free).tolist()
+        prediction = self.predicted[slot]
+        jct = prediction.iteration_s * self.job.iterations if prediction.fits else None
+        return Option(degree, rule, table.devices(i, self._ids), jct, self.deadline_s, prediction.strategy, table.shapes[slot].servers)
+
+
+def fitting_iteration_s(cost: CostModel, graph: JobGraph, table: PlacementTable, predicted: Sequence[Prediction]) -> np.ndarray:
+    """(len(table),) float64: each placement's iteration (s) where ``graph`` fits there, inf elsewhere (kept in the table)."""
+    key = ("fitting_iteration_s", graph.key)
+    out = table.derived.get(key)
+    if out is None:
+        per_shape = [p.iteration_s if p.fits else math.inf for p in predicted]
+        out = np.array([*per_shape, math.inf], dtype=np.float64)[table.slot_array]  # slot -1 (no devices): the inf
+        if cost.cache:
+            table.derived[key] = out
     return out
 
 

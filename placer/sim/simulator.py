@@ -193,32 +193,38 @@ class Simulator:
             if not self.queue.backfill:
                 self._offers.clear()  # head of line: a held job stops the round
             return None
-        reason, jct = self.check(job, decision)
+        reason, jct, prediction = self._check(job, decision)
         if reason is not None:
             return self._leave(job, reason, decision)
-        assert isinstance(decision, Place) and jct is not None  # check accepts only a Place, with its JCT
-        self._start(job, decision.devices, jct)
+        assert isinstance(decision, Place) and jct is not None and prediction is not None  # accepted: a Place, its JCT
+        self._start(job, decision.devices, jct, prediction)
         return self.records[-1]
 
     def check(self, job: Job, decision: Decision) -> tuple[BlockReason | None, float | None]:
         """Why ``decision`` would block ``job`` now (None if it is accepted), and its JCT."""
+        reason, jct, _ = self._check(job, decision)
+        return reason, jct
+
+    def _check(self, job: Job, decision: Decision) -> tuple[BlockReason | None, float | None, Prediction | None]:
+        """:meth:`check`, and the prediction on the devices once they fit (the cost model asked once)."""
         if isinstance(decision, Reject):
-            return BlockReason.REJECTED, None
+            return BlockReason.REJECTED, None, None
         if not isinstance(decision, Place):
             raise TypeError(f"decision must be Reject or Place, got {decision!r}")
         devices = decision.devices
         n = self.cost.cluster.num_devices
         if not devices or len(set(devices)) != len(devices) or any(not (0 <= d < n) for d in devices) or not self.free[list(devices)].all():
-            return BlockReason.NO_CAPACITY, None
-        if not self.cost.fits(job.graph, devices):
-            return BlockReason.OUT_OF_MEMORY, None
-        jct = self.cost.jct_s(job.graph, devices, job.iterations)
+            return BlockReason.NO_CAPACITY, None, None
+        prediction = self.cost.predict(job.graph, devices)
+        if not prediction.fits:
+            return BlockReason.OUT_OF_MEMORY, None, None
+        jct = prediction.iteration_s * (job.iterations or job.graph.iterations)  # CostModel.jct_s
         if not meets_deadline(jct, job.remaining_s(self.now)):
-            return BlockReason.DEADLINE, jct
-        return None, jct
+            return BlockReason.DEADLINE, jct, prediction
+        return None, jct, prediction
 
     # -- internals --------------------------------------------------------------------
-    def _start(self, job: Job, devices: tuple[int, ...], jct: float) -> None:
+    def _start(self, job: Job, devices: tuple[int, ...], jct: float, prediction: Prediction) -> None:
         finish = self.now + jct
         self.free[list(devices)] = False
         self.free_at[list(devices)] = finish
@@ -226,13 +232,13 @@ class Simulator:
         self._waiting.pop(job.job_id, None)
         self._push(finish, _COMPLETION, job.job_id)
         self._mark_busy()
-        strategy = self.cost.predict(job.graph, devices).strategy
-        servers = len(set(self.cost.cluster.server_of[list(devices)].tolist()))
+        strategy = prediction.strategy
+        servers = self.cost.shape(devices).servers  # the servers the devices span
         label = strategy.label if strategy else None
         fastest = self._fastest.pop(job.job_id, None)
         self.records.append(_record(job, Outcome.ACCEPTED, None, devices, jct, finish, label, servers, self.now - job.arrival_s, fastest))
         if self.elastic:
-            iteration_s = self.cost.predict(job.graph, devices).iteration_s
+            iteration_s = prediction.iteration_s
             self._progress[job.job_id] = elastic.start(job, devices, iteration_s, self.now, finish)
             self._record_at[job.job_id] = len(self.records) - 1
 
@@ -340,7 +346,7 @@ class Simulator:
         self._mark_busy()
 
     def _mark_busy(self) -> None:
-        busy = int((~self.free).sum())
+        busy = len(self.free) - int(np.count_nonzero(self.free))
         if self.busy_timeline[-1][0] == self.now:
             self.busy_timeline[-1] = (self.now, busy)
         else:

@@ -5,11 +5,13 @@ import math
 import numpy as np
 import pytest
 
+from envs.action import action_mask
 from envs.config import EnvConfig
+from envs.env import ClusterPlacementEnv
 from envs.observation import GraphRef, GraphTable, JobHistory, Offer, observe
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
-from placer.sim.options import options
+from placer.sim.options import OptionTable, options
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Job
 from tests.placer.toys import chain, equal_sum_paths, toy_cluster
@@ -103,3 +105,32 @@ def test_meter_reads_the_offered_load_from_the_arrivals_seen():
     assert meter_features(history.meters, 64).tolist() == pytest.approx([0.0, 0.0, 4 / 96])
     assert meter_features(history.meters, 16).tolist() == pytest.approx([1.0, 1.0, 4 / 96])  # load 4: log2(4) / 2
     assert meter_features(history.meters, 4096).tolist() == pytest.approx([-1.0, -1.0, 4 / 96])  # load 1/64: clipped
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        EnvConfig(clusters=("pacml", "dgx8x8"), queue=("none", "edf-bf"), size=("const", "loguniform:0.1:10"), load=0.9, jobs=96),
+        EnvConfig(clusters=("mixed",), advisers=("lean+best_fit",), max_degree=64, max_groups=3, strategy="sipml", jobs=64),
+    ],
+)
+def test_the_env_s_option_table_reads_as_its_options_do(config):
+    """The env's offers hold an OptionTable, whose mask and rows come from the cost model's table: the same bytes as an
+    offer holding the options themselves (the one-option-at-a-time path LearnedPolicy's callers may take)."""
+    env = ClusterPlacementEnv(config)
+    env.reset(seed=4)
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        offer = env.offer
+        assert isinstance(offer.options, OptionTable)
+        plain = Offer(offer.job, offer.view, tuple(offer.options))
+        ref = env.graph_table.ref(offer.job.graph)
+        fast, slow = observe(offer, env.history, env.config, ref, env.advice), observe(plain, env.history, env.config, ref, env.advice)
+        assert fast.keys() == slow.keys()
+        for key in fast:
+            assert fast[key].dtype == slow[key].dtype and fast[key].tobytes() == slow[key].tobytes(), key
+        mask = action_mask(offer.options, config.max_degree, len(config.rules))
+        assert mask.tobytes() == action_mask(plain.options, config.max_degree, len(config.rules)).tobytes()
+        _, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(mask))))
+        if done:
+            env.reset()

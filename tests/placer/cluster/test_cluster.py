@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.cluster.devices import device_model
-from placer.cluster.placement import PLACEMENT_RULES, FreeDevices, best_fit, first_fit, idle_placements, spread
+from placer.cluster.placement import PLACEMENT_RULES, FreeDevices, best_fit, first_fit, idle_placements, rule_indices, spread
 from placer.cluster.topology import load_cluster, preset_names
 from placer.common.errors import ClusterError, ClusterSpecError
 from tests.placer.toys import toy_cluster
@@ -137,3 +137,18 @@ def test_idle_placements_are_the_rules_on_the_whole_cluster_and_on_each_device_t
         v100 = tuple(d for d in range(cluster.num_devices) if cluster.device_type[d] == "V100-16GB")[:8]
         assert v100 in idle_placements(cluster, 8)
         assert v100 not in {rule(FreeDevices(cluster, masks[0]), 8) for rule in PLACEMENT_RULES.values()}
+
+
+@pytest.mark.parametrize("name", ["pacml", "dgx8x8", "mixed"])
+def test_rule_indices_are_the_rules_on_the_free_counts_alone(name):
+    """rule_indices, which sees only each server's free count, picks the devices every rule picks on the mask."""
+    cluster, rng = load_cluster(name), np.random.default_rng(0)
+    for _ in range(200):
+        free = rng.random(cluster.num_devices) < rng.uniform(0, 1)
+        devices = FreeDevices(cluster, free)
+        starts, counts = devices.runs
+        for degrees in (range(1, 17), (16, 3, 9)):
+            for rule, place in PLACEMENT_RULES.items():
+                indices = rule_indices(starts, counts, rule, degrees)
+                picked = [None if idx is None else tuple(devices.ids[j] for j in idx) for idx in indices]
+                assert picked == [place(FreeDevices(cluster, free), degree) for degree in degrees], (rule, free)
