@@ -42,11 +42,12 @@ from placer.common.atomic import write_atomic
 from placer.common.errors import ConfigError
 from placer.common.tomlfile import merged, read_toml, validate
 from policies.config import TrainConfig
-from policies.validation import RatesCache, RegimeRow, policy_file_rates, regime_rows, validation_regimes
+from policies.validation import RatesCache, RegimeRow, regime_rows, validation_regimes
 
 RECIPE = "recipe"  # the table that makes a training config a recipe
 CLONE, DISTIL = "clone", "distil"
-CARD_VERSION = 1
+CARD_VERSION = 2  # 2: wall_s counts every invocation (wall.jsonl), with their number beside it
+WALL = "wall.jsonl"  # one line per invocation of a stage (in its folder) or of the recipe (in --out): its wall seconds
 
 
 class RecipeSection(BaseModel):
@@ -170,7 +171,7 @@ def run_recipe(
     is spread: the tuning and validation of every stage over that many processes, and the RL seeds, up to that many at
     once, each in its own process; the policy is the same for any count (the imitation recording's ``imitation_workers``
     seed the teacher's episodes, so they stay the recipe's)."""
-    from policies.promotion import check_promote_target, promote_with_card
+    from policies.promotion import check_promote_target
     from policies.train import prepare_out
 
     say = report or (lambda message: None)
@@ -183,6 +184,25 @@ def run_recipe(
     cache = RatesCache(out / "rates.json")  # best and the baselines validated once for every stage, and every resume
     started = time.monotonic()
     options = StageOptions(out=out, resume=resume, force=force, progress=progress)
+    try:
+        return _run_recipe(recipe, out, options, say, cache, timesteps, promote, workers, started)
+    finally:
+        clocked(out, started, finished=False)  # an invocation cut short counts too (one that finished counted itself)
+
+
+def _run_recipe(
+    recipe: Recipe,
+    out: Path,
+    options: StageOptions,
+    say: Callable[[str], None],
+    cache: RatesCache,
+    timesteps: int | None,
+    promote: Path | None,
+    workers: int | None,
+    started: float,
+) -> Path:
+    """:func:`run_recipe`'s stages, validation, card and promotion, once ``out`` is prepared."""
+    from policies.promotion import promote_with_card
 
     records = {CLONE: run_stage(recipe.clone, options, say, cache)}
     rl_options = options.model_copy(update={"budget": timesteps, "table": out / CLONE / "members.json"})
@@ -200,10 +220,10 @@ def run_recipe(
     for line in regime_lines(rows):
         say(line)
     env = recipe.distil.config.env
-    serve, line = verdict(rows, _json(out / DISTIL / "members.json"), env.all_clusters[0] if len(env.all_clusters) == 1 else "CLUSTER")
+    serve, line = verdict(rows, _json(out / DISTIL / "members.json"), list(env.all_clusters))
     line = line.replace("PATH", str(promote or student))
     say(f"verdict: serve {serve}" + ("" if serve == "learned" else " (learning did not pay in every regime here)") + f": {line}")
-    card = make_card(recipe, out, records, choice, rows, round(time.monotonic() - started, 1))
+    card = make_card(recipe, out, records, choice, rows, clocked(out, started, finished=True))
     card["verdict"] = {"serve": serve, "command": line}
     card["workers"] = workers
     write_atomic(out / "card.json", json.dumps(card, indent=1) + "\n")
@@ -243,10 +263,32 @@ def run_stage(stage: Stage, options: StageOptions, say: Callable[[str], None], c
         folder.mkdir(parents=True, exist_ok=True)  # streams reads it (policies.teachers.teacher_members re-tunes one made for others)
         write_atomic(folder / "members.json", table.read_bytes())
     force = options.force or not again
-    train(stage.config, folder, timesteps=options.budget, resume=again, force=force, progress=options.progress, report=say, cache=cache)
-    record = {"stage": stage.name, "wall_s": round(time.monotonic() - begun, 1), "summary": _json(folder / "summary.json")}
+    if force:
+        (folder / WALL).unlink(missing_ok=True)  # started over: earlier invocations' time made nothing kept
+    try:
+        train(stage.config, folder, timesteps=options.budget, resume=again, force=force, progress=options.progress, report=say, cache=cache)
+    except BaseException:
+        clocked(folder, begun, finished=False)
+        raise
+    wall = clocked(folder, begun, finished=True)
+    record = {"stage": stage.name, "wall_s": wall["wall_s"], "invocations": wall["invocations"], "summary": _json(folder / "summary.json")}
     write_atomic(done, json.dumps(record, indent=1) + "\n")
     return record
+
+
+def clocked(folder: Path, begun: float, *, finished: bool) -> dict[str, Any]:
+    """Record in ``folder/wall.jsonl`` one invocation's wall seconds since ``begun`` (``time.monotonic()``), and return
+    every invocation's so far: ``{"wall_s": total seconds, "invocations": count}``. A run resumed after a cut counts the
+    time of the invocations before it (a stage's tuning, say, done by one that was stopped later). An invocation that
+    finished and then reaches its ``finally`` is recorded once (its ``finished`` line is not followed by a second)."""
+    path = folder / WALL
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    if not (lines and lines[-1].get("begun") == begun and lines[-1].get("finished")):
+        at = time.strftime("%Y-%m-%dT%H:%M:%S")
+        lines.append({"begun": begun, "wall_s": round(time.monotonic() - begun, 1), "finished": finished, "at": at})
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, "".join(json.dumps(line) + "\n" for line in lines))
+    return {"wall_s": round(sum(float(line["wall_s"]) for line in lines), 1), "invocations": len(lines)}
 
 
 def run_stages(
@@ -294,7 +336,7 @@ def choose_rl_winner(out: Path, names: list[str]) -> dict[str, Any]:
 def per_regime_validation(policy_file: Path, config: TrainConfig, episodes: int, cache: RatesCache) -> list[RegimeRow]:
     """The policy of ``policy_file`` against ``best`` on the validation streams of ``config``'s environment, per regime."""
     env = config.env
-    learned = policy_file_rates(policy_file, env, episodes, config.train.eval_workers)
+    learned = cache.file_rates(policy_file, env, episodes, config.train.eval_workers)
     reference = cache.rates("best", env, episodes, config.train.eval_workers)
     return regime_rows(np.asarray(learned), reference, validation_regimes(env, episodes))
 
@@ -310,22 +352,25 @@ def regime_lines(rows: list[RegimeRow]) -> list[str]:
     return out
 
 
-def verdict(rows: list[RegimeRow], table: Any, cluster: str) -> tuple[str, str]:
+def verdict(rows: list[RegimeRow], table: Any, clusters: list[str]) -> tuple[str, str]:
     """Whether learning paid on this run's regimes, and the ``placer serve`` line that serves the answer: the student
     where it blocks no more than ``best`` in every regime and fewer in one at least (its interval below 0), else the
-    heuristic ``best`` chose most often in the student's teacher table (``table``: its ``members.json``)."""
+    heuristic ``best`` chose most often in the student's teacher table (``table``: its ``members.json``). A service runs
+    one cluster: trained on several (``clusters``), the line serves the first and says so in a shell comment."""
+    cluster = clusters[0]
+    others = f"  # trained for {', '.join(clusters)}: one service per cluster" if len(clusters) > 1 else ""
     worse = [r for r in rows if not r.not_worse]
     better = [r for r in rows if r.difference - (0 if np.isnan(r.half) else r.half) > 0]
     if not worse and better:
-        return "learned", f"placer serve --cluster {cluster} --policy-file PATH"
+        return "learned", f"placer serve --cluster {cluster} --policy-file PATH{others}"
     members = list((table or {}).get("members", {}).values())
     families = [m for m in members if not m.startswith("learned")] or ["best"]
     member = max(dict.fromkeys(families), key=families.count)
-    return member, f"placer serve --cluster {cluster} --heuristic {member}"
+    return member, f"placer serve --cluster {cluster} --heuristic {member}{others}"
 
 
 def make_card(
-    recipe: Recipe, out: Path, records: dict[str, Any], choice: dict[str, Any], rows: list[RegimeRow], wall_s: float
+    recipe: Recipe, out: Path, records: dict[str, Any], choice: dict[str, Any], rows: list[RegimeRow], wall: dict[str, Any]
 ) -> dict[str, Any]:
     """The policy's card: what made it (resolved configs, commit, seeds, teacher table), each stage's validation and wall
     time, and the per-regime figures against ``best``."""
@@ -336,7 +381,8 @@ def make_card(
         "command": f"placer train --config {recipe.source} --out {out}",
         "commit": _commit(),
         "cpus": os.cpu_count(),
-        "wall_s": wall_s,
+        "wall_s": wall["wall_s"],  # every invocation of the recipe (``--resume`` included), in seconds
+        "invocations": wall["invocations"],
         "seeds": {"clone": recipe.clone.config.train.seed, "rl": recipe.section.rl_seeds, "distil": recipe.distil.config.train.seed},
         "rl": choice,
         "teacher_table": _json(out / DISTIL / "members.json"),

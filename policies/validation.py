@@ -173,6 +173,18 @@ class RatesCache:
             self._save()
         return self._rates[key]
 
+    def file_rates(self, path: Path, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
+        """:func:`policy_file_rates` of the policy file at ``path``, kept under its content's sha256: a resumed recipe
+        validates the same student once, and a file rewritten with other weights is measured again."""
+        import hashlib
+
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        key = (f"file:{digest}", "\n".join(c.model_dump_json() for c in validation_configs(env, episodes, "learned")), episodes)
+        if key not in self._rates:
+            self._rates[key] = policy_file_rates(path, env, episodes, workers)
+            self._save()
+        return self._rates[key]
+
 
 class PairedRow(BaseModel):
     policy: str

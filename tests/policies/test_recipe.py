@@ -121,6 +121,7 @@ def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
     card = json.loads((out / "card.json").read_text())
     assert card["seeds"]["rl"] == [1, 2] and card["rl"]["winner"] in ("rl-seed1", "rl-seed2")
     assert set(card["stages"]) == {"clone", "rl-seed1", "rl-seed2", "distil"} and all(s["wall_s"] > 0 for s in card["stages"].values())
+    assert card["invocations"] == 1 and all(s["invocations"] == 1 for s in card["stages"].values())
     assert card["teacher_table"]["tuned_for"]["candidates"] == ["learned"]  # the distil stage scored the RL winner
     assert (out / "rl-winner.pt").read_bytes() == (out / card["rl"]["winner"] / "best.pt").read_bytes()
     assert [r["regime"].split(",")[1].strip() for r in card["regimes"]] == ["load 0.5", "load 0.9"]
@@ -135,6 +136,8 @@ def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
     heard.clear()
     run_recipe(recipe, out, resume=True, progress=False, report=heard.append)
     assert sum("finished in an earlier run" in line for line in heard) == 4
+    again = json.loads((out / "card.json").read_text())
+    assert again["invocations"] == 2 and again["wall_s"] > card["wall_s"] and again["stages"] == card["stages"]
 
     # spread out: the RL seeds at once in their own processes, tuning and validation over 2; the same policies
     spread = tmp_path / "spread"
@@ -172,12 +175,30 @@ def test_the_verdict_serves_the_student_only_where_learning_paid():
         return RegimeRow(regime="r", streams=4, learned=0.2, reference=0.2 + difference, difference=difference, half=half)
 
     table = {"members": {"a": "lean", "b": "lean:admit=0.9", "c": "lean:admit=0.9", "d": "learned"}}
-    assert verdict([row(0.02, 0.01), row(0.0, 0.01)], table, "my.toml") == ("learned", "placer serve --cluster my.toml --policy-file PATH")
-    assert verdict([row(0.0, 0.01)], table, "my.toml")[0] == "lean:admit=0.9"  # level everywhere: the heuristic, simpler
-    assert verdict([row(0.05, 0.01), row(-0.05, 0.01)], table, "my.toml") == (
+    served = ("learned", "placer serve --cluster my.toml --policy-file PATH")
+    assert verdict([row(0.02, 0.01), row(0.0, 0.01)], table, ["my.toml"]) == served
+    assert verdict([row(0.0, 0.01)], table, ["my.toml"])[0] == "lean:admit=0.9"  # level everywhere: the heuristic, simpler
+    assert verdict([row(0.05, 0.01), row(-0.05, 0.01)], table, ["my.toml"]) == (
         "lean:admit=0.9",
         "placer serve --cluster my.toml --heuristic lean:admit=0.9",
     )
+    # trained on two clusters: a line that runs as pasted (one cluster; the other named in a shell comment)
+    assert verdict([row(0.02, 0.01)], table, ["dgx8x8", "mixed"])[1] == (
+        "placer serve --cluster dgx8x8 --policy-file PATH  # trained for dgx8x8, mixed: one service per cluster"
+    )
+
+
+def test_wall_time_counts_every_invocation_once(tmp_path, monkeypatch):
+    from policies import recipe
+
+    clock = iter([100.0, 130.0, 500.0, 510.0])
+    monkeypatch.setattr(recipe.time, "monotonic", lambda: next(clock))
+    first = recipe.time.monotonic()  # 100: an invocation cut short after 30 s
+    assert recipe.clocked(tmp_path, first, finished=False) == {"wall_s": 30.0, "invocations": 1}
+    second = recipe.time.monotonic()  # 500: the resume, 10 s to the end
+    assert recipe.clocked(tmp_path, second, finished=True) == {"wall_s": 40.0, "invocations": 2}
+    assert recipe.clocked(tmp_path, second, finished=False) == {"wall_s": 40.0, "invocations": 2}  # its finally: not twice
+    assert len((tmp_path / recipe.WALL).read_text().splitlines()) == 2
 
 
 def test_the_command_line_refuses_bad_input_in_one_line_before_any_work(tmp_path):

@@ -37,3 +37,26 @@ def test_named_rates_survive_a_restart_in_their_file(tmp_path):
     assert again._rates and again.rates("para_min", env, 1).tolist() == first.tolist()
     (tmp_path / "rates.json").write_text("{not json")
     assert RatesCache(tmp_path / "rates.json")._rates == {}  # measured again, never trusted half-written
+
+
+def test_a_policy_files_rates_are_kept_by_its_content(tmp_path, monkeypatch):
+    import shutil
+
+    from placer.common.shipped import shipped_policy_file
+    from policies import validation
+    from policies.loading import LearnedPolicy
+
+    path = tmp_path / "student.pt"
+    shutil.copyfile(shipped_policy_file("pacml"), path)
+    data = LearnedPolicy.from_file(path).env.model_dump()
+    data["workload"] |= {"jobs": 8, "beta_dists": ["A"], "size": ["const"], "queue": ["none"]}
+    env = EnvConfig.model_validate(data | {"clusters": ["pacml"], "loads": [0.9]})
+    measured: list[str] = []
+    real = validation.policy_file_rates
+    monkeypatch.setattr(validation, "policy_file_rates", lambda *a, **k: measured.append(str(a[0])) or real(*a, **k))
+    first = validation.RatesCache(tmp_path / "rates.json").file_rates(path, env, 1)
+    assert validation.RatesCache(tmp_path / "rates.json").file_rates(path, env, 1).tolist() == first.tolist()
+    assert len(measured) == 1  # the resumed cache read it back
+    shutil.copyfile(shipped_policy_file("placer"), path)  # other weights in the same file: measured again
+    validation.RatesCache(tmp_path / "rates.json").file_rates(path, env, 1)
+    assert len(measured) == 2

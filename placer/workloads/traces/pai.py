@@ -21,7 +21,7 @@ Running and Waiting unfinished.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,10 +47,9 @@ class _Totals:
     end: float = float("-inf")
 
     def span(self, start: str, end: str) -> None:
-        if start.strip():
-            self.start = min(self.start, float(start))
-        if end.strip():
-            self.end = max(self.end, float(end))
+        """Widen the span to ``start`` .. ``end`` (either may be blank); a ValueError, before any change, if unreadable."""
+        begins, ends = (float(start) if start.strip() else self.start), (float(end) if end.strip() else self.end)
+        self.start, self.end = min(self.start, begins), max(self.end, ends)
 
     @property
     def run_s(self) -> float:
@@ -70,31 +69,40 @@ def tables(path: Path) -> dict[str, Path]:
 
 
 def _add_tasks(path: Path, dropped: Counter[str]) -> dict[str, _Totals]:
-    rows, bad = read_headerless(path, "pai task", TASK_COLUMNS)
-    dropped["unparsable task row"] += bad
-    out: dict[str, _Totals] = defaultdict(_Totals)
-    for row in rows:
-        try:
-            gpus = number(row["inst_num"]) * number(row["plan_gpu"]) / 100
-            task = out[row["job_name"]]
-            task.span(row["start_time"], row["end_time"])
-        except ValueError:
-            dropped["unparsable task row"] += 1
-            continue
+    """Each job's task rows summed: GPUs (by type) and the span of their times."""
+
+    def add(task: _Totals, row: Mapping[str, str]) -> None:
+        gpus = number(row["inst_num"]) * number(row["plan_gpu"]) / 100
+        task.span(row["start_time"], row["end_time"])
         task.gpus += gpus
         task.by_type[row["gpu_type"].strip() or "?"] += gpus
-    return out
+
+    return _summed(path, "task", TASK_COLUMNS, add, dropped)
 
 
 def _instance_spans(path: Path, dropped: Counter[str]) -> dict[str, _Totals]:
-    rows, bad = read_headerless(path, "pai instance", INSTANCE_COLUMNS)
-    dropped["unparsable instance row"] += bad
-    out: dict[str, _Totals] = defaultdict(_Totals)
+    """Each job's instance rows: the span of their times."""
+    return _summed(path, "instance", INSTANCE_COLUMNS, lambda totals, row: totals.span(row["start_time"], row["end_time"]), dropped)
+
+
+def _summed(
+    path: Path, table: str, columns: tuple[str, ...], add: Callable[[_Totals, Mapping[str, str]], None], dropped: Counter[str]
+) -> dict[str, _Totals]:
+    """Per job name, ``add`` applied to each of its rows of the headerless ``table``. A row ``add`` cannot read (a
+    ValueError, raised before it changes anything) is counted in ``dropped`` and changes nothing; a job whose only rows
+    are unreadable has no entry (so it is dropped once, as having none)."""
+    rows, bad = read_headerless(path, f"pai {table}", columns)
+    dropped[f"unparsable {table} row"] += bad
+    out: dict[str, _Totals] = {}
     for row in rows:
+        name = row["job_name"]
+        totals = out.get(name) or _Totals()
         try:
-            out[row["job_name"]].span(row["start_time"], row["end_time"])
+            add(totals, row)
         except ValueError:
-            dropped["unparsable instance row"] += 1
+            dropped[f"unparsable {table} row"] += 1
+            continue
+        out[name] = totals
     return out
 
 

@@ -100,6 +100,19 @@ def test_pai_start_in_the_tables_seconds_and_gpu_types():
     ]
 
 
+def test_pai_an_unreadable_task_row_changes_nothing(tmp_path):
+    import shutil
+
+    shutil.copytree(FIXTURES / "pai", tmp_path / "pai")
+    with (tmp_path / "pai" / "pai_task_table.csv").open("a") as table:
+        table.write("a25e80d6f41b379ec506182d,worker,1.0,Terminated,not a time,187900.0,600.0,20.0,100.0,V100\n")  # its only row
+        table.write("b36f91e7052c48afd6172939,worker,2.0,Terminated,189000.0,x,600.0,20.0,100.0,V100\n")  # beside a good one
+    parsed = pai.parse(tmp_path / "pai")
+    assert parsed.dropped["unparsable task row"] == 2 and parsed.dropped["no task rows"] == 1  # no entry of 0 GPUs kept
+    kept = {j.submit_s: (j.gpus, j.gpu_type) for j in parsed.jobs}
+    assert kept[189000.0 + pai.UTC8_S] == (0.25, "T4")  # the bad row's 2 V100s not added
+
+
 def test_pai_needs_its_task_table_and_tables_of_its_width(tmp_path):
     (tmp_path / "pai_job_table.csv").write_text((FIXTURES / "openb_pod_list.csv").read_text())
     with pytest.raises(WorkloadError, match="needs pai_task_table.csv"):
