@@ -21,8 +21,9 @@ A recipe config is a training config (:class:`policies.config.TrainConfig`: the 
 Then the student is validated against ``best`` regime by regime (:func:`policies.validation.regime_rows`:
 ``validation.json``) and ``card.json`` records the resolved stage configs, the commit, the seeds, the teacher's table, each
 stage's validation and wall time, and the per-regime figures. ``--promote`` copies the student and its card only if it
-blocks no more than ``best`` in any regime (every interval of best - student reaches 0); the target is checked before any
-work. ``--resume`` skips finished stages (their ``stage.json``) and resumes the one in flight from its checkpoint.
+blocks no more than ``best`` in any regime (every interval of best - student reaches 0) and, where the target already
+holds a policy, no more than that one in any regime on the same streams (the card's ``against_incumbent``); the target,
+and the policy there, are checked before any work. Every invocation's wall time counts (``wall.jsonl``). ``--resume`` skips finished stages (their ``stage.json``) and resumes the one in flight from its checkpoint.
 """
 
 from __future__ import annotations
@@ -171,12 +172,13 @@ def run_recipe(
     is spread: the tuning and validation of every stage over that many processes, and the RL seeds, up to that many at
     once, each in its own process; the policy is the same for any count (the imitation recording's ``imitation_workers``
     seed the teacher's episodes, so they stay the recipe's)."""
-    from policies.promotion import check_promote_target
+    from policies.promotion import check_incumbent, check_promote_target
     from policies.train import prepare_out
 
     say = report or (lambda message: None)
     if promote is not None:
         check_promote_target(promote)
+        check_incumbent(promote)
     if workers is not None:
         recipe = recipe.with_workers(workers)
     prepare_out(out, resume=resume, force=force)
@@ -223,12 +225,20 @@ def _run_recipe(
     serve, line = verdict(rows, _json(out / DISTIL / "members.json"), list(env.all_clusters))
     line = line.replace("PATH", str(promote or student))
     say(f"verdict: serve {serve}" + ("" if serve == "learned" else " (learning did not pay in every regime here)") + f": {line}")
+    incumbent = None
+    if promote is not None and promote.exists():
+        say(f"validating the student against the policy it would replace ({promote}), regime by regime")
+        incumbent = per_regime_validation(student, recipe.distil.config, recipe.section.validation_episodes, cache, reference=promote)
+        for text in regime_lines(incumbent, reference=promote.name):
+            say(text)
     card = make_card(recipe, out, records, choice, rows, clocked(out, started, finished=True))
     card["verdict"] = {"serve": serve, "command": line}
     card["workers"] = workers
+    if incumbent is not None:
+        card["against_incumbent"] = {"policy": str(promote), "regimes": [r.model_dump() for r in incumbent]}
     write_atomic(out / "card.json", json.dumps(card, indent=1) + "\n")
     if promote is not None:
-        promote_with_card(student, out / "card.json", promote, rows, say)
+        promote_with_card(student, out / "card.json", promote, rows, say, incumbent)
     return student
 
 
@@ -333,22 +343,29 @@ def choose_rl_winner(out: Path, names: list[str]) -> dict[str, Any]:
     return {"winner": min(names, key=blocking.__getitem__), "blocking": blocking}
 
 
-def per_regime_validation(policy_file: Path, config: TrainConfig, episodes: int, cache: RatesCache) -> list[RegimeRow]:
-    """The policy of ``policy_file`` against ``best`` on the validation streams of ``config``'s environment, per regime."""
-    env = config.env
-    learned = cache.file_rates(policy_file, env, episodes, config.train.eval_workers)
-    reference = cache.rates("best", env, episodes, config.train.eval_workers)
-    return regime_rows(np.asarray(learned), reference, validation_regimes(env, episodes))
+def per_regime_validation(
+    policy_file: Path, config: TrainConfig, episodes: int, cache: RatesCache, reference: Path | None = None
+) -> list[RegimeRow]:
+    """The policy of ``policy_file`` against ``best`` (or the policy file ``reference``) on the validation streams of
+    ``config``'s environment, per regime."""
+    env, workers = config.env, config.train.eval_workers
+    learned = cache.file_rates(policy_file, env, episodes, workers)
+    if reference is None:
+        reference_rates = cache.rates("best", env, episodes, workers)
+    else:
+        reference_rates = cache.file_rates(reference, env, episodes, workers)
+    return regime_rows(np.asarray(learned), reference_rates, validation_regimes(env, episodes))
 
 
-def regime_lines(rows: list[RegimeRow]) -> list[str]:
-    """A terminal table: per regime the blocking rates and best - student (positive: the student blocks fewer)."""
+def regime_lines(rows: list[RegimeRow], reference: str = "best") -> list[str]:
+    """A terminal table: per regime the blocking rates and reference - student (positive: the student blocks fewer)."""
     width = max((len(r.regime) for r in rows), default=6) + 2
-    out = [f"{'regime':<{width}}{'streams':>8}{'student':>9}{'best':>9}   best - student (95 %)"]
+    column = max(len(reference) + 1, 9)
+    out = [f"{'regime':<{width}}{'streams':>8}{'student':>9}{reference:>{column}}   {reference} - student (95 %)"]
     for r in rows:
         half = "n/a" if np.isnan(r.half) else f"{r.half:.3f}"
         verdict = "" if r.not_worse else "  worse"
-        out.append(f"{r.regime:<{width}}{r.streams:>8}{r.learned:>9.4f}{r.reference:>9.4f}   {r.difference:+.4f} ± {half}{verdict}")
+        out.append(f"{r.regime:<{width}}{r.streams:>8}{r.learned:>9.4f}{r.reference:>{column}.4f}   {r.difference:+.4f} ± {half}{verdict}")
     return out
 
 

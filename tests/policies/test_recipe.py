@@ -15,7 +15,7 @@ from envs.regime import Regime
 from placer.common.errors import PlacerError
 from placer.common.shipped import data_dir
 from policies.policy_file import read_policy_file
-from policies.promotion import check_promote_target, promote_with_card
+from policies.promotion import check_incumbent, check_promote_target, promote_with_card
 from policies.recipe import choose_rl_winner, is_recipe, load_recipe, run_recipe
 from policies.validation import RegimeRow, regime_rows, validation_rates, validation_regimes
 
@@ -91,6 +91,15 @@ def test_promotion_needs_every_regime_and_a_writable_target(tmp_path):
     assert not (tmp_path / "shipped").exists() and "mixed, load 1.3" in heard[-1]
     promote_with_card(student, card, tmp_path / "shipped" / "p.pt", [level], heard.append)
     assert (tmp_path / "shipped" / "p.pt").read_bytes() == b"weights" and (tmp_path / "shipped" / "p.card.json").exists()
+    # level with best, but behind the policy it would replace somewhere: that one stays
+    (tmp_path / "shipped" / "p.pt").write_bytes(b"today's")
+    promote_with_card(student, card, tmp_path / "shipped" / "p.pt", [level], heard.append, incumbent=[level, worse])
+    assert (tmp_path / "shipped" / "p.pt").read_bytes() == b"today's" and "than the policy at" in heard[-1]
+    promote_with_card(student, card, tmp_path / "shipped" / "p.pt", [level], heard.append, incumbent=[level])
+    assert (tmp_path / "shipped" / "p.pt").read_bytes() == b"weights"
+    with pytest.raises(PlacerError, match="cannot be read"):  # the policy it would replace must be one: checked first
+        check_incumbent(tmp_path / "shipped" / "p.pt")
+    check_incumbent(tmp_path / "nothing-there.pt")
     with pytest.raises(PlacerError, match="is a folder"):
         check_promote_target(tmp_path)
     if os.geteuid() != 0:  # root writes anywhere
@@ -134,10 +143,14 @@ def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
     with pytest.raises(PlacerError, match="not empty"):
         run_recipe(recipe, out, progress=False)
     heard.clear()
-    run_recipe(recipe, out, resume=True, progress=False, report=heard.append)
+    today = tmp_path / "today" / "quick.pt"  # a policy already where it would land: the student must match it too
+    today.parent.mkdir()
+    shutil.copyfile(student, today)
+    run_recipe(recipe, out, resume=True, progress=False, report=heard.append, promote=today)
     assert sum("finished in an earlier run" in line for line in heard) == 4
     again = json.loads((out / "card.json").read_text())
-    assert again["invocations"] == 2 and again["wall_s"] > card["wall_s"] and again["stages"] == card["stages"]
+    assert again["invocations"] == 2 and again["wall_s"] >= card["wall_s"] and again["stages"] == card["stages"]
+    assert [r["difference"] for r in again["against_incumbent"]["regimes"]] == [0.0, 0.0]  # itself, on the same streams
 
     # spread out: the RL seeds at once in their own processes, tuning and validation over 2; the same policies
     spread = tmp_path / "spread"
