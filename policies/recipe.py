@@ -23,7 +23,8 @@ Then the student is validated against ``best`` regime by regime (:func:`policies
 stage's validation and wall time, and the per-regime figures. ``--promote`` copies the student and its card only if it
 blocks no more than ``best`` in any regime (every interval of best - student reaches 0) and, where the target already
 holds a policy, no more than that one in any regime on the same streams (the card's ``against_incumbent``); the target,
-and the policy there, are checked before any work. Every invocation's wall time counts (``wall.jsonl``). ``--resume`` skips finished stages (their ``stage.json``) and resumes the one in flight from its checkpoint.
+and the policy there, are checked before any work. Every invocation's wall time counts (``wall.jsonl``). ``--resume``
+skips finished stages (their ``stage.json``) and resumes the one in flight from its checkpoint.
 """
 
 from __future__ import annotations
