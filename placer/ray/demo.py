@@ -89,10 +89,16 @@ def free_port() -> tuple[str, int]:
         return ray.util.get_node_ip_address(), s.getsockname()[1]
 
 
+# Steps run before the timed ones: a fresh process group's first steps are slower (gloo's connections and buffers, the
+# allocator); with one dropped, the median of the next three still came out 2.8x the later ones on a 2-core machine.
+WARMUP_STEPS = 4
+
+
 def ddp_worker(rank: int, world_size: int, address: str, port: int, steps: int, state: dict | None = None) -> dict:
     """Train :func:`tiny_model` with DistributedDataParallel (gloo) as ``rank`` of ``world_size``, from the checkpoint
-    ``state`` (None: from scratch); seconds per step (the first dropped), when the first and last steps ended (Unix
-    time) and, from rank 0, the checkpoint to go on from (``state``: weights and steps done)."""
+    ``state`` (None: from scratch); seconds per step of ``steps`` steps after :data:`WARMUP_STEPS` untimed ones, when the
+    first and last steps ended (Unix time) and, from rank 0, the checkpoint to go on from (``state``: weights and steps
+    done, the warm-up's included)."""
     from datetime import timedelta
 
     import ray
@@ -111,7 +117,7 @@ def ddp_worker(rank: int, world_size: int, address: str, port: int, steps: int, 
         local = BATCH // world_size  # data parallel: the global batch split over the ranks
         x, y = torch.randn(local, WIDTH), torch.randint(0, CLASSES, (local,))
         times, ended = [], []
-        for _ in range(steps + 1):
+        for _ in range(WARMUP_STEPS + steps):
             start = time.perf_counter()
             optimizer.zero_grad()
             loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -121,9 +127,10 @@ def ddp_worker(rank: int, world_size: int, address: str, port: int, steps: int, 
             ended.append(time.time())
     finally:
         dist.destroy_process_group()
-    done = (state or {}).get("steps", 0) + steps + 1
+    done = (state or {}).get("steps", 0) + WARMUP_STEPS + steps
     checkpoint = {"model": net.state_dict(), "steps": done, "loss": loss.item()} if rank == 0 else None
-    out = {"rank": rank, "node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": ray.get_gpu_ids(), "step_times": times[1:]}
+    node = ray.get_runtime_context().get_node_id()
+    out = {"rank": rank, "node_id": node, "gpu_ids": ray.get_gpu_ids(), "step_times": times[WARMUP_STEPS:]}
     return out | {"first_step_at": ended[0], "last_step_at": ended[-1], "state": checkpoint}
 
 

@@ -57,7 +57,7 @@ def test_a_job_resized_on_ray_moves_its_group_and_restarts_its_workers_from_the_
     pytest.importorskip("torch")
     from ray.util.placement_group import placement_group_table
 
-    from placer.ray.demo import demo_graph, run_ddp
+    from placer.ray.demo import WARMUP_STEPS, demo_graph, run_ddp
     from tests.placer.ray.test_on_ray import bundle_nodes
 
     service, steps = one_device_service, 6
@@ -75,7 +75,7 @@ def test_a_job_resized_on_ray_moves_its_group_and_restarts_its_workers_from_the_
             groups.append(job.placement_group)
             runs.append(run_ddp(job, steps, state=moved.state))
             assert sorted(w["node_id"] for w in runs[-1].workers) == sorted(chosen)  # the workers restarted there
-            assert runs[-1].state["steps"] == runs[-2].state["steps"] + steps + 1  # from the checkpoint, not from scratch
+            assert runs[-1].state["steps"] == runs[-2].state["steps"] + WARMUP_STEPS + steps  # from the checkpoint, not scratch
             job.report(statistics.median(runs[-1].step_times))  # on the new devices
             print(f"{moved.decision.previous_devices} -> {job.devices}: Ray swapped the groups in {moved.ready_s:.2f} s")
         assert job.resizes[0].devices == ["s0-g0", "s0-g1"]  # degree 2: its own device and the next on its node
