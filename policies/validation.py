@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -165,13 +165,7 @@ class RatesCache:
             self.rates(name, config.env, config.train.eval_episodes, workers or config.train.eval_workers)
 
     def rates(self, policy: str, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
-        # keyed by the evaluations themselves: environments that differ only in what the streams do not depend on (the
-        # reward, a baseline, the observation) share their rates
-        key = (str(policy), "\n".join(c.model_dump_json() for c in validation_configs(env, episodes, policy)), episodes)
-        if key not in self._rates:
-            self._rates[key] = validation_rates(policy, env, episodes, workers)
-            self._save()
-        return self._rates[key]
+        return self._kept(str(policy), policy, env, episodes, lambda: validation_rates(policy, env, episodes, workers))
 
     def file_rates(self, path: Path, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
         """:func:`policy_file_rates` of the policy file at ``path``, kept under its content's sha256: a resumed recipe
@@ -179,9 +173,15 @@ class RatesCache:
         import hashlib
 
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        key = (f"file:{digest}", "\n".join(c.model_dump_json() for c in validation_configs(env, episodes, "learned")), episodes)
+        return self._kept(f"file:{digest}", "learned", env, episodes, lambda: policy_file_rates(path, env, episodes, workers))
+
+    def _kept(self, name: str, policy: str, env: EnvConfig, episodes: int, measure: Callable[[], np.ndarray]) -> np.ndarray:
+        """The rates kept under ``name`` for these streams, else ``measure()``'s, kept (and saved) from now on."""
+        # keyed by the evaluations themselves: environments that differ only in what the streams do not depend on (the
+        # reward, a baseline, the observation) share their rates
+        key = (name, "\n".join(c.model_dump_json() for c in validation_configs(env, episodes, policy)), episodes)
         if key not in self._rates:
-            self._rates[key] = policy_file_rates(path, env, episodes, workers)
+            self._rates[key] = measure()
             self._save()
         return self._rates[key]
 

@@ -13,7 +13,6 @@ when the recipe measured them.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import numpy as np
 
 from placer.evaluate.stats import mean_ci95
 from policies.recipe import load_recipe
-from policies.validation import RatesCache, policy_file_rates, regime_rows, validation_regimes
+from policies.validation import RatesCache, regime_rows, validation_regimes
 
 
 def main() -> None:
@@ -36,18 +35,13 @@ def main() -> None:
     env, episodes = recipe.distil.config.env, recipe.section.validation_episodes
     regimes = validation_regimes(env, episodes)
     policies = {"shipped": args.shipped, "student": args.out / "distil" / "policy.pt"}
-    kept_path = args.out / "compare-rates.json"  # per policy file (by content): a rerun measures only what changed
-    kept = json.loads(kept_path.read_text()) if kept_path.exists() else {}
+    cache = RatesCache(args.out / "rates.json")  # policy files kept by content: a rerun measures only what changed
     rates = {}
     for name, path in policies.items():
         if not path.exists():
-            raise SystemExit(f"{path} does not exist yet ({name}); the rates measured so far are kept in {kept_path}")
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if digest not in kept:
-            kept[digest] = policy_file_rates(path, env, episodes, args.workers).tolist()
-            kept_path.write_text(json.dumps(kept) + "\n")
-        rates[name] = np.array(kept[digest])
-    rates["best"] = RatesCache(args.out / "rates.json").rates("best", env, episodes, args.workers)
+            raise SystemExit(f"{path} does not exist yet ({name}); the rates measured so far are kept in {cache.path}")
+        rates[name] = cache.file_rates(path, env, episodes, args.workers)
+    rates["best"] = cache.rates("best", env, episodes, args.workers)
     pooled = {name: float(np.mean(r)) for name, r in rates.items()}
     diff, half = mean_ci95((rates["shipped"] - rates["student"]).tolist())
     report = {
