@@ -90,7 +90,8 @@ def _run_on_ray(config_json: str, todo: Sequence[Task], address: str, on_task, o
     if not ray.is_initialized():
         _check_reachable(address)
         try:
-            ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False)
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)  # "local" starts a new instance even where
+            # /tmp/ray names an older one (ray.init(address=None) joins that one, and waits for it forever if it is gone)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise RayClusterError(f"cannot reach a Ray cluster at {address!r}: {str(exc).splitlines()[0]}") from None
     remote = ray.remote(num_cpus=1)(_run)

@@ -37,9 +37,12 @@ def test_a_process_pool_gives_the_serial_results():
 
 
 @pytest.mark.slow
-def test_ray_gives_the_serial_results():
+def test_ray_gives_the_serial_results(monkeypatch):
     import ray  # in the all extra: CI runs this
 
+    # --ray local starts its own instance: a dead cluster named by RAY_ADDRESS (or by an old
+    # /tmp/ray/ray_current_cluster, which Ray reads the same way) is not waited for
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")
     try:
         assert _bytes(evaluate(CONFIG, ray_address="local")) == _bytes(evaluate(CONFIG))
     finally:
