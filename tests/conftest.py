@@ -12,3 +12,12 @@ def pipedream_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"{path} is not present beside this checkout")
     return path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``pytest -n N`` (pytest-xdist, ``--dist loadgroup``) the tests of one real Ray cluster run in one worker:
+    its fixture is package-scoped, and a second worker would start a second cluster beside it."""
+    ray_tests = REPO / "tests" / "placer" / "ray"
+    for item in items:
+        if ray_tests in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("ray"))

@@ -33,6 +33,10 @@ def evaluate(
         str, typer.Option(help="comma-separated policy names; learned=LABEL:PATH.pt a policy file of one's own, reported as LABEL")
     ] = "para_max,para_min,fixed:4,fixed:8,random,lean",
     trace: Annotated[Path | None, typer.Option(help="CSV trace (arrival_s,graph,beta,iterations) to replay", **INPUT_FILE)] = None,
+    tune_trace: Annotated[
+        Path | None,
+        typer.Option(help="with --trace: another window of the trace to tune best, adaptive and the like on", **INPUT_FILE),
+    ] = None,
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
     policy_file: Annotated[Path | None, typer.Option(help="trained policy for the 'learned' policy", **INPUT_FILE)] = None,
     strategy: Annotated[str, typer.Option(help="cost model: auto (data x tensor x pipeline), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
@@ -70,6 +74,7 @@ def evaluate(
         first_seed=first_seed,
         policies=split_list(policies),
         trace=str(trace) if trace else None,
+        tune_trace=str(tune_trace) if tune_trace else None,
         max_degree=max_degree,
         policy_file=str(policy_file) if policy_file else None,
         strategy=strategy,

@@ -79,7 +79,8 @@ def report(
     w = result.config.workload
     if result.config.trace:
         count = result.runs[0]["jobs"] if result.runs else 0
-        say(f"{result.config.cluster}, trace {result.config.trace} ({count} jobs), {result.config.strategy} cost model\n", fmt)
+        tuned = f", tuned on {result.config.tune_trace}" if result.config.tune_trace else ""
+        say(f"{result.config.cluster}, trace {result.config.trace} ({count} jobs){tuned}, {result.config.strategy} cost model\n", fmt)
     else:
         loads_text = ", ".join(map(str, result.config.load_values))
         first, seeds = result.config.first_seed, result.config.seeds
@@ -187,7 +188,7 @@ def _outcomes_table(result, rows: list[dict], fmt: TableFormat) -> None:
             bold.add((i, 5))
         body.append(
             [
-                str(r["load"]),
+                "trace" if result.config.trace else str(r["load"]),  # a replayed trace has its own arrivals: no load was set
                 r["beta_dist"],
                 r["policy"],
                 f"{r['blocking_rate']:.3f}",
@@ -364,13 +365,14 @@ def _by_load_table(result, fmt: TableFormat, statistic: tuple[str, str], title: 
     if not policies:
         return
     betas = result.config.beta_labels
-    say(f"\n{title}, by load:\n", fmt)
+    trace = bool(result.config.trace)  # one replayed trace: no load was set
+    say(f"\n{title}{'' if trace else ', by load'}:\n", fmt)
     body = []
     for policy in policies:
         for load in result.config.load_values:
             runs = [r for r in result.runs if r["policy"] == policy and r.get("load", load) == load]
             cells = [[r for r in runs if r["beta_dist"] == b] for b in betas]
-            body.append([f"{policy} (load {load})", *(cell(here) if here else "-" for here in cells)])
+            body.append([policy if trace else f"{policy} (load {load})", *(cell(here) if here else "-" for here in cells)])
     emit_by_beta(body, betas, [statistic[1]], fmt)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -35,6 +36,9 @@ class EvaluationConfig(BaseModel):
     first_seed: int = Field(default=0, ge=0)  # seeds first_seed .. first_seed + seeds - 1 (validation streams start at VALIDATION_SEED)
     policies: list[str] = Field(min_length=1)
     trace: str | None = None
+    tune_trace: str | None = Field(
+        default=None, description="a replayed trace apart from ``trace`` (another window of the same source) to tune best, adaptive, ... on"
+    )
     max_degree: int = Field(default=DEFAULT_MAX_DEGREE, ge=1)
     policy_file: str | None = None
     strategy: str = "auto"
@@ -75,6 +79,10 @@ class EvaluationConfig(BaseModel):
     def _loads_need_streams(self) -> EvaluationConfig:
         if self.trace and len(self.loads) > 1:
             raise ValueError("a replayed --trace has its own arrival times: it takes no list of loads")
+        if self.tune_trace and not self.trace:
+            raise ValueError("--tune-trace tunes policies for a replayed --trace: give the --trace too")
+        if self.tune_trace and self.trace and Path(self.tune_trace).resolve() == Path(self.trace).resolve():
+            raise ValueError("--tune-trace is the evaluated --trace: tune on another window of it (placer import trace --start)")
         if self.first_seed + self.seeds > TUNING_SEED:
             raise ValueError(f"seeds from {TUNING_SEED:,} draw the tuning streams: first_seed + seeds must stay below")
         return self

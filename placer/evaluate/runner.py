@@ -28,7 +28,7 @@ from placer.graphs.catalog import resolve_graph, resolve_graphs
 from placer.sim.metrics import blocking_series, utilization_series
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import RunResult
-from placer.workloads.generator import JobSpec, Workload, read_trace
+from placer.workloads.generator import JobSpec, Workload, read_trace, trace_load
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,10 @@ def tasks(config: EvaluationConfig) -> list[Task]:
     seeds = range(config.first_seed, config.first_seed + config.seeds)
     betas, policies = range(len(config.beta_labels)), range(len(config.policies))
     return [Task(i, seed, k, j) for j in range(len(config.load_values)) for i in betas for seed in seeds for k in policies]
+
+
+def _no_tuning_streams(_rng: np.random.Generator) -> list[JobSpec]:
+    raise PolicyError("a replayed trace has no tuning streams but a --tune-trace")
 
 
 class Runner:
@@ -66,7 +70,9 @@ class Runner:
             context = PolicyContext(self.cluster, config.max_degree, Path(config.policy_file) if config.policy_file else None)
             policies = [make_policy(config.spec_of(name), context) for name in config.policies]
         self.policies = list(policies)
-        self.trace = read_trace(config.trace, {g.name: g for g in self.graphs}, resolve_graph) if config.trace else None
+        by_name = {g.name: g for g in self.graphs}
+        self.trace = read_trace(config.trace, by_name, resolve_graph) if config.trace else None
+        self.tune_trace = read_trace(config.tune_trace, by_name, resolve_graph) if config.tune_trace else None
         self.cost = CostModel(self.cluster, strategy=config.strategy)  # caches are exact, so runs may share it
         self.queue = config.workload.queues[0]
         self._tuned: dict[tuple[int, int, int], Policy] = {}  # (policy, beta, load) -> the policy tuned for that workload
@@ -96,15 +102,20 @@ class Runner:
         key = (task.policy_index, task.beta_index, task.load_index)
         if key not in self._tuned:
             policy = self.policies[task.policy_index]
-            tuned = policy.tuned(self.tuning(policy.queue(self.queue), task.beta_index, task.load_index))
-            if tuned is not policy and self.trace is not None:
-                raise PolicyError(f"{policy.name} is tuned on generated streams: it cannot run on a replayed --trace")
-            self._tuned[key] = tuned
+            try:
+                self._tuned[key] = policy.tuned(self.tuning(policy.queue(self.queue), task.beta_index, task.load_index))
+            except PolicyError:
+                if self.trace is None or self.tune_trace is not None:
+                    raise
+                hint = "on a replayed --trace give it another window to tune on (--tune-trace)"
+                raise PolicyError(f"{policy.name} is tuned: {hint}") from None
         return self._tuned[key]
 
     def tuning(self, queue: QueueConfig, beta_index: int, load_index: int) -> Tuning:
         """The tuning streams of one workload, with every workload of the evaluation as its :attr:`~Tuning.regimes`
         (built once per queue: a heuristic's runs on them are shared by every policy tuned here)."""
+        if queue not in self._tunings and self.trace is not None:
+            self._tunings[queue] = {(0, 0): self._trace_tuning(queue, self.tune_trace)}
         if queue not in self._tunings:
             regimes = [(i, j) for j in range(len(self.config.load_values)) for i in range(len(self.config.beta_labels))]
             loads = self.config.load_values
@@ -114,6 +125,15 @@ class Runner:
                 tuning.regimes = every  # each knows all, itself among them: one set of runs for every tuner
             self._tunings[queue] = built
         return self._tunings[queue][(beta_index, load_index)]
+
+    def _trace_tuning(self, queue: QueueConfig, jobs: list[JobSpec] | None) -> Tuning:
+        """One tuning stream, the replayed tuning trace, at its own offered load (:func:`trace_load`); without one
+        (``None``), a tuning of no known load whose streams raise :class:`PolicyError` (a replay's policies are not tuned
+        on generated streams): a policy that tunes fails before any tuning run."""
+        if jobs is None:
+            return Tuning(self.cost, queue, _no_tuning_streams, streams=1, load=None)
+        load = trace_load(jobs, self.cost.sequential_jct_s, self.cluster.num_devices)
+        return Tuning(self.cost, queue, lambda _rng: jobs, streams=1, load=load)
 
     def run(self, task: Task, on_job: Callable[[], None] | None = None) -> tuple[dict, dict]:
         """The task's run summary and its timelines."""

@@ -278,6 +278,16 @@ def read_trace(path: str | Path, graphs: dict[str, JobGraph], resolve: Callable[
     return specs
 
 
+def trace_load(jobs: Sequence[JobSpec], sequential_jct_s: Callable[[JobGraph, int], float], num_devices: int) -> float:
+    """A replayed stream's offered load, as :class:`Workload` defines it: arrivals per second (``len - 1`` gaps over the
+    span of arrival times) x the mean sequential JCT (``sequential_jct_s(graph, iterations)``, seconds) / ``num_devices``."""
+    span = jobs[-1].arrival_s - jobs[0].arrival_s if jobs else 0.0
+    if len(jobs) < 2 or span <= 0:
+        raise WorkloadError("a trace's offered load needs two or more distinct arrival times")
+    mean_s = float(np.mean([sequential_jct_s(job.graph, job.iterations) for job in jobs]))
+    return (len(jobs) - 1) / span * mean_s / num_devices
+
+
 def _trace_graph(name: str, known: dict[str, JobGraph], resolve, where: str) -> JobGraph:
     base, _, batch = name.partition("@")
     graph = known.get(base)

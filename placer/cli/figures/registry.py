@@ -24,6 +24,12 @@ HELD_OUT = "--graphs resnet101,resnext50,resnext101,gnmt_large,nasnetamobile,nas
 TRACE_QUEUE = "learned,lean,lean@edf,para_min+best_fit,lean:admit=0.9"
 GAVEL_IMPORT = "placer import trace gavel data/traces/gavel_msr_0e4a51.trace --out runs/figures/gavel.csv"
 PHILLY_IMPORT = "placer import trace philly data/traces/philly_pollux.csv --vc 6214e9 --jobs 600 --out runs/figures/philly.csv"
+# every family, best, adaptive, the shipped learned policy and the field's deadline schedulers on a replayed Philly virtual cluster:
+# its first 600 jobs, the tuned policies tuned on the 600 after them (--tune-trace; --start past the evaluated window's end)
+TRACE_FAMILIES = (
+    "lean,lean:admit=0.9,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,single-best,best,adaptive,learned,elasticflow,chronus"
+)
+PHILLY_WINDOWS = {"6214e9": "2017-09-25", "11cb48": "2017-09-28"}  # virtual cluster -> the tuning window's --start
 
 
 def _evaluate(name: str, document: str, presets: tuple[str, ...], options: str, *, before: tuple[str, ...] = (), **render) -> Figure:
@@ -38,6 +44,21 @@ RESULTS_MD = "docs/results.md"
 LEARNING_MD = "docs/learning.md"  # the shipped policy: how it is made, where it wins and where it does not
 LEARNING_LOG = "experiments/learning-log.md"  # every earlier experiment's figures, in the order they were made
 COST_MD = "docs/cost-model.md"
+
+
+def _trace_families(vc: str, start: str) -> Figure:
+    """``philly-VC-families``: :data:`TRACE_FAMILIES` on virtual cluster ``vc``'s first 600 jobs, tuned on 600 from ``start``."""
+    importing = f"placer import trace philly data/traces/philly_pollux.csv --vc {vc} --jobs 600"
+    evaluated, tuning = f"runs/figures/philly-{vc}.csv", f"runs/figures/philly-{vc}-tuning.csv"
+    return _evaluate(
+        f"philly-{vc}-families",
+        RESULTS_MD,
+        ("dgx8x8",),
+        f"--cluster dgx8x8 --trace {evaluated} --tune-trace {tuning} --seeds 1 --queue edf-bf --policies {TRACE_FAMILIES} --workers 2",
+        before=(f"{importing} --out {evaluated}", f"{importing} --start {start} --out {tuning}"),
+        outcomes=True,
+    )
+
 
 REGIMES = "--queue edf-bf --size loguniform:0.1:10 --beta-dist A,B,C,D --seeds 10 --jobs 500 --load 0.5,0.9,1.3 --workers 2"
 FAMILIES = (
@@ -195,6 +216,7 @@ _REGISTERED: tuple[Figure, ...] = (
         f"--cluster dgx8x8 --trace runs/figures/philly.csv --seeds 1 --queue edf-bf --policies {TRACE_QUEUE} {LEARNED}",
         before=(PHILLY_IMPORT,),
     ),
+    *(_trace_families(vc, start) for vc, start in PHILLY_WINDOWS.items()),
     Figure(
         "queue-dgx8x8",
         LEARNING_LOG,
