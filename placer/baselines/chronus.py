@@ -34,7 +34,7 @@ import numpy as np
 
 from placer.baselines.policy import Policy
 from placer.baselines.specs import PolicySpec
-from placer.sim.options import DEFAULT_MAX_DEGREE, Option, any_feasible, degrees_for, options
+from placer.sim.options import DEFAULT_MAX_DEGREE, Option, OptionTable, any_feasible, degrees_for
 from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
@@ -109,7 +109,7 @@ class Chronus(Policy):
     def lease(self, job: Job, view: ClusterView, free_at: np.ndarray, *, now_only: bool = False) -> Lease | None:
         """The earliest lease of ``job`` on devices free at ``free_at`` (absolute seconds) that meets its deadline: at
         the first moment some placement of its minimum satisfactory share does (``now_only``: now or never)."""
-        starts = [view.now] if now_only else sorted({float(t) for t in free_at})
+        starts = [view.now] if now_only else np.unique(free_at).tolist()  # sorted, each once
         for start in starts:
             if job.remaining_s(start) <= 0:
                 break
@@ -124,8 +124,14 @@ class Chronus(Policy):
         degrees = degrees_for(view, self.max_degree)
         if not view.free.any() or not any_feasible(job, view, degrees=degrees, rules=CONSOLIDATING_RULES):
             return None
-        feasible = [o for o in options(job, view, degrees=degrees, rules=CONSOLIDATING_RULES, distinct=True) if o.feasible]
-        return min(feasible, key=lambda o: (o.degree, o.servers))  # min keeps the first of equals: the preferred rule's
+        # the options' feasibility as one array (no option built but the chosen one); min keeps the first of equals, the
+        # preferred rule's, so an option that repeats an earlier rule's devices at its degree is never chosen over it
+        table = OptionTable(job, view, degrees, CONSOLIDATING_RULES)
+        placements, rules = table.table, len(CONSOLIDATING_RULES)
+        chosen = min(
+            np.flatnonzero(table.feasible), key=lambda i: (placements.degrees[i // rules], placements.shapes[placements.slots[i]].servers)
+        )
+        return table[int(chosen)]
 
 
 def _free_at(view: ClusterView) -> np.ndarray:
