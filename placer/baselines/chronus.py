@@ -58,9 +58,11 @@ class Chronus(Policy):
     spec: PolicySpec | None = None
     _admitted: set[int] = field(default_factory=set, repr=False)  # waiting jobs guaranteed a lease
     _seen: set[int] = field(default_factory=set, repr=False)  # waiting jobs whose admission was decided
+    _planned: tuple[dict[int, Lease], np.ndarray] = field(default=({}, np.zeros(0)), repr=False)  # the last plan, free_at
+    _planned_for: tuple | None = field(default=None, repr=False)  # the state it was made in (:meth:`_state`)
 
     def reset(self, rng: np.random.Generator) -> None:
-        self._admitted, self._seen = set(), set()
+        self._admitted, self._seen, self._planned_for = set(), set(), None
 
     def queue(self, queue: QueueConfig) -> QueueConfig:
         """Deadline first with backfilling (``edf-bf``), unless the name asks for another order."""
@@ -83,6 +85,19 @@ class Chronus(Policy):
             return self.lease(job, view, _free_at(view), now_only=True)
         waiting = {j.job_id: j for j in view.waiting}
         self._seen &= set(waiting)
+        state = self._state(view, waiting)
+        if state != self._planned_for:  # else the queue offers another job at the same moment, nothing changed: same plan
+            self._planned = self._replan(view, waiting)
+            self._planned_for = self._state(view, waiting)  # as the admissions just made left it
+        plan, free_at = self._planned
+        return plan[job.job_id] if job.job_id in plan else self.lease(job, view, free_at, now_only=True)
+
+    def _state(self, view: ClusterView, waiting: dict[int, Job]) -> tuple:
+        """All a plan depends on: the time, when each device is free, the waiting jobs, those admitted and those seen."""
+        return view.now, _free_at(view).tobytes(), frozenset(waiting), frozenset(self._admitted), frozenset(self._seen)
+
+    def _replan(self, view: ClusterView, waiting: dict[int, Job]) -> tuple[dict[int, Lease], np.ndarray]:
+        """The admitted jobs' plan, once each waiting job not yet seen is admitted or not (module docstring)."""
         admitted = [j for j in waiting.values() if j.job_id in self._admitted]
         plan, free_at = self.plan(view, admitted)
         admitted = [j for j in admitted if j.job_id in plan]  # a job a plan no longer serves is best-effort from now on
@@ -93,7 +108,7 @@ class Chronus(Policy):
                 admitted.append(new)
                 plan, free_at = with_new, free_at_with_new
         self._admitted = {j.job_id for j in admitted}
-        return plan[job.job_id] if job.job_id in plan else self.lease(job, view, free_at, now_only=True)
+        return plan, free_at
 
     def plan(self, view: ClusterView, jobs: Iterable[Job]) -> tuple[dict[int, Lease], np.ndarray]:
         """Leases for ``jobs`` deadline first, each reserving its devices to its finish (a job with none is left out), and
