@@ -7,6 +7,7 @@ on two of one server, 4 s on two of two servers; a job of I iterations has a dea
 import numpy as np
 import pytest
 
+from placer.baselines.chronus import Chronus
 from placer.baselines.policy import run_policy
 from placer.baselines.registry import make_heuristic
 from placer.common.errors import PolicyError
@@ -84,3 +85,37 @@ def test_the_same_seed_gives_the_same_run(queue):
     first, again = (_run("chronus", jobs, queue, seed=9) for _ in range(2))
     assert first.records == again.records and first.metrics == again.metrics
     assert 0 < first.metrics.accepted < len(jobs)
+
+
+class _Replanning(Chronus):
+    """Chronus planning afresh at every offer: no state ever equals the one its last plan was made in."""
+
+    def _state(self, view, waiting):
+        return object()
+
+
+class _Counting(Chronus):
+    offers: int = 0
+    replans: int = 0
+
+    def decide(self, job, view):
+        self.offers += 1
+        return super().decide(job, view)
+
+    def _replan(self, view, waiting):
+        self.replans += 1
+        return super()._replan(view, waiting)
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_a_plan_kept_between_offers_at_one_moment_decides_as_replanning_at_each(seed):
+    # bursts of three jobs arriving at once (as a sweep does); with backfilling the queue offers each waiting job at a
+    # completion, one moment: the plan made at the first offer serves the others
+    rng = np.random.default_rng(seed)
+    jobs = [_job(10.0 * k, float(rng.uniform(0.5, 1.0)), int(rng.integers(1, 6))) for k in range(30) for _ in range(3)]
+    cost = CostModel(toy_cluster(2, 2), strategy="sipml")
+    kept = make_heuristic("chronus")
+    counting, replanning = _Counting(max_degree=kept.max_degree, spec=kept.spec), _Replanning(max_degree=kept.max_degree, spec=kept.spec)
+    runs = [run_policy(p, cost, jobs, QueueConfig.parse("edf-bf:6"), np.random.default_rng(3)) for p in (counting, replanning)]
+    assert runs[0].records == runs[1].records and 0 < runs[0].metrics.accepted < len(jobs)
+    assert counting.replans < counting.offers  # the kept plan served some offers (a plan kept regardless fails the first line)
