@@ -1,6 +1,7 @@
 """The README's regime table: per cluster, arrival pattern and load, the avoidable blocking of the policies that
-choose among the heuristic families (``single-best``, ``best``, ``adaptive``) and the learned policy, paired on
-the same streams; then pooled over every regime against ``single-best``.
+choose among the heuristic families (``single-best``, ``best``, ``adaptive``), the learned policy and the elastic and
+deadline schedulers of :data:`FIELD` where run, paired on the same streams; then pooled over every regime against
+``single-best``, with jobs/h and mean JCT.
 
 Rendered from result files of figures (``placer evaluate --load ...`` runs, per cluster and arrival pattern: e.g.
 ``FIGURE/results.json`` in that figure's result folder, :func:`~placer.cli.figures.core.results_dir`; several files of
@@ -17,7 +18,8 @@ from placer.cli.figures.core import Rendered, beside
 from placer.cli.figures.render import Renderer, _commands
 from placer.evaluate.stats import mean_ci95, plus_minus
 
-SHOWN = ("single-best", "best", "adaptive")  # then the learned policies evaluated, in the order run
+SHOWN = ("single-best", "best", "adaptive")  # then the learned policies evaluated, in the order run, then FIELD's
+FIELD = ("elasticflow", "chronus", "elastic_lean")  # ElasticFlow, Chronus, and lean that grows and shrinks running jobs
 REFERENCE, TOLD = "single-best", "best"
 
 
@@ -60,7 +62,7 @@ def _least(runs: dict[str, list[dict]], shown: list[str]) -> str:
 
 def _shown(runs: list[dict]) -> list[str]:
     policies = list(dict.fromkeys(r["policy"] for r in runs))
-    return [p for p in SHOWN if p in policies] + [p for p in policies if p.startswith("learned")]
+    return [p for p in SHOWN if p in policies] + [p for p in policies if p.startswith("learned")] + [p for p in FIELD if p in policies]
 
 
 def _by(runs: list[dict], policy: str, metric: str) -> dict[tuple, float]:

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from placer.cli.figures.core import Figure, Step, result_folders
-from placer.cli.figures.regimes import reads, regimes
+from placer.cli.figures.elastic import elastic_table
+from placer.cli.figures.regimes import FIELD, reads, regimes
 from placer.cli.figures.render import evaluation, printed, scaling, timeline
 from placer.cli.figures.tradeoff import tradeoff
 
@@ -44,6 +45,7 @@ RESULTS_MD = "docs/results.md"
 LEARNING_MD = "docs/learning.md"  # the shipped policy: how it is made, where it wins and where it does not
 LEARNING_LOG = "experiments/learning-log.md"  # every earlier experiment's figures, in the order they were made
 COST_MD = "docs/cost-model.md"
+ELASTIC_MD = "docs/elastic.md"
 
 
 def _trace_families(vc: str, start: str) -> Figure:
@@ -92,6 +94,7 @@ REGIME_RUNS = {  # label -> (figure whose evaluation it is, its cluster and extr
 }
 
 TRADEOFF_RUNS = {label: name for label, (name, _, _) in list(REGIME_RUNS.items())[:4]}  # label -> figure: the README's four regimes
+ELASTIC_REGIMES = tuple(REGIME_RUNS)  # the regimes the elastic policies run on: the README's
 
 
 AGAINST_SINGLE_BEST: dict[str, Any] = {"against": "single-best", "outcomes": True}
@@ -118,6 +121,24 @@ def _regime_figure(
     presets = tuple(dict.fromkeys(cluster for cluster, _ in runs.values()))
     others = tuple(figure for figure in reads(files) if figure != name)
     return Figure(name, LEARNING_LOG, presets, steps, regimes(files, least=least, only=only), keep=keep, reads=others)
+
+
+def _elastic(name: str, learned: str) -> Figure:
+    """:data:`~placer.cli.figures.regimes.FIELD` on the README's streams of :data:`ELASTIC_REGIMES`, beside those regimes'
+    ``best`` and the shipped ``learned`` (their own figures' result files: the same streams, paired)."""
+    runs = {label: REGIME_RUNS[label] for label in ELASTIC_REGIMES}
+    steps = tuple(
+        Step(f"placer evaluate --cluster {cluster} {REGIMES}{extra} --policies {','.join(FIELD)} --out runs/figures/{name}/{_slug(label)}")
+        for label, (_, cluster, extra) in runs.items()
+    )
+    keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in runs}
+    files: dict[str, tuple[str, ...]] = {
+        label: (f"{figure}/results.json", f"blend-quiet-figures/{_slug(label)}.json", f"{name}/{_slug(label)}.json")
+        for label, (figure, _, _) in runs.items()
+    }
+    presets = tuple(dict.fromkeys(cluster for _, cluster, _ in runs.values()))
+    others = tuple(figure for figure in reads(files) if figure != name)
+    return Figure(name, ELASTIC_MD, presets, steps, elastic_table(files, learned), keep=keep, reads=others)
 
 
 def _apart(name: str, policies: str, *, seeds: int, least: bool = False, beside: str | None = None) -> Figure:
@@ -217,6 +238,7 @@ _REGISTERED: tuple[Figure, ...] = (
         before=(PHILLY_IMPORT,),
     ),
     *(_trace_families(vc, start) for vc, start in PHILLY_WINDOWS.items()),
+    _elastic("elastic-regimes", BLEND_QUIET),
     Figure(
         "queue-dgx8x8",
         LEARNING_LOG,
@@ -256,8 +278,11 @@ _REGISTERED: tuple[Figure, ...] = (
         "readme-regimes",
         "README.md",
         ("dgx8x8", "mixed", "dgxh100"),
-        {label: (f"{name}/results.json", f"blend-quiet-figures/{_slug(label)}.json") for label, (name, _, _) in REGIME_RUNS.items()},
-        only=SHIPPED_BESIDE,
+        {
+            label: (f"{name}/results.json", f"blend-quiet-figures/{_slug(label)}.json", f"elastic-regimes/{_slug(label)}.json")
+            for label, (name, _, _) in REGIME_RUNS.items()
+        },
+        only=(*SHIPPED_BESIDE, *FIELD),
     ),
     *(
         _evaluate(name, LEARNING_LOG, (cluster,), f"--cluster {cluster} {REGIMES}{extra} --policies {FAMILIES}", **AGAINST_SINGLE_BEST)

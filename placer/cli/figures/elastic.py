@@ -1,0 +1,46 @@
+"""The elastic policies and the field's deadline schedulers beside ``best`` and the shipped learned policy, on the README's
+regime streams: per regime and load, avoidable blocking (mean over beta A-D x seeds, and the paired difference to
+``best``, 95 % interval) beside the mean JCT, so that what each buys its blocking with shows in the same cell.
+
+Rendered from result files of figures (several files of one regime are the same streams, paired), never by running anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from placer.cli.figures.core import Rendered, beside
+from placer.cli.figures.regimes import FIELD, _mean, _paired, _runs, _signed, reads
+from placer.cli.figures.render import Renderer, _commands
+
+TOLD = "best"  # the heuristic families' best member, told the regime
+
+
+def elastic_table(evaluations: dict[str, tuple[str, ...]], learned: str) -> Renderer:
+    """``evaluations``: a regime's label -> its result files (``FIGURE/FILE``, see :func:`~placer.cli.figures.regimes.regimes`)
+    holding :data:`TOLD`, ``learned`` and :data:`FIELD` on the same streams."""
+
+    def render(folder: Path) -> Rendered:
+        runs = {label: _runs(folder, files) for label, files in evaluations.items()}
+        commands = "".join(_commands(beside(folder, name)) for name in reads(evaluations)).replace("\n\n", "\n")
+        shown = (TOLD, learned, *FIELD)
+        head = ["evaluation", "load", *shown]
+        lines = [
+            commands.rstrip("\n"),
+            "",
+            f"Avoidable blocking, mean over beta A-D x seeds (the paired difference to `{TOLD}`, 95 % interval), and mean JCT:",
+            "",
+            "| " + " | ".join(head) + " |",
+            "|---|" + "---:|" * (len(head) - 1),
+        ]
+        for label, rows in runs.items():
+            for load in dict.fromkeys(r.get("load") for r in rows):
+                cells = [label, f"{load}"]
+                for policy in shown:
+                    blocking, jct = _mean(rows, policy, "avoidable_blocking_rate", load), _mean(rows, policy, "mean_jct_s", load)
+                    paired = "" if policy == TOLD else f" ({_signed(*_paired(rows, policy, TOLD, load=load))})"
+                    cells.append(f"{blocking:.3f}{paired}, {jct:.0f} s")
+                lines.append("| " + " | ".join(cells) + " |")
+        return Rendered("\n".join(lines) + "\n")
+
+    return render
