@@ -1,6 +1,7 @@
 """The elastic policies and the field's deadline schedulers beside ``best`` and the shipped learned policy, on the README's
 regime streams: per regime and load, avoidable blocking (mean over beta A-D x seeds, and the paired difference to
-``best``, 95 % interval) beside the mean JCT, so that what each buys its blocking with shows in the same cell.
+``best``, 95 % interval) beside the mean JCT (and, for :data:`~placer.cli.figures.regimes.FIELD`, the resizes a stream), so
+that what each buys its blocking with shows in the same cell.
 
 Rendered from result files of figures (several files of one regime are the same streams, paired), never by running anything.
 """
@@ -28,7 +29,8 @@ def elastic_table(evaluations: dict[str, tuple[str, ...]], learned: str) -> Rend
         lines = [
             commands.rstrip("\n"),
             "",
-            f"Avoidable blocking, mean over beta A-D x seeds (the paired difference to `{TOLD}`, 95 % interval), and mean JCT:",
+            f"Avoidable blocking, mean over beta A-D x seeds (the paired difference to `{TOLD}`, 95 % interval), mean JCT, and "
+            "for the elastic and deadline schedulers the running jobs resized a stream:",
             "",
             "| " + " | ".join(head) + " |",
             "|---|" + "---:|" * (len(head) - 1),
@@ -39,7 +41,8 @@ def elastic_table(evaluations: dict[str, tuple[str, ...]], learned: str) -> Rend
                 for policy in shown:
                     blocking, jct = _mean(rows, policy, "avoidable_blocking_rate", load), _mean(rows, policy, "mean_jct_s", load)
                     paired = "" if policy == TOLD else f" ({_signed(*_paired(rows, policy, TOLD, load=load))})"
-                    cells.append(f"{blocking:.3f}{paired}, {jct:.0f} s")
+                    resizes = f", {_mean(rows, policy, 'resizes', load):.0f} resizes" if policy in FIELD else ""
+                    cells.append(f"{blocking:.3f}{paired}, {jct:.0f} s{resizes}")
                 lines.append("| " + " | ".join(cells) + " |")
         return Rendered("\n".join(lines) + "\n")
 

@@ -3,12 +3,17 @@ import json
 from placer.cli.figures.elastic import elastic_table
 
 
-def _run(policy, seed, avoidable, jct, load=0.9):
-    return {"policy": policy, "seed": seed, "beta_dist": "A", "load": load, "avoidable_blocking_rate": avoidable, "mean_jct_s": jct}
+def _run(policy, seed, avoidable, jct, load=0.9, resizes=0):
+    run = {"policy": policy, "seed": seed, "beta_dist": "A", "load": load, "avoidable_blocking_rate": avoidable, "mean_jct_s": jct}
+    return run | ({"resizes": resizes} if policy in ("elasticflow", "chronus", "elastic_lean") else {})
 
 
 def _field(seed):
-    return [_run("elasticflow", seed, 0.07, 60.0), _run("chronus", seed, 0.1 * seed, 400.0), _run("elastic_lean", seed, 0.06, 90.0)]
+    return [
+        _run("elasticflow", seed, 0.07, 60.0),
+        _run("chronus", seed, 0.1 * seed, 400.0),
+        _run("elastic_lean", seed, 0.06, 90.0, resizes=10 + seed),
+    ]
 
 
 def test_the_elastic_table_pairs_each_policy_with_best_and_shows_its_mean_jct_beside(tmp_path):
@@ -27,6 +32,6 @@ def test_the_elastic_table_pairs_each_policy_with_best_and_shows_its_mean_jct_be
     assert markdown.startswith("    placer evaluate A\n    placer evaluate B\n    placer evaluate C\n\n")
     assert "| evaluation | load | best | learned:x | elasticflow | chronus | elastic_lean |" in markdown
     # best 0.06, 0.08: learned 0.01 under on each seed; elasticflow +0.01 and -0.01; chronus -0.06 and +0.02
-    row = "| dgx8x8, Poisson | 0.9 | 0.070, 100 s | 0.060 (-0.010 ± 0.000), 300 s | 0.070 (+0.000 ± 0.127), 60 s |"
-    assert row + " 0.050 (-0.020 ± 0.508), 400 s | 0.060 (-0.010 ± 0.127), 90 s |" in markdown
+    row = "| dgx8x8, Poisson | 0.9 | 0.070, 100 s | 0.060 (-0.010 ± 0.000), 300 s | 0.070 (+0.000 ± 0.127), 60 s, 0 resizes |"
+    assert row + " 0.050 (-0.020 ± 0.508), 400 s, 0 resizes | 0.060 (-0.010 ± 0.127), 90 s, 10 resizes |" in markdown
     assert "para_max" not in markdown
