@@ -7,8 +7,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from placer.cli.figures.build import evaluated, slug
 from placer.cli.figures.core import Figure, Step, result_folders
-from placer.cli.figures.elastic import elastic_table
+from placer.cli.figures.field import PHILLY_WINDOWS, elastic_figure, trace_families
 from placer.cli.figures.regimes import FIELD, reads, regimes
 from placer.cli.figures.render import evaluation, printed, scaling, timeline
 from placer.cli.figures.tradeoff import tradeoff
@@ -25,42 +26,12 @@ HELD_OUT = "--graphs resnet101,resnext50,resnext101,gnmt_large,nasnetamobile,nas
 TRACE_QUEUE = "learned,lean,lean@edf,para_min+best_fit,lean:admit=0.9"
 GAVEL_IMPORT = "placer import trace gavel data/traces/gavel_msr_0e4a51.trace --out runs/figures/gavel.csv"
 PHILLY_IMPORT = "placer import trace philly data/traces/philly_pollux.csv --vc 6214e9 --jobs 600 --out runs/figures/philly.csv"
-# every family, best, adaptive, the shipped learned policy and the field's deadline schedulers on a replayed Philly virtual cluster:
-# its first 600 jobs, the tuned policies tuned on the 600 after them (--tune-trace; --start past the evaluated window's end)
-TRACE_FAMILIES = (
-    "lean,lean:admit=0.9,fixed:8,para_max,para_min+best_fit,eff:0.7,switch:0.5,single-best,best,adaptive,learned,elasticflow,chronus"
-)
-PHILLY_WINDOWS = {"6214e9": "2017-09-25", "11cb48": "2017-09-28"}  # virtual cluster -> the tuning window's --start
-
-
-def _evaluate(name: str, document: str, presets: tuple[str, ...], options: str, *, before: tuple[str, ...] = (), **render) -> Figure:
-    """A figure made by ``placer evaluate OPTIONS`` (after the ``before`` commands) and shown by ``placer report``."""
-    steps = (*(Step(c) for c in before), Step(f"placer evaluate {options} --out runs/figures/{name}"))
-    return Figure(
-        name, document, presets, steps, evaluation("results.json", **render), keep={"results.json": f"runs/figures/{name}/results.json"}
-    )
-
 
 RESULTS_MD = "docs/results.md"
 LEARNING_MD = "docs/learning.md"  # the shipped policy: how it is made, where it wins and where it does not
 LEARNING_LOG = "experiments/learning-log.md"  # every earlier experiment's figures, in the order they were made
 COST_MD = "docs/cost-model.md"
 ELASTIC_MD = "docs/elastic.md"
-
-
-def _trace_families(vc: str, start: str) -> Figure:
-    """``philly-VC-families``: :data:`TRACE_FAMILIES` on virtual cluster ``vc``'s first 600 jobs, tuned on 600 from ``start``."""
-    importing = f"placer import trace philly data/traces/philly_pollux.csv --vc {vc} --jobs 600"
-    evaluated, tuning = f"runs/figures/philly-{vc}.csv", f"runs/figures/philly-{vc}-tuning.csv"
-    return _evaluate(
-        f"philly-{vc}-families",
-        RESULTS_MD,
-        ("dgx8x8",),
-        f"--cluster dgx8x8 --trace {evaluated} --tune-trace {tuning} --seeds 1 --queue edf-bf --policies {TRACE_FAMILIES} --workers 2",
-        before=(f"{importing} --out {evaluated}", f"{importing} --start {start} --out {tuning}"),
-        outcomes=True,
-    )
-
 
 REGIMES = "--queue edf-bf --size loguniform:0.1:10 --beta-dist A,B,C,D --seeds 10 --jobs 500 --load 0.5,0.9,1.3 --workers 2"
 FAMILIES = (
@@ -113,32 +84,14 @@ def _regime_figure(
     """``placer evaluate OPTIONS --policies POLICIES`` in each regime of ``runs`` (label -> (cluster, extra options)),
     rendered as the README's regime table with ``beside``'s result files (label -> files of the same streams) paired in."""
     steps = tuple(
-        Step(f"placer evaluate --cluster {cluster} {options}{extra} --policies {policies} --out runs/figures/{name}/{_slug(label)}")
+        Step(f"placer evaluate --cluster {cluster} {options}{extra} --policies {policies} --out runs/figures/{name}/{slug(label)}")
         for label, (cluster, extra) in runs.items()
     )
-    keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in runs}
-    files = {label: (*beside.get(label, ()), f"{name}/{_slug(label)}.json") for label in runs}
+    keep = {f"{slug(label)}.json": f"runs/figures/{name}/{slug(label)}/results.json" for label in runs}
+    files = {label: (*beside.get(label, ()), f"{name}/{slug(label)}.json") for label in runs}
     presets = tuple(dict.fromkeys(cluster for cluster, _ in runs.values()))
     others = tuple(figure for figure in reads(files) if figure != name)
     return Figure(name, LEARNING_LOG, presets, steps, regimes(files, least=least, only=only), keep=keep, reads=others)
-
-
-def _elastic(name: str, learned: str) -> Figure:
-    """:data:`~placer.cli.figures.regimes.FIELD` on the README's streams of :data:`ELASTIC_REGIMES`, beside those regimes'
-    ``best`` and the shipped ``learned`` (their own figures' result files: the same streams, paired)."""
-    runs = {label: REGIME_RUNS[label] for label in ELASTIC_REGIMES}
-    steps = tuple(
-        Step(f"placer evaluate --cluster {cluster} {REGIMES}{extra} --policies {','.join(FIELD)} --out runs/figures/{name}/{_slug(label)}")
-        for label, (_, cluster, extra) in runs.items()
-    )
-    keep = {f"{_slug(label)}.json": f"runs/figures/{name}/{_slug(label)}/results.json" for label in runs}
-    files: dict[str, tuple[str, ...]] = {
-        label: (f"{figure}/results.json", f"blend-quiet-figures/{_slug(label)}.json", f"{name}/{_slug(label)}.json")
-        for label, (figure, _, _) in runs.items()
-    }
-    presets = tuple(dict.fromkeys(cluster for _, cluster, _ in runs.values()))
-    others = tuple(figure for figure in reads(files) if figure != name)
-    return Figure(name, ELASTIC_MD, presets, steps, elastic_table(files, learned), keep=keep, reads=others)
 
 
 def _apart(name: str, policies: str, *, seeds: int, least: bool = False, beside: str | None = None) -> Figure:
@@ -146,7 +99,7 @@ def _apart(name: str, policies: str, *, seeds: int, least: bool = False, beside:
     rendered as the README's regime table (``least``: ending with the learned variant that blocks least; ``beside``:
     another such figure of the same seeds whose policies show too, ``learned:default`` and the three tuned ones)."""
     options = REGIMES.replace("--seeds 10", f"--first-seed 100 --seeds {seeds}")
-    files = {label: (f"{beside}/{_slug(label)}.json",) for label in APART} if beside else {}
+    files = {label: (f"{beside}/{slug(label)}.json",) for label in APART} if beside else {}
     only = ("single-best", "best", "adaptive", "learned:default", *policies.split(",")) if beside else ()
     return _regime_figure(name, policies, APART, options, files, least=least, only=only)
 
@@ -160,7 +113,7 @@ def _beside(
     least. ``also``: (figure, policy) pairs of earlier such figures of the same labels whose policy shows too."""
     options = REGIMES.replace("--seeds 10", "--seeds 10" if first_seed == 0 else f"--first-seed {first_seed} --seeds 10")
     regimes_of = {label: (cluster, extra) for label, (_, cluster, extra) in runs.items()}
-    files = {label: (other, *(f"{figure}/{_slug(label)}.json" for figure, _ in also)) for label, (other, _, _) in runs.items()}
+    files = {label: (other, *(f"{figure}/{slug(label)}.json" for figure, _ in also)) for label, (other, _, _) in runs.items()}
     only = ("single-best", "best", "adaptive", "learned:default", *(policy for _, policy in also), *policies.split(","))
     return _regime_figure(name, policies, regimes_of, options, files, least=True, only=only)
 
@@ -170,20 +123,15 @@ def _summary(name: str, document: str, presets: tuple[str, ...], files: dict[str
     return Figure(name, document, presets, (), regimes(files, only=only), reads=reads(files))
 
 
-def _slug(label: str) -> str:
-    """``"dgx8x8, Poisson"`` -> ``"dgx8x8-poisson"``."""
-    return label.lower().replace(", ", "-").replace(" ", "-")
-
-
 _REGISTERED: tuple[Figure, ...] = (
-    _evaluate(
+    evaluated(
         "readme-pacml",
         RESULTS_MD,
         ("pacml",),
         f"--cluster pacml {ABCD} {FIVE} --policies para_max,fixed:4,para_min,lean,learned,learned:clone,learned:default {LEARNED}",
         against="para_max",
     ),
-    _evaluate(
+    evaluated(
         "pacml-sipml",
         RESULTS_MD,
         ("pacml",),
@@ -191,8 +139,8 @@ _REGISTERED: tuple[Figure, ...] = (
         f"--policies learned,para_max,para_min,para_min+best_fit,fixed:4,fixed:8,random,lean {LEARNED}",
         against="para_max",
     ),
-    _evaluate("pacml-auto", RESULTS_MD, ("pacml",), f"--cluster pacml {ABCD} {FIVE} --policies {LOSS} {LEARNED}", against="lean"),
-    _evaluate(
+    evaluated("pacml-auto", RESULTS_MD, ("pacml",), f"--cluster pacml {ABCD} {FIVE} --policies {LOSS} {LEARNED}", against="lean"),
+    evaluated(
         "dgx8x8-loss",
         RESULTS_MD,
         ("dgx8x8",),
@@ -201,44 +149,44 @@ _REGISTERED: tuple[Figure, ...] = (
         image="docs/blocking_rate_dgx8x8.png",
         alt="blocking rate on dgx8x8",
     ),
-    _evaluate("heldout-loss", RESULTS_MD, ("dgx8x8",), f"--cluster dgx8x8 {HELD_OUT} {ABCD} {THREE} --policies {LOSS} {LEARNED}"),
-    _evaluate("mixed-loss", RESULTS_MD, ("mixed",), f"--cluster mixed {ABCD} --seeds 3 --jobs 1000 --policies {LOSS} {LEARNED}"),
-    _evaluate(
+    evaluated("heldout-loss", RESULTS_MD, ("dgx8x8",), f"--cluster dgx8x8 {HELD_OUT} {ABCD} {THREE} --policies {LOSS} {LEARNED}"),
+    evaluated("mixed-loss", RESULTS_MD, ("mixed",), f"--cluster mixed {ABCD} --seeds 3 --jobs 1000 --policies {LOSS} {LEARNED}"),
+    evaluated(
         "transformers-loss",
         RESULTS_MD,
         ("dgx8x8",),
         f"--cluster dgx8x8 --graphs gpt2_small,gpt2_medium,bert_base,llama_850m {ABCD} --seeds 3 --jobs 1000 --policies {LOSS} {LEARNED}",
     ),
-    _evaluate(
+    evaluated(
         "gavel-loss",
         RESULTS_MD,
         ("dgx8x8",),
         f"--cluster dgx8x8 --trace runs/figures/gavel.csv --seeds 1 --policies {LOSS} {LEARNED}",
         before=(GAVEL_IMPORT,),
     ),
-    _evaluate(
+    evaluated(
         "gavel-queue",
         RESULTS_MD,
         ("dgx8x8",),
         f"--cluster dgx8x8 --trace runs/figures/gavel.csv --seeds 1 --queue edf-bf --policies {TRACE_QUEUE} {LEARNED}",
         before=(GAVEL_IMPORT,),
     ),
-    _evaluate(
+    evaluated(
         "philly-loss",
         RESULTS_MD,
         ("dgx8x8",),
         f"--cluster dgx8x8 --trace runs/figures/philly.csv --seeds 1 --policies {LOSS} {LEARNED}",
         before=(PHILLY_IMPORT,),
     ),
-    _evaluate(
+    evaluated(
         "philly-queue",
         RESULTS_MD,
         ("dgx8x8",),
         f"--cluster dgx8x8 --trace runs/figures/philly.csv --seeds 1 --queue edf-bf --policies {TRACE_QUEUE} {LEARNED}",
         before=(PHILLY_IMPORT,),
     ),
-    *(_trace_families(vc, start) for vc, start in PHILLY_WINDOWS.items()),
-    _elastic("elastic-regimes", BLEND_QUIET),
+    *(trace_families(vc, start, RESULTS_MD) for vc, start in PHILLY_WINDOWS.items()),
+    elastic_figure("elastic-regimes", ELASTIC_MD, {label: REGIME_RUNS[label] for label in ELASTIC_REGIMES}, REGIMES, BLEND_QUIET),
     Figure(
         "queue-dgx8x8",
         LEARNING_LOG,
@@ -257,7 +205,7 @@ _REGISTERED: tuple[Figure, ...] = (
         ),
         keep={f"{name}.json": f"runs/figures/queue-dgx8x8{suffix}/results.json" for name, suffix in PLANNERS},
     ),
-    _evaluate(
+    evaluated(
         "queue-mixed",
         LEARNING_LOG,
         ("mixed",),
@@ -266,7 +214,7 @@ _REGISTERED: tuple[Figure, ...] = (
         image="experiments/blocking_rate_queue_mixed.png",
         alt="blocking rate with a queue on the unseen mixed cluster",
     ),
-    _evaluate(
+    evaluated(
         "heldout-queue",
         LEARNING_LOG,
         ("dgx8x8",),
@@ -279,13 +227,13 @@ _REGISTERED: tuple[Figure, ...] = (
         "README.md",
         ("dgx8x8", "mixed", "dgxh100"),
         {
-            label: (f"{name}/results.json", f"blend-quiet-figures/{_slug(label)}.json", f"elastic-regimes/{_slug(label)}.json")
+            label: (f"{name}/results.json", f"blend-quiet-figures/{slug(label)}.json", f"elastic-regimes/{slug(label)}.json")
             for label, (name, _, _) in REGIME_RUNS.items()
         },
         only=(*SHIPPED_BESIDE, *FIELD),
     ),
     *(
-        _evaluate(name, LEARNING_LOG, (cluster,), f"--cluster {cluster} {REGIMES}{extra} --policies {FAMILIES}", **AGAINST_SINGLE_BEST)
+        evaluated(name, LEARNING_LOG, (cluster,), f"--cluster {cluster} {REGIMES}{extra} --policies {FAMILIES}", **AGAINST_SINGLE_BEST)
         for name, cluster, extra in REGIME_RUNS.values()
     ),
     # blocking against completion time on the README's four regimes: no commands of its own, it reads their result files
@@ -317,7 +265,7 @@ _REGISTERED: tuple[Figure, ...] = (
         printed("output.md"),
     ),
     _beside(  # PPO where the policy lost: chosen on these streams (seeds 100-109)...
-        "targeted-apart", CANDIDATE, {label: (f"regimes-apart/{_slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
+        "targeted-apart", CANDIDATE, {label: (f"regimes-apart/{slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
     ),
     _beside(  # ...and measured on the README's (seeds 0-9), the unseen cluster and the Philly trace's arrivals included
         "targeted-figures",
@@ -325,7 +273,7 @@ _REGISTERED: tuple[Figure, ...] = (
         {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
     ),
     _beside(  # a clone shown the members' decisions: on the streams apart (seeds 100-109)...
-        "advised-apart", ADVISED, {label: (f"regimes-apart/{_slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
+        "advised-apart", ADVISED, {label: (f"regimes-apart/{slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
     ),
     _beside(  # ...and on the README's, the unseen cluster and the Philly trace's arrivals included
         "advised-figures",
@@ -333,7 +281,7 @@ _REGISTERED: tuple[Figure, ...] = (
         {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
     ),
     _beside(  # taught by the default where it blocked less in tuning, on the streams apart (seeds 100-109)...
-        "blend-apart", BLEND, {label: (f"regimes-apart/{_slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
+        "blend-apart", BLEND, {label: (f"regimes-apart/{slug(label)}.json", *APART[label]) for label in APART}, first_seed=100
     ),
     _beside(  # with the margin chosen after blend-apart: judged on the README's streams (seeds 0-9), the unseen cluster and
         # the Philly trace's arrivals included
@@ -347,7 +295,7 @@ _REGISTERED: tuple[Figure, ...] = (
         {label: (f"{figure}/results.json", cluster, extra) for label, (figure, cluster, extra) in REGIME_RUNS.items()},
         also=(("blend-margin-figures", BLEND_MARGIN),),
     ),
-    _evaluate(  # ...and in PAC-ML's loss setting, against lean (issue 29's target there)
+    evaluated(  # ...and in PAC-ML's loss setting, against lean (issue 29's target there)
         "blend-pacml",
         LEARNING_LOG,
         ("pacml",),
@@ -363,7 +311,7 @@ _REGISTERED: tuple[Figure, ...] = (
         least=True,
         only=SHIPPED_BESIDE,
     ),
-    _evaluate(  # blend-margin and blend-quiet (a quarter of its episodes there, blend-margin's half) in PAC-ML's loss setting
+    evaluated(  # blend-margin and blend-quiet (a quarter of its episodes there, blend-margin's half) in PAC-ML's loss setting
         "blend-quiet-pacml",
         LEARNING_LOG,
         ("pacml",),
@@ -374,10 +322,10 @@ _REGISTERED: tuple[Figure, ...] = (
         "regimes-pooled",
         LEARNING_LOG,
         ("dgx8x8", "mixed"),
-        {label: (f"{REGIME_RUNS[label][0]}/results.json", f"regimes-apart/{_slug(label)}.json") for label in APART},
+        {label: (f"{REGIME_RUNS[label][0]}/results.json", f"regimes-apart/{slug(label)}.json") for label in APART},
         only=("single-best", "best", "adaptive", "learned:default"),
     ),
-    _evaluate(  # loads between and beyond those learned:regimes was trained on (0.5, 0.7, ..., 1.3)
+    evaluated(  # loads between and beyond those learned:regimes was trained on (0.5, 0.7, ..., 1.3)
         "families-unseen-loads",
         LEARNING_LOG,
         ("dgx8x8",),
