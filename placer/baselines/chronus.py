@@ -58,7 +58,7 @@ class Chronus(Policy):
     spec: PolicySpec | None = None
     _admitted: set[int] = field(default_factory=set, repr=False)  # waiting jobs guaranteed a lease
     _seen: set[int] = field(default_factory=set, repr=False)  # waiting jobs whose admission was decided
-    _planned: tuple[dict[int, Lease], np.ndarray] = field(default=({}, np.zeros(0)), repr=False)  # the last plan, free_at
+    _planned: tuple[dict[int, Lease], np.ndarray] = field(default_factory=lambda: ({}, np.zeros(0)), repr=False)  # last plan, free_at
     _planned_for: tuple | None = field(default=None, repr=False)  # the state it was made in (:meth:`_state`)
 
     def reset(self, rng: np.random.Generator) -> None:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from placer.cli.figures.core import Rendered, beside
-from placer.cli.figures.regimes import FIELD, _mean, _paired, _runs, _signed, reads
-from placer.cli.figures.render import Renderer, _commands
-
-TOLD = "best"  # the heuristic families' best member, told the regime
+from placer.cli.figures.core import Rendered
+from placer.cli.figures.regimes import FIELD, TOLD, _mean, _paired, _runs, _signed, commands_of, reads
+from placer.cli.figures.render import Renderer
 
 
 def elastic_table(evaluations: dict[str, tuple[str, ...]], learned: str) -> Renderer:
@@ -23,7 +21,7 @@ def elastic_table(evaluations: dict[str, tuple[str, ...]], learned: str) -> Rend
 
     def render(folder: Path) -> Rendered:
         runs = {label: _runs(folder, files) for label, files in evaluations.items()}
-        commands = "".join(_commands(beside(folder, name)) for name in reads(evaluations)).replace("\n\n", "\n")
+        commands = commands_of(folder, reads(evaluations))
         shown = (TOLD, learned, *FIELD)
         head = ["evaluation", "load", *shown]
         lines = [

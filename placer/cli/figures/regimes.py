@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 from placer.cli.figures.core import Rendered, beside
@@ -33,12 +34,17 @@ def regimes(evaluations: dict[str, tuple[str, ...]], *, least: bool = False, onl
     def render(folder: Path) -> Rendered:
         runs = {label: _runs(folder, files) for label, files in evaluations.items()}
         shown = [p for p in _shown(next(iter(runs.values()))) if not only or p in only]
-        commands = "".join(_commands(beside(folder, name)) for name in reads(evaluations)).replace("\n\n", "\n")
+        commands = commands_of(folder, reads(evaluations))
         lines = [commands.rstrip("\n"), "", *_per_regime(runs, shown), "", *_pooled(runs, shown)]
         lines += ["", _least(runs, shown)] if least else []
         return Rendered("\n".join(lines) + "\n")
 
     return render
+
+
+def commands_of(folder: Path, figures: Iterable[str]) -> str:
+    """The commands of ``figures`` (result folders beside ``folder``), one indented block without blank lines."""
+    return "".join(_commands(beside(folder, name)) for name in figures).replace("\n\n", "\n")
 
 
 def reads(evaluations: dict[str, tuple[str, ...]]) -> tuple[str, ...]:

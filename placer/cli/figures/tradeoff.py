@@ -13,7 +13,8 @@ import math
 from pathlib import Path
 
 from placer.cli.figures.core import Rendered, beside
-from placer.cli.figures.render import Renderer, _commands
+from placer.cli.figures.regimes import commands_of
+from placer.cli.figures.render import Renderer
 
 BUDGET = 1.25  # the JCT budget, as a multiple of the fastest policy's mean JCT (issue 29's target)
 
@@ -42,7 +43,7 @@ def tradeoff(evaluations: dict[str, str], image: str) -> Renderer:
 
     def render(folder: Path) -> Rendered:
         points = {label: pooled(_runs(beside(folder, name))) for label, name in evaluations.items()}
-        commands = "".join(_commands(beside(folder, name)) for name in evaluations.values()).replace("\n\n", "\n")
+        commands = commands_of(folder, evaluations.values())
         lines = [commands.rstrip("\n"), "", *_table(points), "", f"![avoidable blocking against mean JCT]({Path(image).name})"]
         return Rendered("\n".join(lines) + "\n", {image: lambda path: _plot(points, path)})
 
