@@ -51,3 +51,10 @@ def test_readme_block_runs(code, tmp_path):
     # prints more ran some of its code twice (a spawned process imports the script again unless it is guarded by
     # ``if __name__ == "__main__":``)
     assert len(script.stdout.splitlines()) <= len(pasted.stdout.splitlines()), (script.stdout[-2000:], pasted.stdout[-2000:])
+
+
+@pytest.mark.parametrize(("document", "most"), [("README.md", 250), ("docs/learning.md", 400)])
+def test_a_newcomer_reads_it_in_ten_minutes(document, most):
+    """Issue 50's bar: the README within 250 lines, the learning document within 400 (a figure that grows breaks it)."""
+    lines = len((REPO / document).read_text().splitlines())
+    assert lines <= most, f"{document}: {lines} lines, the bar is {most}"

@@ -24,18 +24,18 @@ FIELD = ("elasticflow", "chronus", "elastic_lean")  # ElasticFlow, Chronus, and 
 REFERENCE, TOLD = "single-best", "best"
 
 
-def regimes(evaluations: dict[str, tuple[str, ...]], *, least: bool = False, only: tuple[str, ...] = ()) -> Renderer:
+def regimes(evaluations: dict[str, tuple[str, ...]], *, least: bool = False, only: tuple[str, ...] = (), wide: bool = False) -> Renderer:
     """``evaluations``: the label of each evaluation (``"dgx8x8, Poisson"``) -> its result files, each as the figure
     that made it and the file's name in that figure's result folder (``("families-loads/results.json",)``); ``least``:
     end with the learned policy that blocks least over them all (a choice among learned variants); ``only``: the
     policies shown, where not all (each file's runs are concatenated, so files of other seeds of the same streams'
-    settings pool)."""
+    settings pool); ``wide``: the pooled table one row per evaluation, a column per policy (the README's)."""
 
     def render(folder: Path) -> Rendered:
         runs = {label: _runs(folder, files) for label, files in evaluations.items()}
         shown = [p for p in _shown(next(iter(runs.values()))) if not only or p in only]
         commands = commands_of(folder, reads(evaluations))
-        lines = [commands.rstrip("\n"), "", *_per_regime(runs, shown), "", *_pooled(runs, shown)]
+        lines = [commands.rstrip("\n"), "", *_per_regime(runs, shown), "", *(_pooled_wide if wide else _pooled)(runs, shown)]
         lines += ["", _least(runs, shown)] if least else []
         return Rendered("\n".join(lines) + "\n")
 
@@ -121,6 +121,23 @@ def _pooled(runs: dict[str, list[dict]], shown: list[str]) -> list[str]:
             jobs_h, jct = _mean(rows, p, "throughput_jobs_per_hour"), _mean(rows, p, "mean_jct_s")
             cells = [label, p, _signed(diff, half), relative, f"{jobs_h:.1f}", f"{jct:.0f}"]
             out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def _pooled_wide(runs: dict[str, list[dict]], shown: list[str]) -> list[str]:
+    """One row per evaluation, pooled over loads, betas and seeds: each policy's avoidable blocking minus single-best's
+    (paired), its jobs/h and mean JCT."""
+    head = ["evaluation", *shown]
+    out = [f"Pooled over loads, beta distributions and seeds: avoidable blocking minus `{REFERENCE}`'s, paired (95 % "
+           "interval); jobs/h; mean JCT:", "",
+           "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]  # fmt: skip
+    for label, rows in runs.items():
+        cells = [label]
+        for p in shown:
+            diff, half = _paired(rows, p, REFERENCE)
+            jobs_h, jct = _mean(rows, p, "throughput_jobs_per_hour"), _mean(rows, p, "mean_jct_s")
+            cells.append(f"{_signed(diff, half) if p != REFERENCE else '0'}; {jobs_h:.0f}/h; {jct:.0f} s")
+        out.append("| " + " | ".join(cells) + " |")
     return out
 
 

@@ -118,9 +118,12 @@ def _beside(
     return _regime_figure(name, policies, regimes_of, options, files, least=True, only=only)
 
 
-def _summary(name: str, document: str, presets: tuple[str, ...], files: dict[str, tuple[str, ...]], only: tuple[str, ...]) -> Figure:
-    """A regime table of other figures' result files alone (``files``: label -> ``FIGURE/FILE``s), no commands of its own."""
-    return Figure(name, document, presets, (), regimes(files, only=only), reads=reads(files))
+def _summary(
+    name: str, document: str, presets: tuple[str, ...], files: dict[str, tuple[str, ...]], only: tuple[str, ...], wide: bool = False
+) -> Figure:
+    """A regime table of other figures' result files alone (``files``: label -> ``FIGURE/FILE``s), no commands of its own
+    (``wide``: the pooled table one row per evaluation)."""
+    return Figure(name, document, presets, (), regimes(files, only=only, wide=wide), reads=reads(files))
 
 
 _REGISTERED: tuple[Figure, ...] = (
@@ -231,6 +234,7 @@ _REGISTERED: tuple[Figure, ...] = (
             for label, (name, _, _) in REGIME_RUNS.items()
         },
         only=(*SHIPPED_BESIDE, *FIELD),
+        wide=True,
     ),
     *(
         evaluated(name, LEARNING_LOG, (cluster,), f"--cluster {cluster} {REGIMES}{extra} --policies {FAMILIES}", **AGAINST_SINGLE_BEST)

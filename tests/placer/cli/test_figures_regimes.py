@@ -50,3 +50,17 @@ def test_result_files_of_one_evaluation_pair_and_least_names_the_learned_policy_
     assert "mean of the evaluations" not in regimes({"x": ("tuning/one.json", "tuning/two.json")})(results / "summary").markdown
     only = regimes({"x": ("tuning/one.json", "tuning/two.json")}, only=("single-best", "best", "learned:b"))
     assert "| evaluation | load | unavoidable | single-best | best | learned:b (minus best) |" in only(results / "summary").markdown
+
+
+def test_the_wide_pooled_table_is_one_row_per_evaluation_with_a_column_per_policy(tmp_path):
+    results = tmp_path / "docs" / "results"
+    source = results / "families"
+    source.mkdir(parents=True)
+    runs = [*(_run("single-best", s, 0.10) for s in (0, 1)), *(_run("best", s, 0.06 + 0.02 * s) for s in (0, 1))]
+    (source / "results.json").write_text(json.dumps({"runs": runs}))
+    (source / "figure.json").write_text(json.dumps({"commands": ["placer evaluate --cluster dgx8x8"]}))
+    (results / "summary").mkdir()
+    markdown = regimes({"dgx8x8, Poisson": ("families/results.json",)}, wide=True)(results / "summary").markdown
+    assert "| evaluation | single-best | best |" in markdown
+    assert "| dgx8x8, Poisson | 0; 100/h; 50 s | -0.030 ± 0.127; 100/h; 50 s |" in markdown  # 100.5 jobs/h rounds to even
+    assert "| dgx8x8, Poisson | best |" not in markdown  # not the long form
