@@ -3,6 +3,7 @@
     python benchmarks/fidelity.py            # both tables and the calibration timing
     python benchmarks/fidelity.py --no-gavel # the published rows only
     python benchmarks/fidelity.py --gavel-only # the Gavel table only (no timing)
+    python benchmarks/fidelity.py --gavel-shapes v100 # one GPU type's rows by model and placement shape
     python benchmarks/fidelity.py --smoke    # the published rows and one Gavel GPU type, nothing timed
 
 First table: each published figure, its source, placer's prediction and the relative error
@@ -49,6 +50,34 @@ def gavel(gpu_types: tuple[str, ...] | None = None) -> None:
                 f"| {gpu.upper()} | {label} | {s['rows']} | {s['nominal_median']:.1%} / {s['nominal_p90']:.1%} "
                 f"| {s['median']:.1%} / {s['p90']:.1%} | {validation.calibration.rows} rows |"
             )
+
+
+def shapes(gpu: str) -> None:
+    """Per model and placement shape of ``gpu``'s rows: the measured step time over the same model's on 1 GPU at the same
+    per-GPU batch (median over batches), and the calibrated model's median error on the held-out rows of that shape."""
+    from collections import defaultdict
+    from statistics import median
+
+    from placer.calibration.gavel import _kind, gavel_rows, validate_on_gavel
+
+    rows, validation = gavel_rows(gpu), validate_on_gavel(gpu)
+    single = {(r.model, r.batch_size): r.step_time_s for r in rows if r.gpus == 1}
+    ratios, errors = defaultdict(list), defaultdict(list)
+    for r in rows:
+        if r.gpus > 1 and (r.model, r.batch_size) in single:
+            ratios[(r.model, _kind(r), r.gpus)].append(r.step_time_s / single[(r.model, r.batch_size)])
+    for r, error in zip(validation.held_out, validation.calibrated_errors, strict=True):
+        errors[(r.model, _kind(r), r.gpus)].append(abs(error))
+    head = "GPUs on one server: step / 1 GPU's | calibrated error | one per server: step / 1 GPU's | calibrated error"
+    print(f"| {gpu.upper()} model | {head} |")
+    print("|---|---|---|---|---|")
+    for model in dict.fromkeys(m for m, _, _ in ratios):
+        cells = [model]
+        for kind in ("packed", "spread"):
+            keys = [(model, kind, g) for g in (2, 4, 8) if (model, kind, g) in ratios]
+            cells.append(", ".join(f"{k[2]}: {median(ratios[k]):.2f}x" for k in keys))
+            cells.append(", ".join(f"{k[2]}: {median(errors[k]):.0%}" if errors[k] else f"{k[2]}: fitted" for k in keys))
+        print("| " + " | ".join(cells) + " |")
 
 
 def extrapolation() -> None:
@@ -102,6 +131,9 @@ def main() -> None:
         if flag in args:
             table()
             return
+    if "--gavel-shapes" in args:
+        shapes(args[args.index("--gavel-shapes") + 1])
+        return
     published()
     if "--smoke" in args:
         print()

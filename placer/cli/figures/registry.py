@@ -380,6 +380,13 @@ _REGISTERED: tuple[Figure, ...] = (
         (Step("python benchmarks/fidelity.py --gavel-only", stdout="output.md"),),
         printed("output.md"),
     ),
+    Figure(  # why V100's held-out median stays near 19 %: its rows by model and shape
+        "fidelity-gavel-shapes",
+        COST_MD,
+        ("testbeds/gavel_v100",),
+        (Step("python benchmarks/fidelity.py --gavel-shapes v100", stdout="output.md"),),
+        printed("output.md"),
+    ),
     Figure(
         "fidelity-extrapolation",
         COST_MD,
