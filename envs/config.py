@@ -51,6 +51,10 @@ class EnvConfig(BaseModel):
     replacing this config's; e.g. ``({}, {"clusters": "pacml", "queue": "none", "size": "const", "loads": [0.9]})``
     trains on this config's regimes and on PAC-ML's loss setting without the regimes between them. Empty: this config
     alone (:attr:`variants`).
+    elastic: running jobs may be resized, and the policy decides it (:mod:`envs.resize`): after completions, while no job
+    waits, up to ``resize_offers`` running jobs are offered a new degree and placement, one step each, the observation
+    with the ``resize`` features; the simulator runs elastic (:mod:`placer.sim.elastic`). Not with advisers (they do not
+    resize).
     max_nodes / max_edges: padding limits of the graph part (forward ops and forward edges); a
     graph over a limit is an error, never truncated. max_groups: rows of the cluster part (any
     cluster fits: servers are grouped beyond it).
@@ -75,6 +79,8 @@ class EnvConfig(BaseModel):
     max_edges: int = Field(1024, ge=1, le=1_000_000)
     max_groups: int = Field(64, ge=1, le=100_000)
     settings: tuple[dict[str, Any], ...] = ()
+    elastic: bool = False
+    resize_offers: int = Field(1, ge=1, le=64)
 
     @model_validator(mode="before")
     @classmethod
@@ -113,6 +119,12 @@ class EnvConfig(BaseModel):
                 raise EnvConfigError(
                     f"settings: graph {unknown[0]!r} is not one of [env.workload] graphs (observations name a graph by its place there)"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _elastic_without_advisers(self) -> EnvConfig:
+        if self.elastic and self.advisers:
+            raise EnvConfigError("elastic: advisers do not say how to resize a running job (use elastic without advisers)")
         return self
 
     @property

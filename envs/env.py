@@ -17,6 +17,7 @@ from envs.baseline import StreamBaseline, baseline_for, baseline_policy
 from envs.config import EnvConfig
 from envs.observation import GraphTable, JobHistory, Offer, observation_space, observe
 from envs.regime import Regime
+from envs.resize import ResizeOffer, ResizeRound
 from envs.reward import reward
 from placer.baselines.policy import Policy
 from placer.cluster.topology import load_cluster
@@ -24,7 +25,7 @@ from placer.common.errors import EnvConfigError
 from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.queueing import QueueConfig
-from placer.sim.simulator import Simulator
+from placer.sim.simulator import PULL, Simulator
 from placer.sim.types import Decision, Job, Reject
 
 register()  # the id, even where the hook of envs/__init__ never saw gymnasium imported (another import hook found it first)
@@ -115,6 +116,10 @@ class ClusterPlacementEnv(gym.Env):
     ``record`` (:class:`placer.sim.types.JobRecord`, None when held) and ``settled`` (the records
     behind the reward). Seed only through ``reset(seed=...)``.
 
+    ``elastic=True`` (:mod:`envs.resize`): a step may instead offer a running job a resize (``offer`` is then a
+    :class:`~envs.resize.ResizeOffer`; action 0 keeps it); the resizes of a rebalance point are carried out after its
+    last offer, and that step's reward adds the change they make to the resized jobs' rewards (an earlier finish).
+
     Public state for teachers and tests: ``offer`` (the job, cluster view and option table the
     current step decides), ``history`` (the run's jobs seen so far, every offered job once) and
     ``graph_table`` (the graphs observations name by id, in ``config.workload.graphs`` order).
@@ -139,7 +144,7 @@ class ClusterPlacementEnv(gym.Env):
         )
         self.num_options = config.max_degree * len(config.rules)
         self.observation_space = observation_space(
-            len(self.graph_table), self.num_options, config.max_groups, config.history, config.meter, len(config.advisers)
+            len(self.graph_table), self.num_options, config.max_groups, config.history, config.meter, len(config.advisers), config.elastic
         )
         self.action_space = gym.spaces.Discrete(act.num_actions(config.max_degree, len(config.rules)))
         self._mean_seq = float(np.mean([self.cost.sequential_jct_s(g) for g in self.graphs]))  # reward scale
@@ -152,11 +157,13 @@ class ClusterPlacementEnv(gym.Env):
         self.sim: Simulator | None = None
         self.stream: tuple = ()
         self.job: Job | None = None
-        self._offer: Offer | None = None
+        self._offer: Offer | ResizeOffer | None = None
         self._history = JobHistory()
+        self._round: ResizeRound | None = None  # elastic: the rebalance point being answered
+        self._resized = 0.0  # elastic: the reward change the last carried-out resizes made
 
     @property
-    def offer(self) -> Offer:
+    def offer(self) -> Offer | ResizeOffer:
         """What the current step decides (after the episode: its last offer)."""
         if self._offer is None:
             raise RuntimeError("call reset() before reading the offer")
@@ -185,8 +192,9 @@ class ClusterPlacementEnv(gym.Env):
         devices = self.cost.cluster.num_devices
         workload = w.stream(list(draws.graphs), beta, devices, self.cost.sequential_iteration_s, size, structure, load)
         self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
-        self.sim = Simulator(self.cost, self.stream, queue=queue)
+        self.sim = Simulator(self.cost, self.stream, queue=queue, rebalance=PULL if self.config.elastic else None)
         self._history = JobHistory()
+        self._round, self._resized = None, 0.0
         self.advisers.reset()
         self._settled = 0
         self.job = self._next_choice()
@@ -208,14 +216,19 @@ class ClusterPlacementEnv(gym.Env):
     def step(self, action):
         if self.sim is None or self.job is None:
             raise RuntimeError("call reset() before step()")
-        record = self.sim.decide(act.decision(int(action), self.offer.options))
+        if self._round is not None:  # a resize offer: kept or moved, carried out with the round's others
+            self._round.choose(int(action))
+            record = None
+        else:
+            record = self.sim.decide(act.decision(int(action), self.offer.options))
         self.job = self._next_choice()
         terminated = self.job is None
         if terminated:
             self.sim.run()
         settled = self.sim.records[self._settled :]  # every job decided for good since the last step
         self._settled = len(self.sim.records)
-        r = sum(reward(self.config.reward, done, self._mean_seq) for done in settled)
+        r = sum(reward(self.config.reward, done, self._mean_seq) for done in settled) + self._resized
+        self._resized = 0.0
         if (baseline := self._baseline) is not None:  # shaped by the baseline heuristic's potential (envs.baseline)
             self._settled_baseline += sum(baseline.rewards[done.job_id] for done in settled)
             potential = 0.0 if terminated else baseline.potential(self.sim.now, self._settled_baseline)
@@ -231,11 +244,25 @@ class ClusterPlacementEnv(gym.Env):
 
     # -- internals --------------------------------------------------------------------
     def _next_choice(self) -> Job | None:
-        """The next offered job with a feasible option; offers with none are rejected or held without a step."""
+        """The next offered job with a feasible option (offers with none are rejected or held without a step), or, elastic,
+        the next running job offered a resize (its job)."""
         sim = self.sim
         if sim is None:
             raise RuntimeError("call reset() before step()")
-        while (job := sim.next_job()) is not None:
+        while True:
+            if self._round is not None:
+                if (offer := self._round.next_offer()) is not None:
+                    self._offer = offer
+                    return offer.job
+                self._carry_out(self._round)
+            point = sim.next_decision()
+            if point is None:
+                return None
+            if not isinstance(point, Job):  # a rebalance point (elastic)
+                cfg = self.config
+                self._round = ResizeRound(point, cfg.max_degree, cfg.rules, cfg.resize_offers)
+                continue
+            job = point
             self._history.observe(job)
             view = sim.view()
             self._advice = self.advisers.advise(job, view)
@@ -243,7 +270,17 @@ class ClusterPlacementEnv(gym.Env):
                 self._offer = Offer(job, view, act.option_table(job, view, self.config.max_degree, self.config.rules))
                 return job
             sim.decide(Reject())
-        return None
+
+    def _carry_out(self, round_: ResizeRound) -> None:
+        """Answer the rebalance point with ``round_``'s resizes; their change to the resized jobs' rewards is the next
+        step's."""
+        sim = self.sim
+        assert sim is not None
+        ids = [r.job_id for r in round_.resizes]
+        before = [reward(self.config.reward, sim.record_of(i), self._mean_seq) for i in ids]
+        sim.rebalanced(round_.resizes)
+        self._resized += sum(reward(self.config.reward, sim.record_of(i), self._mean_seq) for i in ids) - sum(before)
+        self._round = None
 
     def _stream_baseline(self, info: dict[str, Any], queue: QueueConfig) -> StreamBaseline:
         """The baseline heuristic of the episode (``config.baseline``: one name, or one per regime) run on its stream."""

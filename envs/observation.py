@@ -52,6 +52,9 @@ The rest is per decision:
 - ``meter`` (3,), only with ``EnvConfig(meter=True)``: the offered load the arrivals so far make
   (:class:`placer.sim.history.LoadMeter`, the information ``adaptive`` has): log2(load over the last
   32 and 96 arrivals) / 2; min(jobs seen / 96, 1). Clipped to [-1, 1].
+- ``resize`` (4,), only with ``EnvConfig(elastic=True)``: for a running job offered a resize (:mod:`envs.resize`; its
+  ``job`` and ``options`` rows read as for an arriving job, each option's JCT being what resizing there leaves it): 1,
+  the fraction of its iterations done, its degree / max_degree, its slack / deadline; all 0 for an arriving job.
 - ``advice`` (A,), only with ``EnvConfig(advisers=...)`` (A of them, :mod:`envs.advice`): 1 for each adviser that
   holds or rejects the job; and ``options`` has A more columns, 1 where that adviser places the job on the option's devices.
 """
@@ -70,6 +73,7 @@ from envs.advice import advice_arrays
 from envs.config import EnvConfig
 from envs.features import GROUP_FEATURES, OPTION_FEATURES, group_arrays, least_memory, option_rows
 from envs.features import server_groups as server_groups  # where it was
+from envs.resize import RESIZE_FEATURES, ResizeOffer, resize_features
 from placer.common.errors import EnvConfigError, PlacerError
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
@@ -85,7 +89,7 @@ NODE_FEATURES, EDGE_FEATURES, JOB_FEATURES, CLUSTER_FEATURES = 8, 1, 12, 5
 HISTORY_FEATURES = 8
 METER_WINDOWS = (32, 96)  # arrivals the ``meter`` observation's offered-load readings average over
 METER_FEATURES = len(METER_WINDOWS) + 1
-JOB_EXTRAS = ("history", "meter", "advice")  # optional observations the job network reads beside ``job``, in this order
+JOB_EXTRAS = ("history", "meter", "advice", "resize")  # optional observations the job network reads beside ``job``, in this order
 GRAPH_KEYS = ("nodes", "node_mask", "edge_index", "edges", "edge_mask")  # a graph's arrays, in the GNN's argument order
 UNLISTED = -1  # the id of a graph in no table: its encoding is fed to the network directly
 
@@ -95,7 +99,13 @@ class GraphTooLargeError(PlacerError):
 
 
 def observation_space(
-    num_graphs: int, num_options: int, max_groups: int, history: bool = False, meter: bool = False, advisers: int = 0
+    num_graphs: int,
+    num_options: int,
+    max_groups: int,
+    history: bool = False,
+    meter: bool = False,
+    advisers: int = 0,
+    resize: bool = False,
 ) -> spaces.Dict:
     """The ``Dict`` space of :func:`observe` for a table of ``num_graphs`` graphs (and ``advisers`` advisers); imports
     gymnasium, which nothing else here needs (deciding with a trained policy does without it)."""
@@ -116,6 +126,7 @@ def observation_space(
         | ({"history": box(HISTORY_FEATURES, low=-1.0)} if history else {})
         | ({"meter": box(METER_FEATURES, low=-1.0)} if meter else {})
         | ({"advice": box(advisers)} if advisers else {})
+        | ({"resize": box(RESIZE_FEATURES)} if resize else {})
     )
 
 
@@ -174,14 +185,14 @@ class GraphTable:
 
 
 def observe(
-    offer: Offer, history: JobHistory, config: EnvConfig, graph: GraphRef, advice: Sequence[Decision] = ()
+    offer: Offer | ResizeOffer, history: JobHistory, config: EnvConfig, graph: GraphRef, advice: Sequence[Decision] = ()
 ) -> dict[str, np.ndarray]:
     """The observation of ``offer`` (module docstring): the one builder, pure (it writes nothing).
 
     ``history`` is the run's state and must already hold ``offer.job`` (whoever offers a job records
     it, :meth:`JobHistory.observe`); ``config`` gives max_degree, max_groups and whether to add
     ``history``; ``graph`` names the job's graph; ``advice``: each of ``config.advisers``' decisions on this offer
-    (:meth:`envs.advice.Advisers.advise`).
+    (:meth:`envs.advice.Advisers.advise`). A :class:`~envs.resize.ResizeOffer` reads as an offer of its running job.
     """
     if len(advice) != len(config.advisers):
         raise ValueError(f"{len(advice)} advisers' decisions for the config's {len(config.advisers)} advisers")
@@ -189,6 +200,8 @@ def observe(
     if config.advisers:
         columns, out["advice"] = advice_arrays(advice, offer.options)
         out["options"] = np.concatenate([out["options"], columns], axis=1)
+    if config.elastic:
+        out["resize"] = resize_features(offer if isinstance(offer, ResizeOffer) else None, config.max_degree)
     return out
 
 
@@ -280,7 +293,7 @@ class JobHistory:
         return seconds / max(median, 1e-9), bisect.bisect_left(self._sizes, seconds) / len(self._sizes)
 
 
-def _decision_arrays(offer: Offer, history: JobHistory, config: EnvConfig, num_forward_ops: int) -> dict[str, np.ndarray]:
+def _decision_arrays(offer: Offer | ResizeOffer, history: JobHistory, config: EnvConfig, num_forward_ops: int) -> dict[str, np.ndarray]:
     """The per-decision part: job, options, server groups and cluster features (and ``history`` if ``config.history``)."""
     job, view, table, max_degree, max_groups = offer.job, offer.view, offer.options, config.max_degree, config.max_groups
     cluster, cost = view.cluster, view.cost

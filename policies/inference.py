@@ -31,6 +31,7 @@ from envs.observation import (
     NODE_FEATURES,
     OPTION_FEATURES,
 )
+from envs.resize import RESIZE_FEATURES
 from placer.common.errors import PolicyError
 from policies.policy_file import read_policy_file
 
@@ -140,7 +141,7 @@ class NumpyActor:
         """The actor of ``weights`` (the torch policy's state-dict names) for observations of ``env`` and graph encodings
         of ``graph_features`` values; KeyError or ValueError when the weights are missing or do not fit them."""
         advisers = len(env.advisers)
-        job_inputs = JOB_FEATURES + HISTORY_FEATURES * env.history + METER_FEATURES * env.meter + advisers
+        job_inputs = JOB_FEATURES + HISTORY_FEATURES * env.history + METER_FEATURES * env.meter + advisers + RESIZE_FEATURES * env.elastic
         job = _dense(weights, f"{ACTOR}job.0", job_inputs)
         first = _dense(weights, f"{ACTOR}group.0", GROUP_FEATURES)
         group = (first, _dense(weights, f"{ACTOR}group.2", first[0].shape[1]))

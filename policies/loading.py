@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -13,6 +14,7 @@ from envs.action import action_mask, decision, option_table
 from envs.advice import Advisers
 from envs.config import EnvConfig
 from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, forward_size, graph_arrays, observe
+from envs.resize import ResizeRound
 from placer.baselines.guard import Guarded
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_heuristic
@@ -21,7 +23,7 @@ from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
 from placer.common.shipped import default_policy_file, policy_names, shipped_policy_file
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Decision, Job
+from placer.sim.types import Decision, Job, Resize
 from policies.inference import NumpyPolicy, load_inference_policy
 
 if TYPE_CHECKING:
@@ -63,9 +65,15 @@ class LearnedPolicy(Policy):
 
     @classmethod
     def from_file(cls, path: Path, spec: PolicySpec | None = None, rule_override: str | None = None) -> LearnedPolicy:
-        """The policy of the policy file at ``path`` (PolicyError, one line, if it cannot be read or does not fit)."""
+        """The policy of the policy file at ``path`` (PolicyError, one line, if it cannot be read or does not fit); one
+        trained to resize running jobs (``elastic``) is an :class:`ElasticLearnedPolicy`."""
         policy, env = load_inference_policy(path)
-        return cls(policy, env, spec, rule_override)
+        return cls.of(policy, env, spec, rule_override)
+
+    @staticmethod
+    def of(policy: NumpyPolicy | Any, env: EnvConfig, spec: PolicySpec | None = None, rule_override: str | None = None) -> LearnedPolicy:
+        """The learned policy of ``policy`` trained on ``env``: an :class:`ElasticLearnedPolicy` where ``env.elastic``."""
+        return (ElasticLearnedPolicy if env.elastic else LearnedPolicy)(policy, env, spec, rule_override)
 
     def reset(self, rng: np.random.Generator) -> None:
         self.history = JobHistory()
@@ -102,6 +110,22 @@ class LearnedPolicy(Policy):
             encoding = self.policy.encoder.encode(*(arrays[k] for k in GRAPH_KEYS))
             cached = self._graphs[job.graph.key] = (encoding, GraphRef(UNLISTED, nodes))
         return cached
+
+
+class ElasticLearnedPolicy(LearnedPolicy):
+    """A learned policy trained with ``EnvConfig(elastic=True)``: its runs are elastic, and after completions it answers
+    the resize offers of :class:`envs.resize.ResizeRound` as the env offered them in training."""
+
+    elastic: ClassVar[bool] = True
+
+    def rebalance(self, view: ClusterView) -> Sequence[Resize]:
+        env = self.env
+        round_ = ResizeRound(view, env.max_degree, env.rules, env.resize_offers)
+        while (offer := round_.next_offer()) is not None:
+            mask = action_mask(offer.options, env.max_degree, len(env.rules))
+            encoding, graph = self._graph(offer.job)
+            round_.choose(self.actor.act(encoding, observe(offer, self.history, env, graph), mask))
+        return round_.resizes
 
 
 def greedy_action(policy, obs: dict[str, np.ndarray], mask: np.ndarray, graph: torch.Tensor | None = None) -> int:

@@ -37,7 +37,9 @@ def build_policy(env: EnvConfig, hidden: int, rounds: int, net_arch: list[int], 
     whole observations; without it the caller feeds graph encodings (:class:`policies.loading.LearnedPolicy`).
     """
     num_options = env.max_degree * len(env.rules)
-    obs_space = observation_space(len(env.workload.graphs), num_options, env.max_groups, env.history, env.meter, len(env.advisers))
+    obs_space = observation_space(
+        len(env.workload.graphs), num_options, env.max_groups, env.history, env.meter, len(env.advisers), env.elastic
+    )
     action_space = gym.spaces.Discrete(1 + num_options)
     return OptionPolicy(obs_space, action_space, lambda _: 0.0, **policy_kwargs(hidden, rounds, net_arch, graphs))
 

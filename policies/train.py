@@ -111,7 +111,7 @@ class TrainingCallback(BaseCallback):
         policy.set_training_mode(False)
         if policy.device.type != "cpu":  # decisions are taken one at a time on the CPU (numpy actor)
             policy = copy.deepcopy(policy).to("cpu")
-        return LearnedPolicy(policy, self.env)
+        return LearnedPolicy.of(policy, self.env)
 
     def evaluate(self) -> float:
         """Validate the current policy (saved first to ``validating.pt``, read by ``eval_workers`` processes); the best so

@@ -19,7 +19,15 @@ longer would miss its deadline even on the fastest placement (``Job.latest_start
 
 Handed a ``rebalance`` callable the simulator is *elastic* (:mod:`placer.sim.elastic`): a decision may resize running
 jobs (``Place.resizes``) and after the completions of an instant, while jobs run, ``rebalance(view)`` may resize them; without
-one (the default) every job keeps its devices from start to finish and a resize is refused.
+one (the default) every job keeps its devices from start to finish and a resize is refused. Handed :data:`PULL` instead,
+the caller answers those rebalance points itself, one decision at a time as it answers jobs (a learning environment)::
+
+    sim = Simulator(cost_model, jobs, rebalance=PULL)
+    while (point := sim.next_decision()) is not None:
+        if isinstance(point, Job):
+            sim.decide(policy.decide(point, sim.view()))
+        else:  # a ClusterView after the completions of an instant: resize running jobs, or not
+            sim.rebalanced(policy.rebalance(point))
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Final, Literal, cast
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -44,6 +52,7 @@ from placer.workloads.generator import JobSpec
 _COMPLETION, _ARRIVAL, _EXPIRY = 0, 1, 2
 FASTEST_MAX_DEGREE = 16
 _LOSS = QueueConfig()
+PULL: Final = "pull"  # ``rebalance=PULL``: the caller answers the rebalance points (next_decision, rebalanced)
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,8 @@ class Simulator:
     up), for a simulation that starts from a snapshot (see :mod:`placer.baselines.lookahead`); ``waiting``:
     jobs already queued at that moment, offered at once except those in ``held`` (job ids);
     ``now``: its start time. ``rebalance``: makes the simulator elastic (module docstring); called with the view after
-    the completions of each instant, it returns the running jobs to resize.
+    the completions of each instant, it returns the running jobs to resize; :data:`PULL`: the caller answers those points
+    (:meth:`next_decision`, :meth:`rebalanced`).
     """
 
     def __init__(
@@ -90,10 +100,12 @@ class Simulator:
         waiting: Iterable[Job] = (),
         held: Iterable[int] = (),
         first_job_id: int = 0,
-        rebalance: RebalanceFn | None = None,
+        rebalance: RebalanceFn | Literal["pull"] | None = None,
     ) -> None:
         self.cost = cost
         self._rebalance = rebalance
+        self.rebalancing = False  # rebalance=PULL: a rebalance point waits for rebalanced()
+        self._mid_instant = False  # ...and the events of its instant after it are still to process
         self._progress: dict[int, RunningJob] = {}  # elastic mode: running jobs by id
         self._record_at: dict[int, int] = {}  # elastic mode: a running job's index in ``records``
         self.queue = queue or _LOSS
@@ -126,14 +138,20 @@ class Simulator:
         """Process one event; False when no events are left. Refused while a job waits."""
         if self.pending is not None:
             raise RuntimeError("a job is waiting for a decision: call decide() first")
+        if self.rebalancing:
+            raise RuntimeError("a rebalance point waits: call rebalanced() first")
         if not self._heap:
             return False
         time, kind, _, payload = heapq.heappop(self._heap)
         self.now = time
         if kind == _COMPLETION:
             self._release(payload)
-            if self._rebalance is not None and self._progress and not (self._heap and self._heap[0][:2] == (time, _COMPLETION)):
-                self._resize(self._rebalance(self.view()))  # after the instant's last completion, while jobs run
+            rebalance = self._rebalance
+            if rebalance is not None and self._progress and not (self._heap and self._heap[0][:2] == (time, _COMPLETION)):
+                if isinstance(rebalance, str):  # PULL: the caller answers it (next_decision, rebalanced)
+                    self.rebalancing = True
+                else:
+                    self._resize(rebalance(self.view()))  # after the instant's last completion, while jobs run
         elif kind == _ARRIVAL:
             self._arrive(cast(JobSpec, payload))  # the kind tags its payload's type
         else:
@@ -141,29 +159,64 @@ class Simulator:
         return True
 
     def run(self, until: float = math.inf) -> None:
-        """Process events up to time ``until`` (all, by default), stopping at a pending job."""
+        """Process events up to time ``until`` (all, by default), stopping at a pending job; rebalance points on the way
+        (:data:`PULL`) are answered with no resize."""
         while self.pending is None and self._heap and self._heap[0][0] <= until:
+            if self.rebalancing:
+                self.rebalanced(())
             self.step()
+        if self.rebalancing:
+            self.rebalanced(())
         if until < math.inf and self.pending is None:
             self.now = max(self.now, until)
 
     def next_job(self) -> Job | None:
         """Advance to the next job to decide and return it (None when no decisions are left).
 
-        Events at one instant are all processed before its decision point.
+        Events at one instant are all processed before its decision point. With :data:`PULL`, use :meth:`next_decision`.
         """
-        while self.pending is None:
+        self._advance()
+        if self.rebalancing:
+            raise RuntimeError("a rebalance point waits: read it with next_decision() and answer it with rebalanced()")
+        return self.pending
+
+    def next_decision(self) -> Job | ClusterView | None:
+        """:meth:`next_job`, or with :data:`PULL` the view at a rebalance point when one comes first (answer it with
+        :meth:`rebalanced`); None when no decisions are left (with :data:`PULL`, none once every job has finished)."""
+        self._advance()
+        return self.view() if self.rebalancing else self.pending
+
+    def rebalanced(self, resizes: Sequence[Resize]) -> None:
+        """Answer the waiting rebalance point: carry out ``resizes`` (checked all at once: :class:`ResizeError`)."""
+        if not self.rebalancing:
+            raise RuntimeError("no rebalance point waits")
+        self._resize(resizes)
+        self.rebalancing = False
+
+    def record_of(self, job_id: int) -> JobRecord:
+        """The record of a job that started in elastic mode (its latest, resizes told)."""
+        return self.records[self._record_at[job_id]]
+
+    def _advance(self) -> None:
+        """Process events to the next pending job, rebalance point (:data:`PULL`) or the end of the decisions."""
+        while self.pending is None and not self.rebalancing:
             if self._offers:
                 self._offer_next()
                 continue
-            self._close_decision_point()
-            if not (self._heap and (self._arrival_queued or self._waiting)):
-                break
-            self.step()
-            while self._heap and self._heap[0][0] <= self.now:
+            if self._mid_instant:  # a rebalance point stopped this instant: its other events, then its decision point
+                self._mid_instant = False
+            else:
+                self._close_decision_point()
+                pulled = isinstance(self._rebalance, str) and self._progress  # PULL: rebalance points until the last finish
+                if not (self._heap and (self._arrival_queued or self._waiting or pulled)):
+                    break
                 self.step()
+            while not self.rebalancing and self._heap and self._heap[0][0] <= self.now:
+                self.step()
+            if self.rebalancing:
+                self._mid_instant = True
+                break
             self._open_decision_point()
-        return self.pending
 
     def view(self) -> ClusterView:
         free, free_at = self.free.copy(), self.free_at.copy()

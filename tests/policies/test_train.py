@@ -406,3 +406,21 @@ def test_a_resume_may_spread_the_run_differently_but_not_change_what_it_learns()
     assert _without_budget(spread) == _without_budget(config)
     other = {**config, "train": {**config["train"], "seed": 7}}
     assert _without_budget(other) != _without_budget(config)
+
+
+@pytest.mark.slow
+def test_a_policy_trained_to_resize_running_jobs_resizes_them_in_placer_evaluate(tmp_path):
+    """``elastic = true`` in [env]: PPO trains on resize offers too, the policy file says so, and ``placer evaluate`` runs
+    it elastic (its runs count resizes), beside fixed heuristics on the same streams."""
+    config = tiny_config(256)
+    config = config.model_copy(update={"env": config.env.with_changes(elastic=True, reward="mission", clusters="dgx8x8", load=0.7)})
+    final = train(config, tmp_path / "run", progress=False)
+    assert LearnedPolicy.from_file(final).elastic
+    out = tmp_path / "eval"
+    command = [sys.executable, "-m", "placer", "evaluate", "--cluster", "dgx8x8", "--graphs", "alexnet,gnmt", "--jobs", "40"]
+    command += ["--seeds", "1", "--beta-dist", "C", "--policies", f"learned=elastic:{final},lean", "--out", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    runs = {r["policy"]: r for r in json.loads((out / "results.json").read_text())["runs"]}
+    assert set(runs) == {"elastic", "lean"} and "resizes" in runs["elastic"]
+    assert runs["lean"]["resizes"] == 0

@@ -17,8 +17,8 @@ from placer.cost import CostModel
 from placer.sim.elastic import ResizeError, resize_pause_s
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
-from placer.sim.simulator import Simulator
-from placer.sim.types import Place, Resize
+from placer.sim.simulator import PULL, Simulator
+from placer.sim.types import Job, Place, Resize
 from placer.workloads.generator import BetaDistribution, JobSpec, SizeDistribution, Workload
 from tests.placer.toys import chain, toy_cluster
 
@@ -174,3 +174,51 @@ def test_with_elasticity_off_nothing_changes(seed, load, policy, queue, restart_
         assert other.busy_timeline == first.busy_timeline
         assert other.metrics == first.metrics
     assert first.metrics.resizes == 0 and math.isclose(first.metrics.resize_pause_s, 0.0)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    load=st.sampled_from([0.5, 1.0, 2.0]),
+    queue=st.sampled_from(["none", "edf-bf:4"]),
+    restart_s=st.sampled_from([0.0, 1.0]),
+)
+def test_rebalance_points_pulled_by_the_caller_run_as_the_callback_does(seed, load, queue, restart_s):
+    """``rebalance=PULL``: the caller answering each rebalance point (``next_decision`` / ``rebalanced``) with an elastic
+    policy's resizes gives the run the callback gives, record for record; ``next_job`` refuses while a point waits."""
+    jobs, cost = _workload(seed, load, 20), _cost(restart_s)
+    callback = make_heuristic("elastic_lean")
+    callback.reset(np.random.default_rng(seed))
+    expected = simulate(cost, jobs, callback.decide, queue=QueueConfig.parse(queue), rebalance=callback.rebalance)
+    pulled = make_heuristic("elastic_lean")
+    pulled.reset(np.random.default_rng(seed))
+    sim = Simulator(cost, jobs, queue=QueueConfig.parse(queue), rebalance=PULL)
+    points = 0
+    while (point := sim.next_decision()) is not None:
+        if isinstance(point, Job):
+            sim.decide(pulled.decide(point, sim.view()))
+        else:
+            points += 1
+            with pytest.raises(RuntimeError, match="rebalance point waits"):
+                sim.next_job()
+            sim.rebalanced(pulled.rebalance(point))
+    sim.run()
+    assert sim.records == expected.records
+    assert points > 0 or expected.metrics.resizes == 0
+
+
+def test_run_answers_the_rebalance_points_left_with_no_resize():
+    """Draining a PULL simulator with ``run`` resizes nothing: the run of a fixed decision rule, on an elastic simulator."""
+    jobs, cost = _workload(3, 2.0, 20), _cost()
+    plain = simulate(cost, jobs, make_heuristic("para_max").decide, rebalance=lambda view: ())
+    sim = Simulator(cost, jobs, rebalance=PULL)
+    while (point := sim.next_decision()) is not None:
+        if isinstance(point, Job):
+            sim.decide(make_heuristic("para_max").decide(point, sim.view()))
+        else:
+            sim.run(until=sim.now)  # a point left open: run answers it with no resize
+            assert not sim.rebalancing
+    sim.run()
+    assert sim.records == plain.records
+    with pytest.raises(RuntimeError, match="no rebalance point waits"):
+        sim.rebalanced(())

@@ -1,0 +1,145 @@
+"""Resize offers: a learned policy that grows and shrinks running jobs (``EnvConfig(elastic=True)``).
+
+At a rebalance point of an elastic simulator (after the completions of an instant, while jobs run:
+:data:`placer.sim.simulator.PULL`) and while no job waits in a queue, the running jobs are offered one at a time, at
+most ``EnvConfig.resize_offers`` of them: those with the most seconds of work left first, and only a job that some
+option would finish sooner than it will now (so a step is a real choice). A :class:`ResizeOffer` is an offer like an
+arriving job's (:class:`envs.observation.Offer`): the job's graph, and the (degree, rule) options on the idle devices
+and its own, each option's JCT being what resizing there would leave it (the pause when the devices change,
+:func:`placer.sim.elastic.resize_pause_s`, plus its remaining iterations at that placement's iteration time) against the
+time its deadline leaves. Action 0 keeps the job as it is; an option moves it (the same devices: kept). The mask opens
+exactly the options :func:`placer.sim.elastic.plan_resizes` accepts, counting the devices earlier offers of the round
+took or gave back. The round's resizes are carried out together once its last offer is answered.
+
+The env (:class:`envs.env.ClusterPlacementEnv`) and the inference adapter (:class:`policies.loading.LearnedPolicy`'s
+``rebalance``) both run a :class:`ResizeRound`, so a trained policy resizes in ``placer evaluate`` as it did in
+training. The observation of a resize offer adds the ``resize`` features (:func:`resize_features`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from placer.sim.elastic import RunningJob, resize_pause_s
+from placer.sim.options import Option, OptionTable
+from placer.sim.simulator import ClusterView
+from placer.sim.types import Job, Resize
+
+RESIZE_FEATURES = 4
+KEEP = 0  # the action that leaves the offered job as it is
+LOOKED_AT = 2  # running jobs looked at per offer made at most: a job no option speeds up is passed over
+
+
+@dataclass
+class ResizeRound:
+    """The resize offers of one rebalance point (module docstring): :meth:`next_offer` until None, :meth:`choose` after
+    each; :attr:`resizes` then holds what to carry out (``Simulator.rebalanced``). ``max_degree`` and ``rules``: the
+    options' degrees and placement rules (the policy's); ``offers``: at most this many offers."""
+
+    view: ClusterView
+    max_degree: int
+    rules: tuple[str, ...]
+    offers: int
+    resizes: list[Resize] = field(default_factory=list)
+    current: ResizeOffer | None = None
+    _queue: list[RunningJob] = field(default_factory=list)
+    _free: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    _made: int = 0
+
+    def __post_init__(self) -> None:
+        now = self.view.now
+        waiting = self.view.queue.enabled and bool(self.view.waiting)
+        running = () if waiting else self.view.running_jobs  # a waiting job has the idle devices first
+        self._queue = sorted(running, key=lambda r: (-(r.finish_s - now), r.job.job_id))
+        self._free = self.view.free.copy()
+
+    def next_offer(self) -> ResizeOffer | None:
+        """The next job to decide (None: the round is over)."""
+        self.current = None
+        looked = 0
+        while self._made < self.offers and self._queue and looked < LOOKED_AT * self.offers:
+            running = self._queue.pop(0)
+            looked += 1
+            offer = resize_offer(running, replace(self.view, free=self._free | _mask(running.devices, len(self._free))), self)
+            if offer is not None:
+                self._made += 1
+                self.current = offer
+                return offer
+        return None
+
+    def choose(self, action: int) -> Resize | None:
+        """Answer the current offer with ``action`` (:data:`KEEP` or 1 + an option's index); the resize, if any."""
+        offer = self.current
+        if offer is None:
+            raise RuntimeError("no resize offer is open: call next_offer() first")
+        self.current = None
+        resize = offer.resize(action)
+        if resize is not None:
+            self._free[list(offer.running.devices)] = True
+            self._free[list(resize.devices)] = False
+            self.resizes.append(resize)
+        return resize
+
+
+@dataclass(frozen=True)
+class ResizeOffer:
+    """One running job offered a resize: ``view`` has its own devices and the idle ones free, ``options`` are
+    degree-major over degrees 1..max_degree x the rules (module docstring)."""
+
+    running: RunningJob
+    view: ClusterView
+    options: tuple[Option, ...]
+
+    @property
+    def job(self) -> Job:
+        return self.running.job
+
+    def resize(self, action: int) -> Resize | None:
+        """What ``action`` does: None to keep the job (:data:`KEEP`, an option on its own devices, or one the mask closes:
+        as an arriving job given a closed option is blocked, a running job given one stays as it is)."""
+        option = self.options[action - 1] if 0 < action <= len(self.options) else None
+        if option is None or not option.feasible or option.devices is None or set(option.devices) == set(self.running.devices):
+            return None
+        return Resize(self.running.job.job_id, option.devices)
+
+
+def resize_offer(running: RunningJob, view: ClusterView, round_: ResizeRound) -> ResizeOffer | None:
+    """``running``'s offer on ``view`` (its own devices free there), or None when no option finishes it sooner."""
+    job, now, cost = running.job, view.now, view.cost
+    usable = min(round_.max_degree, view.cluster.num_devices)
+    table = OptionTable(job, view, range(1, usable + 1), round_.rules, round_.max_degree)
+    left, remaining = job.remaining_s(now), running.remaining(now)
+    own, pause = frozenset(running.devices), resize_pause_s(view.cluster, job.graph)
+    options, sooner = [], False
+    for option in table:
+        if option.devices is None or option.jct_s is None:
+            options.append(option._replace(deadline_s=left))
+            continue
+        moved = frozenset(option.devices) != own
+        iteration_s = cost.predict(job.graph, option.devices).iteration_s  # what plan_resizes prices, bit for bit
+        jct = (now + (pause if moved else 0.0) + remaining * iteration_s) - now  # finish - now, as plan_resizes checks it
+        resized = option._replace(jct_s=jct, deadline_s=left)
+        options.append(resized)
+        sooner |= moved and resized.feasible and now + jct < running.finish_s
+    return ResizeOffer(running, view, tuple(options)) if sooner else None
+
+
+def resize_features(offer: ResizeOffer | None, max_degree: int) -> np.ndarray:
+    """(RESIZE_FEATURES,) float32: 1 for a resize offer (0 for an arriving job's, all 0); the fraction of its iterations
+    done; its degree / max_degree; its slack, (time its deadline leaves - time it still needs) / deadline, in [0, 1]."""
+    if offer is None:
+        return np.zeros(RESIZE_FEATURES, dtype=np.float32)
+    running, now = offer.running, offer.view.now
+    job = running.job
+    deadline = max(job.deadline_s, 1e-9)
+    slack = (job.remaining_s(now) - (running.finish_s - now)) / deadline
+    done = running.iterations_done(now) / max(job.iterations, 1)
+    return np.array([1.0, done, running.degree / max_degree, min(max(slack, 0.0), 1.0)], dtype=np.float32)
+
+
+def _mask(devices: tuple[int, ...], n: int) -> np.ndarray:
+    mask = np.zeros(n, dtype=bool)
+    mask[list(devices)] = True
+    return mask

@@ -1,0 +1,207 @@
+"""A learned policy that resizes running jobs (``EnvConfig(elastic=True)``, :mod:`envs.resize`)."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envs.config import EnvConfig
+from envs.env import ClusterPlacementEnv
+from envs.resize import KEEP, RESIZE_FEATURES, ResizeOffer, ResizeRound
+from envs.reward import reward
+from placer.baselines.policy import run_policy
+from placer.common.errors import EnvConfigError
+from placer.sim.elastic import ResizeError, plan_resizes
+from placer.sim.simulator import PULL, Simulator
+from placer.sim.types import Resize
+
+GRAPHS = ("alexnet", "vgg16", "resnet18", "gnmt")
+
+
+def _env(**changes) -> ClusterPlacementEnv:
+    settings = {"clusters": "dgx8x8", "graphs": GRAPHS, "jobs": 80, "load": 0.7, "reward": "mission", "elastic": True}
+    return ClusterPlacementEnv(**(settings | changes))
+
+
+def _play(env: ClusterPlacementEnv, seed: int, pick) -> tuple[float, int]:
+    """One episode, ``pick(env, mask)`` choosing; (its summed reward, resize offers answered)."""
+    env.reset(seed=seed)
+    total, offers, done = 0.0, 0, False
+    while not done:
+        mask = env.action_masks()
+        offers += isinstance(env.offer, ResizeOffer)
+        obs, r, done, _, _ = env.step(pick(env, mask))
+        assert env.observation_space.contains(obs)
+        total += r
+    return total, offers
+
+
+def _largest(env, mask):
+    return int(np.flatnonzero(mask)[-1])
+
+
+def _grower(seed: int = 0):
+    """Random open choices for arriving jobs, the largest open option for a running job: resizes wherever one opens."""
+    rng = np.random.default_rng(seed)
+
+    def pick(env, mask):
+        return _largest(env, mask) if isinstance(env.offer, ResizeOffer) else int(rng.choice(np.flatnonzero(mask)))
+
+    return pick
+
+
+def test_the_elastic_env_passes_gymnasiums_and_sb3s_checkers():
+    from gymnasium.utils.env_checker import check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    check_env(_env(jobs=40), skip_render_check=True)
+    sb3_check_env(_env(jobs=40))
+    assert _env().observation_space["resize"].shape == (RESIZE_FEATURES,)
+    assert "resize" not in ClusterPlacementEnv(graphs=GRAPHS).observation_space.spaces  # off: the observation of before
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 1000), queue=st.sampled_from(["none", "edf-bf"]), offers=st.sampled_from([1, 3]))
+def test_every_open_resize_is_carried_out_and_the_rewards_add_up_to_the_final_records(seed, queue, offers):
+    """Taking the largest open option at every resize offer raises no ResizeError (the mask opens
+    only what the simulator accepts), and the episode's rewards sum to the mission reward of the jobs' final records:
+    a resize adds the change it makes to the resized job's reward, once."""
+    env = _env(queue=queue, resize_offers=offers)
+    total, _ = _play(env, seed, _grower(seed))
+    assert env.sim is not None
+    final = math.fsum(reward("mission", r, env._mean_seq) for r in env.sim.records)
+    assert total == pytest.approx(final, abs=1e-6)
+
+
+def test_resize_offers_come_with_their_features_and_move_jobs_onto_idle_devices():
+    env = _env()
+    _, offers = _play(env, 0, _grower())
+    assert env.sim is not None
+    resized = [r for r in env.sim.records if r.resizes]
+    assert offers > 10 and resized  # grown jobs: faster, so earlier
+    assert all(r.jct_s < r.sequential_jct_s * r.beta for r in resized)
+    env.reset(seed=0)
+    pick = _grower()
+    while not isinstance(env.offer, ResizeOffer):
+        obs, *_ = env.step(pick(env, env.action_masks()))
+    features = obs["resize"]
+    running = env.offer.running
+    assert features[0] == 1 and 0 < features[1] < 1 and features[2] == pytest.approx(running.degree / env.config.max_degree)
+    assert env.action_masks()[KEEP]  # keeping is always open
+    env.step(KEEP)
+    assert all(r.resizes == 0 for r in env.sim.records if r.job_id == running.job.job_id)
+
+
+def _same(job):
+    return job.job_id, job.arrival_s, job.iterations, job.graph.key
+
+
+def test_keeping_every_job_is_the_fixed_run():
+    """Answering every resize offer with keep gives the run of the same decisions on a fixed simulator."""
+    elastic, fixed = _env(), _env(elastic=False)
+    rng = np.random.default_rng(0)
+    elastic.reset(seed=5)
+    fixed.reset(seed=5)
+    done = False
+    while not done:
+        if isinstance(elastic.offer, ResizeOffer):
+            elastic.step(KEEP)
+            continue
+        assert _same(elastic.offer.job) == _same(fixed.offer.job)
+        action = int(rng.choice(np.flatnonzero(fixed.action_masks())))
+        assert (elastic.action_masks() == fixed.action_masks()).all()
+        elastic.step(action)
+        _, _, done, _, _ = fixed.step(action)
+    finished = False
+    while not finished:  # resize offers before the last jobs, which nothing could place
+        assert isinstance(elastic.offer, ResizeOffer)
+        _, _, finished, _, _ = elastic.step(KEEP)
+    assert elastic.sim is not None and fixed.sim is not None
+    assert [r.jct_s for r in elastic.sim.records] == [r.jct_s for r in fixed.sim.records]
+
+
+def test_a_round_opens_exactly_what_plan_resizes_accepts():
+    env = _env(load=1.0)
+    env.reset(seed=2)
+    seen, pick = 0, _grower()
+    while seen < 20:
+        if isinstance(env.offer, ResizeOffer):
+            offer = env.offer
+            assert env.sim is not None
+            for option in offer.options:
+                if option.devices is None or option.jct_s is None:
+                    continue
+                running = {offer.running.job.job_id: offer.running}
+                free = offer.view.free.copy()
+                free[list(offer.running.devices)] = False  # the simulator's own mask: the job holds them
+                try:
+                    plan_resizes(env.cost, free, running, [Resize(offer.running.job.job_id, option.devices)], offer.view.now)
+                    accepted = True
+                except ResizeError:
+                    accepted = False
+                assert accepted == option.feasible, option
+            seen += 1
+        _, _, done, _, _ = env.step(pick(env, env.action_masks()))
+        if done:
+            env.reset(seed=3 + seen)
+
+
+def test_elastic_with_advisers_is_refused_in_one_line():
+    with pytest.raises(EnvConfigError, match="advisers do not say how to resize"):
+        EnvConfig(elastic=True, advisers=("lean",))
+
+
+def test_no_offer_while_a_job_waits():
+    env = _env(queue="edf-bf", load=2.0)
+    env.reset(seed=0)
+    assert env.sim is not None
+    round_ = ResizeRound(env.sim.view(), 16, ("first_fit",), 4)
+    if env.sim.view().waiting:
+        assert round_.next_offer() is None
+
+
+def test_a_learned_policy_resizes_in_a_run_as_in_the_env(tmp_path):
+    """An elastic policy file loads as an ElasticLearnedPolicy, whose run (placer evaluate's) is the env's greedy episode,
+    resizes included."""
+    import torch
+
+    from policies.loading import ElasticLearnedPolicy, LearnedPolicy, greedy_action
+    from policies.model import build_policy, save_policy_file
+
+    torch.manual_seed(0)  # an untrained network that admits jobs and grows some (another seed's rejects every job)
+    env = _env(jobs=60, resize_offers=2)
+    policy = build_policy(env.config, 16, 2, [32], env.graph_table)
+    policy.eval()
+    save_policy_file(tmp_path / "elastic.pt", policy, env.config, {"hidden": 16, "rounds": 2, "net_arch": [32]})
+    learned = LearnedPolicy.from_file(tmp_path / "elastic.pt")
+    assert isinstance(learned, ElasticLearnedPolicy) and learned.elastic
+    obs, _ = env.reset(seed=4)
+    done, offers = False, 0
+    while not done:
+        offers += isinstance(env.offer, ResizeOffer)
+        obs, _, done, _, _ = env.step(greedy_action(policy, obs, env.action_masks()))
+    assert env.sim is not None
+    run = run_policy(learned, env.cost, env.stream, env.sim.queue, np.random.default_rng(0))
+    assert offers > 0 and any(r.resizes for r in env.sim.records)
+    assert [(r.outcome, r.devices, r.resizes, r.jct_s) for r in run.records] == [
+        (r.outcome, r.devices, r.resizes, r.jct_s) for r in env.sim.records
+    ]
+
+
+def test_a_pull_simulator_is_elastic():
+    env = _env()
+    env.reset(seed=0)
+    assert env.sim is not None and env.sim.elastic
+    assert Simulator(env.cost, env.stream, rebalance=PULL).view().elastic
+
+
+def test_a_closed_action_keeps_the_running_job():
+    env = _env()
+    env.reset(seed=0)
+    pick = _grower()
+    while not isinstance(env.offer, ResizeOffer):
+        env.step(pick(env, env.action_masks()))
+    closed = np.flatnonzero(~env.action_masks())
+    assert len(closed) and env.offer.resize(int(closed[0])) is None and env.offer.resize(10_000) is None
