@@ -53,8 +53,8 @@ class EnvConfig(BaseModel):
     alone (:attr:`variants`).
     elastic: running jobs may be resized, and the policy decides it (:mod:`envs.resize`): after completions, while no job
     waits, up to ``resize_offers`` running jobs are offered a new degree and placement, one step each, the observation
-    with the ``resize`` features; the simulator runs elastic (:mod:`placer.sim.elastic`). Not with advisers (they do not
-    resize).
+    with the ``resize`` features; the simulator runs elastic (:mod:`placer.sim.elastic`). Advisers do not resize: at a resize offer their
+    columns and holds read 0.
     max_nodes / max_edges: padding limits of the graph part (forward ops and forward edges); a
     graph over a limit is an error, never truncated. max_groups: rows of the cluster part (any
     cluster fits: servers are grouped beyond it).
@@ -119,12 +119,6 @@ class EnvConfig(BaseModel):
                 raise EnvConfigError(
                     f"settings: graph {unknown[0]!r} is not one of [env.workload] graphs (observations name a graph by its place there)"
                 )
-        return self
-
-    @model_validator(mode="after")
-    def _elastic_without_advisers(self) -> EnvConfig:
-        if self.elastic and self.advisers:
-            raise EnvConfigError("elastic: advisers do not say how to resize a running job (use elastic without advisers)")
         return self
 
     @property

@@ -192,13 +192,23 @@ def observe(
     ``history`` is the run's state and must already hold ``offer.job`` (whoever offers a job records
     it, :meth:`JobHistory.observe`); ``config`` gives max_degree, max_groups and whether to add
     ``history``; ``graph`` names the job's graph; ``advice``: each of ``config.advisers``' decisions on this offer
-    (:meth:`envs.advice.Advisers.advise`). A :class:`~envs.resize.ResizeOffer` reads as an offer of its running job.
+    (:meth:`envs.advice.Advisers.advise`). A :class:`~envs.resize.ResizeOffer` reads as an offer of its running job, with
+    no advice (advisers place arriving jobs only).
     """
-    if len(advice) != len(config.advisers):
+    resizing = isinstance(offer, ResizeOffer)
+    if resizing:  # advisers place arriving jobs: at a resize offer none places or holds
+        advice = ()
+    elif len(advice) != len(config.advisers):
         raise ValueError(f"{len(advice)} advisers' decisions for the config's {len(config.advisers)} advisers")
     out = {"graph": np.array([graph.id], dtype=np.int64)} | _decision_arrays(offer, history, config, graph.forward_ops)
     if config.advisers:
-        columns, out["advice"] = advice_arrays(advice, offer.options)
+        if resizing:
+            columns, out["advice"] = (
+                np.zeros((len(offer.options), len(config.advisers)), np.float32),
+                np.zeros(len(config.advisers), np.float32),
+            )
+        else:
+            columns, out["advice"] = advice_arrays(advice, offer.options)
         out["options"] = np.concatenate([out["options"], columns], axis=1)
     if config.elastic:
         out["resize"] = resize_features(offer if isinstance(offer, ResizeOffer) else None, config.max_degree)

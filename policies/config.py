@@ -74,7 +74,8 @@ class TrainSection(BaseModel):
     dagger_rounds: int = Field(0, ge=0)  # after cloning: rounds of (learner drives, teacher labels, clone again on all)
     dagger_steps: int = Field(10_000, ge=1)  # decisions recorded per round
     ppo_baseline: bool = False  # PPO's reward less the teacher's on the same arrivals (envs.baseline): an input-dependent baseline
-    init_policy: str | None = None  # start from this policy file's weights (same observation and network) instead of the warm start
+    # start from this policy file's weights instead of the warm start (same observation and network; a fixed one widened)
+    init_policy: str | None = None
     imitation_temperature: float = Field(0.0, ge=0)  # > 0: fit a planner teacher's soft targets at this temperature (jobs)
     device: Literal["auto", "cpu", "cuda"] = "cpu"  # PPO's network; auto: CUDA when present (the warm start runs on the CPU)
 

@@ -37,6 +37,7 @@ from threadpoolctl import threadpool_limits
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv, cost_models_for
 from envs.observation import GraphTable
+from envs.resize import RESIZE_FEATURES
 from placer.cluster.topology import load_cluster
 from placer.common.atomic import atomic_path, write_atomic
 from placer.common.errors import TrainingError
@@ -229,13 +230,27 @@ def init_weights(config: TrainConfig) -> dict[str, torch.Tensor] | None:
     if differ:
         raise TrainingError(f"init_policy {path!r} was trained with another {', '.join(differ)}: its features would mean something else")
     arch = config.policy
+    weights = policy.state_dict()
+    if config.env.elastic and not trained.elastic:
+        weights = widened_for_resizes(weights)
     try:
-        build_policy(config.env, arch.hidden, arch.rounds, arch.net_arch).load_state_dict(policy.state_dict())
+        build_policy(config.env, arch.hidden, arch.rounds, arch.net_arch).load_state_dict(weights)
     except RuntimeError as exc:  # torch's first line names only the class; the next names the first mismatch
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         detail = (lines[1] if len(lines) > 1 else lines[0])[:200] if lines else type(exc).__name__
         raise TrainingError(f"init_policy {path!r} does not fit this config's network: {detail}") from None
-    return policy.state_dict()
+    return weights
+
+
+def widened_for_resizes(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A fixed policy's ``weights`` for an elastic network (``EnvConfig(elastic=True)``): the job MLP reads the ``resize``
+    features last (:data:`envs.observation.JOB_EXTRAS`), through zero weights, so every arriving job is decided as before
+    and a resize offer is scored by the same network until training moves them."""
+    out = dict(weights)
+    for key, weight in weights.items():
+        if key.endswith("features_extractor.job.0.weight"):
+            out[key] = torch.cat([weight, weight.new_zeros(weight.shape[0], RESIZE_FEATURES)], dim=1)
+    return out
 
 
 def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool, members: dict[str, str] | None) -> None:

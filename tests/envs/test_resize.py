@@ -12,7 +12,6 @@ from envs.env import ClusterPlacementEnv
 from envs.resize import KEEP, RESIZE_FEATURES, ResizeOffer, ResizeRound
 from envs.reward import reward
 from placer.baselines.policy import run_policy
-from placer.common.errors import EnvConfigError
 from placer.sim.elastic import ResizeError, plan_resizes
 from placer.sim.simulator import PULL, Simulator
 from placer.sim.types import Resize
@@ -148,9 +147,51 @@ def test_a_round_opens_exactly_what_plan_resizes_accepts():
             env.reset(seed=3 + seen)
 
 
-def test_elastic_with_advisers_is_refused_in_one_line():
-    with pytest.raises(EnvConfigError, match="advisers do not say how to resize"):
-        EnvConfig(elastic=True, advisers=("lean",))
+def test_advisers_neither_place_nor_hold_at_a_resize_offer():
+    env = _env(advisers=("lean", "para_min"))
+    env.reset(seed=0)
+    pick = _grower()
+    while not isinstance(env.offer, ResizeOffer):
+        obs, *_ = env.step(pick(env, env.action_masks()))
+    assert not obs["advice"].any() and not obs["options"][:, -2:].any()
+    assert EnvConfig(elastic=True, advisers=("lean",)).elastic
+
+
+def test_an_elastic_policy_widened_from_a_fixed_one_decides_arriving_jobs_as_it_does(tmp_path):
+    """``init_policy`` of a fixed policy for an elastic config: zero weights on the ``resize`` features, so every arriving
+    job gets the fixed policy's action."""
+    import torch
+
+    from policies.config import PolicySection, TrainConfig, TrainSection
+    from policies.loading import greedy_action
+    from policies.model import build_policy, save_policy_file
+    from policies.train import init_weights
+
+    fixed_env = _env(elastic=False, history=True, advisers=("lean",))
+    torch.manual_seed(0)
+    fixed = build_policy(fixed_env.config, 16, 2, [32], fixed_env.graph_table).eval()
+    save_policy_file(tmp_path / "fixed.pt", fixed, fixed_env.config, {"hidden": 16, "rounds": 2, "net_arch": [32]})
+    elastic_env = _env(history=True, advisers=("lean",))
+    config = TrainConfig(
+        env=elastic_env.config,
+        policy=PolicySection(hidden=16, rounds=2, net_arch=[32]),
+        train=TrainSection(init_policy=str(tmp_path / "fixed.pt")),
+    )
+    weights = init_weights(config)
+    assert weights is not None
+    elastic = build_policy(elastic_env.config, 16, 2, [32], elastic_env.graph_table).eval()
+    elastic.load_state_dict(weights)
+    obs, _ = elastic_env.reset(seed=1)
+    compared, done = 0, False
+    while not done and compared < 40:
+        mask = elastic_env.action_masks()
+        action = greedy_action(elastic, obs, mask)
+        if not isinstance(elastic_env.offer, ResizeOffer):
+            plain = {k: v for k, v in obs.items() if k != "resize"}
+            assert action == greedy_action(fixed, plain, mask)
+            compared += 1
+        obs, _, done, _, _ = elastic_env.step(action)
+    assert compared >= 20
 
 
 def test_no_offer_while_a_job_waits():
