@@ -14,6 +14,7 @@ import torch
 
 from envs.config import EnvConfig
 from envs.observation import GraphTable, observation_space
+from envs.resize import RESIZE_FEATURES
 from placer.common.atomic import atomic_path
 from placer.common.errors import PlacerError, PolicyError
 from policies.extractor import PlacementExtractor
@@ -72,3 +73,14 @@ def load_policy_file(path: str | Path) -> tuple[OptionPolicy, EnvConfig]:
         raise PolicyError(f"{path}: weights do not match the policy architecture: {str(exc).splitlines()[0]}") from None
     policy.eval()
     return policy, payload.env
+
+
+def widened_for_resizes(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A fixed policy's ``weights`` for an elastic network (``EnvConfig(elastic=True)``): the job MLP reads the ``resize``
+    features last (:data:`envs.observation.JOB_EXTRAS`), through zero weights, so every arriving job is decided as before
+    and a resize offer is scored by the same network until training moves them."""
+    out = dict(weights)
+    for key, weight in weights.items():
+        if key.endswith("features_extractor.job.0.weight"):
+            out[key] = torch.cat([weight, weight.new_zeros(weight.shape[0], RESIZE_FEATURES)], dim=1)
+    return out

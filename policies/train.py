@@ -2,14 +2,12 @@
 
     placer train --config data/configs/pacml.toml --out runs/pacml [--timesteps N] [--resume]
 
-Writes into ``--out``: ``checkpoint.pt`` (policy + optimiser + step count, atomically every
-``checkpoint_every`` steps and on interrupt), ``best.pt`` (the policy file with the lowest
-validation blocking rate so far), ``policy.pt`` (the final policy file, a copy of ``last.pt``),
-``imitation.json`` (the warm start's size and agreement with its teacher), ``eval.jsonl``
-(validation blocking rate of the policy and the heuristics per evaluation), ``config.json`` and
-TensorBoard logs in ``tb/``, and ``summary.json``: the final policy's validation blocking rate
-paired with its teacher's and each heuristic's on the same streams. ``--resume`` continues from ``checkpoint.pt``: only the partial
-rollout in flight at the interrupt is lost.
+Writes into ``--out``: ``checkpoint.pt`` (policy + optimiser + step count, atomically every ``checkpoint_every`` steps
+and on interrupt), ``best.pt`` (the policy file with the lowest validation blocking rate so far), ``policy.pt`` (the final
+policy file, a copy of ``last.pt``), ``imitation.json`` (the warm start's size and agreement with its teacher),
+``eval.jsonl`` (validation blocking rate of the policy and the heuristics per evaluation), ``config.json`` and TensorBoard
+logs in ``tb/``, and ``summary.json``: the final policy's validation blocking rate paired with its teacher's and each
+heuristic's on the same streams. ``--resume`` continues from ``checkpoint.pt``: only the rollout in flight is lost.
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ from threadpoolctl import threadpool_limits
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv, cost_models_for
 from envs.observation import GraphTable
-from envs.resize import RESIZE_FEATURES
 from placer.cluster.topology import load_cluster
 from placer.common.atomic import atomic_path, write_atomic
 from placer.common.errors import TrainingError
@@ -46,7 +43,7 @@ from policies.config import TrainConfig
 from policies.extractor import PlacementExtractor
 from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
-from policies.model import build_policy, load_policy_file, policy_kwargs, save_policy_file
+from policies.model import build_policy, load_policy_file, policy_kwargs, save_policy_file, widened_for_resizes
 from policies.promotion import check_promote_target, promote_if_not_worse
 from policies.scorer import OptionPolicy
 from policies.teachers import check_baseline_early, teacher_members, with_baseline
@@ -230,9 +227,7 @@ def init_weights(config: TrainConfig) -> dict[str, torch.Tensor] | None:
     if differ:
         raise TrainingError(f"init_policy {path!r} was trained with another {', '.join(differ)}: its features would mean something else")
     arch = config.policy
-    weights = policy.state_dict()
-    if config.env.elastic and not trained.elastic:
-        weights = widened_for_resizes(weights)
+    weights = widened_for_resizes(policy.state_dict()) if config.env.elastic and not trained.elastic else policy.state_dict()
     try:
         build_policy(config.env, arch.hidden, arch.rounds, arch.net_arch).load_state_dict(weights)
     except RuntimeError as exc:  # torch's first line names only the class; the next names the first mismatch
@@ -240,17 +235,6 @@ def init_weights(config: TrainConfig) -> dict[str, torch.Tensor] | None:
         detail = (lines[1] if len(lines) > 1 else lines[0])[:200] if lines else type(exc).__name__
         raise TrainingError(f"init_policy {path!r} does not fit this config's network: {detail}") from None
     return weights
-
-
-def widened_for_resizes(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """A fixed policy's ``weights`` for an elastic network (``EnvConfig(elastic=True)``): the job MLP reads the ``resize``
-    features last (:data:`envs.observation.JOB_EXTRAS`), through zero weights, so every arriving job is decided as before
-    and a resize offer is scored by the same network until training moves them."""
-    out = dict(weights)
-    for key, weight in weights.items():
-        if key.endswith("features_extractor.job.0.weight"):
-            out[key] = torch.cat([weight, weight.new_zeros(weight.shape[0], RESIZE_FEATURES)], dim=1)
-    return out
 
 
 def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool, members: dict[str, str] | None) -> None:

@@ -26,7 +26,7 @@ from placer.common.errors import QueryError
 from placer.common.lru import LRUCache
 from placer.cost import CostModel, Prediction
 from placer.graphs.job_graph import JobGraph
-from placer.sim.simulator import fastest_idle_placement
+from placer.sim.fastest import fastest_idle_placement
 
 
 def place(

@@ -28,7 +28,7 @@ import numpy as np
 
 from placer.common.errors import BoundError, MissingDependencyError
 from placer.cost import CostModel
-from placer.sim.simulator import idle_iteration_s
+from placer.sim.fastest import idle_iteration_s
 from placer.sim.types import meets_deadline
 from placer.workloads.generator import JobSpec
 

@@ -56,7 +56,7 @@ def _homeless(config: EvaluationConfig) -> list[str]:
     from placer.cluster.topology import load_cluster
     from placer.cost import CostModel
     from placer.graphs.catalog import resolve_graph, resolve_graphs
-    from placer.sim.simulator import idle_iteration_s
+    from placer.sim.fastest import idle_iteration_s
     from placer.workloads.generator import read_trace
 
     cluster = load_cluster(config.cluster)

@@ -34,7 +34,7 @@ from placer.common.errors import PlacerError
 from placer.common.pool import spawn_executor
 from placer.cost.model import CostModel
 from placer.graphs.job_graph import JobGraph
-from placer.sim.simulator import fastest_iteration_s
+from placer.sim.fastest import fastest_iteration_s
 
 MIN_JOBS = 5
 MIN_GRAPHS = 3

@@ -20,14 +20,8 @@ longer would miss its deadline even on the fastest placement (``Job.latest_start
 Handed a ``rebalance`` callable the simulator is *elastic* (:mod:`placer.sim.elastic`): a decision may resize running
 jobs (``Place.resizes``) and after the completions of an instant, while jobs run, ``rebalance(view)`` may resize them; without
 one (the default) every job keeps its devices from start to finish and a resize is refused. Handed :data:`PULL` instead,
-the caller answers those rebalance points itself, one decision at a time as it answers jobs (a learning environment)::
-
-    sim = Simulator(cost_model, jobs, rebalance=PULL)
-    while (point := sim.next_decision()) is not None:
-        if isinstance(point, Job):
-            sim.decide(policy.decide(point, sim.view()))
-        else:  # a ClusterView after the completions of an instant: resize running jobs, or not
-            sim.rebalanced(policy.rebalance(point))
+the caller answers those rebalance points itself as it answers jobs (a learning environment): :meth:`next_decision` gives
+a job (answer with ``decide``) or a rebalance point's view (answer with ``rebalanced(resizes)``).
 """
 
 from __future__ import annotations
@@ -37,20 +31,18 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, cast
-from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from placer.cluster.placement import idle_placements
 from placer.cost import CostModel, Prediction
 from placer.sim import elastic
 from placer.sim.elastic import ResizeError, RunningJob
+from placer.sim.fastest import fastest_iteration_s, servable
 from placer.sim.queueing import QueueConfig
 from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject, Resize, meets_deadline
 from placer.workloads.generator import JobSpec
 
 _COMPLETION, _ARRIVAL, _EXPIRY = 0, 1, 2
-FASTEST_MAX_DEGREE = 16
 _LOSS = QueueConfig()
 PULL: Final = "pull"  # ``rebalance=PULL``: the caller answers the rebalance points (next_decision, rebalanced)
 
@@ -419,47 +411,6 @@ class Simulator:
 
 
 RebalanceFn = Callable[[ClusterView], Sequence[Resize]]
-_IDLE: WeakKeyDictionary[CostModel, dict[tuple[str, int], dict[int, float]]] = WeakKeyDictionary()
-
-
-def fastest_idle_placement(cost: CostModel, graph, degree: int) -> tuple[tuple[int, ...], Prediction] | None:
-    """The fastest placement of ``degree`` devices on the idle cluster and its prediction: of the placements
-    :func:`~placer.cluster.placement.idle_placements` gives, the fastest that fits in memory, else the fastest (None when
-    the cluster has fewer than ``degree`` devices); ties go to the fewest servers, then the lowest devices. The one
-    definition of "the fastest on the idle cluster": it decides which jobs are avoidable (:func:`idle_iteration_s`), the
-    clairvoyant bound's options and the placement of ``placer.predict(graph, cluster, degree)``."""
-    server_of = cost.cluster.server_of
-    scored = [(devices, cost.predict(graph, devices)) for devices in idle_placements(cost.cluster, degree)]
-    return min(scored, key=lambda pair: (not pair[1].fits, pair[1].iteration_s, len(set(server_of[list(pair[0])]))), default=None)
-
-
-def idle_iteration_s(cost: CostModel, graph, max_degree: int = FASTEST_MAX_DEGREE) -> dict[int, float]:
-    """{degree: the iteration (s) of the fastest placement of that many devices on the idle cluster
-    (:func:`fastest_idle_placement`)}, for the degrees 1..``max_degree`` that fit in memory (computed once per cost model,
-    graph and ``max_degree``)."""
-    known = _IDLE.setdefault(cost, {})
-    key = (graph.key, max_degree)
-    if key not in known:
-        out: dict[int, float] = {}
-        for degree in range(1, min(max_degree, cost.cluster.num_devices) + 1):
-            fastest = fastest_idle_placement(cost, graph, degree)
-            if fastest is not None and fastest[1].fits:
-                out[degree] = fastest[1].iteration_s
-        known[key] = out
-    return known[key]
-
-
-def fastest_iteration_s(cost: CostModel, graph) -> float:
-    """The shortest iteration of the fastest placements of degree 1..16 on the idle cluster (inf: fits nowhere)."""
-    return min(idle_iteration_s(cost, graph).values(), default=math.inf)
-
-
-def servable(job: Job, fastest_jct_s: float) -> bool:
-    """True when ``job``'s fastest placement on the idle cluster (``fastest_jct_s``), started at its arrival,
-    meets its deadline: the job is *avoidable*, some policy could accept it.
-    The simulator decides it once, at arrival, the same for every policy (with a queue, the others leave at once
-    with reason ``deadline`` or ``out_of_memory``; in the loss system every policy's placement of them fails)."""
-    return job.arrival_s + job.deadline_s - fastest_jct_s >= job.arrival_s - 1e-9 * max(1.0, job.deadline_s)
 
 
 def _record(

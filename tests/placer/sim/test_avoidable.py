@@ -8,9 +8,9 @@ from placer.baselines.registry import make_heuristic
 from placer.cluster.placement import PLACEMENT_RULES, FreeDevices
 from placer.cluster.topology import Cluster, parse_cluster_spec
 from placer.cost import CostModel
+from placer.sim.fastest import fastest_iteration_s, idle_iteration_s
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
-from placer.sim.simulator import fastest_iteration_s, idle_iteration_s
 from placer.sim.types import BlockReason
 from placer.workloads.generator import BetaDistribution, JobSpec, Workload
 from tests.placer.toys import chain, toy_cluster
