@@ -192,9 +192,12 @@ class Teachers:
         return self._built[name]
 
 
-OBSERVATION_FIELDS = ("history", "meter", "advisers", "reward", "baseline", "baseline_discount", "baseline_arrival_discount")
-# [env] fields that change what the student sees or earns, not the streams a teacher is tuned on: a table tuned for one
-# config serves another that differs only in these (copy members.json into the new run's folder)
+OBSERVATION_FIELDS = (
+    *("history", "meter", "advisers", "reward", "baseline", "baseline_discount", "baseline_arrival_discount"),
+    *("elastic", "resize_offers"),  # resize offers: the teacher's streams and runs are the same (and tables tuned before them serve)
+)
+# [env] fields that change what the student sees, decides or earns, not the streams a teacher is tuned on: a table tuned for
+# one config serves another that differs only in these (copy members.json into the new run's folder)
 
 
 def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str, str] | None:

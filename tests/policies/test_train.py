@@ -382,7 +382,9 @@ def test_a_tuned_teacher_table_serves_a_config_that_differs_only_in_what_the_stu
     env = config.env.model_dump(mode="json", exclude=set(OBSERVATION_FIELDS))
     saved = {"tuned_for": {"env": env, "teacher": "best", "pooled": config.train.teacher_pooled}, "members": {"a|regime": "lean"}}
     (tmp_path / "members.json").write_text(json.dumps(saved))
-    seeing = config.env.with_changes(meter=True, history=True, advisers=["lean"], reward="mission", baseline_arrival_discount=1.0)
+    seeing = config.env.with_changes(
+        meter=True, history=True, advisers=["lean"], reward="mission", baseline_arrival_discount=1.0, elastic=True, resize_offers=2
+    )
     assert teacher_members(config.model_copy(update={"env": seeing}), tmp_path, progress=False) == {"a|regime": "lean"}
     saved["tuned_for"]["env"]["max_degree"] = 8  # a table tuned for other streams or options is not read back
     (tmp_path / "members.json").write_text(json.dumps(saved))
