@@ -55,7 +55,7 @@ def import_trace(
     by_name: Annotated[bool, typer.Option(help="a job naming a known model runs its graph (pollux, pai, acme)")] = True,
     vc: Annotated[str | None, typer.Option(help="only this virtual cluster (philly, philly-log, helios)")] = None,
     start: Annotated[str | None, typer.Option(help="first submission and arrival 0, e.g. 2017-10-09 (default: the first midnight)")] = None,
-    jobs: Annotated[int | None, typer.Option(min=1, help="at most this many jobs, the first submitted")] = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="at most this many jobs, the first submitted (every kind)")] = None,
 ) -> None:
     """Convert a public GPU-cluster trace into a replayable job trace and say what was kept, mapped and dropped."""
     import numpy as np
@@ -65,7 +65,9 @@ def import_trace(
     from placer.workloads.traces.formats import trace_format
 
     if kind == "gavel":
-        rows = convert_gavel(file, BetaDistribution(beta_dist), np.random.default_rng(seed))
+        if vc is not None or start is not None:  # its arrivals are hours from the trace's start: no calendar, no clusters
+            raise UsageError(f"gavel's trace has no {'virtual clusters' if vc is not None else 'calendar'}: drop --vc and --start")
+        rows = convert_gavel(file, BetaDistribution(beta_dist), np.random.default_rng(seed))[:jobs]
         report = _legacy_report(kind, rows, Counter(), "by name")
     else:
         if kind != "philly":

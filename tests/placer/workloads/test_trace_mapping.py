@@ -81,6 +81,19 @@ def test_import_trace_prints_what_it_kept_mapped_and_dropped(tmp_path):
     assert {s.graph.name for s in specs} == {"alexnet", "vgg16"}
 
 
+def test_gavel_keeps_the_first_jobs_and_refuses_what_its_trace_lacks(tmp_path):
+    """``--jobs`` cuts Gavel's trace too (it was ignored there); ``--start`` and ``--vc``, which it has no use for, are one
+    line, not silence."""
+    path, out = tmp_path / "g.trace", tmp_path / "g.csv"
+    path.write_text("A3C\tcd x\t--max-steps\t0\t2000\t9.0\t1\nLM (batch size 5)\tcd x\t--steps\t1\t10\t1.0\t1\n")
+    result = CliRunner().invoke(app, ["import", "trace", "gavel", str(path), "--jobs", "1", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().splitlines()[1].split(",")[1] == "gavel_lm@5" and len(out.read_text().splitlines()) == 2  # the first
+    for option, value, lacks in (("--start", "2017-10-09", "calendar"), ("--vc", "x", "virtual clusters")):
+        result = CliRunner().invoke(app, ["import", "trace", "gavel", str(path), option, value, "--out", str(out)])
+        assert f"gavel's trace has no {lacks}" in str(result.exception)
+
+
 def test_import_trace_refuses_bad_input_in_one_line(tmp_path):
     runner = CliRunner()
     result = runner.invoke(app, ["import", "trace", "acme", str(HELIOS), "--out", str(tmp_path / "x.csv")])
