@@ -186,6 +186,8 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     learned = LearnedPolicy.from_file(path, spec=spec, rule_override=spec.rule)
     if not GATE_ARGUMENTS.keys() & arguments.keys():
         return learned
+    if learned.elastic:
+        raise PolicyError(f"{str(spec)!r}: a gate (:below, :last, :waiting) places holds, not resizes: not for a policy trained elastic")
     adaptive = make_heuristic("adaptive", max_degree=context.max_degree)
     return Guarded(
         learned, adaptive, arguments.get("below", math.inf), spec=spec, last=arguments.get("last"), waiting=arguments.get("waiting")

@@ -226,6 +226,13 @@ def test_a_learned_policy_resizes_in_a_run_as_in_the_env(tmp_path):
     assert env.sim is not None
     run = run_policy(learned, env.cost, env.stream, env.sim.queue, np.random.default_rng(0))
     assert offers > 0 and any(r.resizes for r in env.sim.records)
+    from placer.baselines.registry import PolicyContext
+    from placer.baselines.specs import PolicySpec
+    from placer.common.errors import PolicyError
+    from policies.loading import make_learned_policy
+
+    with pytest.raises(PolicyError, match="not for a policy trained elastic"):  # a gate would drop its resizes silently
+        make_learned_policy(PolicySpec.parse(f"learned:{tmp_path / 'elastic.pt'}:below=1.1"), PolicyContext(env.cost.cluster))
     assert [(r.outcome, r.devices, r.resizes, r.jct_s) for r in run.records] == [
         (r.outcome, r.devices, r.resizes, r.jct_s) for r in env.sim.records
     ]
