@@ -156,19 +156,35 @@ class RunResult:
         return min(w["first_step_at"] for w in self.workers), max(w["last_step_at"] for w in self.workers)
 
 
-def run_ddp(job: RayJob, steps: int, state: dict | None = None) -> RunResult:
+def run_ddp(job: RayJob, steps: int, state: dict | None = None, timeout_s: float = 240.0) -> RunResult:
     """Run one :func:`ddp_worker` per device of ``job`` in its placement group (from the checkpoint ``state``, if one)
-    and wait for them."""
+    and wait for them, at most ``timeout_s`` seconds (then :class:`RayRunTimeoutError`, its workers cancelled: a rank
+    that never started would leave the others waiting at the rendezvous for good)."""
     ray = import_ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     rendezvous = ray.remote(free_port).options(
         num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(job.workers[0].node_id, soft=False)
     )
-    address, port = ray.get(rendezvous.remote())
-    worker = ray.remote(ddp_worker)
-    refs = [worker.options(**job.worker_options(w.rank)).remote(w.rank, w.world_size, address, port, steps, state) for w in job.workers]
-    return RunResult(sorted(ray.get(refs), key=lambda r: r["rank"]))
+    started = time.monotonic()
+    refs = [rendezvous.remote()]
+    try:
+        address, port = ray.get(refs[0], timeout=timeout_s)
+        worker = ray.remote(ddp_worker)
+        options = [job.worker_options(w.rank) for w in job.workers]
+        refs = [
+            worker.options(**o).remote(w.rank, w.world_size, address, port, steps, state) for o, w in zip(options, job.workers, strict=True)
+        ]
+        results = ray.get(refs, timeout=max(timeout_s - (time.monotonic() - started), 1.0))
+    except ray.exceptions.GetTimeoutError:
+        for ref in refs:
+            ray.cancel(ref, force=True)
+        raise RayRunTimeoutError(f"the DDP workers on {', '.join(job.devices)} did not finish within {timeout_s:g} s") from None
+    return RunResult(sorted(results, key=lambda r: r["rank"]))
+
+
+class RayRunTimeoutError(PlacerError):
+    """A run of DDP workers on Ray did not finish in time (one that never started leaves the others at the rendezvous)."""
 
 
 def report_chunks(job: RayJob, step_times: list[float], chunks: int = 3) -> list[tuple[float, str | None]]:
