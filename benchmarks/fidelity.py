@@ -58,16 +58,16 @@ def shapes(gpu: str) -> None:
     from collections import defaultdict
     from statistics import median
 
-    from placer.calibration.gavel import _kind, gavel_rows, validate_on_gavel
+    from placer.calibration.gavel import gavel_rows, validate_on_gavel
 
     rows, validation = gavel_rows(gpu), validate_on_gavel(gpu)
     single = {(r.model, r.batch_size): r.step_time_s for r in rows if r.gpus == 1}
     ratios, errors = defaultdict(list), defaultdict(list)
     for r in rows:
         if r.gpus > 1 and (r.model, r.batch_size) in single:
-            ratios[(r.model, _kind(r), r.gpus)].append(r.step_time_s / single[(r.model, r.batch_size)])
+            ratios[(r.model, r.kind, r.gpus)].append(r.step_time_s / single[(r.model, r.batch_size)])
     for r, error in zip(validation.held_out, validation.calibrated_errors, strict=True):
-        errors[(r.model, _kind(r), r.gpus)].append(abs(error))
+        errors[(r.model, r.kind, r.gpus)].append(abs(error))
     head = "GPUs on one server: step / 1 GPU's | calibrated error | one per server: step / 1 GPU's | calibrated error"
     print(f"| {gpu.upper()} model | {head} |")
     print("|---|---|---|---|---|")

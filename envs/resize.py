@@ -62,7 +62,9 @@ class ResizeRound:
         while self._made < self.offers and self._queue and looked < LOOKED_AT * self.offers:
             running = self._queue.pop(0)
             looked += 1
-            offer = resize_offer(running, replace(self.view, free=self._free | _mask(running.devices, len(self._free))), self)
+            free = self._free.copy()
+            free[list(running.devices)] = True  # its own devices, to keep or to move from
+            offer = resize_offer(running, replace(self.view, free=free), self.max_degree, self.rules)
             if offer is not None:
                 self._made += 1
                 self.current = offer
@@ -105,11 +107,11 @@ class ResizeOffer:
         return Resize(self.running.job.job_id, option.devices)
 
 
-def resize_offer(running: RunningJob, view: ClusterView, round_: ResizeRound) -> ResizeOffer | None:
-    """``running``'s offer on ``view`` (its own devices free there), or None when no option finishes it sooner."""
+def resize_offer(running: RunningJob, view: ClusterView, max_degree: int, rules: tuple[str, ...]) -> ResizeOffer | None:
+    """``running``'s offer on ``view`` (its own devices free there) over degrees 1..``max_degree`` x ``rules``, or None
+    when no option finishes it sooner."""
     job, now, cost = running.job, view.now, view.cost
-    usable = min(round_.max_degree, view.cluster.num_devices)
-    table = OptionTable(job, view, range(1, usable + 1), round_.rules, round_.max_degree)
+    table = OptionTable(job, view, range(1, min(max_degree, view.cluster.num_devices) + 1), rules, max_degree)
     left, remaining = job.remaining_s(now), running.remaining(now)
     own, pause = frozenset(running.devices), resize_pause_s(view.cluster, job.graph)
     options, sooner = [], False
@@ -137,9 +139,3 @@ def resize_features(offer: ResizeOffer | None, max_degree: int) -> np.ndarray:
     slack = (job.remaining_s(now) - (running.finish_s - now)) / deadline
     done = running.iterations_done(now) / max(job.iterations, 1)
     return np.array([1.0, done, running.degree / max_degree, min(max(slack, 0.0), 1.0)], dtype=np.float32)
-
-
-def _mask(devices: tuple[int, ...], n: int) -> np.ndarray:
-    mask = np.zeros(n, dtype=bool)
-    mask[list(devices)] = True
-    return mask

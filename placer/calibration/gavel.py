@@ -61,6 +61,11 @@ class GavelRow:
     spread: bool
     step_time_s: float
 
+    @property
+    def kind(self) -> str:
+        """``single`` (one GPU), ``packed`` (several on as few servers as possible) or ``spread`` (one per server)."""
+        return "single" if self.gpus == 1 else "spread" if self.spread else "packed"
+
     def measurement(self, cluster: Cluster) -> dict:
         """As a calibration row on ``cluster`` (packed: server by server; spread: one GPU per server)."""
         per_server = cluster.max_devices_per_server
@@ -128,7 +133,7 @@ class GavelValidation:
         ``kind``: ``all``, ``single`` (one GPU), ``packed`` (several GPUs on as few servers as
         possible) or ``spread`` (one GPU per server).
         """
-        keep = np.array([kind == "all" or kind == _kind(r) for r in self.held_out], dtype=bool)
+        keep = np.array([kind == "all" or kind == r.kind for r in self.held_out], dtype=bool)
         nominal, calibrated = np.abs(self.nominal_errors[keep]), np.abs(self.calibrated_errors[keep])
         stat = lambda values, q: float(np.percentile(values, q)) if len(values) else float("nan")  # noqa: E731
         return {
@@ -138,10 +143,6 @@ class GavelValidation:
             "median": stat(calibrated, 50),
             "p90": stat(calibrated, 90),
         }
-
-
-def _kind(row: GavelRow) -> str:
-    return "single" if row.gpus == 1 else "spread" if row.spread else "packed"
 
 
 def validate_on_gavel(gpu: str) -> GavelValidation:

@@ -96,6 +96,7 @@ class Simulator:
     ) -> None:
         self.cost = cost
         self._rebalance = rebalance
+        self._pull = rebalance == PULL  # the caller answers the rebalance points
         self.rebalancing = False  # rebalance=PULL: a rebalance point waits for rebalanced()
         self._mid_instant = False  # ...and the events of its instant after it are still to process
         self._progress: dict[int, RunningJob] = {}  # elastic mode: running jobs by id
@@ -140,7 +141,7 @@ class Simulator:
             self._release(payload)
             rebalance = self._rebalance
             if rebalance is not None and self._progress and not (self._heap and self._heap[0][:2] == (time, _COMPLETION)):
-                if isinstance(rebalance, str):  # PULL: the caller answers it (next_decision, rebalanced)
+                if isinstance(rebalance, str):  # PULL (self._pull): the caller answers it (next_decision, rebalanced)
                     self.rebalancing = True
                 else:
                     self._resize(rebalance(self.view()))  # after the instant's last completion, while jobs run
@@ -199,8 +200,8 @@ class Simulator:
                 self._mid_instant = False
             else:
                 self._close_decision_point()
-                pulled = isinstance(self._rebalance, str) and self._progress  # PULL: rebalance points until the last finish
-                if not (self._heap and (self._arrival_queued or self._waiting or pulled)):
+                # PULL: rebalance points until the last job finishes
+                if not (self._heap and (self._arrival_queued or self._waiting or (self._pull and self._progress))):
                     break
                 self.step()
             while not self.rebalancing and self._heap and self._heap[0][0] <= self.now:

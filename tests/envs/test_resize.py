@@ -195,12 +195,19 @@ def test_an_elastic_policy_widened_from_a_fixed_one_decides_arriving_jobs_as_it_
 
 
 def test_no_offer_while_a_job_waits():
-    env = _env(queue="edf-bf", load=2.0)
+    """A job waiting in the queue gets the idle devices first: the same rebalance point with one waiting offers nothing."""
+    from dataclasses import replace
+
+    env = _env(queue="edf-bf")
     env.reset(seed=0)
+    pick = _grower()
+    while not isinstance(env.offer, ResizeOffer):
+        env.step(pick(env, env.action_masks()))
     assert env.sim is not None
-    round_ = ResizeRound(env.sim.view(), 16, ("first_fit",), 4)
-    if env.sim.view().waiting:
-        assert round_.next_offer() is None
+    point = env.sim.view()  # the rebalance point the offer came from (its round not yet carried out)
+    rules = env.config.rules
+    assert ResizeRound(point, 16, rules, 4).next_offer() is not None
+    assert ResizeRound(replace(point, waiting=(env.offer.job,)), 16, rules, 4).next_offer() is None
 
 
 def test_a_learned_policy_resizes_in_a_run_as_in_the_env(tmp_path):
