@@ -1,4 +1,5 @@
-"""``best`` and ``single-best``: the best member of every heuristic family, per workload or pooled over them.
+"""``best`` and ``single-best``: the best member of every heuristic family, per workload or pooled over them; ``elastic-best``:
+the best of the elastic and deadline schedulers per workload.
 
 Each candidate of :data:`BEST_CANDIDATES` runs on the tuning streams of the workload (apart from the
 evaluated ones: :class:`~placer.baselines.policy.Tuning`); the one with the least mean avoidable blocking
@@ -8,22 +9,27 @@ policy that knew the regime could do. ``single-best`` chooses once, on the mean 
 the evaluation (all its loads and beta distributions, :attr:`Tuning.regimes`): the one configuration an
 operator would deploy without knowing the regime. Their :meth:`Best.stats` say which was chosen and what
 each candidate blocked.
+
+``elastic-best`` chooses the same way among :data:`ELASTIC_CANDIDATES` (ElasticFlow, Chronus, and elastic lean with each of
+lean's admissions and rules), each tuned on elastic runs: the elastic families tuned per regime the way ``best`` tunes the
+fixed ones. Its runs are elastic; a member that is not (Chronus) never resizes, so its run is the member's own.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from placer.baselines.policy import Policy, Tuning
 from placer.baselines.specs import PolicySpec
 from placer.common.errors import PolicyError
+from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Decision, Job
+from placer.sim.types import Decision, Job, Resize
 
 BEST_CANDIDATES = (
     *(f"{kind}{rule}" for kind in ("para_max", "para_min") for rule in ("", "+best_fit", "+spread")),
@@ -31,6 +37,11 @@ BEST_CANDIDATES = (
     *(f"lean{admit}{rule}" for rule in ("+best_fit", "") for admit in ("", ":admit=0.8", ":admit=0.9", ":admit=0.95")),
     *(f"eff:{e}" for e in (0.5, 0.7, 0.9)),
     *(f"switch:{u}" for u in (0.25, 0.5, 0.75)),
+)
+ELASTIC_CANDIDATES = (
+    *(f"elastic_lean{admit}{rule}" for rule in ("+best_fit", "") for admit in ("", ":admit=0.8", ":admit=0.9", ":admit=0.95")),
+    "elasticflow",
+    "chronus",
 )
 TUNING_METRIC = "avoidable_blocking_rate"
 
@@ -55,7 +66,7 @@ class Best(Policy):
             name: float(np.mean([regime.blocking(policy, TUNING_METRIC) for regime in regimes])) for name, policy in self.candidates.items()
         }
         chosen = min(self.candidates, key=lambda name: blocking[name])  # min keeps the first of equals
-        return Best(self.candidates, self.spec, chosen, blocking, copy.deepcopy(self.candidates[chosen]), self.pooled)
+        return type(self)(self.candidates, self.spec, chosen, blocking, copy.deepcopy(self.candidates[chosen]), self.pooled)
 
     def reset(self, rng: np.random.Generator) -> None:
         if self._policy is not None:
@@ -68,3 +79,18 @@ class Best(Policy):
 
     def stats(self) -> dict[str, Any] | None:
         return None if self.chosen is None else {"chosen": self.chosen, "tuning_blocking": self.tuning_blocking}
+
+
+@dataclass
+class ElasticBest(Best):
+    """``elastic-best`` (module docstring): :class:`Best` over elastic candidates, whose chosen member also resizes and
+    orders the queue as it would alone."""
+
+    elastic: ClassVar[bool] = True
+
+    def rebalance(self, view: ClusterView) -> Sequence[Resize]:
+        return self._policy.rebalance(view) if self._policy is not None and self._policy.elastic else ()
+
+    def queue(self, queue: QueueConfig) -> QueueConfig:
+        """The chosen member's queue (Chronus's is deadline first); before tuning, the one its own name asks for."""
+        return self._policy.queue(queue) if self._policy is not None else super().queue(queue)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from placer.baselines.adaptive import Adaptive
-from placer.baselines.best import BEST_CANDIDATES, Best
+from placer.baselines.best import BEST_CANDIDATES, ELASTIC_CANDIDATES, Best, ElasticBest
 from placer.baselines.chronus import Chronus
 from placer.baselines.elastic_lean import ElasticLean
 from placer.baselines.elasticflow import ElasticFlow
@@ -58,6 +58,10 @@ def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGR
         names = [name for name in BEST_CANDIDATES if not name.startswith("fixed:") or int(name[6:]) <= max_degree]
         members = {name: make_heuristic(name, max_degree=max_degree) for name in names}
         return Adaptive(members, spec) if spec.kind == "adaptive" else Best(members, spec, pooled=spec.kind == "single-best")
+    if spec.kind == "elastic-best":
+        if spec.rule is not None:
+            raise PolicyError(f"unknown policy {str(spec)!r}: elastic-best picks its members' placement rules itself")
+        return ElasticBest({name: make_heuristic(name, max_degree=max_degree) for name in ELASTIC_CANDIDATES}, spec)
     if spec.kind == "elasticflow":
         if spec.rule is not None:
             raise PolicyError(f"unknown policy {str(spec)!r}: elasticflow places jobs on buddy blocks, not by a rule")

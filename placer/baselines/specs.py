@@ -29,7 +29,7 @@ LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # what a label may be: no charac
 _RULE_OPTIONS = [f"+{rule}" for rule in PLACEMENT_RULES]
 HEURISTIC_USAGE = (
     "para_max, para_min, fixed:K, random, lean, lean:cap=K:admit=Q:free=F (Q: a quantile, auto or best), eff:E, switch:U, "
-    "best, single-best, adaptive, elasticflow, chronus, elastic_lean (lean's options but Q: a quantile or auto), "
+    "best, single-best, adaptive, elasticflow, chronus, elastic-best, elastic_lean (lean's options but Q: a quantile or auto), "
     "lookahead:k=K:h=H:m=M or hindsight:h=H:m=M, "
     f"optionally {', '.join(_RULE_OPTIONS[:-1])} or {_RULE_OPTIONS[-1]} and @fifo, @edf or @sjf (-bf)"
 )
@@ -113,6 +113,7 @@ HEURISTIC_KINDS: dict[str, tuple[dict[str, Converter], Converter | None]] = {
     "switch": ({}, _fraction),
     "best": ({}, None),
     "single-best": ({}, None),
+    "elastic-best": ({}, None),
     "adaptive": ({}, None),
     "elasticflow": ({}, None),
     "chronus": ({}, None),

@@ -20,7 +20,8 @@ from placer.cli.figures.render import Renderer, _commands
 from placer.evaluate.stats import mean_ci95, plus_minus
 
 SHOWN = ("single-best", "best", "adaptive")  # then the learned policies evaluated, in the order run, then FIELD's
-FIELD = ("elasticflow", "chronus", "elastic_lean")  # ElasticFlow, Chronus, and lean that grows and shrinks running jobs
+# ElasticFlow, Chronus, lean that grows and shrinks running jobs, and the best of them tuned per regime
+FIELD = ("elasticflow", "chronus", "elastic_lean", "elastic-best")
 REFERENCE, TOLD = "single-best", "best"
 
 

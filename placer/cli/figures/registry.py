@@ -9,7 +9,7 @@ from typing import Any
 
 from placer.cli.figures.build import evaluated, slug
 from placer.cli.figures.core import Figure, Step, result_folders
-from placer.cli.figures.field import PHILLY_WINDOWS, elastic_figure, trace_families
+from placer.cli.figures.field import PHILLY_WINDOWS, elastic_figure, field_files, trace_families
 from placer.cli.figures.regimes import FIELD, reads, regimes
 from placer.cli.figures.render import evaluation, printed, scaling, timeline
 from placer.cli.figures.tradeoff import tradeoff
@@ -230,7 +230,7 @@ _REGISTERED: tuple[Figure, ...] = (
         "README.md",
         ("dgx8x8", "mixed", "dgxh100"),
         {
-            label: (f"{name}/results.json", f"blend-quiet-figures/{slug(label)}.json", f"elastic-regimes/{slug(label)}.json")
+            label: (f"{name}/results.json", f"blend-quiet-figures/{slug(label)}.json", *field_files("elastic-regimes", label))
             for label, (name, _, _) in REGIME_RUNS.items()
         },
         only=(*SHIPPED_BESIDE, *FIELD),
