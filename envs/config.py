@@ -18,69 +18,68 @@ Names = Annotated[tuple[str, ...], BeforeValidator(lambda v: (v,) if isinstance(
 
 
 class EnvConfig(BaseModel):
-    """Keyword arguments of :class:`envs.env.ClusterPlacementEnv` (and the ``[env]`` section of a training config).
+    """Keyword arguments of :class:`envs.env.ClusterPlacementEnv` (and the ``[env]`` section of a training config), each
+    field's meaning in its description (``placer train --keys`` prints them). The workload's fields may be given flat
+    (``EnvConfig(load=0.9)``, ``gymnasium.make(..., queue="edf-bf")``); ``episode_jobs`` is the older name of ``jobs``.
 
-    clusters: preset names or TOML paths (or one name); each episode draws one uniformly (one policy for several
-    clusters). workload: the job streams (:class:`placer.sim.workload.WorkloadSpec`: graphs, beta distributions,
-    load, arrivals, jobs per episode, size spread, structure, queue); each episode draws one of its beta
-    distributions, sizes, structures and queues. Its fields may be given flat (``EnvConfig(load=0.9)``,
-    ``gymnasium.make(..., queue="edf-bf")``); ``episode_jobs`` is the older name of ``jobs``.
-    max_degree: largest partitioning degree; rules: the placement choices the policy picks from (rules of
-    :data:`placer.cluster.placement.PLACEMENT_RULES`, in their order there).
-    reward: ``acceptance`` (+1/-1 per job, PAC-ML's), ``work`` (+/- the job's sequential
-    JCT over the mix's mean: throughput-aware) or ``mission`` (0 for jobs no policy can accept, -1 per
-    avoidable job blocked, 0.9-1 per accepted job by how close it finished to the fastest possible;
-    :mod:`envs.reward`).
-    strategy: the cost model's (``auto``: fastest data x tensor x pipeline split; ``sipml``: PAC-ML's
-    op splitting; see :mod:`placer.cost`).
-    history: add the ``history`` observation (:mod:`envs.observation`: arrival rates, recurrence).
-    meter: add the ``meter`` observation (the offered load measured from the arrivals, as ``adaptive`` reads it).
-    advisers: heuristics (policy names whose name alone decides what they do) put every offer beside the policy; the
-    observation says what each would do (:mod:`envs.advice`: one ``options`` column each, and the ``advice`` holds).
-    baseline: a heuristic (policy name), or a table of regime (:attr:`envs.regime.Regime.key`) -> heuristic, also run on
-    each episode's stream; the reward is shaped by the potential of its rewards on the arrivals still to come, so the
-    return from a state is the plain one less what the heuristic would earn from there on the same arrivals (an
-    input-dependent baseline for PPO, :mod:`envs.baseline`); None: the plain reward. baseline_discount: the discount per
-    step the shaping telescopes under (PPO's ``gamma``; training sets it). baseline_arrival_discount: the potential's
-    discount per arrival (any value keeps the policy gradient unbiased; the variance is least when the potential tracks
-    the discounted return, about ``baseline_discount`` to the power of the steps per arrival; None: ``baseline_discount``).
-    loads: offered loads an episode draws from (one per episode, uniformly; a curriculum over loads); empty:
-    the workload's ``load``.
-    settings: variants of this config an episode draws from (one per episode, uniformly, then its regime within it), each
-    a table of the fields that say what an episode draws (:data:`SETTING_FIELDS`; its graphs a subset of this config's)
-    replacing this config's; e.g. ``({}, {"clusters": "pacml", "queue": "none", "size": "const", "loads": [0.9]})``
-    trains on this config's regimes and on PAC-ML's loss setting without the regimes between them. Empty: this config
-    alone (:attr:`variants`).
-    elastic: running jobs may be resized, and the policy decides it (:mod:`envs.resize`): after completions, while no job
-    waits, up to ``resize_offers`` running jobs are offered a new degree and placement, one step each, the observation
-    with the ``resize`` features; the simulator runs elastic (:mod:`placer.sim.elastic`). Advisers do not resize: at a resize offer their
-    columns and holds read 0.
-    max_nodes / max_edges: padding limits of the graph part (forward ops and forward edges); a
-    graph over a limit is an error, never truncated. max_groups: rows of the cluster part (any
-    cluster fits: servers are grouped beyond it).
+    Rewards: :mod:`envs.reward`. With a ``baseline`` the reward is shaped by the
+    potential of the heuristic's rewards on the arrivals still to come, so the return from a state is the plain one less
+    what the heuristic would earn from there on the same arrivals (an input-dependent baseline for PPO,
+    :mod:`envs.baseline`); any ``baseline_arrival_discount`` keeps the policy gradient unbiased, and the variance is
+    least when the potential tracks the discounted return (about ``baseline_discount`` to the power of the steps per
+    arrival). A setting, e.g. ``{"clusters": "pacml", "queue": "none", "size": "const", "loads": [0.9]}``, replaces this
+    config's fields of :data:`SETTING_FIELDS` (its graphs a subset of this config's): ``({}, that)`` trains on this
+    config's regimes and on PAC-ML's loss setting without the regimes between them.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    clusters: Names = Field(("pacml",), min_length=1)
-    workload: WorkloadSpec = WorkloadSpec()
-    max_degree: int = Field(16, ge=1)
-    rules: Names = tuple(PLACEMENT_RULES)
-    reward: str = "acceptance"
-    strategy: str = "auto"
-    history: bool = False
-    meter: bool = False
-    advisers: Names = ()
-    loads: tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)], ...] = ()
-    baseline: str | dict[str, str] | None = None
-    baseline_discount: float = Field(0.99, gt=0, le=1)
-    baseline_arrival_discount: float | None = Field(None, gt=0, le=1)
-    max_nodes: int = Field(512, ge=1, le=100_000)  # padding sizes: bounded so a typo cannot fill memory
-    max_edges: int = Field(1024, ge=1, le=1_000_000)
-    max_groups: int = Field(64, ge=1, le=100_000)
-    settings: tuple[dict[str, Any], ...] = ()
-    elastic: bool = False
-    resize_offers: int = Field(1, ge=1, le=64)
+    clusters: Names = Field(
+        ("pacml",), min_length=1, description="preset names or cluster files; each episode draws one (one policy for several clusters)"
+    )
+    workload: WorkloadSpec = Field(
+        WorkloadSpec(),
+        description="the job streams ([env.workload]); each episode draws one of its beta distributions, sizes, structures and queues",
+    )
+    max_degree: int = Field(16, ge=1, description="the largest partitioning degree")
+    rules: Names = Field(tuple(PLACEMENT_RULES), description="the placement rules the policy picks from (first_fit, best_fit, spread)")
+    reward: str = Field(
+        "acceptance",
+        description="acceptance (+1/-1 a job, PAC-ML's), work (+/- its sequential JCT over the mix's mean) or mission (0 for a job"
+        " no policy can accept, -1 for an avoidable one blocked, 0.9-1 for an accepted one by how close it came to its fastest JCT)",
+    )
+    strategy: str = Field(
+        "auto", description="the cost model's: auto (fastest data x tensor x pipeline split) or sipml (PAC-ML's op splitting)"
+    )
+    history: bool = Field(False, description="add the history observation (arrival rates, recurrence: envs.observation)")
+    meter: bool = Field(False, description="add the meter observation (the offered load measured from the arrivals, as adaptive reads it)")
+    advisers: Names = Field(
+        (), description="heuristics whose decision at every offer the observation shows beside the options (envs.advice)"
+    )
+    loads: tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)], ...] = Field(
+        (), description="offered loads an episode draws from (one per episode); empty: the workload's load"
+    )
+    baseline: str | dict[str, str] | None = Field(
+        None, description="a heuristic, or a table of regime -> heuristic, whose rewards on the same arrivals shape the reward"
+    )
+    baseline_discount: float = Field(
+        0.99, gt=0, le=1, description="the discount per step the baseline's shaping telescopes under (training sets PPO's gamma)"
+    )
+    baseline_arrival_discount: float | None = Field(
+        None, gt=0, le=1, description="the baseline potential's discount per arrival; none: baseline_discount"
+    )
+    max_nodes: int = Field(
+        512, ge=1, le=100_000, description="padding of the graph part, forward ops (a larger graph is an error, never truncated)"
+    )
+    max_edges: int = Field(1024, ge=1, le=1_000_000, description="padding of the graph part, forward edges")
+    max_groups: int = Field(64, ge=1, le=100_000, description="rows of the cluster part (servers are grouped beyond it)")
+    settings: tuple[dict[str, Any], ...] = Field(
+        (), description="variants of this config an episode draws from, each a table of fields that replace this config's"
+    )
+    elastic: bool = Field(
+        False, description="running jobs may be resized and the policy decides it, one offer per step (envs.resize); advisers read 0 there"
+    )
+    resize_offers: int = Field(1, ge=1, le=64, description="elastic: running jobs offered a resize after completions, while no job waits")
 
     @model_validator(mode="before")
     @classmethod

@@ -11,8 +11,8 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command()
     def train(
-        config: Annotated[Path, typer.Option(help="training config TOML (see data/configs/)")],
-        out: Annotated[Path, typer.Option(help="output folder: checkpoints, policy files, TensorBoard logs")],
+        config: Annotated[Path | None, typer.Option(help="training config TOML (see data/configs/; --keys lists its keys)")] = None,
+        out: Annotated[Path | None, typer.Option(help="output folder: checkpoints, policy files, TensorBoard logs")] = None,
         timesteps: Annotated[int | None, typer.Option(help="total environment steps (default: the config's)")] = None,
         resume: Annotated[bool, typer.Option(help="continue from OUT/checkpoint.pt")] = False,
         force: Annotated[bool, typer.Option(help="start over in a non-empty OUT (its files are overwritten)")] = False,
@@ -33,17 +33,24 @@ def register(app: typer.Typer) -> None:
         promote: Annotated[
             Path | None, typer.Option(help="copy the final policy here only if it blocks no more jobs than its teacher's online rule")
         ] = None,
+        keys: Annotated[bool, typer.Option("--keys", help="list every key a training config or recipe may set, and exit")] = False,
     ) -> None:
         """Train a placement policy: one run (the final policy in OUT/policy.pt, the best validated one in OUT/best.pt), or a
         recipe (a config with a [recipe] table, e.g. data/configs/placer.toml): clone, RL over several seeds, distil and a
         per-regime validation against best, each stage in its own folder of OUT, the student in OUT/distil/policy.pt and its
         card in OUT/card.json."""
-        from placer.common.errors import ConfigError
+        from placer.common.errors import ConfigError, UsageError
         from policies.promotion import check_promote_target
         from policies.recipe import for_cluster, is_recipe, load_recipe, parse_loads, run_recipe
 
         def report(message: str) -> None:
             typer.echo(message, err=True)
+
+        if keys:
+            print_keys()
+            return
+        if config is None or out is None:
+            raise UsageError("placer train needs --config and --out (or --keys to list a config's keys)")
 
         if device is not None and device not in ("auto", "cpu", "cuda"):
             raise ConfigError(f"--device must be auto, cpu or cuda, got {device!r}")
@@ -85,3 +92,17 @@ def register(app: typer.Typer) -> None:
         best = out / "best.pt"
         if best.exists():
             typer.echo(f"wrote {best} (the policy file validation scored best; {final.name} is the last)")
+
+
+def print_keys() -> None:
+    """A table of :func:`policies.keys.config_keys`: the TOML table, key, default and meaning of each."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from policies.keys import config_keys
+
+    table = Table("table", "key", "default", "meaning", title=escape("training config and recipe keys: a TOML file's [table] key = value"))
+    for key in config_keys():
+        table.add_row(escape(f"[{key.table}]"), key.name, escape(key.default), escape(key.description))
+    Console().print(table)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -20,64 +20,76 @@ def tuned_per_regime(teacher: str) -> bool:
     return PolicySpec.parse(teacher, plugins={}).kind in REGIME_TEACHERS
 
 
+def _d(default: Any, description: str, **constraints: Any) -> Any:
+    """A field with its default, its description (``placer train --keys`` prints it) and pydantic's constraints."""
+    return Field(default, description=description, **constraints)
+
+
 class PPOSection(BaseModel):
+    """``[ppo]``: stable-baselines3's MaskablePPO (sb3-contrib), with the anchor to the starting policy added."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
-    n_envs: int = Field(4, ge=1)
-    vec_env: Literal["dummy", "subproc"] = "dummy"  # subproc: one process per env (same seeds, same rollouts)
-    n_steps: int = Field(256, ge=8)
-    batch_size: int = Field(256, ge=8)
-    n_epochs: int = Field(4, ge=1)
-    learning_rate: float = Field(3e-4, gt=0)
-    gamma: float = Field(0.99, gt=0, le=1)
-    gae_lambda: float = Field(0.95, gt=0, le=1)
-    clip_range: float = Field(0.2, gt=0)
-    ent_coef: float = Field(0.01, ge=0)
-    vf_coef: float = Field(0.5, ge=0)
-    anchor_kl: float = Field(0.0, ge=0)  # > 0: add this x KL(starting policy || policy) to the loss (OptionPolicy.anchor_to)
+    n_envs: int = _d(4, "environments stepped per rollout", ge=1)
+    vec_env: Literal["dummy", "subproc"] = _d("dummy", "dummy: the environments in this process; subproc: one process each (same rollouts)")
+    n_steps: int = _d(256, "steps per environment per rollout", ge=8)
+    batch_size: int = _d(256, "minibatch size of an update", ge=8)
+    n_epochs: int = _d(4, "passes over a rollout per update", ge=1)
+    learning_rate: float = _d(3e-4, "Adam's step size", gt=0)
+    gamma: float = _d(0.99, "discount per step", gt=0, le=1)
+    gae_lambda: float = _d(0.95, "GAE's lambda", gt=0, le=1)
+    clip_range: float = _d(0.2, "PPO's clip range", gt=0)
+    ent_coef: float = _d(0.01, "entropy bonus", ge=0)
+    vf_coef: float = _d(0.5, "value loss weight", ge=0)
+    anchor_kl: float = _d(0.0, "> 0: add this x KL(starting policy || policy) per decision to the loss (OptionPolicy.anchor_to)", ge=0)
 
 
 class PolicySection(BaseModel):
+    """``[policy]``: the network (policies.model: a GNN over the job's graph, an option scorer)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
-    hidden: int = Field(64, ge=4, le=8192)  # bounded: a typo (1e7) would try to allocate terabytes
-    rounds: int = Field(3, ge=1, le=64)
-    net_arch: list[Annotated[int, Field(ge=1, le=65536)]] = Field([128], max_length=16)  # the option scorer's width
+    hidden: int = _d(64, "width of the graph network's layers (bounded: a typo cannot allocate terabytes)", ge=4, le=8192)
+    rounds: int = _d(3, "message-passing rounds over the job's graph", ge=1, le=64)
+    net_arch: list[Annotated[int, Field(ge=1, le=65536)]] = _d([128], "the option scorer's hidden layers", max_length=16)
 
 
 class TrainSection(BaseModel):
+    """``[train]``: budgets, the warm start (imitation), its teacher, validation and checkpoints."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
-    timesteps: int = Field(200_000, ge=0)  # PPO's environment steps; 0: the warm start (imitation) only
-    seed: int = 0
-    checkpoint_every: int = Field(20_000, ge=1)
-    eval_every: int = Field(20_000, ge=1)
-    eval_episodes: int = Field(2, ge=1)
-    validate_start: bool = True  # validate the starting policy too (a warm start is then a candidate for best.pt)
-    torch_threads: int = Field(2, ge=1)
-    baselines: list[str] = ["para_min", "para_min+best_fit", "lean"]  # heuristics validated beside the policy
-    imitation_teacher: str = "lean"  # heuristic cloned before PPO starts; "best": the member tuned per episode's regime
-    teacher_pooled: list[Literal["cluster", "load", "beta_dist", "queue", "size", "structure"]] = []  # best: pool over these
-    # best: more candidates for each regime's member beside every heuristic family (e.g. a shipped learned policy,
-    # learned:default), scored on the same tuning streams and chosen where they block fewer avoidable jobs
-    teacher_candidates: list[str] = []
-    # best: a candidate is the member only where it blocks at least this fraction fewer avoidable jobs than the families' best
-    # (tuning streams are few: a small lead there is often noise, docs/learning.md)
-    teacher_margin: float = Field(0.0, ge=0, lt=1)
-    # best: the policy file a plain `learned` candidate runs (default: the shipped policy); the recipe names the winner of
-    # its RL stage here (policies.recipe)
-    candidate_policy_file: str | None = None
-    imitation_steps: int = Field(0, ge=0)  # decisions to record; 0 skips the warm start
-    imitation_per_episode: int = Field(0, ge=0)  # record at most this many decisions of an episode (uniformly); 0: all of them
-    imitation_epochs: int = Field(5, ge=1)
-    imitation_learning_rate: float = Field(1e-3, gt=0)
-    imitation_workers: int = Field(1, ge=1)  # processes recording the teacher (a slow teacher such as lookahead)
-    eval_workers: int = Field(1, ge=1)  # processes tuning best per regime and validating the teacher and baselines (the policy
-    # trained runs in this one): the same figures for any count
-    dagger_rounds: int = Field(0, ge=0)  # after cloning: rounds of (learner drives, teacher labels, clone again on all)
-    dagger_steps: int = Field(10_000, ge=1)  # decisions recorded per round
-    ppo_baseline: bool = False  # PPO's reward less the teacher's on the same arrivals (envs.baseline): an input-dependent baseline
-    # start from this policy file's weights instead of the warm start (same observation and network; a fixed one widened)
-    init_policy: str | None = None
-    imitation_temperature: float = Field(0.0, ge=0)  # > 0: fit a planner teacher's soft targets at this temperature (jobs)
-    device: Literal["auto", "cpu", "cuda"] = "cpu"  # PPO's network; auto: CUDA when present (the warm start runs on the CPU)
+    timesteps: int = _d(200_000, "PPO's environment steps; 0: the warm start (imitation) only", ge=0)
+    seed: int = _d(0, "seeds the environments, the network's initialisation and PPO")
+    checkpoint_every: int = _d(20_000, "steps between checkpoints (checkpoint.pt, for --resume)", ge=1)
+    eval_every: int = _d(20_000, "steps between validations (eval.jsonl; the best validated kept as best.pt)", ge=1)
+    eval_episodes: int = _d(2, "validation streams per regime", ge=1)
+    validate_start: bool = _d(True, "validate the starting policy too (a warm start is then a candidate for best.pt)")
+    torch_threads: int = _d(2, "torch's CPU threads", ge=1)
+    baselines: list[str] = _d(["para_min", "para_min+best_fit", "lean"], "heuristics validated beside the policy")
+    imitation_teacher: str = _d("lean", "the policy cloned in the warm start; best: the member tuned for each episode's regime")
+    teacher_pooled: list[Literal["cluster", "load", "beta_dist", "queue", "size", "structure"]] = _d(
+        [], "best: regime fields whose values share one member (the student reads the load, not the beta distribution)"
+    )
+    teacher_candidates: list[str] = _d(
+        [], "best: more candidate members (e.g. learned), scored beside every heuristic family on the same tuning streams"
+    )
+    teacher_margin: float = _d(
+        0.0, "best: a candidate is the member only where it blocks this fraction fewer avoidable jobs than the families' best", ge=0, lt=1
+    )
+    teacher_resolved: bool = _d(
+        False, "best: ...and only where its paired lead over the families' best on the tuning streams is resolved (95 % interval above 0)"
+    )
+    candidate_policy_file: str | None = _d(None, "best: the policy file a plain learned candidate runs (the recipe: its RL winner)")
+    imitation_steps: int = _d(0, "decisions recorded for the warm start; 0: no warm start", ge=0)
+    imitation_per_episode: int = _d(0, "record at most this many decisions of an episode (uniformly); 0: all", ge=0)
+    imitation_epochs: int = _d(5, "passes over the recorded decisions", ge=1)
+    imitation_learning_rate: float = _d(1e-3, "the clone's step size", gt=0)
+    imitation_workers: int = _d(1, "processes recording the teacher", ge=1)
+    eval_workers: int = _d(1, "processes tuning best per regime and validating (the same figures for any count)", ge=1)
+    dagger_rounds: int = _d(0, "after cloning: rounds of (the learner drives, the teacher labels, clone again on all)", ge=0)
+    dagger_steps: int = _d(10_000, "decisions recorded per DAgger round", ge=1)
+    ppo_baseline: bool = _d(False, "PPO's reward less the teacher's on the same arrivals (envs.baseline): an input-dependent baseline")
+    init_policy: str | None = _d(None, "start from this policy file's weights, not the warm start (a fixed one is widened for elastic)")
+    imitation_temperature: float = _d(0.0, "> 0: fit a planner teacher's soft targets at this temperature (jobs)", ge=0)
+    device: Literal["auto", "cpu", "cuda"] = _d("cpu", "PPO's network; auto: CUDA when present (the warm start runs on the CPU)")
 
 
 class TrainConfig(BaseModel):

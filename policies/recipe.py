@@ -16,7 +16,8 @@ A recipe config is a training config (:class:`policies.config.TrainConfig`: the 
 ``distil/``
     the shipped student: ``best``'s table tuned again with the RL winner as a candidate member (``teacher_candidates =
     ["learned"]``, ``candidate_policy_file`` = the winner): it teaches the regimes where it blocks at least
-    ``teacher_margin`` fewer avoidable jobs than every heuristic family, the families' best the rest; ``[recipe.distil]``.
+    ``teacher_margin`` fewer avoidable jobs than every heuristic family on the tuning streams, by a lead whose paired
+    interval lies above 0 (``teacher_resolved``); the families' best teaches the rest; ``[recipe.distil]``.
 
 Then the student is validated against ``best`` regime by regime (:func:`policies.validation.regime_rows`:
 ``validation.json``) and ``card.json`` records the resolved stage configs, the commit, the seeds, the teacher's table, each
@@ -56,11 +57,11 @@ class RecipeSection(BaseModel):
     """``[recipe]``: the RL seeds and each stage's changes to the base config (tables merged in, lists replaced)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    rl_seeds: list[int] = Field([1, 2, 3], min_length=1, max_length=16)
-    validation_episodes: int = Field(1, ge=1)  # streams per regime and beta distribution in the final, per-regime validation
-    clone: dict[str, Any] = {}
-    rl: dict[str, Any] = {}
-    distil: dict[str, Any] = {}
+    rl_seeds: list[int] = Field([1, 2, 3], min_length=1, max_length=16, description="one RL stage per seed; the winner validates best")
+    validation_episodes: int = Field(1, ge=1, description="streams per regime and beta distribution in the final, per-regime validation")
+    clone: dict[str, Any] = Field({}, description="[recipe.clone]: tables merged into the base for the clone stage")
+    rl: dict[str, Any] = Field({}, description="[recipe.rl]: tables merged into the base for each RL stage")
+    distil: dict[str, Any] = Field({}, description="[recipe.distil]: tables merged into the base for the distil stage")
 
 
 class Stage(BaseModel):

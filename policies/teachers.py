@@ -32,6 +32,7 @@ from placer.common.atomic import write_atomic
 from placer.common.errors import EnvConfigError, PlacerError, PolicyError
 from placer.common.pool import spawn_pool
 from placer.cost import CostModel
+from placer.evaluate.stats import mean_ci95
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
 from placer.sim.workload import WorkloadSpec
@@ -46,14 +47,17 @@ class _Parsed(Protocol):
 T = TypeVar("T", bound=_Parsed)
 
 
-def _scored(
-    config: EnvConfig, rows: Sequence[Regime], candidates: Sequence[str] = (), policy_file: str | None = None
-) -> tuple[str, dict[str, float]]:
+Lead = tuple[float, float]  # a candidate's paired lead over the families' best: mean and 95 % half-width (avoidable blocking)
+Scored = tuple[str, dict[str, float], dict[str, Lead]]
+
+
+def _scored(config: EnvConfig, rows: Sequence[Regime], candidates: Sequence[str] = (), policy_file: str | None = None) -> Scored:
     """The heuristic families' best in the regimes ``rows`` (the member ``best`` runs in one; pooled over several, the one
     with the least mean avoidable blocking over all of them, as ``single-best`` chooses) and the mean avoidable blocking on
     their tuning streams of every family member and of each of ``candidates``: more policies (any registered name, e.g.
     ``learned``, which runs ``policy_file`` when given) scored on the same streams, of which :func:`chosen_member` makes one
-    the member where it leads."""
+    the member where it leads; and each candidate's lead: the families' best's avoidable blocking less the candidate's, per
+    tuning stream of every regime of ``rows`` (paired: the same stream and seed), as a mean and its 95 % half-width."""
     clusters = {cluster.name: cluster for cluster in map(load_cluster, config.all_clusters)}  # rows name clusters as reset's info does
     costs = {name: CostModel(clusters[name], strategy=config.strategy) for name in dict.fromkeys(row.cluster for row in rows)}
     workloads = [variant_of(config, row).workload for row in rows]
@@ -67,12 +71,15 @@ def _scored(
     if not isinstance(best, Best):
         raise TypeError(f"best built a {type(best).__name__}")
     tuned = best.tuned(tunings[0])
-    blocking = dict(tuned.tuning_blocking or {})
+    family_best, blocking, leads = str(tuned.chosen), dict(tuned.tuning_blocking or {}), {}
+    reference = [value for tuning in tunings for value in tuning.per_stream(best.candidates[family_best], TUNING_METRIC)]  # cached
     context = candidate_context(clusters[rows[0].cluster], config.max_degree, policy_file)
     for name in candidates:
         policy = make_policy(name, context)
-        blocking[name] = float(np.mean([tuning.blocking(policy, TUNING_METRIC) for tuning in tunings]))  # each regime weighted alike
-    return str(tuned.chosen), blocking
+        runs = [tuning.per_stream(policy, TUNING_METRIC) for tuning in tunings]
+        blocking[name] = float(np.mean([float(np.mean(run)) for run in runs]))  # each regime weighted alike
+        leads[name] = mean_ci95([a - b for a, b in zip(reference, [value for run in runs for value in run], strict=True)])
+    return family_best, blocking, leads
 
 
 def candidate_context(cluster: Cluster, max_degree: int, policy_file: str | None) -> PolicyContext:
@@ -86,18 +93,22 @@ def tune_regime(
     candidates: Sequence[str] = (),
     margin: float = 0.0,
     policy_file: str | None = None,
+    resolved: bool = False,
 ) -> tuple[str, dict[str, float]]:
     """The member of the regimes ``rows`` and every candidate's score, as :func:`_scored` scores them and
     :func:`chosen_member` chooses."""
-    family_best, blocking = _scored(config, rows, candidates, policy_file)
-    return chosen_member(family_best, blocking, candidates, margin), blocking
+    family_best, blocking, leads = _scored(config, rows, candidates, policy_file)
+    return chosen_member(family_best, blocking, candidates, margin, leads if resolved else None), blocking
 
 
-def chosen_member(family_best: str, blocking: Mapping[str, float], candidates: Sequence[str], margin: float = 0.0) -> str:
+def chosen_member(
+    family_best: str, blocking: Mapping[str, float], candidates: Sequence[str], margin: float = 0.0, leads: Mapping[str, Lead] | None = None
+) -> str:
     """The candidate that blocks least (the first of equals) if it blocks less than (1 - ``margin``) x ``family_best``'s
-    ``blocking`` (``margin`` >= 0), else ``family_best``."""
+    ``blocking`` (``margin`` >= 0) and, where ``leads`` are given, its paired lead's 95 % interval lies above 0; else
+    ``family_best``."""
     bar = (1.0 - margin) * blocking[family_best]
-    leading = [name for name in candidates if blocking[name] < bar]
+    leading = [name for name in candidates if blocking[name] < bar and (leads is None or leads[name][0] - leads[name][1] > 0)]
     return min(leading, key=blocking.__getitem__) if leading else family_best
 
 
@@ -117,7 +128,7 @@ def _by_spec(items: Sequence[T], spec: str) -> T:
     return next(item for item in items if item.spec == spec)
 
 
-def _score_group(args: tuple[EnvConfig, list[Regime], tuple[str, ...], str | None]) -> tuple[str, dict[str, float]]:
+def _score_group(args: tuple[EnvConfig, list[Regime], tuple[str, ...], str | None]) -> Scored:
     return _scored(*args)
 
 
@@ -127,6 +138,7 @@ def regime_members(
     pooled: Sequence[str] = (),
     candidates: Sequence[str] = (),
     margin: float = 0.0,
+    resolved: bool = False,
     workers: int = 1,
     progress: bool = False,
     scores: dict[str, dict[str, float]] | None = None,
@@ -137,9 +149,10 @@ def regime_members(
     ``pooled``: regime fields (of :data:`REGIME_FIELDS`) the choice is not made per value of but pooled over, e.g.
     ``("beta_dist", "structure")``: one member per cluster and load, the least avoidable blocking over every beta
     distribution and structure at that load (a table a student that reads the load but not the deadlines' distribution
-    can follow without contradictions). ``candidates``, ``margin``, ``policy_file``: as for :func:`tune_regime`. ``scores``,
-    if given, receives for each group (the key of its first regime, pooled fields as ``*``) the avoidable blocking of the
-    heuristic families' best and of each candidate."""
+    can follow without contradictions). ``candidates``, ``margin``, ``policy_file``, ``resolved``: as for :func:`tune_regime`.
+    ``scores``, if given, receives for each group (the key of its first regime, pooled fields as ``*``) the avoidable
+    blocking of the heuristic families' best and of each candidate, and each candidate's paired lead (``NAME lead`` and
+    ``NAME lead half``: :func:`_scored`)."""
     unknown = set(pooled) - set(REGIME_FIELDS)
     if unknown:
         raise ValueError(f"cannot pool a teacher over {', '.join(sorted(unknown))} (regime fields: {', '.join(REGIME_FIELDS)})")
@@ -154,11 +167,13 @@ def regime_members(
     else:
         scored = [_score_group(job) for job in tqdm(jobs, **bar)]
     members: dict[str, str] = {}
-    for (group, rows), (family_best, blocking) in zip(groups.items(), scored, strict=True):
-        member = chosen_member(family_best, blocking, candidates, margin)
+    for (group, rows), (family_best, blocking, leads) in zip(groups.items(), scored, strict=True):
+        member = chosen_member(family_best, blocking, candidates, margin, leads if resolved else None)
         members.update((row.key, member) for row in rows)
         if scores is not None:
             scores[group.key] = {family_best: blocking[family_best], **{name: blocking[name] for name in candidates}}
+            for name in candidates:
+                scores[group.key] |= {f"{name} lead": leads[name][0], f"{name} lead half": leads[name][1]}
     return members
 
 
@@ -215,6 +230,8 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str,
         tuned_for["candidates"] = settings.teacher_candidates
         if settings.teacher_margin:
             tuned_for["margin"] = settings.teacher_margin
+        if settings.teacher_resolved:
+            tuned_for["resolved"] = True
         if settings.candidate_policy_file:  # by content: a retrained candidate is tuned again
             tuned_for["candidate_sha256"] = file_sha256(Path(settings.candidate_policy_file))
     try:
@@ -229,6 +246,7 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str,
         pooled=settings.teacher_pooled,
         candidates=settings.teacher_candidates,
         margin=settings.teacher_margin,
+        resolved=settings.teacher_resolved,
         workers=settings.eval_workers,  # tuning's scores do not depend on how many processes measure them
         progress=progress,
         scores=scores,

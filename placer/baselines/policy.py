@@ -106,7 +106,7 @@ class Tuning:
     streams: int = TUNING_STREAMS
     load: float | None = None  # the workload's offered load, where known (adaptive tunes a member per load)
     regimes: tuple[Tuning, ...] = field(default=(), repr=False, compare=False)
-    _measured: dict[tuple[str, str], float] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _measured: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def pooled(self) -> tuple[Tuning, ...]:
@@ -121,12 +121,17 @@ class Tuning:
     def blocking(self, policy: Policy, metric: str = "blocking_rate") -> float:
         """Mean ``metric`` (a :class:`~placer.sim.metrics.RunMetrics` field; default the blocking rate) of ``policy`` over the
         tuning streams (stream ``k`` run with rng ``[TUNING_SEED + k, 1]``)."""
+        return float(np.mean(self.per_stream(policy, metric)))
+
+    def per_stream(self, policy: Policy, metric: str = "blocking_rate") -> tuple[float, ...]:
+        """(streams,) ``metric`` of ``policy`` on each tuning stream, in stream order (paired across policies); a heuristic
+        named by its spec alone runs once per metric."""
         key = (policy.name, metric) if named_by_spec(policy) else None
         if key is not None and key in self._measured:
             return self._measured[key]
         rngs = (np.random.default_rng([TUNING_SEED + k, 1]) for k in range(self.streams))
         runs = (run_policy(policy, self.cost, jobs, self.queue, rng) for jobs, rng in zip(self.jobs, rngs, strict=True))
-        value = float(np.mean([getattr(run.metrics, metric) for run in runs]))
+        values = tuple(float(getattr(run.metrics, metric)) for run in runs)
         if key is not None:
-            self._measured[key] = value
-        return value
+            self._measured[key] = values
+        return values

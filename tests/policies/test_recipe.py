@@ -32,6 +32,7 @@ def test_the_shipped_recipe_resolves_into_chained_stages(tmp_path):
     assert distil.train.candidate_policy_file == str(tmp_path / "out" / "rl-winner.pt")
     assert rl.ppo.anchor_kl == 0.1 and rl.train.ppo_baseline and clone.ppo.anchor_kl == 0.0
     assert distil.env.advisers and not clone.env.advisers and not rl.env.advisers
+    assert distil.train.teacher_resolved and distil.train.teacher_margin == 0.1  # the RL winner teaches where it leads, resolved
     assert is_recipe(CONFIGS / "quick.toml") and load_recipe(CONFIGS / "quick.toml", tmp_path).distil.config.env.advisers
 
 

@@ -9,6 +9,7 @@ from placer.baselines.best import BEST_CANDIDATES, TUNING_METRIC
 from placer.baselines.registry import make_heuristic
 from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
+from placer.evaluate.stats import mean_ci95
 from placer.graphs.catalog import resolve_graph
 from policies.imitation import collect
 from policies.teachers import Teachers, chosen_member, regime_members, regimes, tune_regime, tuned_per_regime
@@ -98,6 +99,39 @@ def test_a_candidate_is_the_member_only_where_it_leads_the_families_best_by_the_
     assert chosen_member("lean", blocking, ["learned:a", "learned:c", "learned:b"], margin=0.1) == "learned:c"  # least, first of equals
     assert chosen_member("lean", blocking, ["learned:b"], margin=0.2) == "lean"  # exactly 20 % fewer does not clear 20 %
     assert chosen_member("lean", {"lean": 0.0, "learned:a": 0.0}, ["learned:a"]) == "lean"  # ties go to the heuristic
+
+
+def test_with_resolved_leads_a_candidate_is_the_member_only_where_its_paired_interval_lies_above_zero():
+    blocking = {"lean": 0.5, "learned:a": 0.45, "learned:b": 0.4}
+    unresolved = {"learned:a": (0.05, 0.01), "learned:b": (0.1, 0.12)}  # b leads more on average, but its interval spans 0
+    assert chosen_member("lean", blocking, ["learned:a", "learned:b"]) == "learned:b"  # the means alone
+    assert chosen_member("lean", blocking, ["learned:a", "learned:b"], leads=unresolved) == "learned:a"
+    assert chosen_member("lean", blocking, ["learned:b"], leads=unresolved) == "lean"
+    assert chosen_member("lean", blocking, ["learned:a"], leads={"learned:a": (0.05, float("nan"))}) == "lean"  # one stream: undefined
+    assert chosen_member("lean", blocking, ["learned:a"], margin=0.2, leads=unresolved) == "lean"  # resolved, but under the margin
+
+
+def test_a_candidates_lead_is_paired_stream_by_stream_with_the_families_best():
+    from policies.teachers import _scored
+
+    rows = regimes(CONFIG)[1:]  # load 1.3
+    family_best, blocking, leads = _scored(CONFIG, rows, candidates=("fixed:1", "lean:admit=0.5"))
+    fixed, best_member = make_heuristic("fixed:1", max_degree=16), make_heuristic(family_best, max_degree=16)
+    paired = [a - b for a, b in zip(_per_stream(CONFIG, rows[0], best_member), _per_stream(CONFIG, rows[0], fixed), strict=True)]
+    assert leads["fixed:1"] == mean_ci95(paired) and leads["fixed:1"][1] > 0
+    assert leads["fixed:1"][0] == pytest.approx(blocking[family_best] - blocking["fixed:1"])
+    scores: dict = {}
+    regime_members(CONFIG.with_changes(loads=(1.3,)), candidates=("fixed:1",), resolved=True, scores=scores)
+    (group,) = scores.values()
+    assert (group["fixed:1 lead"], group["fixed:1 lead half"]) == leads["fixed:1"]
+
+
+def _per_stream(config, row, policy) -> tuple[float, ...]:
+    from policies.teachers import _tuning, variant_of
+
+    workload = variant_of(config, row).workload
+    cost = CostModel(load_cluster(row.cluster), strategy=config.strategy)
+    return _tuning(row, workload, cost, [resolve_graph(g) for g in workload.graphs]).per_stream(policy, TUNING_METRIC)
 
 
 def _tuning_blocking(config, row, policy) -> float:

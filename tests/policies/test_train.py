@@ -395,9 +395,17 @@ def test_a_tuned_teacher_table_serves_a_config_that_differs_only_in_what_the_stu
     saved = json.loads((tmp_path / "members.json").read_text())
     assert saved["tuned_for"]["candidates"] == ["fixed:1"]  # tuned again: a table tuned without the candidate is not read
     assert set(saved["tuning"]) == set(members) == set(tuned)  # one group per regime: nothing pooled
-    for key, scores in saved["tuning"].items():  # the families' best (as tuned without the candidate) and the candidate
-        assert set(scores) == {tuned[key], "fixed:1"}
+    for key, scores in saved["tuning"].items():  # the families' best (as tuned without the candidate), the candidate, its lead
+        assert set(scores) == {tuned[key], "fixed:1", "fixed:1 lead", "fixed:1 lead half"}
+        assert scores["fixed:1 lead"] == pytest.approx(scores[tuned[key]] - scores["fixed:1"]) and scores["fixed:1 lead half"] >= 0
         assert members[key] == ("fixed:1" if scores["fixed:1"] < scores[tuned[key]] else tuned[key])
+    resolved = with_candidate.model_copy(update={"train": with_candidate.train.model_copy(update={"teacher_resolved": True})})
+    strict = teacher_members(resolved, tmp_path, progress=False) or {}
+    saved = json.loads((tmp_path / "members.json").read_text())
+    assert saved["tuned_for"]["resolved"] is True  # tuned again: a table chosen without the interval is not read
+    for key, scores in saved["tuning"].items():
+        led = scores["fixed:1 lead"] - scores["fixed:1 lead half"] > 0
+        assert strict[key] == ("fixed:1" if led and scores["fixed:1"] < scores[tuned[key]] else tuned[key])
 
 
 def test_a_resume_may_spread_the_run_differently_but_not_change_what_it_learns():

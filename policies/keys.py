@@ -1,0 +1,53 @@
+"""Every key a training config or recipe may set, with its default and meaning, from the models that parse them
+(``placer train --keys``): the descriptions live on the fields, so this list cannot fall behind them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from envs.config import EnvConfig
+from placer.sim.workload import WorkloadSpec
+from policies.config import PolicySection, PPOSection, TrainSection
+from policies.recipe import RecipeSection
+
+TABLES: tuple[tuple[str, type[BaseModel]], ...] = (
+    ("env", EnvConfig),
+    ("env.workload", WorkloadSpec),
+    ("ppo", PPOSection),
+    ("policy", PolicySection),
+    ("train", TrainSection),
+    ("recipe", RecipeSection),
+)
+
+
+class Key(NamedTuple):
+    table: str  # the TOML table it goes in, e.g. "train"
+    name: str
+    default: str  # as TOML would write it; "none" where it has none
+    description: str
+
+
+def config_keys() -> list[Key]:
+    """Every key of :data:`TABLES`, table by table in the models' field order (a table's sub-table is its own table)."""
+    keys = []
+    for table, model in TABLES:
+        for name, field in model.model_fields.items():
+            if isinstance(field.default, BaseModel):
+                continue  # a sub-table ([env.workload]): listed as its own table
+            keys.append(Key(table, name, _toml(field.default), field.description or ""))
+    return keys
+
+
+def _toml(value: Any) -> str:
+    """``value`` as a TOML value is written (``none`` for None or no default)."""
+    if value is None or value is PydanticUndefined:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple):
+        value = list(value)
+    return json.dumps(value) if isinstance(value, str | list | dict) else repr(value)

@@ -1,0 +1,39 @@
+"""``placer train --keys``: every key a training config or recipe may set, with its default and meaning."""
+
+import subprocess
+import sys
+import tomllib
+
+from placer.common.shipped import data_dir
+from placer.common.tomlfile import read_toml
+from policies.keys import TABLES, config_keys
+
+
+def test_every_key_has_a_meaning_and_a_default_a_toml_file_can_write():
+    keys = config_keys()
+    assert [k for k in keys if not k.description] == []
+    for key in keys:
+        if key.default != "none":  # TOML has no null: such a key is left out to keep its default
+            assert tomllib.loads(f"[{key.table}]\n{key.name} = {key.default}\n")[key.table.split(".")[0]]
+    assert ("train", "teacher_resolved", "false") in {(k.table, k.name, k.default) for k in keys}
+
+
+def test_every_key_the_shipped_configs_set_is_listed():
+    listed = {(k.table, k.name) for k in config_keys()}
+    tables = dict(TABLES)
+    for path in sorted((data_dir() / "configs").glob("*.toml")):
+        data = read_toml(path, what="config", extends=True)
+        used = {(t, name) for t in ("env", "ppo", "policy", "train", "recipe") for name in data.get(t, {}) if t in tables}
+        used |= {("env.workload", name) for name in data.get("env", {}).get("workload", {})}
+        stage_tables = {
+            (t, name) for stage in ("clone", "rl", "distil") for t, v in data.get("recipe", {}).get(stage, {}).items() for name in v
+        }
+        nested = {("env", "workload"), ("recipe", "clone"), ("recipe", "rl"), ("recipe", "distil")}
+        assert (used | stage_tables) - nested <= listed, path.name
+
+
+def test_placer_train_lists_the_keys_and_needs_a_config_otherwise():
+    listing = subprocess.run([sys.executable, "-m", "placer", "train", "--keys"], capture_output=True, text=True, timeout=120)
+    assert listing.returncode == 0 and "teacher_resolved" in listing.stdout and "[env.workload]" in listing.stdout
+    bare = subprocess.run([sys.executable, "-m", "placer", "train", "--out", "x"], capture_output=True, text=True, timeout=120)
+    assert bare.returncode != 0 and "needs --config and --out" in bare.stderr and "Traceback" not in bare.stderr
