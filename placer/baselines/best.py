@@ -92,5 +92,7 @@ class ElasticBest(Best):
         return self._policy.rebalance(view) if self._policy is not None and self._policy.elastic else ()
 
     def queue(self, queue: QueueConfig) -> QueueConfig:
-        """The chosen member's queue (Chronus's is deadline first); before tuning, the one its own name asks for."""
-        return self._policy.queue(queue) if self._policy is not None else super().queue(queue)
+        """The queue its name asks for (``elastic-best@fifo``), as the chosen member orders it (Chronus: deadline first),
+        as each candidate ran in tuning."""
+        named = super().queue(queue)
+        return self._policy.queue(named) if self._policy is not None else named

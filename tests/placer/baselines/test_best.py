@@ -25,8 +25,8 @@ def _tuning(load: float = 1.3) -> Tuning:
     return Tuning(_cost(), QueueConfig.parse("edf-bf"), draw, streams=2)
 
 
-def _only(*names: str) -> ElasticBest:
-    return ElasticBest({name: make_heuristic(name, max_degree=4) for name in names}, PolicySpec.parse("elastic-best"))
+def _only(*names: str, spec: str = "elastic-best") -> ElasticBest:
+    return ElasticBest({name: make_heuristic(name, max_degree=4) for name in names}, PolicySpec.parse(spec))
 
 
 def test_elastic_best_is_named_parsed_and_tuned_over_the_elastic_candidates():
@@ -75,3 +75,10 @@ def test_a_chosen_fixed_member_runs_as_it_does_alone_queue_order_included():
     through = run_policy(tuned, _cost(), jobs, QueueConfig.parse("fifo"), np.random.default_rng(0))
     assert any(r.wait_s > 0 for r in alone.records)  # the queue held jobs: its order mattered
     assert through.records == alone.records and all(r.resizes == 0 for r in through.records)
+
+
+def test_a_queue_order_in_the_name_reaches_the_member_unless_the_member_keeps_its_own():
+    edf_bf, fifo = QueueConfig.parse("edf-bf"), QueueConfig.parse("fifo")
+    assert _only("elastic_lean", spec="elastic-best@fifo").tuned(_tuning()).queue(edf_bf) == fifo
+    assert _only("elastic_lean").tuned(_tuning()).queue(edf_bf) == edf_bf
+    assert _only("chronus", spec="elastic-best@fifo").tuned(_tuning()).queue(fifo) == make_heuristic("chronus").queue(fifo) != fifo
