@@ -49,7 +49,8 @@ class EnvConfig(BaseModel):
         " no policy can accept, -1 for an avoidable one blocked, 0.9-1 for an accepted one by how close it came to its fastest JCT)",
     )
     strategy: str = Field(
-        "auto", description="the cost model's: auto (fastest data x tensor x pipeline split) or sipml (PAC-ML's op splitting)"
+        "auto",
+        description="the cost model's (placer.cost): auto (the fastest data x tensor x pipeline split), dp, tp, pp or sipml (PAC-ML's)",
     )
     history: bool = Field(False, description="add the history observation (arrival rates, recurrence: envs.observation)")
     meter: bool = Field(False, description="add the meter observation (the offered load measured from the arrivals, as adaptive reads it)")
@@ -74,7 +75,9 @@ class EnvConfig(BaseModel):
     max_edges: int = Field(1024, ge=1, le=1_000_000, description="padding of the graph part, forward edges")
     max_groups: int = Field(64, ge=1, le=100_000, description="rows of the cluster part (servers are grouped beyond it)")
     settings: tuple[dict[str, Any], ...] = Field(
-        (), description="variants of this config an episode draws from, each a table of fields that replace this config's"
+        (),
+        description="variants an episode draws from, each a table of clusters, loads, graphs, beta_dists, queue, size, structure,"
+        " arrival or jobs replacing this config's",
     )
     elastic: bool = Field(
         False, description="running jobs may be resized and the policy decides it, one offer per step (envs.resize); advisers read 0 there"

@@ -47,7 +47,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(message, err=True)
 
         if keys:
-            print_keys()
+            given = (config, out, timesteps, device, cluster, load, graphs, workers, promote)
+            if any(v is not None for v in given) or resume or force:
+                raise UsageError("--keys lists every key a config may set and takes no other option")
+            typer.echo(keys_as_toml())
             return
         if config is None or out is None:
             raise UsageError("placer train needs --config and --out (or --keys to list a config's keys)")
@@ -94,15 +97,16 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"wrote {best} (the policy file validation scored best; {final.name} is the last)")
 
 
-def print_keys() -> None:
-    """A table of :func:`policies.keys.config_keys`: the TOML table, key, default and meaning of each."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+def keys_as_toml() -> str:
+    """Every key of :func:`policies.keys.config_keys` as a TOML file of the defaults, its meaning in a comment beside it; a
+    key without a default (TOML has no null) and ``extends`` commented out. Plain text: nothing is cut at any width."""
+    from policies.keys import EXTENDS, config_keys
 
-    from policies.keys import config_keys
-
-    table = Table("table", "key", "default", "meaning", title=escape("training config and recipe keys: a TOML file's [table] key = value"))
+    lines, table = [f"# {EXTENDS.name} = {EXTENDS.default}  # {EXTENDS.description}"], None
     for key in config_keys():
-        table.add_row(escape(f"[{key.table}]"), key.name, escape(key.default), escape(key.description))
-    Console().print(table)
+        if key.table != table:
+            table = key.table
+            lines += ["", f"[{table}]"]
+        line = f"{key.name} = {key.default}  # {key.description}"
+        lines.append(f"# {line}" if key.default == "none" else line)
+    return "\n".join(lines)

@@ -25,10 +25,14 @@ TABLES: tuple[tuple[str, type[BaseModel]], ...] = (
 
 
 class Key(NamedTuple):
-    table: str  # the TOML table it goes in, e.g. "train"
+    table: str  # the TOML table it goes in, e.g. "train"; "" for the top level
     name: str
     default: str  # as TOML would write it; "none" where it has none
     description: str
+
+
+# the one top-level key (placer.common.tomlfile): read before the models see the file
+EXTENDS = Key("", "extends", '"base.toml"', "a config whose tables this file's are merged into (a list is replaced whole)")
 
 
 def config_keys() -> list[Key]:

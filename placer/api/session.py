@@ -45,7 +45,7 @@ class Placer:
             instead = (
                 "learned or learned:NAME"
                 if isinstance(policy, Guarded)
-                else "the member it chose (placer report names it), e.g. lean:admit=0.9"
+                else f"the member it chose (placer report names it), e.g. {'elastic_' if policy.elastic else ''}lean:admit=0.9"
             )
             raise PolicyError(
                 f"{policy.name} is tuned on the generated streams of a workload (placer evaluate does it), so it cannot answer "

@@ -64,7 +64,9 @@ class WorkloadSpec(BaseModel):
     jobs: int = Field(256, ge=1, description="arrivals per stream")
     size: Specs = Field(("const",), min_length=1, description="job length spread: const, or loguniform:LO:HI (iterations x a factor)")
     structure: Specs = Field(
-        ("iid",), min_length=1, description="stream structure: iid, daily, sweeps, recurring, replay:philly, or several joined by +"
+        ("iid",),
+        min_length=1,
+        description="stream structure: iid, or daily, sweeps, recurring, replay:philly, several joined by + (daily+sweeps)",
     )
     queue: Specs = Field(
         ("none",), min_length=1, description="waiting queue: none (loss system), fifo, edf, sjf, optionally -bf and :CAPACITY"

@@ -87,6 +87,8 @@ class Structure:
                 out[kind] = args[0]
             elif kind in _DEFAULTS:
                 out[kind] = _settings(self.spec, kind, args)
+            elif kind == "iid":
+                raise WorkloadError(f"bad structure {self.spec!r}: iid (no structure) joins no part; drop it")
             else:
                 raise WorkloadError(f"bad structure {self.spec!r}: {kind!r} is not one of iid, daily, sweeps, recurring, replay")
         if "daily" in out and "replay" in out:

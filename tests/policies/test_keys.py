@@ -1,5 +1,6 @@
 """``placer train --keys``: every key a training config or recipe may set, with its default and meaning."""
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -32,8 +33,27 @@ def test_every_key_the_shipped_configs_set_is_listed():
         assert (used | stage_tables) - nested <= listed, path.name
 
 
-def test_placer_train_lists_the_keys_and_needs_a_config_otherwise():
-    listing = subprocess.run([sys.executable, "-m", "placer", "train", "--keys"], capture_output=True, text=True, timeout=120)
-    assert listing.returncode == 0 and "teacher_resolved" in listing.stdout and "[env.workload]" in listing.stdout
+def test_placer_train_lists_the_keys_as_a_toml_file_of_the_defaults_and_takes_no_other_option():
+    listing = subprocess.run(
+        [sys.executable, "-m", "placer", "train", "--keys"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "40"},
+    )
+    assert listing.returncode == 0, listing.stderr
+    defaults = tomllib.loads(listing.stdout)  # piped and narrow: nothing cut, and it reads back as a config's defaults
+    for key in config_keys():
+        table = defaults
+        for part in key.table.split("."):
+            table = table.get(part, {})
+        if key.default != "none":
+            assert table[key.name] == tomllib.loads(f"v = {key.default}")["v"], key
+        assert f"{key.name} = {key.default}  # {key.description}" in listing.stdout
+    assert "# extends = " in listing.stdout and defaults["train"]["teacher_resolved"] is False
+    mixed = subprocess.run(
+        [sys.executable, "-m", "placer", "train", "--keys", "--config", "x.toml"], capture_output=True, text=True, timeout=120
+    )
+    assert mixed.returncode != 0 and "takes no other option" in mixed.stderr and not mixed.stdout
     bare = subprocess.run([sys.executable, "-m", "placer", "train", "--out", "x"], capture_output=True, text=True, timeout=120)
     assert bare.returncode != 0 and "needs --config and --out" in bare.stderr and "Traceback" not in bare.stderr

@@ -82,3 +82,12 @@ def test_a_queue_order_in_the_name_reaches_the_member_unless_the_member_keeps_it
     assert _only("elastic_lean", spec="elastic-best@fifo").tuned(_tuning()).queue(edf_bf) == fifo
     assert _only("elastic_lean").tuned(_tuning()).queue(edf_bf) == edf_bf
     assert _only("chronus", spec="elastic-best@fifo").tuned(_tuning()).queue(fifo) == make_heuristic("chronus").queue(fifo) != fifo
+
+
+def test_a_placement_session_refuses_elastic_best_and_names_an_elastic_member_instead():
+    from placer.api.session import Placer
+
+    with pytest.raises(PolicyError, match=r"cannot answer placement queries: .* e\.g\. elastic_lean:admit=0\.9$"):
+        Placer(_cost(), make_heuristic("elastic-best", max_degree=4))
+    with pytest.raises(PolicyError, match=r"e\.g\. lean:admit=0\.9$"):
+        Placer(_cost(), make_heuristic("best", max_degree=4))

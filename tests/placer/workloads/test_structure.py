@@ -44,6 +44,11 @@ def test_bad_structures_are_refused_with_a_message(spec):
         Structure(spec)
 
 
+def test_iid_joined_to_a_part_says_to_drop_it_not_that_it_is_unknown():
+    with pytest.raises(WorkloadError, match=r"'daily\+iid': iid \(no structure\) joins no part; drop it"):
+        Structure("daily+iid")
+
+
 def test_defaults_come_from_the_philly_trace():
     parts = Structure("daily+sweeps+recurring").parts
     assert parts["daily"] == {"amp": 0.29, "period": 6.6}
