@@ -11,6 +11,7 @@ from envs.reward import REWARDS
 from placer.baselines.specs import PolicySpec
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import EnvConfigError
+from placer.cost import STRATEGIES
 from placer.sim.workload import WorkloadSpec, nest_workload
 
 SETTING_FIELDS = ("clusters", "loads", "load", "graphs", "beta_dists", "queue", "size", "structure", "arrival", "jobs")  # its keys
@@ -113,6 +114,13 @@ class EnvConfig(BaseModel):
         if unknown := [rule for rule in rules if rule not in PLACEMENT_RULES]:
             raise EnvConfigError(f"rules: unknown placement rule {unknown[0]!r} (rules: {', '.join(PLACEMENT_RULES)})")
         return rules
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, strategy: str) -> str:
+        if strategy not in STRATEGIES:  # one line when the config is read, not when an environment builds its cost model
+            raise EnvConfigError(f"strategy: unknown cost-model strategy {strategy!r} (strategies: {', '.join(STRATEGIES)})")
+        return strategy
 
     @model_validator(mode="after")
     def _valid_settings(self) -> EnvConfig:

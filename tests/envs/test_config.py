@@ -19,6 +19,7 @@ def test_the_rules_are_the_placement_rules_in_their_order():
     [
         ({"rules": ("first_fit", "packed")}, "rules: unknown placement rule 'packed' (rules: first_fit, best_fit, spread)"),
         ({"reward": "money"}, "unknown reward 'money'"),
+        ({"strategy": "bogus"}, "strategy: unknown cost-model strategy 'bogus' (strategies: auto, dp, tp, pp, sipml)"),
         ({"baseline": {}}, "baseline: the table names no regime"),
         ({"advisers": 3}, "advisers: 3 is not a list of heuristics' names"),
         ({"settings": ({"max_degree": 4},)}, "settings: max_degree cannot vary by setting"),
