@@ -50,6 +50,8 @@ def register(app: typer.Typer) -> None:
             given = (config, out, timesteps, device, cluster, load, graphs, workers, promote)
             if any(v is not None for v in given) or resume or force:
                 raise UsageError("--keys lists every key a config may set and takes no other option")
+            from policies.keys import keys_as_toml
+
             typer.echo(keys_as_toml())
             return
         if config is None or out is None:
@@ -95,18 +97,3 @@ def register(app: typer.Typer) -> None:
         best = out / "best.pt"
         if best.exists():
             typer.echo(f"wrote {best} (the policy file validation scored best; {final.name} is the last)")
-
-
-def keys_as_toml() -> str:
-    """Every key of :func:`policies.keys.config_keys` as a TOML file of the defaults, its meaning in a comment beside it; a
-    key without a default (TOML has no null) and ``extends`` commented out. Plain text: nothing is cut at any width."""
-    from policies.keys import EXTENDS, config_keys
-
-    lines, table = [f"# {EXTENDS.name} = {EXTENDS.default}  # {EXTENDS.description}"], None
-    for key in config_keys():
-        if key.table != table:
-            table = key.table
-            lines += ["", f"[{table}]"]
-        line = f"{key.name} = {key.default}  # {key.description}"
-        lines.append(f"# {line}" if key.default == "none" else line)
-    return "\n".join(lines)

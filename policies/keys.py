@@ -1,5 +1,5 @@
 """Every key a training config or recipe may set, with its default and meaning, from the models that parse them
-(``placer train --keys``): the descriptions live on the fields, so this list cannot fall behind them."""
+(``placer train --keys`` prints :func:`keys_as_toml`): the descriptions live on the fields, so this list cannot fall behind them."""
 
 from __future__ import annotations
 
@@ -55,3 +55,16 @@ def _toml(value: Any) -> str:
     if isinstance(value, tuple):
         value = list(value)
     return json.dumps(value) if isinstance(value, str | list | dict) else repr(value)
+
+
+def keys_as_toml() -> str:
+    """Every key of :func:`config_keys` as a TOML file of the defaults, its meaning in a comment beside it; a
+    key without a default (TOML has no null) and ``extends`` commented out. Plain text: nothing is cut at any width."""
+    lines, table = [f"# {EXTENDS.name} = {EXTENDS.default}  # {EXTENDS.description}"], None
+    for key in config_keys():
+        if key.table != table:
+            table = key.table
+            lines += ["", f"[{table}]"]
+        line = f"{key.name} = {key.default}  # {key.description}"
+        lines.append(f"# {line}" if key.default == "none" else line)
+    return "\n".join(lines)

@@ -37,10 +37,10 @@ def test_elastic_best_is_named_parsed_and_tuned_over_the_elastic_candidates():
     with pytest.raises(PolicyError, match="picks its members' placement rules"):
         make_heuristic("elastic-best+spread")
     with pytest.raises(PolicyError, match="must be tuned"):
-        policy.decide(*_first(policy))
+        policy.decide(*_first())
 
 
-def _first(policy):
+def _first():
     sim = Simulator(_cost(), HAND_BUILT)
     return sim.next_job(), sim.view()
 
