@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         keys: Annotated[bool, typer.Option("--keys", help="list every key a training config or recipe may set, and exit")] = False,
     ) -> None:
         """Train a placement policy: one run (the final policy in OUT/policy.pt, the best validated one in OUT/best.pt), or a
-        recipe (a config with a [recipe] table, e.g. data/configs/placer.toml): clone, RL over several seeds, distil and a
+        recipe (a config with a recipe table, e.g. data/configs/placer.toml): clone, RL over several seeds, distil and a
         per-regime validation against best, each stage in its own folder of OUT, the student in OUT/distil/policy.pt and its
         card in OUT/card.json."""
         from placer.common.errors import ConfigError, UsageError

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from placer.cli.app import app, console, progress_bar
 from placer.cli.evaluate import summary_table
@@ -31,7 +32,7 @@ def demo(
     shipped = default_policy_file()
     learned = "learned" in plugin_names() and shipped.exists()
     if not learned:
-        console.print(f"[yellow]learned policy unavailable (install '.[all]' and keep {shipped}); heuristics only[/]")
+        console.print(f"[yellow]learned policy unavailable (install '.\\[all]' and keep {escape(str(shipped))}); heuristics only[/]")
     graph = resolve_graph("resnet101")
     console.rule("1. place one job: resnet101 (held out of training), deadline 0.25 x sequential, 8 DGX A100 (dgx8x8)")
     decision = decide_placement(

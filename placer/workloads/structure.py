@@ -16,7 +16,10 @@ A structure spec is ``iid`` (independent arrivals, the default) or one or more p
 - ``replay:philly``: the arrival times of the shipped Philly trace (a window of
   consecutive arrivals starting at a random job), rescaled so that the window's mean gap gives the
   workload's load (its bursts and lulls kept, relative to that mean). The jobs themselves still come
-  from the workload's graphs, beta and size distributions.
+  from the workload's graphs, beta and size distributions. ``replay:philly:part=train`` draws its
+  windows from the trace's first two thirds by time (72.6 days, 65,057 arrivals) and
+  ``replay:philly:part=held`` from the last third (36.3 days, 17,190 arrivals), so that a policy
+  trained on one part is judged on arrivals it never saw.
 
 Parts compose: ``daily+sweeps``, ``replay:philly+recurring``. The offered load stays the
 workload's: sweeps slow the rate of arrival events by their mean jobs per event, and recurring
@@ -54,6 +57,8 @@ RECURRING_SHARE = 0.5
 RECURRING_TEMPLATES = 8
 RECURRING_JITTER = 0.1
 REPLAY_TRACES = ("philly",)  # Gavel's trace has 1,180 arrivals and one gap of 123 mean gaps: windows of it are degenerate
+REPLAY_PARTS = ("train", "held")  # a replayed trace's first two thirds by time, and its last third
+REPLAY_TRAIN_SHARE = 2 / 3
 
 _DEFAULTS: dict[str, dict[str, float]] = {
     "daily": {"amp": PHILLY_DAILY_AMPLITUDE, "period": PHILLY_DAY_IN_JOB_LENGTHS},
@@ -82,9 +87,7 @@ class Structure:
             if kind in out:
                 raise WorkloadError(f"bad structure {self.spec!r}: {kind!r} appears twice")
             if kind == "replay":
-                if len(args) != 1 or args[0] not in REPLAY_TRACES:
-                    raise WorkloadError(f"bad structure {self.spec!r}: use replay:{' or replay:'.join(REPLAY_TRACES)}")
-                out[kind] = args[0]
+                out[kind] = _replay_source(self.spec, args)
             elif kind in _DEFAULTS:
                 out[kind] = _settings(self.spec, kind, args)
             elif kind == "iid":
@@ -108,12 +111,31 @@ class Structure:
     def replay(self) -> str | None:
         """The name of the replayed trace; None where the spec replays none."""
         value = self.parts.get("replay")
-        return value if isinstance(value, str) else None
+        return value.partition(":")[0] if isinstance(value, str) else None
+
+    @property
+    def replay_part(self) -> str | None:
+        """The part of the replayed trace its windows come from (:data:`REPLAY_PARTS`); None for the whole trace."""
+        value = self.parts.get("replay")
+        return (value.partition(":")[2] or None) if isinstance(value, str) else None
 
     def jobs_per_event(self) -> float:
         """Mean jobs per arrival event of the background stream (sweeps make it more than 1)."""
         sweeps = self.settings("sweeps")
         return 1 + _sweep_events(sweeps) * (sweeps["size"] - 1) if sweeps else 1.0
+
+
+def _replay_source(spec: str, args: list[str]) -> str:
+    """``TRACE`` or ``TRACE:PART`` from a replay part's arguments (``philly``, ``philly:part=held``)."""
+    usage = f"use replay:{' or replay:'.join(REPLAY_TRACES)}, optionally with :part={' or :part='.join(REPLAY_PARTS)}"
+    if not args or args[0] not in REPLAY_TRACES or len(args) > 2:
+        raise WorkloadError(f"bad structure {spec!r}: {usage}")
+    if len(args) == 1:
+        return args[0]
+    key, _, part = args[1].partition("=")
+    if key != "part" or part not in REPLAY_PARTS:
+        raise WorkloadError(f"bad structure {spec!r}: {usage}")
+    return f"{args[0]}:{part}"
 
 
 def _settings(spec: str, kind: str, args: list[str]) -> dict[str, float]:
@@ -148,7 +170,7 @@ def event_times(
     gaps are scaled to ``mean_gap_s`` on average; default all).
     """
     if structure.replay is not None:
-        gaps = replayed_gaps(structure.replay, count, rng, used)
+        gaps = replayed_gaps(structure.replay, count, rng, used, structure.replay_part)
         return np.cumsum(gaps * mean_gap_s)
     daily = structure.settings("daily")
     if not daily or daily["amp"] == 0:
@@ -179,23 +201,33 @@ def _sweep_events(sweeps: dict[str, float]) -> float:
     return share / size / (share / size + 1 - share)
 
 
-def replayed_gaps(trace: str, count: int, rng: np.random.Generator, used: int | None = None) -> np.ndarray:
-    """(count,) consecutive inter-arrival gaps of a shipped trace from a random start (wrapping),
-    over the mean of the first ``used`` of them (default all)."""
-    gaps = _trace_gaps(trace)
+def replayed_gaps(trace: str, count: int, rng: np.random.Generator, used: int | None = None, part: str | None = None) -> np.ndarray:
+    """(count,) consecutive inter-arrival gaps of a shipped trace from a random start (wrapping within
+    ``part``, :data:`REPLAY_PARTS`, or the whole trace), over the mean of the first ``used`` of them (default all)."""
+    gaps = trace_part_gaps(trace, part)
     start = int(rng.integers(len(gaps)))
     window = gaps[(start + np.arange(count)) % len(gaps)]
     scale = window[: max(1, used or count)].mean()
     return window / scale if scale > 0 else np.ones(count)
 
 
+def trace_part_gaps(trace: str, part: str | None = None) -> np.ndarray:
+    """The inter-arrival gaps (s) of the arrivals in ``part`` of the trace (:data:`REPLAY_PARTS`; None: all):
+    ``train`` the arrivals before :data:`REPLAY_TRAIN_SHARE` of its time span, ``held`` those from it on, so
+    that no gap is in both."""
+    times = _trace_times(trace)
+    if part is None:
+        return np.diff(times)
+    cut = int(np.searchsorted(times, times[0] + REPLAY_TRAIN_SHARE * (times[-1] - times[0])))
+    return np.diff(times[:cut] if part == "train" else times[cut:])
+
+
 @cache
-def _trace_gaps(trace: str) -> np.ndarray:
-    """The trace's inter-arrival gaps in seconds (a trace's tied arrivals give gaps of 0)."""
+def _trace_times(trace: str) -> np.ndarray:
+    """The trace's arrival times in seconds, sorted (a trace's tied arrivals repeat a time)."""
     path = data_dir() / "traces" / "philly_pollux.csv"
     rows = csv.DictReader(read_text(path, what="trace", error=WorkloadError).splitlines())
-    times = sorted(datetime.fromisoformat(row["timestamp"]).timestamp() for row in rows)
-    gaps = np.diff(np.asarray(times, dtype=np.float64))
-    if len(gaps) == 0 or gaps.mean() <= 0:
+    times = np.sort(np.asarray([datetime.fromisoformat(row["timestamp"]).timestamp() for row in rows], dtype=np.float64))
+    if len(times) < 3 or times[-1] <= times[0]:
         raise WorkloadError(f"{path}: too few arrivals to replay")
-    return gaps
+    return times

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from placer.common.errors import WorkloadError
 from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
-from placer.workloads.structure import Structure, sweep_sizes
+from placer.workloads.structure import REPLAY_TRAIN_SHARE, Structure, replayed_gaps, sweep_sizes, trace_part_gaps
 from tests.placer.toys import chain
 
 
@@ -36,6 +36,9 @@ def _offered_load(jobs, devices: int = 8) -> float:
         "replay",
         "daily+daily",
         "daily+replay:philly",
+        "replay:philly:part=test",
+        "replay:philly:held",
+        "replay:philly:part=held:part=train",
         "sweeps:foo=1",
     ],
 )
@@ -107,6 +110,24 @@ def test_replay_takes_the_philly_trace_gaps_scaled_to_the_load():
     gaps = np.diff([s.arrival_s for s in a])
     assert (gaps == 0).mean() > 0.02  # the trace's tied arrivals survive: it is bursty, not Poisson
     assert a[-1].arrival_s == pytest.approx(300 * _workload("iid").mean_gap_s, rel=0.01)
+
+
+def test_the_replayed_parts_split_the_trace_by_time_and_share_no_gap():
+    whole, train, held = (trace_part_gaps("philly", part) for part in (None, "train", "held"))
+    assert len(train) + len(held) == len(whole) - 1  # the one gap across the cut is in neither part
+    assert np.array_equal(np.concatenate([train, whole[len(train) : len(train) + 1], held]), whole)
+    assert train.sum() == pytest.approx(REPLAY_TRAIN_SHARE * whole.sum(), rel=0.001)
+    assert Structure("replay:philly:part=held").replay_part == "held" and Structure("replay:philly").replay_part is None
+    assert Structure("replay:philly:part=train+sweeps").replay == "philly"
+
+
+def test_a_replayed_part_draws_its_windows_from_that_part_only():
+    held = trace_part_gaps("philly", "held")
+    start = int(np.random.default_rng(3).integers(len(held)))  # replayed_gaps' one draw
+    window = held[(start + np.arange(50)) % len(held)]
+    assert np.allclose(replayed_gaps("philly", 50, np.random.default_rng(3), part="held"), window / window.mean())
+    stream = list(_workload("replay:philly:part=held", 50).jobs(np.random.default_rng(3)))
+    assert np.allclose(np.diff([s.arrival_s for s in stream]), (window / window.mean() * _workload("iid").mean_gap_s)[1:50])
 
 
 def test_the_daily_cycle_modulates_the_rate():
