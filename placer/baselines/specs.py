@@ -121,6 +121,20 @@ HEURISTIC_KINDS: dict[str, tuple[dict[str, Converter], Converter | None]] = {
     "lookahead": ({**_PLANNER, "k": positive_int}, None),
     "hindsight": (_PLANNER, None),
 }
+_KIND_USAGE = {  # what each heuristic kind with arguments takes (the others take none)
+    "fixed": "fixed:K (K devices)",
+    "lean": "lean:cap=K:admit=Q:free=F, each optional and once (Q: a quantile in (0, 1], auto or best; F in [0, 1])",
+    "eff": "eff:E (a parallel efficiency in (0, 1])",
+    "switch": "switch:U (a utilisation in [0, 1])",
+    "elastic_lean": "elastic_lean:cap=K:admit=Q:free=F, each optional and once (Q: a quantile in (0, 1] or auto)",
+    "lookahead": "lookahead:k=K:h=H:m=M and lean's cap, admit (a quantile or auto) and free, each optional and once",
+    "hindsight": "hindsight:h=H:m=M and lean's cap, admit (a quantile or auto) and free, each optional and once",
+}
+
+
+def kind_usage(kind: str) -> str:
+    """What the heuristic ``kind``'s arguments may be, in a few words (``use fixed:K ...``, ``best takes no arguments``)."""
+    return f"use {_KIND_USAGE[kind]}" if kind in _KIND_USAGE else f"{kind} takes no arguments"
 
 
 @dataclass(frozen=True)
@@ -211,7 +225,7 @@ class PolicySpec:
                 raise PolicyError(f"bad queue discipline {self.discipline!r} in {text!r}: use fifo, edf or sjf, optionally -bf") from None
         if self.kind in HEURISTIC_KINDS:
             if not self._heuristic_args_valid():
-                raise PolicyError(f"unknown policy {text!r}: use {_valid(plugins)}")
+                raise PolicyError(f"unknown policy {text!r}: {kind_usage(self.kind)}")
         elif self.kind not in _plugin_names(plugins):
             raise PolicyError(f"unknown policy {text!r}: use {_valid(plugins)}")
 

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_heuristic, make_policy
-from placer.baselines.specs import PolicySpec
+from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec, kind_usage
 from placer.common.errors import PolicyError
 from placer.sim.queueing import QueueConfig
 from tests.placer.toys import toy_cluster
@@ -62,7 +62,8 @@ def test_parts_are_typed():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("lean:admit=2", "unknown policy 'lean:admit=2': use para_max"),
+        ("lean:admit=2", "unknown policy 'lean:admit=2': use lean:cap=K:admit=Q:free=F"),
+        ("best:x=1", "unknown policy 'best:x=1': best takes no arguments"),
         ("lean:admit=0.9:admit=0.8", "unknown policy"),
         ("fixed", "unknown policy 'fixed'"),
         ("fixed:8:9", "unknown policy"),
@@ -86,6 +87,15 @@ def test_bad_names_are_one_line_naming_what_is_valid(text, message):
     with pytest.raises(PolicyError, match=message) as info:
         PolicySpec.parse(text, plugins={})
     assert "\n" not in str(info.value)
+
+
+def test_each_kind_with_arguments_has_its_own_usage_and_the_others_take_none():
+    for kind, (keys, positional) in HEURISTIC_KINDS.items():
+        usage = kind_usage(kind)
+        if keys or positional:
+            assert usage.startswith(f"use {kind}:") and all(f"{key}" in usage for key in keys), kind
+        else:
+            assert usage == f"{kind} takes no arguments"
 
 
 def test_plugins_are_names_too_and_check_their_own_arguments():
