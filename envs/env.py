@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -17,7 +17,7 @@ from envs.baseline import StreamBaseline, baseline_for, baseline_policy
 from envs.config import EnvConfig
 from envs.observation import GraphTable, JobHistory, Offer, observation_space, observe
 from envs.regime import Regime
-from envs.resize import ResizeOffer, ResizeRound
+from envs.resize import Floors, ResizeOffer, ResizeRound, ShrinkOffer, arrival_offer
 from envs.reward import reward
 from placer.baselines.policy import Policy
 from placer.cluster.topology import load_cluster
@@ -26,11 +26,12 @@ from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import PULL, Simulator
-from placer.sim.types import Decision, Job, Reject
+from placer.sim.types import Decision, Job, Place, Reject
 
 register()  # the id, even where the hook of envs/__init__ never saw gymnasium imported (another import hook found it first)
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def cost_models_for(config: EnvConfig) -> list[CostModel]:
@@ -157,13 +158,14 @@ class ClusterPlacementEnv(gym.Env):
         self.sim: Simulator | None = None
         self.stream: tuple = ()
         self.job: Job | None = None
-        self._offer: Offer | ResizeOffer | None = None
+        self._offer: Offer | ResizeOffer | ShrinkOffer | None = None
         self._history = JobHistory()
         self._round: ResizeRound | None = None  # elastic: the rebalance point being answered
         self._resized = 0.0  # elastic: the reward change the last carried-out resizes made
+        self._floors = Floors(config.rules) if config.elastic else None  # elastic: what running jobs can give back
 
     @property
-    def offer(self) -> Offer | ResizeOffer:
+    def offer(self) -> Offer | ResizeOffer | ShrinkOffer:
         """What the current step decides (after the episode: its last offer)."""
         if self._offer is None:
             raise RuntimeError("call reset() before reading the offer")
@@ -219,8 +221,12 @@ class ClusterPlacementEnv(gym.Env):
         if self._round is not None:  # a resize offer: kept or moved, carried out with the round's others
             self._round.choose(int(action))
             record = None
+        elif isinstance(offer := self.offer, ShrinkOffer):  # placed by shrinking running jobs, or rejected
+            decision = offer.decision(int(action))
+            shrunk = [r.job_id for r in decision.resizes] if isinstance(decision, Place) else []
+            record = self._resizing(shrunk, lambda: self.sim.decide(decision))
         else:
-            record = self.sim.decide(act.decision(int(action), self.offer.options))
+            record = self.sim.decide(act.decision(int(action), offer.options))
         self.job = self._next_choice()
         terminated = self.job is None
         if terminated:
@@ -266,8 +272,9 @@ class ClusterPlacementEnv(gym.Env):
             self._history.observe(job)
             view = sim.view()
             self._advice = self.advisers.advise(job, view)
-            if act.any_option(job, view, self.config.max_degree, self.config.rules):
-                self._offer = Offer(job, view, act.option_table(job, view, self.config.max_degree, self.config.rules))
+            arriving = arrival_offer(job, view, self.config.max_degree, self.config.rules, self._floors)
+            if arriving is not None:
+                self._offer = arriving
                 return job
             sim.decide(Reject())
 
@@ -276,11 +283,18 @@ class ClusterPlacementEnv(gym.Env):
         step's."""
         sim = self.sim
         assert sim is not None
-        ids = [r.job_id for r in round_.resizes]
-        before = [reward(self.config.reward, sim.record_of(i), self._mean_seq) for i in ids]
-        sim.rebalanced(round_.resizes)
-        self._resized += sum(reward(self.config.reward, sim.record_of(i), self._mean_seq) for i in ids) - sum(before)
+        self._resizing([r.job_id for r in round_.resizes], lambda: sim.rebalanced(round_.resizes))
         self._round = None
+
+    def _resizing(self, ids: Sequence[int], act_on: Callable[[], R]) -> R:
+        """``act_on()``'s result; the change it makes to the rewards of the running jobs ``ids`` (resized by it) is added
+        to the next step's reward."""
+        sim = self.sim
+        assert sim is not None
+        before = sum(reward(self.config.reward, sim.record_of(i), self._mean_seq) for i in ids)
+        out = act_on()
+        self._resized += sum(reward(self.config.reward, sim.record_of(i), self._mean_seq) for i in ids) - before
+        return out
 
     def _stream_baseline(self, info: dict[str, Any], queue: QueueConfig) -> StreamBaseline:
         """The baseline heuristic of the episode (``config.baseline``: one name, or one per regime) run on its stream."""

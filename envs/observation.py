@@ -52,9 +52,11 @@ The rest is per decision:
 - ``meter`` (3,), only with ``EnvConfig(meter=True)``: the offered load the arrivals so far make
   (:class:`placer.sim.history.LoadMeter`, the information ``adaptive`` has): log2(load over the last
   32 and 96 arrivals) / 2; min(jobs seen / 96, 1). Clipped to [-1, 1].
-- ``resize`` (4,), only with ``EnvConfig(elastic=True)``: for a running job offered a resize (:mod:`envs.resize`; its
+- ``resize`` (5,), only with ``EnvConfig(elastic=True)``: for a running job offered a resize (:mod:`envs.resize`; its
   ``job`` and ``options`` rows read as for an arriving job, each option's JCT being what resizing there leaves it): 1,
-  the fraction of its iterations done, its degree / max_degree, its slack / deadline; all 0 for an arriving job.
+  the fraction of its iterations done, its degree / max_degree, its slack / deadline, 0; for an arriving job offered
+  on the devices running jobs would give back (a :class:`~envs.resize.ShrinkOffer`): 0, 0, 0, 0, the fraction of the
+  cluster's devices they give back; all 0 for any other arriving job.
 - ``advice`` (A,), only with ``EnvConfig(advisers=...)`` (A of them, :mod:`envs.advice`): 1 for each adviser that
   holds or rejects the job; and ``options`` has A more columns, 1 where that adviser places the job on the option's devices.
 """
@@ -73,7 +75,7 @@ from envs.advice import advice_arrays
 from envs.config import EnvConfig
 from envs.features import GROUP_FEATURES, OPTION_FEATURES, group_arrays, least_memory, option_rows
 from envs.features import server_groups as server_groups  # where it was
-from envs.resize import RESIZE_FEATURES, ResizeOffer, resize_features
+from envs.resize import RESIZE_FEATURES, ResizeOffer, ShrinkOffer, resize_features
 from placer.common.errors import EnvConfigError, PlacerError
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
@@ -185,7 +187,7 @@ class GraphTable:
 
 
 def observe(
-    offer: Offer | ResizeOffer, history: JobHistory, config: EnvConfig, graph: GraphRef, advice: Sequence[Decision] = ()
+    offer: Offer | ResizeOffer | ShrinkOffer, history: JobHistory, config: EnvConfig, graph: GraphRef, advice: Sequence[Decision] = ()
 ) -> dict[str, np.ndarray]:
     """The observation of ``offer`` (module docstring): the one builder, pure (it writes nothing).
 
@@ -211,7 +213,7 @@ def observe(
             columns, out["advice"] = advice_arrays(advice, offer.options)
         out["options"] = np.concatenate([out["options"], columns], axis=1)
     if config.elastic:
-        out["resize"] = resize_features(offer if isinstance(offer, ResizeOffer) else None, config.max_degree)
+        out["resize"] = resize_features(offer, config.max_degree)
     return out
 
 
@@ -303,7 +305,9 @@ class JobHistory:
         return seconds / max(median, 1e-9), bisect.bisect_left(self._sizes, seconds) / len(self._sizes)
 
 
-def _decision_arrays(offer: Offer | ResizeOffer, history: JobHistory, config: EnvConfig, num_forward_ops: int) -> dict[str, np.ndarray]:
+def _decision_arrays(
+    offer: Offer | ResizeOffer | ShrinkOffer, history: JobHistory, config: EnvConfig, num_forward_ops: int
+) -> dict[str, np.ndarray]:
     """The per-decision part: job, options, server groups and cluster features (and ``history`` if ``config.history``)."""
     job, view, table, max_degree, max_groups = offer.job, offer.view, offer.options, config.max_degree, config.max_groups
     cluster, cost = view.cluster, view.cost

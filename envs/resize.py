@@ -11,23 +11,38 @@ time its deadline leaves. Action 0 keeps the job as it is; an option moves it (t
 exactly the options :func:`placer.sim.elastic.plan_resizes` accepts, counting the devices earlier offers of the round
 took or gave back. The round's resizes are carried out together once its last offer is answered.
 
+An arriving (or waiting) job that no option on the idle devices admits is offered once more as a :class:`ShrinkOffer`
+(:func:`arrival_offer`): on the idle devices and those the running jobs would give back, each shrunk to its *floor*
+(:func:`floors`: the fewest devices, on the fastest subset of its own, at which it still meets its deadline, the pause
+counted, as ElasticFlow's minimum share and ``elastic_lean``'s shrink-to-admit take it). An option that takes any of a
+running job's given-back devices shrinks that job to its floor, all at once with the placement; action 0 rejects (or
+holds) the job as before. So the policy decides whether an arrival is worth slowing running jobs for.
+
 The env (:class:`envs.env.ClusterPlacementEnv`) and the inference adapter (:class:`policies.loading.LearnedPolicy`'s
-``rebalance``) both run a :class:`ResizeRound`, so a trained policy resizes in ``placer evaluate`` as it did in
-training. The observation of a resize offer adds the ``resize`` features (:func:`resize_features`).
+``decide`` and ``rebalance``) both use :func:`arrival_offer` and :class:`ResizeRound`, so a trained policy resizes in
+``placer evaluate`` as it did in training. The observation of either offer adds the ``resize`` features
+(:func:`resize_features`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from envs import action as act
+from placer.baselines.elastic_lean import fastest
 from placer.sim.elastic import RunningJob, resize_pause_s
 from placer.sim.options import Option, OptionTable
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Job, Resize
+from placer.sim.types import Decision, Job, Place, Resize, meets_deadline
 
-RESIZE_FEATURES = 4
+if TYPE_CHECKING:
+    from envs.observation import Offer
+
+RESIZE_FEATURES = 5
 KEEP = 0  # the action that leaves the offered job as it is
 LOOKED_AT = 2  # running jobs looked at per offer made at most: a job no option speeds up is passed over
 
@@ -128,14 +143,108 @@ def resize_offer(running: RunningJob, view: ClusterView, max_degree: int, rules:
     return ResizeOffer(running, view, tuple(options)) if sooner else None
 
 
-def resize_features(offer: ResizeOffer | None, max_degree: int) -> np.ndarray:
-    """(RESIZE_FEATURES,) float32: 1 for a resize offer (0 for an arriving job's, all 0); the fraction of its iterations
-    done; its degree / max_degree; its slack, (time its deadline leaves - time it still needs) / deadline, in [0, 1]."""
-    if offer is None:
-        return np.zeros(RESIZE_FEATURES, dtype=np.float32)
+@dataclass(frozen=True)
+class ShrinkOffer:
+    """An arriving job no option on the idle devices admits, offered on ``view`` (the idle devices and those ``floors``
+    give back free); ``floors``: running job id -> (its devices now, its devices at its floor, a subset of them);
+    ``options`` as an arriving job's (module docstring)."""
+
+    job: Job
+    view: ClusterView
+    options: tuple[Option, ...]
+    floors: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]]
+
+    @property
+    def released(self) -> int:
+        """How many devices the floors give back, in all."""
+        return sum(len(own) - len(floor) for own, floor in self.floors.values())
+
+    def decision(self, action: int) -> Decision:
+        """What ``action`` does: the arriving job placed, with every running job whose given-back devices it takes shrunk
+        to its floor; or rejected (held)."""
+        chosen = act.decision(action, self.options)
+        if not isinstance(chosen, Place) or not chosen.devices:
+            return chosen
+        taken = set(chosen.devices)
+        resizes = tuple(Resize(jid, floor) for jid, (own, floor) in self.floors.items() if taken & (set(own) - set(floor)))
+        return Place(chosen.devices, resizes)
+
+
+def floors(view: ClusterView, rules: tuple[str, ...]) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Running job id -> (its devices, its devices at its floor) for each running job whose floor is below its degree:
+    the fewest devices (tried from 1 up), on the fastest subset of its own among ``rules``, at which, resized now (the
+    pause counted), it still meets its deadline."""
+    out = {}
+    now, cost = view.now, view.cost
+    for running in view.running_jobs:
+        own = np.zeros(view.cluster.num_devices, dtype=bool)
+        own[list(running.devices)] = True
+        job, pause, left = running.job, resize_pause_s(view.cluster, running.job.graph), running.job.remaining_s(now)
+        for degree in range(1, running.degree):
+            choice = fastest(cost, job.graph, own, (degree,), rules, running.devices).get(degree)
+            if choice is None:
+                continue
+            iteration_s = cost.predict(job.graph, choice[0]).iteration_s  # what plan_resizes prices, bit for bit
+            if meets_deadline(running.finish_if_resized(now, iteration_s, pause) - now, left):
+                out[running.job.job_id] = (running.devices, choice[0])
+                break
+    return out
+
+
+@dataclass
+class Floors:
+    """:func:`floors` of a view, the last answer kept while the time and the running jobs stay the same (a queue offers
+    several waiting jobs against one state of the cluster)."""
+
+    rules: tuple[str, ...]
+    _key: tuple | None = None
+    _last: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=dict)
+
+    def __call__(self, view: ClusterView) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:
+        key = (view.now, tuple((r.job.job_id, r.devices, r.finish_s) for r in view.running_jobs))
+        if key != self._key:
+            self._key, self._last = key, floors(view, self.rules)
+        return self._last
+
+
+def arrival_offer(
+    job: Job, view: ClusterView, max_degree: int, rules: tuple[str, ...], shrink: Floors | None
+) -> Offer | ShrinkOffer | None:
+    """The offer of an arriving (or waiting) ``job``: on the idle devices where some option is feasible; else, given
+    ``shrink`` (elastic), a :class:`ShrinkOffer` where some option is feasible once the running jobs give back what
+    their floors release; else None (nothing admits it: rejected or held without a step)."""
+    from envs.observation import Offer  # envs.observation reads this module's features
+
+    if act.any_option(job, view, max_degree, rules):
+        return Offer(job, view, act.option_table(job, view, max_degree, rules))
+    if shrink is None or not view.running_jobs:
+        return None
+    given = shrink(view)
+    if not given:
+        return None
+    free = view.free.copy()
+    for own, floor in given.values():
+        free[list(set(own) - set(floor))] = True
+    wider = replace(view, free=free)
+    if not act.any_option(job, wider, max_degree, rules):
+        return None
+    return ShrinkOffer(job, wider, tuple(act.option_table(job, wider, max_degree, rules)), given)
+
+
+def resize_features(offer: Offer | ResizeOffer | ShrinkOffer, max_degree: int) -> np.ndarray:
+    """(RESIZE_FEATURES,) float32: 1 for a resize offer (0 for an arriving job's); the fraction of its iterations done;
+    its degree / max_degree; its slack, (time its deadline leaves - time it still needs) / deadline, in [0, 1]; and, for
+    an arriving job's :class:`ShrinkOffer`, the fraction of the cluster's devices the running jobs' floors give back
+    (else 0). An arriving job's plain offer: all 0."""
+    out = np.zeros(RESIZE_FEATURES, dtype=np.float32)
+    if isinstance(offer, ShrinkOffer):
+        out[4] = offer.released / max(offer.view.cluster.num_devices, 1)
+    if not isinstance(offer, ResizeOffer):
+        return out
     running, now = offer.running, offer.view.now
     job = running.job
     deadline = max(job.deadline_s, 1e-9)
     slack = (job.remaining_s(now) - (running.finish_s - now)) / deadline
     done = running.iterations_done(now) / max(job.iterations, 1)
-    return np.array([1.0, done, running.degree / max_degree, min(max(slack, 0.0), 1.0)], dtype=np.float32)
+    out[:4] = [1.0, done, running.degree / max_degree, min(max(slack, 0.0), 1.0)]
+    return out

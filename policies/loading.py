@@ -14,7 +14,7 @@ from envs.action import action_mask, decision, option_table
 from envs.advice import Advisers
 from envs.config import EnvConfig
 from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, forward_size, graph_arrays, observe
-from envs.resize import ResizeRound
+from envs.resize import Floors, ResizeRound, ShrinkOffer, arrival_offer
 from placer.baselines.guard import Guarded
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_heuristic
@@ -23,7 +23,7 @@ from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
 from placer.common.shipped import default_policy_file, policy_names, shipped_policy_file
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Decision, Job, Resize
+from placer.sim.types import Decision, Job, Reject, Resize
 from policies.inference import NumpyPolicy, load_inference_policy
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ class LearnedPolicy(Policy):
     def __init__(self, policy: NumpyPolicy | Any, env: EnvConfig, spec: PolicySpec | None = None, rule_override: str | None = None) -> None:
         self.policy = policy if isinstance(policy, NumpyPolicy) else NumpyPolicy.from_module(policy, env)
         self.env = env
+        self._floors = Floors(env.rules) if env.elastic else None  # elastic: what running jobs can give back (one run's)
         self.spec = spec or PolicySpec("learned")
         self.rule_override = rule_override
         if rule_override is not None and rule_override not in self.env.rules:
@@ -86,7 +87,7 @@ class LearnedPolicy(Policy):
         table = tuple(option_table(job, view, self.env.max_degree, self.env.rules))
         return self.choose(Offer(job, view, table), self.history, advice)
 
-    def choose(self, offer: Offer, history: JobHistory, advice: tuple[Decision, ...] = ()) -> Decision:
+    def choose(self, offer: Offer | ShrinkOffer, history: JobHistory, advice: tuple[Decision, ...] = ()) -> Decision:
         """The decision for ``offer`` given the run's ``history`` (which holds ``offer.job``) and each adviser's decision on
         it (:meth:`envs.advice.Advisers.advise`; a policy with advisers refuses none); writes nothing but the encoding cache."""
         env = self.env
@@ -99,7 +100,7 @@ class LearnedPolicy(Policy):
             rules = len(env.rules)
             degree_block = (action - 1) // rules
             action = 1 + degree_block * rules + env.rules.index(self.rule_override)
-        return decision(action, offer.options)
+        return offer.decision(action) if isinstance(offer, ShrinkOffer) else decision(action, offer.options)
 
     def _graph(self, job: Job) -> tuple[np.ndarray, GraphRef]:
         """The GNN's encoding of the job's graph (2 * hidden,) and its :class:`GraphRef` (in no table), once per graph key."""
@@ -117,6 +118,18 @@ class ElasticLearnedPolicy(LearnedPolicy):
     the resize offers of :class:`envs.resize.ResizeRound` as the env offered them in training."""
 
     elastic: ClassVar[bool] = True
+
+    def reset(self, rng: np.random.Generator) -> None:
+        super().reset(rng)
+        self._floors = Floors(self.env.rules)
+
+    def decide(self, job: Job, view: ClusterView) -> Decision:
+        """As a fixed-degree policy, but a job nothing idle admits is offered on what running jobs would give back
+        (:func:`envs.resize.arrival_offer`), as in training."""
+        self.history.observe(job)
+        advice = self.advisers.advise(job, view)
+        offer = arrival_offer(job, view, self.env.max_degree, self.env.rules, self._floors)
+        return Reject() if offer is None else self.choose(offer, self.history, advice)
 
     def rebalance(self, view: ClusterView) -> Sequence[Resize]:
         env = self.env

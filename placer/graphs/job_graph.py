@@ -57,7 +57,7 @@ NODE_COST_FIELDS = ("compute_s", "param_bytes", "activation_bytes")
 class JobGraph:
     """An immutable, validated job graph. Build with :meth:`from_networkx` or load JSON."""
 
-    __slots__ = ("_graph", "_name", "_iterations", "_key", "_batch_size", "_profiled_on", "_precision", "_sequential_s")
+    __slots__ = ("_graph", "_name", "_iterations", "_key", "_batch_size", "_profiled_on", "_precision", "_sequential_s", "_parameter_bytes")
 
     def __init__(
         self,
@@ -88,6 +88,7 @@ class JobGraph:
         _validate(frozen, name, fields_checked=_fields_checked)
         self._graph = frozen
         self._sequential_s: float | None = None
+        self._parameter_bytes: float | None = None
         self._name = name
         self._iterations = iterations
         self._batch_size = batch_size
@@ -157,7 +158,10 @@ class JobGraph:
 
     @property
     def parameter_bytes(self) -> float:
-        return math.fsum(d["param_bytes"] for _, d in self._graph.nodes(data=True))
+        """Bytes of the model's parameters, summed over its ops (once: the graph is frozen)."""
+        if self._parameter_bytes is None:
+            self._parameter_bytes = math.fsum(d["param_bytes"] for _, d in self._graph.nodes(data=True))
+        return self._parameter_bytes
 
     @property
     def activation_bytes(self) -> float:

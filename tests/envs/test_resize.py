@@ -7,14 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from envs.action import any_option
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
-from envs.resize import KEEP, RESIZE_FEATURES, ResizeOffer, ResizeRound
+from envs.resize import KEEP, RESIZE_FEATURES, ResizeOffer, ResizeRound, ShrinkOffer
 from envs.reward import reward
 from placer.baselines.policy import run_policy
 from placer.sim.elastic import ResizeError, plan_resizes
 from placer.sim.simulator import PULL, Simulator
-from placer.sim.types import Resize
+from placer.sim.types import Place, Resize
 
 GRAPHS = ("alexnet", "vgg16", "resnet18", "gnmt")
 
@@ -98,14 +99,16 @@ def _same(job):
 
 
 def test_keeping_every_job_is_the_fixed_run():
-    """Answering every resize offer with keep gives the run of the same decisions on a fixed simulator."""
+    """Answering every resize offer with keep, and every shrink offer with reject, gives the run of the same decisions
+    on a fixed simulator (which rejects those jobs without a step)."""
     elastic, fixed = _env(), _env(elastic=False)
     rng = np.random.default_rng(0)
     elastic.reset(seed=5)
     fixed.reset(seed=5)
-    done = False
+    done, shrinks = False, 0
     while not done:
-        if isinstance(elastic.offer, ResizeOffer):
+        if isinstance(elastic.offer, ResizeOffer | ShrinkOffer):
+            shrinks += isinstance(elastic.offer, ShrinkOffer)
             elastic.step(KEEP)
             continue
         assert _same(elastic.offer.job) == _same(fixed.offer.job)
@@ -115,10 +118,59 @@ def test_keeping_every_job_is_the_fixed_run():
         _, _, done, _, _ = fixed.step(action)
     finished = False
     while not finished:  # resize offers before the last jobs, which nothing could place
-        assert isinstance(elastic.offer, ResizeOffer)
+        assert isinstance(elastic.offer, ResizeOffer | ShrinkOffer)
+        shrinks += isinstance(elastic.offer, ShrinkOffer)
         _, _, finished, _, _ = elastic.step(KEEP)
     assert elastic.sim is not None and fixed.sim is not None
     assert [r.jct_s for r in elastic.sim.records] == [r.jct_s for r in fixed.sim.records]
+    assert shrinks > 0  # the elastic run was offered jobs the fixed one rejected
+
+
+def _to_shrink_offer(env: ClusterPlacementEnv, seed: int):
+    """Play random open choices from ``reset(seed)`` until a shrink offer (its observation)."""
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    while not isinstance(env.offer, ShrinkOffer):
+        obs, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        assert not done, "no shrink offer in the episode"
+    return obs
+
+
+def test_a_shrink_offer_admits_a_job_by_taking_devices_back_that_its_running_jobs_can_spare():
+    """A job nothing idle admits is offered on the devices running jobs give back shrunk to their floors; placing it
+    shrinks exactly the jobs whose devices it takes, each onto a subset of its own, each still in time."""
+    env = _env(load=1.2)
+    obs = _to_shrink_offer(env, 1)
+    offer, sim = env.offer, env.sim
+    assert isinstance(offer, ShrinkOffer) and sim is not None
+    assert not any_option(offer.job, sim.view(), env.config.max_degree, env.config.rules)  # nothing idle admits it
+    assert obs["resize"][:4].tolist() == [0, 0, 0, 0] and obs["resize"][4] == pytest.approx(offer.released / 64)
+    assert all(set(floor) < set(own) for own, floor in offer.floors.values())
+    action = int(np.flatnonzero(env.action_masks())[1])  # the smallest open degree
+    decision = offer.decision(action)
+    assert isinstance(decision, Place) and decision.resizes
+    taken = set(decision.devices)
+    for resize in decision.resizes:
+        own, floor = offer.floors[resize.job_id]
+        assert resize.devices == floor and taken & (set(own) - set(floor))
+    assert taken - set(np.flatnonzero(sim.view().free).tolist())  # it takes devices that are not idle now
+    env.step(action)
+    records = {r.job_id: r for r in sim.records}
+    assert records[offer.job.job_id].outcome.value == "accepted"
+    for resize in decision.resizes:
+        shrunk = sim.record_of(resize.job_id)
+        assert shrunk.resizes >= 1 and shrunk.jct_s is not None and shrunk.jct_s <= shrunk.sequential_jct_s * shrunk.beta + 1e-9
+
+
+def test_a_rejected_shrink_offer_shrinks_nothing():
+    env = _env(load=1.2)
+    _to_shrink_offer(env, 1)
+    sim = env.sim
+    assert sim is not None
+    job, before = env.offer.job, list(sim.records)
+    env.step(KEEP)
+    assert sim.records[: len(before)] == before  # no running job's record changed
+    assert next(r for r in sim.records if r.job_id == job.job_id).outcome.value == "blocked"
 
 
 def test_a_round_opens_exactly_what_plan_resizes_accepts():
@@ -226,13 +278,15 @@ def test_a_learned_policy_resizes_in_a_run_as_in_the_env(tmp_path):
     learned = LearnedPolicy.from_file(tmp_path / "elastic.pt")
     assert isinstance(learned, ElasticLearnedPolicy) and learned.elastic
     obs, _ = env.reset(seed=4)
-    done, offers = False, 0
+    done, offers, shrinks = False, 0, 0
     while not done:
         offers += isinstance(env.offer, ResizeOffer)
-        obs, _, done, _, _ = env.step(greedy_action(policy, obs, env.action_masks()))
+        action = greedy_action(policy, obs, env.action_masks())
+        shrinks += isinstance(env.offer, ShrinkOffer) and action > 0
+        obs, _, done, _, _ = env.step(action)
     assert env.sim is not None
     run = run_policy(learned, env.cost, env.stream, env.sim.queue, np.random.default_rng(0))
-    assert offers > 0 and any(r.resizes for r in env.sim.records)
+    assert offers > 0 and shrinks > 0 and any(r.resizes for r in env.sim.records)  # grown and shrunk
     from placer.baselines.registry import PolicyContext
     from placer.baselines.specs import PolicySpec
     from placer.common.errors import PolicyError
