@@ -66,7 +66,10 @@ class WorkloadSpec(BaseModel):
     structure: Specs = Field(
         ("iid",),
         min_length=1,
-        description="stream structure: iid, or daily, sweeps, recurring, replay:philly, several joined by + (daily+sweeps)",
+        description=(
+            "stream structure: iid, or daily, sweeps, recurring, replay:philly (:part=train its first two thirds by time, "
+            ":part=held its last third), several joined by + (daily+sweeps)"
+        ),
     )
     queue: Specs = Field(
         ("none",), min_length=1, description="waiting queue: none (loss system), fifo, edf, sjf, optionally -bf and :CAPACITY"
