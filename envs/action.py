@@ -9,6 +9,7 @@ feasible, and every feasible one is unmasked.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,6 +18,16 @@ from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
 
 REJECT = 0
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One choice a policy faces: the offered ``job``, the cluster as it is (``view``, a snapshot) and
+    the ``options`` table (:func:`option_table`: degree-major over degrees 1..max_degree x the rules)."""
+
+    job: Job
+    view: ClusterView
+    options: Sequence[Option]
 
 
 def num_actions(max_degree: int, num_rules: int) -> int:

@@ -66,11 +66,11 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from envs.action import Offer as Offer  # where it was
 from envs.advice import advice_arrays
 from envs.config import EnvConfig
 from envs.features import GROUP_FEATURES, OPTION_FEATURES, group_arrays, least_memory, option_rows
@@ -80,7 +80,7 @@ from placer.common.errors import EnvConfigError, PlacerError
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
 from placer.sim.history import RATE_WINDOWS, RECENT, ArrivalHistory, LoadMeter
-from placer.sim.options import Option, OptionTable
+from placer.sim.options import OptionTable
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job
 
@@ -130,16 +130,6 @@ def observation_space(
         | ({"advice": box(advisers)} if advisers else {})
         | ({"resize": box(RESIZE_FEATURES)} if resize else {})
     )
-
-
-@dataclass(frozen=True)
-class Offer:
-    """One choice a policy faces: the offered ``job``, the cluster as it is (``view``, a snapshot) and
-    the ``options`` table (:func:`envs.action.option_table`: degree-major over degrees 1..max_degree x the rules)."""
-
-    job: Job
-    view: ClusterView
-    options: Sequence[Option]
 
 
 class GraphRef(NamedTuple):

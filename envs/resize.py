@@ -4,7 +4,7 @@ At a rebalance point of an elastic simulator (after the completions of an instan
 :data:`placer.sim.simulator.PULL`) and while no job waits in a queue, the running jobs are offered one at a time, at
 most ``EnvConfig.resize_offers`` of them: those with the most seconds of work left first, and only a job that some
 option would finish sooner than it will now (so a step is a real choice). A :class:`ResizeOffer` is an offer like an
-arriving job's (:class:`envs.observation.Offer`): the job's graph, and the (degree, rule) options on the idle devices
+arriving job's (:class:`envs.action.Offer`): the job's graph, and the (degree, rule) options on the idle devices
 and its own, each option's JCT being what resizing there would leave it (the pause when the devices change,
 :func:`placer.sim.elastic.resize_pause_s`, plus its remaining iterations at that placement's iteration time) against the
 time its deadline leaves. Action 0 keeps the job as it is; an option moves it (the same devices: kept). The mask opens
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,9 +37,6 @@ from placer.sim.elastic import RunningJob, resize_pause_s
 from placer.sim.options import Option, OptionTable
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place, Resize, meets_deadline
-
-if TYPE_CHECKING:
-    from envs.observation import Offer
 
 RESIZE_FEATURES = 5
 KEEP = 0  # the action that leaves the offered job as it is
@@ -209,14 +205,12 @@ class Floors:
 
 def arrival_offer(
     job: Job, view: ClusterView, max_degree: int, rules: tuple[str, ...], shrink: Floors | None
-) -> Offer | ShrinkOffer | None:
+) -> act.Offer | ShrinkOffer | None:
     """The offer of an arriving (or waiting) ``job``: on the idle devices where some option is feasible; else, given
     ``shrink`` (elastic), a :class:`ShrinkOffer` where some option is feasible once the running jobs give back what
     their floors release; else None (nothing admits it: rejected or held without a step)."""
-    from envs.observation import Offer  # envs.observation reads this module's features
-
     if act.any_option(job, view, max_degree, rules):
-        return Offer(job, view, act.option_table(job, view, max_degree, rules))
+        return act.Offer(job, view, act.option_table(job, view, max_degree, rules))
     if shrink is None or not view.running_jobs:
         return None
     given = shrink(view)
@@ -231,7 +225,7 @@ def arrival_offer(
     return ShrinkOffer(job, wider, tuple(act.option_table(job, wider, max_degree, rules)), given)
 
 
-def resize_features(offer: Offer | ResizeOffer | ShrinkOffer, max_degree: int) -> np.ndarray:
+def resize_features(offer: act.Offer | ResizeOffer | ShrinkOffer, max_degree: int) -> np.ndarray:
     """(RESIZE_FEATURES,) float32: 1 for a resize offer (0 for an arriving job's); the fraction of its iterations done;
     its degree / max_degree; its slack, (time its deadline leaves - time it still needs) / deadline, in [0, 1]; and, for
     an arriving job's :class:`ShrinkOffer`, the fraction of the cluster's devices the running jobs' floors give back
