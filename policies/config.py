@@ -109,11 +109,6 @@ class TrainConfig(BaseModel):
             raise ConfigError("candidate_policy_file names the file of a `learned` teacher candidate: list one in teacher_candidates")
         if self.train.ppo_baseline and self.env.baseline is not None:
             raise ConfigError("set [env] baseline or [train] ppo_baseline (the teacher as the baseline), not both")
-        if self.env.elastic and self.train.imitation_steps > 0:
-            raise ConfigError(
-                "imitation_steps on an elastic [env]: no teacher answers resize or shrink offers yet; "
-                "start from a policy file (init_policy) and train with PPO"
-            )
         return self
 
 

@@ -23,9 +23,10 @@ import torch
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from envs.action import REJECT
+from envs.action import REJECT, Offer
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
+from envs.resize import KEEP, ResizeOffer, ShrinkOffer
 from placer.common.pool import spawn_pool
 from placer.sim.types import Place
 from policies.teachers import Teachers
@@ -53,6 +54,15 @@ def teacher_action(decision, table) -> int:
             if option.feasible and option.devices == decision.devices:
                 return 1 + i
     return REJECT
+
+
+def teacher_choice(teacher, offer: Offer | ResizeOffer | ShrinkOffer) -> int:
+    """The teacher's action at ``offer``. An arriving job's offer, plain or a :class:`~envs.resize.ShrinkOffer` (its
+    view has the devices running jobs give back free): the option giving the devices the teacher places the job on.
+    A running job's :class:`~envs.resize.ResizeOffer`: keep (a teacher that places arriving jobs grows none)."""
+    if isinstance(offer, ResizeOffer):
+        return KEEP
+    return teacher_action(teacher.decide(offer.job, offer.view), offer.options)
 
 
 def teacher_targets(teacher, action: int, table, num_actions: int, temperature: float) -> np.ndarray:
@@ -121,7 +131,7 @@ def collect(
         rewards: list[float] = []
         while True:
             offer, mask = env.offer, env.action_masks()
-            action = teacher_action(policy.decide(offer.job, offer.view), offer.options)
+            action = teacher_choice(policy, offer)
             if mask.sum() > 1:  # a choice: a lesson (with only reject or hold open, there is none)
                 reservoir.add(
                     _Sample(obs, mask, action, teacher_targets(policy, action, offer.options, len(mask), temperature), len(rewards))

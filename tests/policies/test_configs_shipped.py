@@ -4,10 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from envs.config import EnvConfig
 from placer.baselines.registry import make_heuristic
-from placer.common.errors import ConfigError
-from policies.config import TrainConfig, TrainSection, load_train_config
+from policies.config import load_train_config
 from policies.recipe import is_recipe, load_recipe
 
 CONFIGS = sorted((Path(__file__).parents[2] / "data" / "configs").glob("*.toml"))
@@ -44,10 +42,3 @@ def test_absurd_sizes_in_a_config_are_one_line_not_an_allocation(tmp_path, line,
     (tmp_path / "c.toml").write_text(text.replace(line, absurd))
     with pytest.raises(PlacerError, match=f"{message}: Input should be less than or equal to"):
         load_train_config(tmp_path / "c.toml")
-
-
-def test_imitation_on_an_elastic_env_is_refused_at_once():
-    """No teacher answers resize or shrink offers: recording one would teach a fixed heuristic's guess at a running job."""
-    with pytest.raises(ConfigError, match="no teacher answers resize or shrink offers"):
-        TrainConfig(env=EnvConfig(elastic=True), train=TrainSection(imitation_steps=10))
-    assert TrainConfig(env=EnvConfig(elastic=True), train=TrainSection(init_policy="a.pt")).env.elastic  # PPO from a file: fine

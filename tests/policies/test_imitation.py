@@ -5,9 +5,10 @@ import torch
 import envs
 from envs.config import EnvConfig
 from envs.observation import GraphTable
+from envs.resize import KEEP, ResizeOffer, ShrinkOffer
 from placer.baselines.registry import make_heuristic
 from placer.sim.types import Outcome
-from policies.imitation import agreement, clone, collect, teacher_action
+from policies.imitation import agreement, clone, collect, teacher_action, teacher_choice
 from policies.model import build_policy
 
 CONFIG = EnvConfig(clusters=("dgx8x8",), graphs=("alexnet", "gnmt"), episode_jobs=40, max_nodes=64, max_edges=128)
@@ -162,3 +163,32 @@ def test_recording_at_most_k_decisions_an_episode_draws_them_from_that_episodes_
     many = collect(CONFIG, "lean", 12, seed=6, per_episode=3)
     assert len(many) == 12  # four episodes of 40 jobs, three decisions each
     assert len(collect(CONFIG, "lean", 1, seed=6, per_episode=10_000)) == len(full)  # a cap above the episode's decisions: all of them
+
+
+def test_on_an_elastic_env_the_teacher_keeps_running_jobs_and_places_on_what_shrinking_gives_back():
+    """A resize offer is labelled keep; a shrink offer with the option of the devices the teacher picks on the view with
+    the given-back devices free (as it would place the job were they idle)."""
+    config = CONFIG.with_changes(
+        elastic=True, load=1.2, episode_jobs=80, graphs=("alexnet", "vgg16", "resnet18", "gnmt"), max_nodes=512, max_edges=1024
+    )
+    env = envs.env.ClusterPlacementEnv(config)
+    teacher = make_heuristic("lean", max_degree=config.max_degree)
+    env.reset(seed=1)
+    teacher.reset(np.random.default_rng(0))
+    seen: dict[str, int] = {}
+    done = False
+    while not done:
+        offer = env.offer
+        action = teacher_choice(teacher, offer)
+        kind = type(offer).__name__
+        seen[kind] = seen.get(kind, 0) + 1
+        if isinstance(offer, ResizeOffer):
+            assert action == KEEP
+        elif isinstance(offer, ShrinkOffer) and action:
+            devices = offer.options[action - 1].devices
+            assert devices == teacher.decide(offer.job, offer.view).devices and offer.decision(action).resizes
+        _, _, done, _, _ = env.step(action)
+    assert seen.get("ResizeOffer") and seen.get("ShrinkOffer")
+    data = collect(config, "lean", 40, seed=3)
+    kept = data.dynamic["resize"][:, 0] == 1
+    assert kept.any() and (data.actions[kept] == KEEP).all()
