@@ -3,7 +3,7 @@
     placer train --config data/configs/pacml.toml --out runs/pacml [--timesteps N] [--resume]
 
 Writes into ``--out``: ``checkpoint.pt`` (policy + optimiser + step count, atomically every ``checkpoint_every`` steps
-and on interrupt), ``best.pt`` (the policy file with the lowest validation blocking rate so far), ``policy.pt`` (the final
+after the warm start and on interrupt), ``best.pt`` (the policy file with the lowest validation blocking rate so far), ``policy.pt`` (the final
 policy file, a copy of ``last.pt``), ``imitation.json`` (the warm start's size and agreement with its teacher),
 ``eval.jsonl`` (validation blocking rate of the policy and the heuristics per evaluation), ``config.json`` and TensorBoard
 logs in ``tb/``, and ``summary.json``: the final policy's validation blocking rate paired with its teacher's and each
@@ -396,6 +396,7 @@ def train(
         elif config.train.imitation_steps:
             report(f"warm start: recording {config.train.imitation_steps:,} decisions of {config.train.imitation_teacher} and cloning them")
         warm_start(model, config, out, progress, members, weights)
+        save_checkpoint(model, checkpoint)  # a run stopped in its first validation resumes after the warm start, not before
     if config.ppo.anchor_kl > 0:
         _anchor(model, config, out / "anchor.pt")
     first = [*config.train.baselines, *(["the starting policy"] if config.train.validate_start else [])]

@@ -16,6 +16,7 @@ from placer.sim.rollout import simulate
 from placer.workloads.generator import BetaDistribution, Workload
 from policies.config import PolicySection, PPOSection, TrainConfig, TrainSection
 from policies.loading import LearnedPolicy
+from policies.policy_file import read_policy_file
 from policies.teachers import teacher_members, with_baseline
 from policies.train import train
 
@@ -224,6 +225,32 @@ def test_online_reference_and_the_promotion_gate(tmp_path):
     target.unlink()
     _promote(final, target, summary(0.0), said.append)
     assert target.read_bytes() == b"new" and target.with_suffix(".summary.json").exists() and "promoted" in said[-1]
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_its_warm_start_resumes_without_recording_again(tmp_path, monkeypatch):
+    """The warm start (minutes to an hour of recording) is checkpointed before the first validation: a run killed there
+    resumes from the clone it made, the same weights, and records nothing again."""
+    import policies.train as training
+
+    config = tiny_config(0).model_copy(update={"train": tiny_config(0).train.model_copy(update={"imitation_steps": 40})})
+    out, phases = tmp_path / "run", []
+
+    def killed(*args, **kwargs):  # a crash or SIGKILL, not Ctrl-C or SIGTERM (those checkpoint on their way out)
+        raise RuntimeError("killed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(training.MaskablePPO, "learn", killed)  # killed in the first validation
+        with pytest.raises(RuntimeError, match="killed"):
+            train(config, out, progress=False)
+    cloned = torch.load(out / "checkpoint.pt", weights_only=True)["policy"]
+    recorded = []
+    monkeypatch.setattr(training, "warm_start", lambda *args, **kwargs: recorded.append(args))
+    train(config, out, resume=True, progress=False, report=phases.append)
+    assert not recorded and not any(p.startswith(("warm start", "--resume: no")) for p in phases)
+    final = read_policy_file(out / "policy.pt").state_dict  # no PPO step: the final policy is the clone
+    shared = final.keys() & cloned.keys()
+    assert shared and all(np.array_equal(final[k], cloned[k].numpy()) for k in shared)
 
 
 def test_resume_into_a_folder_without_a_checkpoint_says_it_starts_from_scratch(tmp_path):
