@@ -2,9 +2,9 @@
 
     placer train --config data/configs/pacml.toml --out runs/pacml [--timesteps N] [--resume]
 
-Writes into ``--out``: ``checkpoint.pt`` (policy + optimiser + step count, atomically every ``checkpoint_every`` steps
-after the warm start and on interrupt), ``best.pt`` (the policy file with the lowest validation blocking rate so far), ``policy.pt`` (the final
-policy file, a copy of ``last.pt``), ``imitation.json`` (the warm start's size and agreement with its teacher),
+Writes into ``--out``: ``checkpoint.pt`` (policy + optimiser + step count, atomically every ``checkpoint_every`` steps,
+after the warm start and on interrupt), ``best.pt`` (the policy file with the lowest validation blocking rate so far),
+``policy.pt`` (the final policy file, a copy of ``last.pt``), ``imitation.json`` (the warm start's size and agreement with its teacher),
 ``eval.jsonl`` (validation blocking rate of the policy and the heuristics per evaluation), ``config.json`` and TensorBoard
 logs in ``tb/``, and ``summary.json``: the final policy's validation blocking rate paired with its teacher's and each
 heuristic's on the same streams. ``--resume`` continues from ``checkpoint.pt``: only the rollout in flight is lost.
