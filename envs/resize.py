@@ -26,7 +26,7 @@ The env (:class:`envs.env.ClusterPlacementEnv`) and the inference adapter (:clas
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -147,7 +147,7 @@ class ShrinkOffer:
 
     job: Job
     view: ClusterView
-    options: tuple[Option, ...]
+    options: Sequence[Option]  # the lazy table of an arriving job's offer
     floors: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]]
 
     @property
@@ -222,7 +222,7 @@ def arrival_offer(
     wider = replace(view, free=free)
     if not act.any_option(job, wider, max_degree, rules):
         return None
-    return ShrinkOffer(job, wider, tuple(act.option_table(job, wider, max_degree, rules)), given)
+    return ShrinkOffer(job, wider, act.option_table(job, wider, max_degree, rules), given)
 
 
 def resize_features(offer: act.Offer | ResizeOffer | ShrinkOffer, max_degree: int) -> np.ndarray:
