@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -59,10 +59,35 @@ def teacher_action(decision, table) -> int:
 def teacher_choice(teacher, offer: Offer | ResizeOffer | ShrinkOffer) -> int:
     """The teacher's action at ``offer``. An arriving job's offer, plain or a :class:`~envs.resize.ShrinkOffer` (its
     view has the devices running jobs give back free): the option giving the devices the teacher places the job on.
-    A running job's :class:`~envs.resize.ResizeOffer`: keep (a teacher that places arriving jobs grows none)."""
+    A running job's :class:`~envs.resize.ResizeOffer`: :func:`teacher_resize`."""
     if isinstance(offer, ResizeOffer):
-        return KEEP
+        return teacher_resize(teacher, offer)
     return teacher_action(teacher.decide(offer.job, offer.view), offer.options)
+
+
+def teacher_resize(teacher, offer: ResizeOffer) -> int:
+    """An elastic teacher's action at a running job's resize offer: the option giving the devices its ``rebalance``
+    moves the job to, asked on the round's cluster as it stands (the job holding its own devices; earlier offers'
+    resizes taken). Where the table lacks those exact devices (a teacher growing several jobs a step at a time places
+    each on what the others left), the feasible option of the same degree sharing most of them, then the soonest to
+    finish. Keep when it leaves the job where it is, or when the teacher is not elastic (it grows none)."""
+    if not getattr(teacher, "elastic", False):
+        return KEEP
+    free = offer.view.free.copy()
+    free[list(offer.running.devices)] = False
+    moved = {r.job_id: r.devices for r in teacher.rebalance(replace(offer.view, free=free))}
+    devices = moved.get(offer.job.job_id)
+    if devices is None:
+        return KEEP
+    exact = teacher_action(Place(devices), offer.options)
+    if exact != REJECT:
+        return exact
+    near = [
+        (len(set(option.devices) & set(devices)), -option.jct_s, i)
+        for i, option in enumerate(offer.options)
+        if option.feasible and option.devices is not None and option.jct_s is not None and len(option.devices) == len(devices)
+    ]
+    return 1 + max(near)[2] if near else KEEP
 
 
 def teacher_targets(teacher, action: int, table, num_actions: int, temperature: float) -> np.ndarray:

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -192,3 +194,39 @@ def test_on_an_elastic_env_the_teacher_keeps_running_jobs_and_places_on_what_shr
     data = collect(config, "lean", 40, seed=3)
     kept = data.dynamic["resize"][:, 0] == 1
     assert kept.any() and (data.actions[kept] == KEEP).all()
+
+
+def test_an_elastic_teacher_labels_a_resize_offer_with_the_devices_its_rebalance_moves_the_job_to():
+    """elastic_lean grows running jobs into idle devices: at a resize offer its label is the option of the devices its
+    rebalance gives that job on the round's cluster (the job holding its own), one of that degree where the table lacks
+    them, keep where it leaves the job."""
+    config = CONFIG.with_changes(
+        elastic=True, load=0.6, episode_jobs=60, graphs=("alexnet", "vgg16", "resnet18", "gnmt"), max_nodes=512, max_edges=1024
+    )
+    env = envs.env.ClusterPlacementEnv(config)
+    teacher = make_heuristic("elastic_lean", max_degree=config.max_degree)
+    env.reset(seed=2)
+    teacher.reset(np.random.default_rng(0))
+    labels = {"grow": 0, "near": 0, "keep": 0}
+    done = False
+    while not done:
+        offer = env.offer
+        action = teacher_choice(teacher, offer)
+        if isinstance(offer, ResizeOffer):
+            free = offer.view.free.copy()
+            free[list(offer.running.devices)] = False
+            moved = {r.job_id: r.devices for r in teacher.rebalance(dataclasses.replace(offer.view, free=free))}
+            if action == KEEP:
+                assert offer.job.job_id not in moved
+                labels["keep"] += 1
+            else:
+                wanted, got = moved[offer.job.job_id], offer.options[action - 1].devices
+                assert len(got) == len(wanted) > offer.running.degree and env.action_masks()[action]
+                exact = [o.devices for o in offer.options if o.feasible].count(wanted)
+                assert got == wanted if exact else not exact  # the teacher's own devices where the table has them
+                labels["grow" if exact else "near"] += 1
+        _, _, done, _, _ = env.step(action)
+    assert labels["grow"] and labels["keep"]
+    data = collect(config, "elastic_lean", 30, seed=3)
+    resized = data.dynamic["resize"][:, 0] == 1
+    assert resized.any() and (data.actions[resized] != KEEP).any()  # recorded: grown, not only kept
