@@ -57,6 +57,19 @@ class PolicyPayload:
     net_arch: list[int]
     state_dict: dict[str, np.ndarray]
 
+    def digest(self) -> str:
+        """sha256 of what the policy decides by: the env, the architecture and the weights' names, shapes and values.
+        Two files of the same policy share it (``torch.save`` writes a fresh id into every file, so their bytes do not)."""
+        import hashlib
+
+        h = hashlib.sha256(self.env.model_dump_json().encode())
+        h.update(repr((self.hidden, self.rounds, self.net_arch)).encode())
+        for name in sorted(self.state_dict):
+            array = np.ascontiguousarray(self.state_dict[name])
+            h.update(f"{name}:{array.dtype}:{array.shape}".encode())
+            h.update(array.tobytes())
+        return h.hexdigest()
+
 
 def malformed(path: Path, exc: BaseException) -> PolicyError:
     """The one error of a policy file whose settings are missing or wrong."""

@@ -47,7 +47,7 @@ from policies.model import build_policy, load_policy_file, policy_kwargs, save_p
 from policies.promotion import check_promote_target, promote_if_not_worse
 from policies.scorer import OptionPolicy
 from policies.teachers import check_baseline_early, teacher_members, with_baseline
-from policies.validation import RatesCache, paired_summary, policy_file_rates
+from policies.validation import RatesCache, paired_summary
 
 
 class TrainingCallback(BaseCallback):
@@ -119,7 +119,7 @@ class TrainingCallback(BaseCallback):
         candidate = self.out / "validating.pt"
         save_policy_file(candidate, policy, self.env, self.arch)
         with threadpool_limits(1, user_api="blas"):  # the numpy actor's small matmuls; threads would spin
-            rates = policy_file_rates(candidate, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
+            rates = self.cache.file_rates(candidate, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
         self.evaluated = (self.num_timesteps, rates)
         rate = float(np.mean(rates))
         self.logger.record("eval/blocking_rate", rate)

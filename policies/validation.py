@@ -25,6 +25,7 @@ from placer.evaluate.config import VALIDATION_SEED, EvaluationConfig
 from placer.evaluate.parallel import run_tasks
 from placer.evaluate.runner import Runner, tasks
 from placer.evaluate.stats import mean_ci95, plus_minus
+from policies.policy_file import read_policy_file
 
 if TYPE_CHECKING:
     from policies.config import TrainConfig
@@ -168,11 +169,10 @@ class RatesCache:
         return self._kept(str(policy), policy, env, episodes, lambda: validation_rates(policy, env, episodes, workers))
 
     def file_rates(self, path: Path, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
-        """:func:`policy_file_rates` of the policy file at ``path``, kept under its content's sha256: a resumed recipe
-        validates the same student once, and a file rewritten with other weights is measured again."""
-        import hashlib
-
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        """:func:`policy_file_rates` of the policy file at ``path``, kept under its policy's digest
+        (:meth:`~policies.policy_file.PolicyPayload.digest`: env, architecture, weights): a resumed run validates the
+        same policy once, even saved again, and a file rewritten with other weights is measured again."""
+        digest = read_policy_file(path).digest()
         return self._kept(f"file:{digest}", "learned", env, episodes, lambda: policy_file_rates(path, env, episodes, workers))
 
     def _kept(self, name: str, policy: str, env: EnvConfig, episodes: int, measure: Callable[[], np.ndarray]) -> np.ndarray:

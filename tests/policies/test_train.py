@@ -123,7 +123,7 @@ def test_best_policy_is_never_replaced_by_a_worse_final_one(tmp_path, monkeypatc
 
     monkeypatch.setattr(training.RatesCache, "rates", lambda *args, **kwargs: np.array([0.3]))  # the 3 baselines
     rates = iter([0.5, 0.2, 0.9])  # the policy at step 0, at step 128, then the worse final one (validated per stream)
-    monkeypatch.setattr(training, "policy_file_rates", lambda *args, **kwargs: np.array([next(rates, 0.9)]))
+    monkeypatch.setattr(training.RatesCache, "file_rates", lambda *args, **kwargs: np.array([next(rates, 0.9)]))
     out = tmp_path / "run"
     final = train(tiny_config(128), out, progress=False)
     rows = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]

@@ -45,6 +45,8 @@ def test_a_policy_files_rates_are_kept_by_its_content(tmp_path, monkeypatch):
     from placer.common.shipped import shipped_policy_file
     from policies import validation
     from policies.loading import LearnedPolicy
+    from policies.model import load_policy_file, save_policy_file
+    from policies.policy_file import read_policy_file
 
     path = tmp_path / "student.pt"
     shutil.copyfile(shipped_policy_file("pacml"), path)
@@ -57,6 +59,13 @@ def test_a_policy_files_rates_are_kept_by_its_content(tmp_path, monkeypatch):
     first = validation.RatesCache(tmp_path / "rates.json").file_rates(path, env, 1)
     assert validation.RatesCache(tmp_path / "rates.json").file_rates(path, env, 1).tolist() == first.tolist()
     assert len(measured) == 1  # the resumed cache read it back
+    policy, _ = load_policy_file(path)
+    payload = read_policy_file(path)
+    again = tmp_path / "saved-again.pt"
+    save_policy_file(again, policy, payload.env, {"hidden": payload.hidden, "rounds": payload.rounds, "net_arch": payload.net_arch})
+    assert again.read_bytes() != path.read_bytes()  # torch.save writes another id into the same policy's file
+    validation.RatesCache(tmp_path / "rates.json").file_rates(again, env, 1)
+    assert len(measured) == 1  # the same policy: its digest, not its bytes, keys its rates
     shutil.copyfile(shipped_policy_file("placer"), path)  # other weights in the same file: measured again
     validation.RatesCache(tmp_path / "rates.json").file_rates(path, env, 1)
     assert len(measured) == 2
