@@ -12,7 +12,7 @@ from placer.baselines.specs import PolicySpec
 from placer.common.errors import ConfigError
 from placer.common.tomlfile import load_toml, read_toml
 
-REGIME_TEACHERS = ("best",)  # teachers tuned per regime (policies.teachers)
+REGIME_TEACHERS = ("best", "elastic-best")  # teachers tuned per regime (policies.teachers)
 
 
 def tuned_per_regime(teacher: str) -> bool:
@@ -64,7 +64,11 @@ class TrainSection(BaseModel):
     validate_start: bool = _d(True, "validate the starting policy too (a warm start is then a candidate for best.pt)")
     torch_threads: int = _d(2, "torch's CPU threads", ge=1)
     baselines: list[str] = _d(["para_min", "para_min+best_fit", "lean"], "heuristics validated beside the policy")
-    imitation_teacher: str = _d("lean", "the policy cloned in the warm start; best: the member tuned for each episode's regime")
+    imitation_teacher: str = _d(
+        "lean",
+        "the policy cloned in the warm start; best: the member tuned for each episode's regime; elastic-best (an elastic"
+        " [env]): the elastic families' member tuned for it, which also grows and shrinks running jobs",
+    )
     teacher_pooled: list[Literal["cluster", "load", "beta_dist", "queue", "size", "structure"]] = _d(
         [], "best: regime fields whose values share one member (the student reads the load, not the beta distribution)"
     )
@@ -105,6 +109,11 @@ class TrainConfig(BaseModel):
             PolicySpec.parse(name)  # a bad teacher is one line now, not after the whole run
         if self.train.teacher_candidates and not tuned_per_regime(self.train.imitation_teacher):
             raise ConfigError(f"teacher_candidates: the teacher {self.train.imitation_teacher!r} is not tuned per regime (use best)")
+        if PolicySpec.parse(self.train.imitation_teacher).kind == "elastic-best":
+            if not self.env.elastic:
+                raise ConfigError("imitation_teacher elastic-best resizes running jobs: set [env] elastic = true")
+            if self.train.ppo_baseline:
+                raise ConfigError("ppo_baseline: the baseline runs without resizes, so elastic-best cannot be it")
         if self.train.candidate_policy_file and not self.train.teacher_candidates:
             raise ConfigError("candidate_policy_file names the file of a `learned` teacher candidate: list one in teacher_candidates")
         if self.train.ppo_baseline and self.env.baseline is not None:

@@ -11,9 +11,10 @@ member. The teacher is *told* the regime; the student sees only what a deployed 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -49,15 +50,61 @@ T = TypeVar("T", bound=_Parsed)
 
 Lead = tuple[float, float]  # a candidate's paired lead over the families' best: mean and 95 % half-width (avoidable blocking)
 Scored = tuple[str, dict[str, float], dict[str, Lead]]
+Families = dict[str, Any]  # one group's heuristic tuning: "best" (the families' best), "blocking" (each member's), "reference"
 
 
-def _scored(config: EnvConfig, rows: Sequence[Regime], candidates: Sequence[str] = (), policy_file: str | None = None) -> Scored:
+class FamilyTunings:
+    """The heuristic families' tuning of each group of regimes (:func:`_families`), kept in a JSON file by what their
+    streams depend on (:func:`group_digest`), so that every stage of a recipe, and every resume, tunes a group once:
+    the distil stage scores its candidates beside the clone's tuning instead of running every family again. A group is
+    saved as soon as it is tuned. ``path`` None: kept in memory only."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._kept: dict[str, Families] = {}
+        if path is not None and path.exists():
+            try:
+                saved = json.loads(path.read_text())
+                self._kept = {str(k): v for k, v in saved.items() if {"best", "blocking", "reference"} <= set(v)}
+            except (OSError, ValueError, TypeError, AttributeError):
+                self._kept = {}  # not one we wrote: tuned again
+
+    def get(self, digest: str) -> Families | None:
+        return self._kept.get(digest)
+
+    def put(self, digest: str, families: Families) -> None:
+        self._kept[digest] = families
+        if self.path is not None:
+            write_atomic(self.path, json.dumps(self._kept) + "\n")
+
+
+def group_digest(config: EnvConfig, rows: Sequence[Regime], teacher: str = "best") -> str:
+    """sha256 of what a group's tuning streams and runs depend on: each regime and its workload, the clusters, the
+    strategy, the largest degree and the family members ``best`` weighs (not the observation, the reward or the
+    candidates)."""
+    parts = [config.strategy, config.max_degree, *(row.key for row in rows), *_best(config, len(rows), teacher).candidates]
+    parts += [variant_of(config, row).workload.model_dump_json() for row in rows]
+    parts += [load_cluster(name).spec.model_dump_json() for name in dict.fromkeys(row.cluster for row in rows)]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
+def _scored(
+    config: EnvConfig,
+    rows: Sequence[Regime],
+    candidates: Sequence[str] = (),
+    policy_file: str | None = None,
+    families: Families | None = None,
+    teacher: str = "best",
+) -> tuple[Scored, Families]:
     """The heuristic families' best in the regimes ``rows`` (the member ``best`` runs in one; pooled over several, the one
     with the least mean avoidable blocking over all of them, as ``single-best`` chooses) and the mean avoidable blocking on
     their tuning streams of every family member and of each of ``candidates``: more policies (any registered name, e.g.
     ``learned``, which runs ``policy_file`` when given) scored on the same streams, of which :func:`chosen_member` makes one
     the member where it leads; and each candidate's lead: the families' best's avoidable blocking less the candidate's, per
-    tuning stream of every regime of ``rows`` (paired: the same stream and seed), as a mean and its 95 % half-width."""
+    tuning stream of every regime of ``rows`` (paired: the same stream and seed), as a mean and its 95 % half-width.
+    With it, the families' tuning: ``families`` when given (a :class:`FamilyTunings` record of the same group), so that
+    only the candidates run; else measured here. ``teacher``: ``best``, or ``elastic-best`` (the elastic families, run
+    elastic)."""
     clusters = {cluster.name: cluster for cluster in map(load_cluster, config.all_clusters)}  # rows name clusters as reset's info does
     costs = {name: CostModel(clusters[name], strategy=config.strategy) for name in dict.fromkeys(row.cluster for row in rows)}
     workloads = [variant_of(config, row).workload for row in rows]
@@ -67,19 +114,37 @@ def _scored(config: EnvConfig, rows: Sequence[Regime], candidates: Sequence[str]
     )
     for tuning in tunings:
         tuning.regimes = tunings if len(tunings) > 1 else ()
-    best = make_heuristic(PolicySpec.parse("single-best" if len(rows) > 1 else "best", plugins={}), max_degree=config.max_degree)
-    if not isinstance(best, Best):
-        raise TypeError(f"best built a {type(best).__name__}")
-    tuned = best.tuned(tunings[0])
-    family_best, blocking, leads = str(tuned.chosen), dict(tuned.tuning_blocking or {}), {}
-    reference = [value for tuning in tunings for value in tuning.per_stream(best.candidates[family_best], TUNING_METRIC)]  # cached
+    families = families or _families(config, tunings, teacher)
+    family_best, blocking, leads = str(families["best"]), dict(families["blocking"]), {}
+    reference = list(families["reference"])
     context = candidate_context(clusters[rows[0].cluster], config.max_degree, policy_file)
     for name in candidates:
         policy = make_policy(name, context)
         runs = [tuning.per_stream(policy, TUNING_METRIC) for tuning in tunings]
         blocking[name] = float(np.mean([float(np.mean(run)) for run in runs]))  # each regime weighted alike
         leads[name] = mean_ci95([a - b for a, b in zip(reference, [value for run in runs for value in run], strict=True)])
-    return family_best, blocking, leads
+    return (family_best, blocking, leads), families
+
+
+def _families(config: EnvConfig, tunings: Sequence[Tuning], teacher: str) -> Families:
+    """The heuristic families' tuning on ``tunings`` (a group's regimes): ``teacher`` chooses its member ("best"), every
+    member's mean avoidable blocking ("blocking") and the chosen one's per tuning stream of every regime ("reference")."""
+    best = _best(config, len(tunings), teacher)
+    tuned = best.tuned(tunings[0])
+    chosen = str(tuned.chosen)
+    reference = [float(v) for tuning in tunings for v in tuning.per_stream(best.candidates[chosen], TUNING_METRIC)]  # cached
+    return {"best": chosen, "blocking": {k: float(v) for k, v in (tuned.tuning_blocking or {}).items()}, "reference": reference}
+
+
+def _best(config: EnvConfig, regimes: int, teacher: str = "best") -> Best:
+    """``teacher`` (``best`` or ``elastic-best``) for ``config``'s largest degree, choosing on one regime or pooled over
+    several (``best``'s pooled form is ``single-best``)."""
+    kind = PolicySpec.parse(teacher, plugins={}).kind
+    name = "single-best" if kind == "best" and regimes > 1 else kind
+    best = make_heuristic(PolicySpec.parse(name, plugins={}), max_degree=config.max_degree)
+    if not isinstance(best, Best):
+        raise TypeError(f"{teacher} built a {type(best).__name__}")
+    return dataclasses.replace(best, pooled=regimes > 1)
 
 
 def candidate_context(cluster: Cluster, max_degree: int, policy_file: str | None) -> PolicyContext:
@@ -97,7 +162,7 @@ def tune_regime(
 ) -> tuple[str, dict[str, float]]:
     """The member of the regimes ``rows`` and every candidate's score, as :func:`_scored` scores them and
     :func:`chosen_member` chooses."""
-    family_best, blocking, leads = _scored(config, rows, candidates, policy_file)
+    (family_best, blocking, leads), _ = _scored(config, rows, candidates, policy_file)
     return chosen_member(family_best, blocking, candidates, margin, leads if resolved else None), blocking
 
 
@@ -128,7 +193,7 @@ def _by_spec(items: Sequence[T], spec: str) -> T:
     return next(item for item in items if item.spec == spec)
 
 
-def _score_group(args: tuple[EnvConfig, list[Regime], tuple[str, ...], str | None]) -> Scored:
+def _score_group(args: tuple[EnvConfig, list[Regime], tuple[str, ...], str | None, Families | None, str]) -> tuple[Scored, Families]:
     return _scored(*args)
 
 
@@ -143,6 +208,8 @@ def regime_members(
     progress: bool = False,
     scores: dict[str, dict[str, float]] | None = None,
     policy_file: str | None = None,
+    tuned: FamilyTunings | None = None,
+    teacher: str = "best",
 ) -> dict[str, str]:
     """:attr:`Regime.key` -> the member ``best`` chose for it, for every regime of ``config`` (``workers`` processes).
 
@@ -152,20 +219,23 @@ def regime_members(
     can follow without contradictions). ``candidates``, ``margin``, ``policy_file``, ``resolved``: as for :func:`tune_regime`.
     ``scores``, if given, receives for each group (the key of its first regime, pooled fields as ``*``) the avoidable
     blocking of the heuristic families' best and of each candidate, and each candidate's paired lead (``NAME lead`` and
-    ``NAME lead half``: :func:`_scored`)."""
+    ``NAME lead half``: :func:`_scored`). ``tuned``: the families' tunings already made (e.g. by an earlier stage on the
+    same streams); the groups it lacks are tuned and added, each as soon as it is done. ``teacher``: whose members,
+    ``best``'s or ``elastic-best``'s."""
     unknown = set(pooled) - set(REGIME_FIELDS)
     if unknown:
         raise ValueError(f"cannot pool a teacher over {', '.join(sorted(unknown))} (regime fields: {', '.join(REGIME_FIELDS)})")
     groups: dict[Regime, list[Regime]] = {}
     for row in regimes(config):
         groups.setdefault(row.pooled(pooled), []).append(row)
-    jobs = [(config, rows, tuple(candidates), policy_file) for rows in groups.values()]
+    tuned = tuned or FamilyTunings()
+    digests = [group_digest(config, rows, teacher) for rows in groups.values()]
+    jobs = [(config, rows, tuple(candidates), policy_file, tuned.get(d), teacher) for rows, d in zip(groups.values(), digests, strict=True)]
     bar = dict(total=len(jobs), desc="tuning best per regime", unit="regime", disable=not progress, leave=False)
-    if workers > 1:
-        with spawn_pool(workers) as pool:
-            scored = list(tqdm(pool.map(_score_group, jobs), **bar))
-    else:
-        scored = [_score_group(job) for job in tqdm(jobs, **bar)]
+    scored: list[Scored] = []
+    for digest, (score, families) in zip(digests, tqdm(_mapped(_score_group, jobs, workers), **bar), strict=True):
+        tuned.put(digest, families)  # kept now: a run stopped later does not tune this group again
+        scored.append(score)
     members: dict[str, str] = {}
     for (group, rows), (family_best, blocking, leads) in zip(groups.items(), scored, strict=True):
         member = chosen_member(family_best, blocking, candidates, margin, leads if resolved else None)
@@ -175,6 +245,16 @@ def regime_members(
             for name in candidates:
                 scores[group.key] |= {f"{name} lead": leads[name][0], f"{name} lead half": leads[name][1]}
     return members
+
+
+def _mapped(function: Callable[[Any], Any], items: Sequence[Any], workers: int) -> Iterator[Any]:
+    """``function`` of each item, in order, each yielded as soon as it and those before it are done (``workers`` > 1:
+    spawned processes)."""
+    if workers <= 1:
+        yield from map(function, items)
+        return
+    with spawn_pool(workers) as pool:
+        yield from pool.map(function, items)
 
 
 class Teachers:
@@ -215,10 +295,12 @@ OBSERVATION_FIELDS = (
 # one config serves another that differs only in these (copy members.json into the new run's folder)
 
 
-def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str, str] | None:
+def teacher_members(config: TrainConfig, out: Path, progress: bool, tuned: FamilyTunings | None = None) -> dict[str, str] | None:
     """For a teacher tuned per regime (``best``) whose table is needed (a warm start, or ``ppo_baseline``): regime -> member,
     tuned once and kept in ``out/members.json`` with the config it was tuned for (a resume reads it back; another
-    config's table, after ``--force``, or a file that is not one is tuned again); else None."""
+    config's table, after ``--force``, or a file that is not one is tuned again); else None. ``tuned``: the heuristic
+    families' tunings kept so far (:class:`FamilyTunings`): a group tuned before, by this run or another stage on the same
+    streams, is not tuned again (only the candidates run)."""
     settings = config.train
     needed = (settings.imitation_steps and not settings.init_policy) or settings.ppo_baseline
     if not (needed and tuned_per_regime(settings.imitation_teacher)):
@@ -251,6 +333,8 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool) -> dict[str,
         progress=progress,
         scores=scores,
         policy_file=settings.candidate_policy_file,
+        tuned=tuned,
+        teacher=settings.imitation_teacher,
     )
     write_atomic(path, json.dumps({"tuned_for": tuned_for, "members": members, "tuning": scores}, indent=1) + "\n")
     return members

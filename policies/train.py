@@ -46,7 +46,7 @@ from policies.loading import LearnedPolicy
 from policies.model import build_policy, load_policy_file, policy_kwargs, save_policy_file, widened_for_resizes
 from policies.promotion import check_promote_target, promote_if_not_worse
 from policies.scorer import OptionPolicy
-from policies.teachers import check_baseline_early, teacher_members, with_baseline
+from policies.teachers import FamilyTunings, check_baseline_early, teacher_members, with_baseline
 from policies.validation import RatesCache, paired_summary
 
 
@@ -359,8 +359,8 @@ def train(
     ``promote``: also copy the final policy there (e.g. over ``data/policies/``), but only if the paired
     validation does not find it blocking more jobs than its teacher's online rule (the 95 % interval of the difference
     reaches 0: :meth:`~policies.validation.PairedSummary.not_worse_than_reference`; else the file there is kept); it is
-    checked first (:func:`check_promote_target`). ``cache``: named policies' validation rates, shared by a recipe's stages.
-    """
+    checked first (:func:`check_promote_target`). ``cache``: named policies' validation rates, shared by a recipe's stages;
+    the heuristic families' tunings (``tuning.json``) are kept beside its file (a recipe's folder), else in ``out``."""
     report = report or (lambda message: None)
     if timesteps is not None and timesteps < 0:
         raise TrainingError(f"--timesteps must be a number of environment steps >= 0 (0: no PPO), got {timesteps}")
@@ -381,7 +381,7 @@ def train(
         if _without_budget(previous) != _without_budget(config.model_dump(mode="json")):
             raise TrainingError(f"{out} was trained with another config; resume with the same --config")
     write_atomic(saved, config.model_dump_json(indent=1) + "\n")
-    members = teacher_members(config, out, progress)
+    members = teacher_members(config, out, progress, FamilyTunings((cache.path.parent if cache and cache.path else out) / "tuning.json"))
     config = with_baseline(config, members)
     model = build_model(config, out)
     checkpoint = out / "checkpoint.pt"

@@ -115,7 +115,7 @@ def test_a_candidates_lead_is_paired_stream_by_stream_with_the_families_best():
     from policies.teachers import _scored
 
     rows = regimes(CONFIG)[1:]  # load 1.3
-    family_best, blocking, leads = _scored(CONFIG, rows, candidates=("fixed:1", "lean:admit=0.5"))
+    (family_best, blocking, leads), _ = _scored(CONFIG, rows, candidates=("fixed:1", "lean:admit=0.5"))
     fixed, best_member = make_heuristic("fixed:1", max_degree=16), make_heuristic(family_best, max_degree=16)
     paired = [a - b for a, b in zip(_per_stream(CONFIG, rows[0], best_member), _per_stream(CONFIG, rows[0], fixed), strict=True)]
     assert leads["fixed:1"] == mean_ci95(paired) and leads["fixed:1"][1] > 0
@@ -124,6 +124,30 @@ def test_a_candidates_lead_is_paired_stream_by_stream_with_the_families_best():
     regime_members(CONFIG.with_changes(loads=(1.3,)), candidates=("fixed:1",), resolved=True, scores=scores)
     (group,) = scores.values()
     assert (group["fixed:1 lead"], group["fixed:1 lead half"]) == leads["fixed:1"]
+
+
+def test_the_families_tuning_kept_by_one_stage_serves_the_next_on_the_same_streams(tmp_path, monkeypatch):
+    """A recipe's distil stage scores its candidate beside the clone's tuning of the families: read back from the file,
+    the same members, scores and leads as a fresh tuning, and no family runs again; other streams are tuned anew."""
+    import policies.teachers as teachers
+
+    config = CONFIG.with_changes(loads=(0.5, 1.3))
+    kept = teachers.FamilyTunings(tmp_path / "tuning.json")
+    first = regime_members(config, tuned=kept)  # the clone: the families alone
+    fresh_scores: dict = {}
+    fresh = regime_members(config, candidates=("fixed:1",), scores=fresh_scores)
+    real = teachers._families
+    monkeypatch.setattr(teachers, "_families", lambda *a: pytest.fail("a kept group was tuned again"))
+    scores: dict = {}
+    again = regime_members(config, candidates=("fixed:1",), scores=scores, tuned=teachers.FamilyTunings(tmp_path / "tuning.json"))
+    assert again == fresh and scores == fresh_scores and set(first) == set(again)
+    tuned: list = []
+    monkeypatch.setattr(teachers, "_families", lambda *a: tuned.append(1) or real(*a))
+    other = config.with_changes(loads=(0.9,))  # other streams: tuned, and added to the file
+    regime_members(other, tuned=teachers.FamilyTunings(tmp_path / "tuning.json"))
+    assert len(tuned) == 1 and len(teachers.FamilyTunings(tmp_path / "tuning.json")._kept) == 3
+    row = regimes(config)[:1]
+    assert teachers.group_digest(config, row) != teachers.group_digest(config.with_changes(max_degree=8), row)
 
 
 def _per_stream(config, row, policy) -> tuple[float, ...]:
@@ -181,3 +205,24 @@ def test_teacher_candidates_need_a_teacher_tuned_per_regime_and_policy_names():
     unknown = TrainConfig(env=env, train=TrainSection(imitation_teacher="best", teacher_candidates=["learned:nosuch"]))
     with pytest.raises(PlacerError, match="unknown policy 'learned:nosuch'"):  # before any tuning, not in a worker after it
         check_baseline_early(unknown)
+
+
+def test_elastic_best_is_tuned_per_regime_among_the_elastic_families_and_its_members_resize_in_the_recording():
+    from placer.baselines.best import ELASTIC_CANDIDATES
+    from policies.teachers import _tuning, variant_of
+
+    config = CONFIG.with_changes(elastic=True, loads=(0.9,), graphs=("alexnet", "vgg16", "resnet18", "gnmt"), max_nodes=512, max_edges=1024)
+    scores: dict = {}
+    members = regime_members(config, teacher="elastic-best", scores=scores)
+    (member,) = set(members.values())
+    (group,) = scores.values()
+    (row,) = regimes(config)
+    workload = variant_of(config, row).workload
+    tuning = _tuning(row, workload, CostModel(load_cluster(row.cluster)), [resolve_graph(g) for g in workload.graphs])
+    evaluated = make_heuristic("elastic-best", max_degree=config.max_degree).tuned(tuning)  # placer evaluate's choice
+    assert member in ELASTIC_CANDIDATES and member == evaluated.chosen and group == {member: evaluated.tuning_blocking[member]}
+    assert tuned_per_regime("elastic-best") and not set(ELASTIC_CANDIDATES) & set(BEST_CANDIDATES)  # not best's families
+    grows = {key: "elastic_lean" for key in members}  # an elastic member (on these short streams Chronus wins)
+    data = collect(config, "elastic-best", 60, seed=1, members=grows)
+    resized = data.dynamic["resize"][:, 0] == 1
+    assert (data.actions[resized] != 0).any()  # the episode's member grows running jobs

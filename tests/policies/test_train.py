@@ -345,6 +345,12 @@ def test_one_baseline_at_a_time_and_a_teacher_that_needs_tuning_is_refused_at_on
         )
     with pytest.raises(PlacerError, match="nosuch"):
         config.model_validate({**config.model_dump(), "train": {"imitation_teacher": "nosuch"}})
+    with pytest.raises(PlacerError, match="set \\[env\\] elastic = true"):
+        config.model_validate({**config.model_dump(), "train": {"imitation_teacher": "elastic-best"}})
+    elastic = {**config.model_dump(), "env": {**config.env.model_dump(), "elastic": True}}
+    with pytest.raises(PlacerError, match="elastic-best cannot be it"):
+        config.model_validate({**elastic, "train": {"imitation_teacher": "elastic-best", "ppo_baseline": True}})
+    assert config.model_validate({**elastic, "train": {"imitation_teacher": "elastic-best"}}).train.imitation_teacher == "elastic-best"
     adaptive = config.model_copy(update={"train": config.train.model_copy(update={"ppo_baseline": True, "imitation_teacher": "adaptive"})})
     with pytest.raises(PlacerError, match="ppo_baseline: the teacher 'adaptive' cannot be the baseline"):
         train(adaptive, tmp_path / "run", progress=False)
