@@ -48,12 +48,21 @@ class Demonstrations:
 
 
 def teacher_action(decision, table) -> int:
-    """The first feasible option index that gives the teacher's devices (reject if none)."""
-    if isinstance(decision, Place):
-        for i, option in enumerate(table):
-            if option.feasible and option.devices == decision.devices:
-                return 1 + i
-    return REJECT
+    """The action of the teacher's ``decision`` in the option ``table``: the first feasible option giving exactly its
+    devices; else (a teacher placing by a rule of its own: ElasticFlow's buddy blocks, Chronus, an elastic teacher's
+    step-wise grows) the feasible option of the same degree sharing most of them, then the soonest to finish; reject when
+    it rejects or no option has that degree."""
+    if not isinstance(decision, Place) or not decision.devices:
+        return REJECT
+    wanted, near = set(decision.devices), []
+    for i, option in enumerate(table):
+        if not option.feasible or option.devices is None:
+            continue
+        if option.devices == decision.devices:
+            return 1 + i
+        if len(option.devices) == len(decision.devices) and option.jct_s is not None:
+            near.append((len(wanted.intersection(option.devices)), -option.jct_s, -i))
+    return 1 - max(near)[2] if near else REJECT
 
 
 def teacher_choice(teacher, offer: Offer | ResizeOffer | ShrinkOffer) -> int:
@@ -68,26 +77,15 @@ def teacher_choice(teacher, offer: Offer | ResizeOffer | ShrinkOffer) -> int:
 def teacher_resize(teacher, offer: ResizeOffer) -> int:
     """An elastic teacher's action at a running job's resize offer: the option giving the devices its ``rebalance``
     moves the job to, asked on the round's cluster as it stands (the job holding its own devices; earlier offers'
-    resizes taken). Where the table lacks those exact devices (a teacher growing several jobs a step at a time places
-    each on what the others left), the feasible option of the same degree sharing most of them, then the soonest to
-    finish. Keep when it leaves the job where it is, or when the teacher is not elastic (it grows none)."""
+    resizes taken; :func:`teacher_action` where the table lacks those exact devices). Keep when it leaves the job where
+    it is, or when the teacher is not elastic (it grows none)."""
     if not getattr(teacher, "elastic", False):
         return KEEP
     free = offer.view.free.copy()
     free[list(offer.running.devices)] = False
     moved = {r.job_id: r.devices for r in teacher.rebalance(replace(offer.view, free=free))}
     devices = moved.get(offer.job.job_id)
-    if devices is None:
-        return KEEP
-    exact = teacher_action(Place(devices), offer.options)
-    if exact != REJECT:
-        return exact
-    near = [
-        (len(set(option.devices) & set(devices)), -option.jct_s, i)
-        for i, option in enumerate(offer.options)
-        if option.feasible and option.devices is not None and option.jct_s is not None and len(option.devices) == len(devices)
-    ]
-    return 1 + max(near)[2] if near else KEEP
+    return KEEP if devices is None else teacher_action(Place(devices), offer.options)
 
 
 def teacher_targets(teacher, action: int, table, num_actions: int, temperature: float) -> np.ndarray:

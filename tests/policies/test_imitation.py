@@ -230,3 +230,28 @@ def test_an_elastic_teacher_labels_a_resize_offer_with_the_devices_its_rebalance
     data = collect(config, "elastic_lean", 30, seed=3)
     resized = data.dynamic["resize"][:, 0] == 1
     assert resized.any() and (data.actions[resized] != KEEP).any()  # recorded: grown, not only kept
+
+
+def test_a_placement_the_table_lacks_is_labelled_with_the_nearest_option_of_its_degree_never_with_reject():
+    """Exact devices where the table has them; else the feasible option of the same degree sharing most of them, then
+    the soonest to finish, then the first; reject only for a rejection or when no feasible option has that degree."""
+    from placer.sim.options import Option
+    from placer.sim.types import Place, Reject
+
+    def option(devices, jct, deadline=100.0):
+        return Option(len(devices or ()), "first_fit", devices, jct, deadline)
+
+    table = [
+        option((0,), 10.0),
+        option((0, 1), 50.0),
+        option((2, 3), 40.0),  # shares one device with (1, 2) like (0, 1), and finishes sooner
+        option((4, 5), 30.0),  # shares none
+        option((6, 7), 200.0),  # infeasible: misses its deadline
+        option((1, 2, 3, 4), 20.0),
+    ]
+    assert teacher_action(Place((2, 3)), table) == 3  # exact
+    assert teacher_action(Place((1, 2)), table) == 3  # nearest of degree 2: most shared, then sooner
+    assert teacher_action(Place((6, 7)), table) == 4  # exact but infeasible: the nearest feasible of its degree
+    assert teacher_action(Place((0, 1, 2, 3)), table) == 6
+    assert teacher_action(Place((0, 1, 2)), table) == 0  # no option of degree 3
+    assert teacher_action(Reject(), table) == 0
