@@ -467,3 +467,13 @@ def test_a_policy_trained_to_resize_running_jobs_resizes_them_in_placer_evaluate
     runs = {r["policy"]: r for r in json.loads((out / "results.json").read_text())["runs"]}
     assert set(runs) == {"elastic", "lean"} and "resizes" in runs["elastic"]
     assert runs["lean"]["resizes"] == 0
+
+
+def test_target_kl_reaches_ppo_and_is_off_by_default(tmp_path):
+    from policies.train import build_model
+
+    assert build_model(tiny_config(), tmp_path / "a").target_kl is None
+    config = TrainConfig.model_validate({**tiny_config().model_dump(), "ppo": {**tiny_config().ppo.model_dump(), "target_kl": 0.02}})
+    assert build_model(config, tmp_path / "b").target_kl == 0.02
+    with pytest.raises(ValueError, match="target_kl"):
+        TrainConfig.model_validate({**tiny_config().model_dump(), "ppo": {"target_kl": 0}})
