@@ -167,16 +167,22 @@ def test_recording_at_most_k_decisions_an_episode_draws_them_from_that_episodes_
     assert len(collect(CONFIG, "lean", 1, seed=6, per_episode=10_000)) == len(full)  # a cap above the episode's decisions: all of them
 
 
+def _elastic_episode(teacher: str, *, load: float, jobs: int, seed: int):
+    """An elastic env of four graphs reset at ``seed`` and the heuristic ``teacher``, reset too."""
+    config = CONFIG.with_changes(
+        elastic=True, load=load, episode_jobs=jobs, graphs=("alexnet", "vgg16", "resnet18", "gnmt"), max_nodes=512, max_edges=1024
+    )
+    env = envs.env.ClusterPlacementEnv(config)
+    policy = make_heuristic(teacher, max_degree=config.max_degree)
+    env.reset(seed=seed)
+    policy.reset(np.random.default_rng(0))
+    return config, env, policy
+
+
 def test_on_an_elastic_env_the_teacher_keeps_running_jobs_and_places_on_what_shrinking_gives_back():
     """A resize offer is labelled keep; a shrink offer with the option of the devices the teacher picks on the view with
     the given-back devices free (as it would place the job were they idle)."""
-    config = CONFIG.with_changes(
-        elastic=True, load=1.2, episode_jobs=80, graphs=("alexnet", "vgg16", "resnet18", "gnmt"), max_nodes=512, max_edges=1024
-    )
-    env = envs.env.ClusterPlacementEnv(config)
-    teacher = make_heuristic("lean", max_degree=config.max_degree)
-    env.reset(seed=1)
-    teacher.reset(np.random.default_rng(0))
+    config, env, teacher = _elastic_episode("lean", load=1.2, jobs=80, seed=1)
     seen: dict[str, int] = {}
     done = False
     while not done:
@@ -200,13 +206,7 @@ def test_an_elastic_teacher_labels_a_resize_offer_with_the_devices_its_rebalance
     """elastic_lean grows running jobs into idle devices: at a resize offer its label is the option of the devices its
     rebalance gives that job on the round's cluster (the job holding its own), one of that degree where the table lacks
     them, keep where it leaves the job."""
-    config = CONFIG.with_changes(
-        elastic=True, load=0.6, episode_jobs=60, graphs=("alexnet", "vgg16", "resnet18", "gnmt"), max_nodes=512, max_edges=1024
-    )
-    env = envs.env.ClusterPlacementEnv(config)
-    teacher = make_heuristic("elastic_lean", max_degree=config.max_degree)
-    env.reset(seed=2)
-    teacher.reset(np.random.default_rng(0))
+    config, env, teacher = _elastic_episode("elastic_lean", load=0.6, jobs=60, seed=2)
     labels = {"grow": 0, "near": 0, "keep": 0}
     done = False
     while not done:
