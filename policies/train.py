@@ -335,8 +335,9 @@ RESUME_MAY_CHANGE = ("timesteps", "eval_workers", "device")  # the budget, and h
 
 def _without_budget(config: dict) -> dict:
     """The config minus what a resume may change (:data:`RESUME_MAY_CHANGE`): the step budget, which it may raise, and the
-    processes and device it runs on (``eval_workers`` gives the same rates for any count)."""
-    return {**config, "train": {k: v for k, v in config["train"].items() if k not in RESUME_MAY_CHANGE}}
+    processes and device it runs on (``eval_workers``: the same rates for any count; ``[ppo] vec_env``: the same rollouts)."""
+    ppo = {k: v for k, v in config.get("ppo", {}).items() if k != "vec_env"}
+    return {**config, "ppo": ppo, "train": {k: v for k, v in config["train"].items() if k not in RESUME_MAY_CHANGE}}
 
 
 def train(

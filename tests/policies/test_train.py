@@ -446,6 +446,7 @@ def test_a_resume_may_spread_the_run_differently_but_not_change_what_it_learns()
 
     config = tiny_config().model_dump(mode="json")
     spread = {**config, "train": {**config["train"], "eval_workers": 5, "device": "auto", "timesteps": 10**6}}
+    spread["ppo"] = {**config["ppo"], "vec_env": "subproc" if config["ppo"]["vec_env"] == "dummy" else "dummy"}
     assert _without_budget(spread) == _without_budget(config)
     other = {**config, "train": {**config["train"], "seed": 7}}
     assert _without_budget(other) != _without_budget(config)
