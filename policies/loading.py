@@ -81,11 +81,15 @@ class LearnedPolicy(Policy):
         self.advisers.reset()
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
-        """Record ``job`` in this run's history, put it to the advisers, and choose among its options."""
+        """Record ``job`` in this run's history, put it to the advisers, and choose among its options (:meth:`offer`)."""
         self.history.observe(job)
         advice = self.advisers.advise(job, view)
-        table = tuple(option_table(job, view, self.env.max_degree, self.env.rules))
-        return self.choose(Offer(job, view, table), self.history, advice)
+        offer = self.offer(job, view)
+        return Reject() if offer is None else self.choose(offer, self.history, advice)
+
+    def offer(self, job: Job, view: ClusterView) -> Offer | ShrinkOffer | None:
+        """What ``job`` is offered on arrival: its option table on ``view`` as it stands (None: nothing to choose)."""
+        return Offer(job, view, tuple(option_table(job, view, self.env.max_degree, self.env.rules)))
 
     def choose(self, offer: Offer | ShrinkOffer, history: JobHistory, advice: tuple[Decision, ...] = ()) -> Decision:
         """The decision for ``offer`` given the run's ``history`` (which holds ``offer.job``) and each adviser's decision on
@@ -123,13 +127,10 @@ class ElasticLearnedPolicy(LearnedPolicy):
         super().reset(rng)
         self._floors = Floors(self.env.rules)
 
-    def decide(self, job: Job, view: ClusterView) -> Decision:
-        """As a fixed-degree policy, but a job nothing idle admits is offered on what running jobs would give back
+    def offer(self, job: Job, view: ClusterView) -> Offer | ShrinkOffer | None:
+        """As a fixed-degree policy's, but a job nothing idle admits is offered on what running jobs would give back
         (:func:`envs.resize.arrival_offer`), as in training."""
-        self.history.observe(job)
-        advice = self.advisers.advise(job, view)
-        offer = arrival_offer(job, view, self.env.max_degree, self.env.rules, self._floors)
-        return Reject() if offer is None else self.choose(offer, self.history, advice)
+        return arrival_offer(job, view, self.env.max_degree, self.env.rules, self._floors)
 
     def rebalance(self, view: ClusterView) -> Sequence[Resize]:
         env = self.env

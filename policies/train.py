@@ -162,10 +162,9 @@ def _monitored_env(env_config: EnvConfig, own_process: bool, cost_models: list[C
 
 def resolve_device(name: str) -> str:
     """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; ``cuda`` without one is an error."""
-    available = torch.cuda.is_available()
-    if name == "cuda" and not available:
+    if name == "cuda" and not torch.cuda.is_available():
         raise TrainingError("--device cuda: torch sees no CUDA device here (use auto or cpu)")
-    return "cuda" if name == "auto" and available else ("cpu" if name == "auto" else name)
+    return ("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name
 
 
 def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
