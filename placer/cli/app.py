@@ -12,11 +12,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 def _flag_type_rich(self: typer.core.TyperOption, ctx) -> str | None:
     """No type column for on/off flags (typer 0.29's rich help prints ``<bool>`` beside them)."""
-    return None if self.is_flag else _option_type_rich(self, ctx)
+    return None if self.is_flag or _option_type_rich is None else _option_type_rich(self, ctx)
 
 
-_option_type_rich = typer.core.TyperOption.display_type_rich
-typer.core.TyperOption.display_type_rich = _flag_type_rich  # type: ignore[method-assign]  # a deliberate patch of typer
+_option_type_rich = getattr(typer.core.TyperOption, "display_type_rich", None)  # typers before it print no type column
+if _option_type_rich is not None:
+    typer.core.TyperOption.display_type_rich = _flag_type_rich  # type: ignore[method-assign]  # a deliberate patch of typer
 
 app = typer.Typer(add_completion=False, help="Partition and place DNN training jobs on a GPU cluster.")
 import_app = typer.Typer(no_args_is_help=True, help="Convert job graphs from other formats.")

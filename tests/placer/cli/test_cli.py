@@ -316,6 +316,24 @@ def test_help_shows_no_bool_placeholder_beside_flags(command):
     assert "<bool>" not in result.output
 
 
+def test_the_cli_starts_on_a_typer_without_the_rich_type_column():
+    """pyproject allows typer 0.12, whose TyperOption has no ``display_type_rich`` (typer 0.15.1 has none either): the
+    patch that hides ``<bool>`` beside flags is skipped there, and ``placer`` starts (``--version``: typer 0.29's own help
+    needs the method)."""
+    code = """import sys, typer.core
+for kind in typer.core.TyperOption.__mro__:
+    if "display_type_rich" in vars(kind):
+        delattr(kind, "display_type_rich")
+from placer.cli import main
+sys.argv = ["placer", "--version"]
+main()"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**__import__("os").environ, "COLUMNS": "200"}
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("placer ")
+
+
 def test_structured_streams_tuned_and_online_admission_and_the_gap_to_hindsight(tmp_path):
     out = tmp_path / "s"
     args = ["--graphs", "alexnet,resnet18", "--beta-dist", "B", "--jobs", "40", "--seeds", "2", "--cluster", "dgx8x8"]
