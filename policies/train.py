@@ -329,14 +329,14 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-RESUME_MAY_CHANGE = ("timesteps", "eval_workers", "device")  # the budget, and how a run is spread: not what it learns
+RESUME_MAY_CHANGE = {"train": ("timesteps", "eval_workers", "device"), "ppo": ("vec_env",)}  # budget and spread, not what it learns
 
 
 def _without_budget(config: dict) -> dict:
     """The config minus what a resume may change (:data:`RESUME_MAY_CHANGE`): the step budget, which it may raise, and the
     processes and device it runs on (``eval_workers``: the same rates for any count; ``[ppo] vec_env``: the same rollouts)."""
-    ppo = {k: v for k, v in config.get("ppo", {}).items() if k != "vec_env"}
-    return {**config, "ppo": ppo, "train": {k: v for k, v in config["train"].items() if k not in RESUME_MAY_CHANGE}}
+    kept = {section: {k: v for k, v in config.get(section, {}).items() if k not in keys} for section, keys in RESUME_MAY_CHANGE.items()}
+    return {**config, **kept}
 
 
 def train(

@@ -327,9 +327,7 @@ for kind in typer.core.TyperOption.__mro__:
 from placer.cli import main
 sys.argv = ["placer", "--version"]
 main()"""
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env={**__import__("os").environ, "COLUMNS": "200"}
-    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.startswith("placer ")
 
