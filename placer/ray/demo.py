@@ -233,7 +233,8 @@ class RefitWait:
         if self.timed_out:
             why = f"still running after {self.waited_s:g} s ({s.measurements} measurements kept)"
         elif s.needed is not None and s.measurements < s.needed:
-            why = f"{s.measurements} measurements kept, a fit needs {s.needed}"
+            held = f" ({len(s.suspects)} held as suspect)" if s.suspects else ""
+            why = f"{s.measurements} measurements kept{held}, a fit needs {s.needed}"
         elif s.last_error:
             why = f"it failed: {' '.join(s.last_error.split())[:300]}"
         else:

@@ -8,7 +8,7 @@ import json
 from placer.graphs.job_graph import job_graph_from_json
 from placer.ray.demo import await_refit
 from placer.ray.service import LocalService
-from placer.serve.schemas import CalibrationState
+from placer.serve.schemas import CalibrationState, SuspectReport
 from tests.placer.serve.test_service_refit import _graph
 from tests.placer.toys import toy_cluster
 
@@ -38,11 +38,16 @@ def _state(**fields) -> CalibrationState:
     return CalibrationState(**(base | {"last_error": None} | fields))
 
 
+def _suspect() -> SuspectReport:
+    return SuspectReport(graph="demo", devices=["s0-g0"], step_time_s=0.02, predicted_s=0.001, ratio=20.0, why="> 10x")
+
+
 def test_a_refit_that_has_not_landed_is_said_plainly():
     pending = await_refit(lambda: _state(pending=True), before=0, timeout_s=0.3, poll_s=0.05)
     assert pending.timed_out and not pending.landed and "not landed, still running after" in pending.line()
     cases = [
         (_state(needed=4), "not landed, 3 measurements kept, a fit needs 4"),
+        (_state(measurements=1, needed=2, suspects=[_suspect(), _suspect()]), "1 measurements kept (2 held as suspect), a fit needs 2"),
         (_state(needed=2, last_error="refit process failed:\n  BrokenProcessPool"), "it failed: refit process failed: BrokenProcessPool"),
         (_state(measurements=0), "not landed, no report was kept (0 held as suspect)"),
     ]
