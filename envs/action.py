@@ -65,3 +65,21 @@ def decision(action: int, table: Sequence[Option]) -> Decision:
     if option is None or option.devices is None:
         return Place(())  # infeasible: the simulator blocks it for lack of capacity
     return Place(option.devices)
+
+
+def action_of(decision: Decision, table: Sequence[Option]) -> int:
+    """The action of a heuristic's ``decision`` in the option ``table``: the first feasible option giving exactly its
+    devices; else (a teacher placing by a rule of its own: ElasticFlow's buddy blocks, Chronus, an elastic teacher's
+    step-wise grows) the feasible option of the same degree sharing most of them, then the soonest to finish; reject when
+    it rejects or no option has that degree."""
+    if not isinstance(decision, Place) or not decision.devices:
+        return REJECT
+    wanted, near = set(decision.devices), []
+    for i, option in enumerate(table):
+        if not option.feasible or option.devices is None:
+            continue
+        if option.devices == decision.devices:
+            return 1 + i
+        if len(option.devices) == len(decision.devices) and option.jct_s is not None:
+            near.append((len(wanted.intersection(option.devices)), -option.jct_s, -i))
+    return 1 - max(near)[2] if near else REJECT

@@ -258,7 +258,7 @@ class ClusterPlacementEnv(gym.Env):
         while True:
             if self._round is not None:
                 if (offer := self._round.next_offer()) is not None:
-                    self._offer = offer
+                    self._offer, self._advice = offer, self.advisers.advise_resize(offer)
                     return offer.job
                 self._carry_out(self._round)
             point = sim.next_decision()

@@ -59,6 +59,8 @@ The rest is per decision:
   cluster's devices they give back; all 0 for any other arriving job.
 - ``advice`` (A,), only with ``EnvConfig(advisers=...)`` (A of them, :mod:`envs.advice`): 1 for each adviser that
   holds or rejects the job; and ``options`` has A more columns, 1 where that adviser places the job on the option's devices.
+  At a resize offer, 1 in ``advice`` where the adviser keeps the job, and the option column of the devices an elastic
+  adviser's ``rebalance`` moves it to.
 """
 
 from __future__ import annotations
@@ -184,23 +186,14 @@ def observe(
     ``history`` is the run's state and must already hold ``offer.job`` (whoever offers a job records
     it, :meth:`JobHistory.observe`); ``config`` gives max_degree, max_groups and whether to add
     ``history``; ``graph`` names the job's graph; ``advice``: each of ``config.advisers``' decisions on this offer
-    (:meth:`envs.advice.Advisers.advise`). A :class:`~envs.resize.ResizeOffer` reads as an offer of its running job, with
-    no advice (advisers place arriving jobs only).
+    (:meth:`envs.advice.Advisers.advise`; at a :class:`~envs.resize.ResizeOffer`, which reads as an offer of its running
+    job, :meth:`~envs.advice.Advisers.advise_resize`: holding is keeping the job).
     """
-    resizing = isinstance(offer, ResizeOffer)
-    if resizing:  # advisers place arriving jobs: at a resize offer none places or holds
-        advice = ()
-    elif len(advice) != len(config.advisers):
+    if len(advice) != len(config.advisers):
         raise ValueError(f"{len(advice)} advisers' decisions for the config's {len(config.advisers)} advisers")
     out = {"graph": np.array([graph.id], dtype=np.int64)} | _decision_arrays(offer, history, config, graph.forward_ops)
     if config.advisers:
-        if resizing:
-            columns, out["advice"] = (
-                np.zeros((len(offer.options), len(config.advisers)), np.float32),
-                np.zeros(len(config.advisers), np.float32),
-            )
-        else:
-            columns, out["advice"] = advice_arrays(advice, offer.options)
+        columns, out["advice"] = advice_arrays(advice, offer.options)
         out["options"] = np.concatenate([out["options"], columns], axis=1)
     if config.elastic:
         out["resize"] = resize_features(offer, config.max_degree)

@@ -36,7 +36,7 @@ from placer.baselines.elastic_lean import fastest
 from placer.sim.elastic import RunningJob, resize_pause_s
 from placer.sim.options import Option, OptionTable
 from placer.sim.simulator import ClusterView
-from placer.sim.types import Decision, Job, Place, Resize, meets_deadline
+from placer.sim.types import Decision, Job, Place, Reject, Resize, meets_deadline
 
 RESIZE_FEATURES = 5
 KEEP = 0  # the action that leaves the offered job as it is
@@ -116,6 +116,19 @@ class ResizeOffer:
         if option is None or not option.feasible or option.devices is None or set(option.devices) == set(self.running.devices):
             return None
         return Resize(self.running.job.job_id, option.devices)
+
+
+def rebalance_choice(policy, offer: ResizeOffer) -> Decision:
+    """What ``policy``'s ``rebalance`` does with ``offer``'s job on the round's cluster as it stands (the job holding its
+    own devices; earlier offers' resizes taken): ``Place`` on the devices it moves the job to, or ``Reject`` where it keeps
+    it. A policy that is not elastic keeps every job. Reads the policy's run state, writes none."""
+    if not getattr(policy, "elastic", False):
+        return Reject()
+    free = offer.view.free.copy()
+    free[list(offer.running.devices)] = False
+    moved = {r.job_id: r.devices for r in policy.rebalance(replace(offer.view, free=free))}
+    devices = moved.get(offer.job.job_id)
+    return Reject() if devices is None else Place(devices)
 
 
 def resize_offer(running: RunningJob, view: ClusterView, max_degree: int, rules: tuple[str, ...]) -> ResizeOffer | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -24,9 +24,10 @@ from torch.nn import functional as F
 from tqdm.auto import tqdm
 
 from envs.action import REJECT, Offer
+from envs.action import action_of as teacher_action
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
-from envs.resize import KEEP, ResizeOffer, ShrinkOffer
+from envs.resize import KEEP, ResizeOffer, ShrinkOffer, rebalance_choice
 from placer.common.pool import spawn_pool
 from placer.sim.types import Place
 from policies.teachers import Teachers
@@ -47,24 +48,6 @@ class Demonstrations:
         return {k: torch.from_numpy(v[index]).float() for k, v in self.dynamic.items()}
 
 
-def teacher_action(decision, table) -> int:
-    """The action of the teacher's ``decision`` in the option ``table``: the first feasible option giving exactly its
-    devices; else (a teacher placing by a rule of its own: ElasticFlow's buddy blocks, Chronus, an elastic teacher's
-    step-wise grows) the feasible option of the same degree sharing most of them, then the soonest to finish; reject when
-    it rejects or no option has that degree."""
-    if not isinstance(decision, Place) or not decision.devices:
-        return REJECT
-    wanted, near = set(decision.devices), []
-    for i, option in enumerate(table):
-        if not option.feasible or option.devices is None:
-            continue
-        if option.devices == decision.devices:
-            return 1 + i
-        if len(option.devices) == len(decision.devices) and option.jct_s is not None:
-            near.append((len(wanted.intersection(option.devices)), -option.jct_s, -i))
-    return 1 - max(near)[2] if near else REJECT
-
-
 def teacher_choice(teacher, offer: Offer | ResizeOffer | ShrinkOffer) -> int:
     """The teacher's action at ``offer``. An arriving job's offer, plain or a :class:`~envs.resize.ShrinkOffer` (its
     view has the devices running jobs give back free): the option giving the devices the teacher places the job on.
@@ -79,13 +62,8 @@ def teacher_resize(teacher, offer: ResizeOffer) -> int:
     moves the job to, asked on the round's cluster as it stands (the job holding its own devices; earlier offers'
     resizes taken; :func:`teacher_action` where the table lacks those exact devices). Keep when it leaves the job where
     it is, or when the teacher is not elastic (it grows none)."""
-    if not getattr(teacher, "elastic", False):
-        return KEEP
-    free = offer.view.free.copy()
-    free[list(offer.running.devices)] = False
-    moved = {r.job_id: r.devices for r in teacher.rebalance(replace(offer.view, free=free))}
-    devices = moved.get(offer.job.job_id)
-    return KEEP if devices is None else teacher_action(Place(devices), offer.options)
+    choice = rebalance_choice(teacher, offer)
+    return teacher_action(choice, offer.options) if isinstance(choice, Place) else KEEP
 
 
 def teacher_targets(teacher, action: int, table, num_actions: int, temperature: float) -> np.ndarray:

@@ -138,7 +138,8 @@ class ElasticLearnedPolicy(LearnedPolicy):
         while (offer := round_.next_offer()) is not None:
             mask = action_mask(offer.options, env.max_degree, len(env.rules))
             encoding, graph = self._graph(offer.job)
-            round_.choose(self.actor.act(encoding, observe(offer, self.history, env, graph), mask))
+            advice = self.advisers.advise_resize(offer)
+            round_.choose(self.actor.act(encoding, observe(offer, self.history, env, graph, advice), mask))
         return round_.resizes
 
 

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envs.action import any_option
-from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
 from envs.resize import KEEP, RESIZE_FEATURES, ResizeOffer, ResizeRound, ShrinkOffer
 from envs.reward import reward
@@ -199,14 +198,30 @@ def test_a_round_opens_exactly_what_plan_resizes_accepts():
             env.reset(seed=3 + seen)
 
 
-def test_advisers_neither_place_nor_hold_at_a_resize_offer():
-    env = _env(advisers=("lean", "para_min"))
-    env.reset(seed=0)
-    pick = _grower()
-    while not isinstance(env.offer, ResizeOffer):
-        obs, *_ = env.step(pick(env, env.action_masks()))
-    assert not obs["advice"].any() and not obs["options"][:, -2:].any()
-    assert EnvConfig(elastic=True, advisers=("lean",)).elastic
+def test_at_a_resize_offer_a_fixed_adviser_keeps_the_job_and_an_elastic_one_marks_where_its_rebalance_moves_it():
+    from envs.baseline import baseline_policy
+    from policies.imitation import teacher_resize
+
+    env = _env(advisers=("lean", "elastic_lean"))
+    obs, _ = env.reset(seed=0)
+    pick, kept, moved = _grower(), 0, 0
+    while kept + moved < 40:
+        if isinstance(offer := env.offer, ResizeOffer):
+            assert obs["advice"][0] == 1 and not obs["options"][:, -2].any()  # lean grows nothing: it holds
+            teacher = baseline_policy("elastic_lean", env.cost.cluster, env.config.max_degree, "teacher")
+            label = teacher_resize(teacher, offer)  # what a fresh elastic_lean's rebalance does with the job
+            if label == KEEP:
+                assert obs["advice"][1] == 1 and not obs["options"][:, -1].any()
+                kept += 1
+            else:
+                marked = np.flatnonzero(obs["options"][:, -1])
+                assert obs["advice"][1] == 0 and label - 1 in marked
+                assert {frozenset(offer.options[o].devices) for o in marked} == {frozenset(offer.options[label - 1].devices)}
+                moved += 1
+        obs, _, done, _, _ = env.step(pick(env, env.action_masks()))
+        if done:
+            obs, _ = env.reset(seed=kept + moved + 1)
+    assert moved and kept
 
 
 def test_an_elastic_policy_widened_from_a_fixed_one_decides_arriving_jobs_as_it_does(tmp_path):
@@ -264,14 +279,14 @@ def test_no_offer_while_a_job_waits():
 
 def test_a_learned_policy_resizes_in_a_run_as_in_the_env(tmp_path):
     """An elastic policy file loads as an ElasticLearnedPolicy, whose run (placer evaluate's) is the env's greedy episode,
-    resizes included."""
+    resizes included (an elastic adviser's decisions observed at both kinds of offer)."""
     import torch
 
     from policies.loading import ElasticLearnedPolicy, LearnedPolicy, greedy_action
     from policies.model import build_policy, save_policy_file
 
-    torch.manual_seed(0)  # an untrained network that admits jobs and grows some (another seed's rejects every job)
-    env = _env(jobs=60, resize_offers=2)
+    torch.manual_seed(1)  # an untrained network that admits jobs and grows some (seed 0's rejects every job)
+    env = _env(jobs=60, resize_offers=2, advisers=("elastic_lean",))
     policy = build_policy(env.config, 16, 2, [32], env.graph_table)
     policy.eval()
     save_policy_file(tmp_path / "elastic.pt", policy, env.config, {"hidden": 16, "rounds": 2, "net_arch": [32]})
