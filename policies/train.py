@@ -4,7 +4,8 @@
 
 Writes into ``--out``: ``checkpoint.pt`` (policy + optimiser + step count, atomically every ``checkpoint_every`` steps,
 after the warm start and on interrupt), ``best.pt`` (the policy file with the lowest validation blocking rate so far),
-``policy.pt`` (the final policy file, a copy of ``last.pt``), ``imitation.json`` (the warm start's size and agreement with its teacher),
+``policy.pt`` (the final policy file, a copy of ``last.pt``), ``imitation.json`` (the warm start's size and agreement with its teacher;
+its recorded decisions are kept in ``recorded/``, :mod:`policies.warm`, so a resume stopped in the warm start records none again),
 ``eval.jsonl`` (validation blocking rate of the policy and the heuristics per evaluation), ``config.json`` and TensorBoard
 logs in ``tb/``, and ``summary.json``: the final policy's validation blocking rate paired with its teacher's and each
 heuristic's on the same streams. ``--resume`` continues from ``checkpoint.pt``: only the rollout in flight is lost.
@@ -21,7 +22,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -41,13 +41,13 @@ from placer.common.errors import TrainingError
 from placer.cost import CostModel
 from policies.config import TrainConfig
 from policies.extractor import PlacementExtractor
-from policies.imitation import agreement, clone, collect, merge
 from policies.loading import LearnedPolicy
 from policies.model import build_policy, load_policy_file, policy_kwargs, save_policy_file, widened_for_resizes
 from policies.promotion import check_promote_target, promote_if_not_worse
 from policies.scorer import OptionPolicy
 from policies.teachers import FamilyTunings, check_baseline_early, teacher_members, with_baseline
 from policies.validation import RatesCache, paired_summary
+from policies.warm import warm_start
 
 
 class TrainingCallback(BaseCallback):
@@ -187,34 +187,6 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
     )
 
 
-def warm_start(
-    model: MaskablePPO,
-    config: TrainConfig,
-    out: Path,
-    progress: bool = False,
-    members: dict[str, str] | None = None,
-    weights: dict[str, torch.Tensor] | None = None,
-) -> None:
-    """Behaviour-clone the configured heuristic into the fresh policy (see policies.imitation), or start from ``weights``
-    (:func:`init_weights`' of ``init_policy``); ``members``: the teacher's table when it is tuned per regime
-    (:func:`teacher_members`)."""
-    settings = config.train
-    if weights is not None:
-        model.policy.load_state_dict(weights)
-        if settings.ppo_baseline:  # returns are now the clone's less its teacher's, about 0: a critic fitted to the raw ones is off
-            torch.nn.init.zeros_(model.policy.value_net.weight)
-            torch.nn.init.zeros_(model.policy.value_net.bias)
-        return
-    if settings.imitation_steps == 0:
-        return
-    device = model.policy.device
-    model.policy.to("cpu")  # the teacher's demonstrations and the cloning run on the CPU, PPO on its device
-    try:
-        _clone_teacher(model, config, out, progress, members)
-    finally:
-        model.policy.to(device)
-
-
 def init_weights(config: TrainConfig) -> dict[str, torch.Tensor] | None:
     """The weights of ``config.train.init_policy`` (None without one), checked against a policy built from ``config``
     (its observation and network must match): read before anything slow runs, so a bad file is one line at once."""
@@ -234,58 +206,6 @@ def init_weights(config: TrainConfig) -> dict[str, torch.Tensor] | None:
         detail = (lines[1] if len(lines) > 1 else lines[0])[:200] if lines else type(exc).__name__
         raise TrainingError(f"init_policy {path!r} does not fit this config's network: {detail}") from None
     return weights
-
-
-def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool, members: dict[str, str] | None) -> None:
-    settings = config.train
-    env_config = config.env
-    temperature = settings.imitation_temperature
-    data = collect(
-        env_config,
-        settings.imitation_teacher,
-        settings.imitation_steps,
-        settings.seed,
-        progress=progress and settings.imitation_workers == 1,
-        workers=settings.imitation_workers,
-        gamma=config.ppo.gamma,
-        temperature=temperature,
-        members=members,
-        per_episode=settings.imitation_per_episode,
-        policy_file=settings.candidate_policy_file,
-    )
-    cloning: dict[str, Any] = {
-        "epochs": settings.imitation_epochs,
-        "batch_size": config.ppo.batch_size,
-        "learning_rate": settings.imitation_learning_rate,
-        "soft": temperature > 0,
-    }
-    accuracy = clone(model.policy, data, seed=settings.seed, **cloning)
-    rounds = [{"samples": len(data), "accuracy": accuracy}]
-    for r in range(settings.dagger_rounds):  # the learner's own states, labelled by the teacher
-        seed = 7919 * (settings.seed + 1) + r
-        visited = collect(
-            env_config,
-            settings.imitation_teacher,
-            settings.dagger_steps,
-            seed,
-            gamma=config.ppo.gamma,
-            learner=model.policy,
-            workers=settings.imitation_workers,
-            temperature=temperature,
-            members=members,
-            per_episode=settings.imitation_per_episode,
-            policy_file=settings.candidate_policy_file,
-        )
-        on_own_states = agreement(model.policy, visited)  # before learning from them: how well the clone generalises
-        data = merge([data, visited])
-        accuracy = clone(model.policy, data, seed=seed, **cloning)
-        rounds.append({"samples": len(data), "agreement_on_own_states": on_own_states, "accuracy": accuracy})
-    (out / "imitation.json").write_text(
-        json.dumps(
-            {"teacher": settings.imitation_teacher, "members": members, "samples": len(data), "accuracy": accuracy, "rounds": rounds}
-        )
-        + "\n"
-    )
 
 
 def read_eval_rows(path: Path) -> list[dict]:

@@ -1,0 +1,135 @@
+"""The warm start of a training run: behaviour cloning of its teacher (:mod:`policies.imitation`) or given weights.
+
+The decisions recorded for cloning (the teacher's, then each DAgger round's on the learner's own states) are kept in
+the run's ``recorded/`` folder (:func:`recorded`), each with a digest of what made it (the env config, the teacher and
+its table, the seed, and for a DAgger round the learner's weights), so a run stopped after a recording (a crash, a
+session's end) records none of them again on ``--resume``; a recording whose digest differs is made anew. The digest
+names no code version: after a change to the env's observations or a teacher, delete ``recorded/`` (as ``tuning.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sb3_contrib import MaskablePPO
+
+from placer.common.atomic import write_atomic
+from policies.config import TrainConfig
+from policies.imitation import Demonstrations, agreement, clone, collect, merge
+
+RECORDED = "recorded"  # the run's folder of kept recordings
+
+
+def warm_start(
+    model: MaskablePPO,
+    config: TrainConfig,
+    out: Path,
+    progress: bool = False,
+    members: dict[str, str] | None = None,
+    weights: dict[str, torch.Tensor] | None = None,
+) -> None:
+    """Behaviour-clone the configured heuristic into the fresh policy (see policies.imitation), or start from ``weights``
+    (:func:`init_weights`' of ``init_policy``); ``members``: the teacher's table when it is tuned per regime
+    (:func:`teacher_members`)."""
+    settings = config.train
+    if weights is not None:
+        model.policy.load_state_dict(weights)
+        if settings.ppo_baseline:  # returns are now the clone's less its teacher's, about 0: a critic fitted to the raw ones is off
+            torch.nn.init.zeros_(model.policy.value_net.weight)
+            torch.nn.init.zeros_(model.policy.value_net.bias)
+        return
+    if settings.imitation_steps == 0:
+        return
+    device = model.policy.device
+    model.policy.to("cpu")  # the teacher's demonstrations and the cloning run on the CPU, PPO on its device
+    try:
+        _clone_teacher(model, config, out, progress, members)
+    finally:
+        model.policy.to(device)
+
+
+def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool, members: dict[str, str] | None) -> None:
+    settings = config.train
+    env_config = config.env
+    temperature = settings.imitation_temperature
+    common: dict[str, Any] = {
+        "workers": settings.imitation_workers,
+        "gamma": config.ppo.gamma,
+        "temperature": temperature,
+        "members": members,
+        "per_episode": settings.imitation_per_episode,
+        "policy_file": settings.candidate_policy_file,
+    }
+    what = {"env": env_config.model_dump(mode="json"), "teacher": settings.imitation_teacher, **common}
+    if settings.candidate_policy_file:  # a candidate teacher is read from its file: the file's bytes decide too
+        what["policy_file_sha256"] = hashlib.sha256(Path(settings.candidate_policy_file).read_bytes()).hexdigest()
+    show = progress and settings.imitation_workers == 1
+    data = recorded(
+        out / RECORDED / "warm.npz",
+        what | {"steps": settings.imitation_steps, "seed": settings.seed},
+        lambda: collect(env_config, settings.imitation_teacher, settings.imitation_steps, settings.seed, progress=show, **common),
+    )
+    cloning: dict[str, Any] = {
+        "epochs": settings.imitation_epochs,
+        "batch_size": config.ppo.batch_size,
+        "learning_rate": settings.imitation_learning_rate,
+        "soft": temperature > 0,
+    }
+    accuracy = clone(model.policy, data, seed=settings.seed, **cloning)
+    rounds = [{"samples": len(data), "accuracy": accuracy}]
+    for r in range(settings.dagger_rounds):  # the learner's own states, labelled by the teacher
+        seed = 7919 * (settings.seed + 1) + r
+        visited = recorded(  # the learner's states: kept for this learner's weights only
+            out / RECORDED / f"dagger-{r}.npz",
+            what | {"steps": settings.dagger_steps, "seed": seed, "learner": weights_digest(model.policy)},
+            partial(collect, env_config, settings.imitation_teacher, settings.dagger_steps, seed, learner=model.policy, **common),
+        )
+        on_own_states = agreement(model.policy, visited)  # before learning from them: how well the clone generalises
+        data = merge([data, visited])
+        accuracy = clone(model.policy, data, seed=seed, **cloning)
+        rounds.append({"samples": len(data), "agreement_on_own_states": on_own_states, "accuracy": accuracy})
+    (out / "imitation.json").write_text(
+        json.dumps(
+            {"teacher": settings.imitation_teacher, "members": members, "samples": len(data), "accuracy": accuracy, "rounds": rounds}
+        )
+        + "\n"
+    )
+
+
+def recorded(path: Path, what: Mapping[str, Any], record: Callable[[], Demonstrations]) -> Demonstrations:
+    """The demonstrations kept at ``path`` (an ``.npz``) when they were made from ``what`` (JSON: what decides the
+    recording), else ``record()``'s, kept there for the next run. A file cut short or unreadable is recorded anew."""
+    key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+    try:
+        with np.load(path) as kept:
+            if str(kept["key"]) == key:
+                dynamic = {name.removeprefix("dynamic."): kept[name] for name in kept.files if name.startswith("dynamic.")}
+                return Demonstrations(dynamic, kept["masks"], kept["actions"], kept["returns"], kept["targets"])
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # none kept, or not whole
+        pass
+    data = record()
+    arrays: dict[str, Any] = {f"dynamic.{name}": value for name, value in data.dynamic.items()}
+    arrays |= {"key": np.array(key), "masks": data.masks, "actions": data.actions, "returns": data.returns, "targets": data.targets}
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, buffer.getvalue())
+    return data
+
+
+def weights_digest(module: torch.nn.Module) -> str:
+    """A digest of ``module``'s parameters and buffers (its state dict, in order)."""
+    digest = hashlib.sha256()
+    for name, tensor in module.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()

@@ -1,0 +1,82 @@
+"""The warm start keeps what it recorded (``policies.warm``): a run stopped after a recording records none again."""
+
+import json
+
+import numpy as np
+import pytest
+
+from policies.imitation import Demonstrations
+from policies.train import train
+from policies.warm import RECORDED, recorded
+from tests.policies.test_train import tiny_config
+
+
+def _demonstrations(samples: int, seed: int) -> Demonstrations:
+    rng = np.random.default_rng(seed)
+    dynamic = {"job": rng.random((samples, 3), dtype=np.float32), "graph": rng.integers(0, 4, (samples, 1))}
+    masks = rng.random((samples, 5)) < 0.5
+    return Demonstrations(
+        dynamic, masks, rng.integers(0, 5, samples), rng.random(samples, dtype=np.float32), rng.random((samples, 5), dtype=np.float32)
+    )
+
+
+def _same(a: Demonstrations, b: Demonstrations) -> bool:
+    arrays = [(a.masks, b.masks), (a.actions, b.actions), (a.returns, b.returns), (a.targets, b.targets)]
+    return a.dynamic.keys() == b.dynamic.keys() and all(
+        x.dtype == y.dtype and np.array_equal(x, y) for x, y in [*arrays, *((a.dynamic[k], b.dynamic[k]) for k in a.dynamic)]
+    )
+
+
+def test_a_recording_is_read_back_only_when_what_made_it_is_the_same(tmp_path):
+    path, made = tmp_path / "recorded" / "warm.npz", []
+
+    def record(seed: int):
+        made.append(seed)
+        return _demonstrations(7, seed)
+
+    first = recorded(path, {"seed": 1, "teacher": "lean"}, lambda: record(1))
+    again = recorded(path, {"teacher": "lean", "seed": 1}, lambda: record(99))  # the same, keys in another order
+    assert made == [1] and _same(first, again)
+    other = recorded(path, {"seed": 2, "teacher": "lean"}, lambda: record(2))  # another seed: recorded anew, kept instead
+    assert made == [1, 2] and _same(other, _demonstrations(7, 2))
+    path.write_bytes(path.read_bytes()[:100])  # cut short by a crash mid-write (write_atomic prevents it; a disk may not)
+    recorded(path, {"seed": 2, "teacher": "lean"}, lambda: record(3))
+    assert made == [1, 2, 3]
+
+
+@pytest.mark.slow
+def test_a_run_stopped_in_its_warm_start_resumes_from_the_recordings_it_kept(tmp_path, monkeypatch):
+    """Stopped while cloning, a run resumes without recording the teacher again, and its clone is the one an unstopped
+    run makes; a DAgger round's recording is kept for the learner it was made with."""
+    import policies.warm as warm
+
+    base = tiny_config(0)
+    config = base.model_copy(
+        update={"train": base.train.model_copy(update={"imitation_steps": 40, "dagger_rounds": 1, "dagger_steps": 16})}
+    )
+    whole = tmp_path / "whole"
+    train(config, whole, progress=False)
+
+    calls, real_collect, real_clone = [], warm.collect, warm.clone
+
+    def counted(*args, **kwargs):
+        calls.append(args[2])  # the steps asked for
+        return real_collect(*args, **kwargs)
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    out = tmp_path / "stopped"
+    monkeypatch.setattr(warm, "collect", counted)
+    with monkeypatch.context() as patch:
+        patch.setattr(warm, "clone", stopped)  # stopped after recording the teacher, before its clone
+        with pytest.raises(KeyboardInterrupt):
+            train(config, out, progress=False)
+    assert calls == [40] and (out / RECORDED / "warm.npz").exists() and not (out / "checkpoint.pt").exists()
+    monkeypatch.setattr(warm, "clone", real_clone)
+    train(config, out, resume=True, progress=False)
+    assert calls == [40, 16]  # the DAgger round only
+    assert json.loads((out / "imitation.json").read_text()) == json.loads((whole / "imitation.json").read_text())
+    (out / "checkpoint.pt").unlink()
+    train(config, out, resume=True, progress=False)  # the same clone again: its DAgger states are read back too
+    assert calls == [40, 16]
