@@ -27,7 +27,7 @@ from envs.action import REJECT, Offer
 from envs.action import action_of as teacher_action
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
-from envs.resize import KEEP, ResizeOffer, ShrinkOffer, rebalance_choice
+from envs.resize import ResizeOffer, ShrinkOffer, rebalance_choice
 from placer.common.pool import spawn_pool
 from placer.sim.types import Place
 from policies.teachers import Teachers
@@ -62,8 +62,7 @@ def teacher_resize(teacher, offer: ResizeOffer) -> int:
     moves the job to, asked on the round's cluster as it stands (the job holding its own devices; earlier offers'
     resizes taken; :func:`teacher_action` where the table lacks those exact devices). Keep when it leaves the job where
     it is, or when the teacher is not elastic (it grows none)."""
-    choice = rebalance_choice(teacher, offer)
-    return teacher_action(choice, offer.options) if isinstance(choice, Place) else KEEP
+    return teacher_action(rebalance_choice(teacher, offer), offer.options)  # a kept job: Reject, action 0 (KEEP)
 
 
 def teacher_targets(teacher, action: int, table, num_actions: int, temperature: float) -> np.ndarray:

@@ -76,7 +76,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
     data = recorded(
         out / RECORDED / "warm.npz",
         what | {"steps": settings.imitation_steps, "seed": settings.seed},
-        lambda: collect(env_config, settings.imitation_teacher, settings.imitation_steps, settings.seed, progress=show, **common),
+        partial(collect, env_config, settings.imitation_teacher, settings.imitation_steps, settings.seed, progress=show, **common),
     )
     cloning: dict[str, Any] = {
         "epochs": settings.imitation_epochs,
