@@ -18,7 +18,8 @@ class PlacementExtractor(BaseFeaturesExtractor):
     encoding (B, 2 * hidden), the job features through an MLP (B, 32), the server groups as a set
     (per-group MLP, masked mean and max: B, 64) and the cluster features
     (B, 3); the options table (O rows of F features) is passed through flattened, for
-    :class:`policies.scorer.OptionScorer` to score row by row. Only ``F`` and the feature
+    :class:`policies.scorer.OptionScorer` to score row by row. With a ``resize`` observation (an elastic env) one more
+    feature follows the options, the offer's resize flag (B, 1), for the scorer's keep head. Only ``F`` and the feature
     sizes fix weight shapes: padding limits, cluster size and even ``O`` do not.
 
     The observation names its graph by id in ``graphs`` (:class:`envs.observation.GraphTable`), whose
@@ -31,7 +32,9 @@ class PlacementExtractor(BaseFeaturesExtractor):
         spaces = observation_space.spaces
         self.num_options, self.option_features = _shape(spaces["options"])
         self.context_dim = 2 * hidden + 32 + 64 + _shape(spaces["cluster"])[0]
-        super().__init__(observation_space, features_dim=self.context_dim + self.num_options * self.option_features)
+        self.resize_flag = "resize" in spaces
+        options = self.num_options * self.option_features
+        super().__init__(observation_space, features_dim=self.context_dim + options + self.resize_flag)
         self.graph = GraphEncoder(NODE_FEATURES, EDGE_FEATURES, hidden, rounds)
         self.extras = [key for key in JOB_EXTRAS if key in spaces]  # the job MLP reads these beside the job (envs.observation)
         job_inputs = _shape(spaces["job"])[0] + sum(_shape(spaces[key])[0] for key in self.extras)
@@ -59,7 +62,8 @@ class PlacementExtractor(BaseFeaturesExtractor):
         mean = per_group.sum(1) / mask.sum(1).clamp(min=1)
         maximum = per_group.masked_fill(mask < 0.5, -1.0).amax(1)
         job = torch.cat([obs["job"], *(obs[key] for key in self.extras)], dim=1) if self.extras else obs["job"]
-        return torch.cat([graph, self.job(job), mean, maximum, obs["cluster"], obs["options"].flatten(1)], dim=1)
+        flag = [obs["resize"][:, :1]] if self.resize_flag else []
+        return torch.cat([graph, self.job(job), mean, maximum, obs["cluster"], obs["options"].flatten(1), *flag], dim=1)
 
     def encode_arrays(self, arrays: dict[str, torch.Tensor]) -> torch.Tensor:
         """(B, 2 * hidden) encodings of B padded graphs (:data:`envs.observation.GRAPH_KEYS` arrays, float)."""

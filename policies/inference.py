@@ -135,6 +135,7 @@ class NumpyActor:
     option_out: Dense
     option_score: Dense
     reject_score: Dense
+    keep_score: Dense | None = None  # an elastic policy's: action 0 at a resize offer (policies.scorer)
 
     @classmethod
     def from_state_dict(cls, weights: Mapping[str, np.ndarray], env: EnvConfig, graph_features: int) -> NumpyActor:
@@ -157,7 +158,8 @@ class NumpyActor:
         if any(w.shape[1] != 1 for w, _ in scores):
             raise ValueError("option_score and reject_score must give one score each")
         rows, context_part = weight[:option_features], weight[option_features:]
-        return cls(job, group, context, rows, context_part, option_bias, option_out, *scores)
+        keep = _dense(weights, f"{SCORER}keep_score", hidden) if env.elastic else None
+        return cls(job, group, context, rows, context_part, option_bias, option_out, *scores, keep_score=keep)
 
     def act(self, graph: np.ndarray, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
         """The action for one observation; ``graph`` is its (2 * hidden,) graph encoding, ``mask`` (1 + O,) bool."""
@@ -177,7 +179,8 @@ class NumpyActor:
         open_options = np.flatnonzero(mask[1:])
         best, best_score = 0, -np.inf
         if mask[0]:
-            w, b = self.reject_score
+            resize_offer = self.keep_score is not None and obs["resize"][0] > 0.5
+            w, b = self.keep_score if resize_offer and self.keep_score is not None else self.reject_score
             best_score = float(context @ w[:, 0] + b[0])
         if len(open_options):
             rows = obs["options"][open_options]

@@ -77,10 +77,13 @@ def load_policy_file(path: str | Path) -> tuple[OptionPolicy, EnvConfig]:
 
 def widened_for_resizes(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A fixed policy's ``weights`` for an elastic network (``EnvConfig(elastic=True)``): the job MLP reads the ``resize``
-    features last (:data:`envs.observation.JOB_EXTRAS`), through zero weights, so every arriving job is decided as before
-    and a resize offer is scored by the same network until training moves them."""
+    features last (:data:`envs.observation.JOB_EXTRAS`), through zero weights, and the keep head
+    (:class:`policies.scorer.OptionScorer`) starts as a copy of the reject head, so every arriving job is decided as
+    before and a resize offer is scored by the same network until training moves them."""
     out = dict(weights)
     for key, weight in weights.items():
         if key.endswith("features_extractor.job.0.weight"):
             out[key] = torch.cat([weight, weight.new_zeros(weight.shape[0], RESIZE_FEATURES)], dim=1)
+        if key.startswith("mlp_extractor.reject_score."):
+            out[key.replace("reject_score", "keep_score")] = weight.clone()
     return out

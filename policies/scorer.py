@@ -3,8 +3,11 @@
 SB3's policy maps features to one latent vector and a linear layer to logits. Here the actor's
 latent *is* the logits: a shared MLP scores every option row ``[option features, context
 embedding]`` (pointer-network style, so a choice is judged by what it does, not by its index),
-and a separate head scores "reject" from the context. The critic reads the context and the
-mean of the option embeddings.
+and a separate head scores "reject" from the context. An elastic network (``EnvConfig(elastic=True)``) has one more
+head, "keep", that scores action 0 at a resize offer (the running job stays as it is): the extractor appends the
+offer's resize flag to the features, and action 0's logit is the keep head's where it is 1, the reject head's
+elsewhere, so keeping a running job and turning an arrival away are learned apart. The critic reads the context and
+the mean of the option embeddings.
 """
 
 from __future__ import annotations
@@ -21,15 +24,17 @@ from policies.extractor import PlacementExtractor
 
 
 class OptionScorer(nn.Module):
-    """features (B, C + O * F) -> (logits (B, 1 + O), value latent (B, hidden))."""
+    """features (B, C + O * F [+ 1]) -> (logits (B, 1 + O), value latent (B, hidden)); with ``keep_head`` the last
+    feature is the resize flag (1 at a resize offer), which picks the keep head over the reject head for action 0."""
 
-    def __init__(self, context_dim: int, num_options: int, option_features: int, hidden: int = 128) -> None:
+    def __init__(self, context_dim: int, num_options: int, option_features: int, hidden: int = 128, keep_head: bool = False) -> None:
         super().__init__()
         self.context_dim, self.num_options, self.option_features = context_dim, num_options, option_features
         self.context = nn.Sequential(nn.Linear(context_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
         self.option = nn.Sequential(nn.Linear(option_features + hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
         self.option_score = nn.Linear(hidden, 1)
         self.reject_score = nn.Linear(hidden, 1)
+        self.keep_score = nn.Linear(hidden, 1) if keep_head else None
         self.critic = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.ReLU())
         self.latent_dim_pi, self.latent_dim_vf = 1 + num_options, hidden
 
@@ -38,15 +43,22 @@ class OptionScorer(nn.Module):
         ``[option row, context]``; its context half is applied once per sample and broadcast over the O options
         (the same function as concatenating, without a (B, O, F + hidden) tensor and its gradient)."""
         context = self.context(features[:, : self.context_dim])
-        rows = features[:, self.context_dim :].reshape(features.shape[0], -1, self.option_features)
+        end = self.context_dim + self.num_options * self.option_features
+        rows = features[:, self.context_dim : end].reshape(features.shape[0], -1, self.option_features)
         first = cast(nn.Linear, self.option[0])
         weight_rows, weight_context = first.weight[:, : self.option_features], first.weight[:, self.option_features :]
         pre = torch.matmul(rows, weight_rows.T) + F.linear(context, weight_context, first.bias).unsqueeze(1)
         return context, self.option[3](self.option[2](self.option[1](pre)))
 
+    def _logits(self, features: torch.Tensor, context: torch.Tensor, options: torch.Tensor) -> torch.Tensor:
+        first = self.reject_score(context)
+        if self.keep_score is not None:
+            first = torch.where(features[:, -1:] > 0.5, self.keep_score(context), first)
+        return torch.cat([first, self.option_score(options).squeeze(-1)], dim=1)
+
     def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
         context, options = self._embed(features)
-        return torch.cat([self.reject_score(context), self.option_score(options).squeeze(-1)], dim=1)
+        return self._logits(features, context, options)
 
     def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
         context, options = self._embed(features)
@@ -54,8 +66,7 @@ class OptionScorer(nn.Module):
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         context, options = self._embed(features)
-        logits = torch.cat([self.reject_score(context), self.option_score(options).squeeze(-1)], dim=1)
-        return logits, self.critic(torch.cat([context, options.mean(1)], dim=1))
+        return self._logits(features, context, options), self.critic(torch.cat([context, options.mean(1)], dim=1))
 
 
 class OptionPolicy(MaskableActorCriticPolicy):
@@ -97,12 +108,15 @@ class OptionPolicy(MaskableActorCriticPolicy):
     def _build_mlp_extractor(self) -> None:
         extractor = self.features_extractor
         hidden = self.net_arch[0] if isinstance(self.net_arch, list) and self.net_arch else 128
-        self.mlp_extractor = OptionScorer(extractor.context_dim, extractor.num_options, extractor.option_features, hidden)
+        self.mlp_extractor = OptionScorer(
+            extractor.context_dim, extractor.num_options, extractor.option_features, hidden, keep_head=extractor.resize_flag
+        )
 
     def _build(self, lr_schedule) -> None:
         super()._build(lr_schedule)
         self.action_net = nn.Identity()  # the scorer's output already is the logits
-        for head in (self.mlp_extractor.option_score, self.mlp_extractor.reject_score):
+        scorer = self.mlp_extractor
+        for head in (scorer.option_score, scorer.reject_score, *([scorer.keep_score] if scorer.keep_score is not None else [])):
             nn.init.orthogonal_(head.weight, gain=0.01)
             nn.init.zeros_(head.bias)
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]  # as SB3 calls it: Optimizer's stub lacks lr

@@ -285,7 +285,7 @@ def test_a_learned_policy_resizes_in_a_run_as_in_the_env(tmp_path):
     from policies.loading import ElasticLearnedPolicy, LearnedPolicy, greedy_action
     from policies.model import build_policy, save_policy_file
 
-    torch.manual_seed(1)  # an untrained network that admits jobs and grows some (seed 0's rejects every job)
+    torch.manual_seed(2)  # an untrained network that admits jobs, grows some and shrinks some (seeds 1, 3, 5 reject every job)
     env = _env(jobs=60, resize_offers=2, advisers=("elastic_lean",))
     policy = build_policy(env.config, 16, 2, [32], env.graph_table)
     policy.eval()
@@ -329,3 +329,43 @@ def test_a_closed_action_keeps_the_running_job():
         env.step(pick(env, env.action_masks()))
     closed = np.flatnonzero(~env.action_masks())
     assert len(closed) and env.offer.resize(int(closed[0])) is None and env.offer.resize(10_000) is None
+
+
+def test_action_0_is_scored_by_the_keep_head_at_a_resize_offer_and_by_the_reject_head_elsewhere():
+    """An elastic network scores keeping a running job with a head of its own (policies.scorer): moving the keep head's
+    bias moves action 0's logit at resize offers only, and the numpy actor decides as torch does at both kinds of offer."""
+    import torch
+
+    from policies.inference import NumpyPolicy
+    from policies.loading import greedy_action
+    from policies.model import build_policy
+
+    env = _env(jobs=60, resize_offers=2)
+    torch.manual_seed(0)
+    policy = build_policy(env.config, 16, 2, [32], env.graph_table).eval()
+    obs, _ = env.reset(seed=0)
+    pick, seen = _grower(), {True: [], False: []}
+    while min(len(v) for v in seen.values()) < 3:
+        mask = env.action_masks()
+        if mask.sum() > 1:
+            seen[isinstance(env.offer, ResizeOffer)].append((obs, mask))
+        obs, _, done, _, _ = env.step(pick(env, mask))
+        assert not done
+
+    def logits(o):
+        with torch.no_grad():
+            return policy.mlp_extractor.forward_actor(policy.extract_features(policy.obs_to_tensor(o)[0]))[0].numpy()
+
+    before = {flag: [logits(o) for o, _ in offers] for flag, offers in seen.items()}
+    with torch.no_grad():
+        policy.mlp_extractor.keep_score.bias += 30.0
+    for flag, offers in seen.items():
+        for (o, mask), old in zip(offers, before[flag], strict=True):
+            shift = logits(o) - old
+            assert shift[0] == pytest.approx(30.0 if flag else 0.0, abs=1e-4) and np.abs(shift[1:]).max() < 1e-5
+            numpy_policy = NumpyPolicy.from_module(policy, env.config)
+            with torch.no_grad():
+                graph = policy.features_extractor.encode_graphs(torch.as_tensor(o["graph"]))[0].numpy()
+            action = greedy_action(policy, o, mask)
+            assert numpy_policy.actor.act(graph, o, mask) == action
+            assert action == KEEP or not flag  # a keep head this far ahead keeps every offered running job
