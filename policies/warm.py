@@ -2,8 +2,11 @@
 
 The decisions recorded for cloning (the teacher's, then each DAgger round's on the learner's own states) are kept in
 the run's ``recorded/`` folder (:func:`recorded`), each with a digest of what made it (the env config, the teacher and
-its table, the seed, and for a DAgger round the learner's weights), so a run stopped after a recording (a crash, a
-session's end) records none of them again on ``--resume``; a recording whose digest differs is made anew. The digest
+its table, the seed, and for a DAgger round what made its learner: the network's settings, the cloning's, and the
+digests of the recordings it was cloned on), so a run stopped after a recording (a crash, a session's end) records none
+of them again on ``--resume``; a recording whose digest differs is made anew. A DAgger round is keyed by how its
+learner was made, not by its weights: a clone made again from the same recordings may differ in the last bits (threaded
+sums), and the states it visits serve the round as well. The digest
 names no code version: after a change to the env's observations or a teacher, delete ``recorded/`` (as ``tuning.json``).
 """
 
@@ -73,9 +76,10 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
     if settings.candidate_policy_file:  # a candidate teacher is read from its file: the file's bytes decide too
         what["policy_file_sha256"] = hashlib.sha256(Path(settings.candidate_policy_file).read_bytes()).hexdigest()
     show = progress and settings.imitation_workers == 1
+    teacher = what | {"steps": settings.imitation_steps, "seed": settings.seed}
     data = recorded(
         out / RECORDED / "warm.npz",
-        what | {"steps": settings.imitation_steps, "seed": settings.seed},
+        teacher,
         partial(collect, env_config, settings.imitation_teacher, settings.imitation_steps, settings.seed, progress=show, **common),
     )
     cloning: dict[str, Any] = {
@@ -86,13 +90,17 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
     }
     accuracy = clone(model.policy, data, seed=settings.seed, **cloning)
     rounds = [{"samples": len(data), "accuracy": accuracy}]
+    cloned_on = [recording_key(teacher)]  # the recordings the learner was cloned on, in order
     for r in range(settings.dagger_rounds):  # the learner's own states, labelled by the teacher
         seed = 7919 * (settings.seed + 1) + r
-        visited = recorded(  # the learner's states: kept for this learner's weights only
+        learner = {"policy": config.policy.model_dump(mode="json"), "cloning": cloning, "cloned_on": list(cloned_on)}
+        round_what = what | {"steps": settings.dagger_steps, "seed": seed, "learner": learner}
+        visited = recorded(  # the learner's states: kept for the learner made the same way
             out / RECORDED / f"dagger-{r}.npz",
-            what | {"steps": settings.dagger_steps, "seed": seed, "learner": weights_digest(model.policy)},
+            round_what,
             partial(collect, env_config, settings.imitation_teacher, settings.dagger_steps, seed, learner=model.policy, **common),
         )
+        cloned_on.append(recording_key(round_what))
         on_own_states = agreement(model.policy, visited)  # before learning from them: how well the clone generalises
         data = merge([data, visited])
         accuracy = clone(model.policy, data, seed=seed, **cloning)
@@ -108,7 +116,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
 def recorded(path: Path, what: Mapping[str, Any], record: Callable[[], Demonstrations]) -> Demonstrations:
     """The demonstrations kept at ``path`` (an ``.npz``) when they were made from ``what`` (JSON: what decides the
     recording), else ``record()``'s, kept there for the next run. A file cut short or unreadable is recorded anew."""
-    key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+    key = recording_key(what)
     try:
         with np.load(path) as kept:
             if str(kept["key"]) == key:
@@ -126,10 +134,6 @@ def recorded(path: Path, what: Mapping[str, Any], record: Callable[[], Demonstra
     return data
 
 
-def weights_digest(module: torch.nn.Module) -> str:
-    """A digest of ``module``'s parameters and buffers (its state dict, in order)."""
-    digest = hashlib.sha256()
-    for name, tensor in module.state_dict().items():
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()
+def recording_key(what: Mapping[str, Any]) -> str:
+    """The hex digest a recording made from ``what`` (JSON) is kept under."""
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
