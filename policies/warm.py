@@ -6,7 +6,8 @@ its table, the seed, and for a DAgger round what made its learner: the network's
 digests of the recordings it was cloned on), so a run stopped after a recording (a crash, a session's end) records none
 of them again on ``--resume``; a recording whose digest differs is made anew. A DAgger round is keyed by how its
 learner was made, not by its weights: a clone made again from the same recordings may differ in the last bits (threaded
-sums), and the states it visits serve the round as well. The digest
+sums), and the states it visits serve the round as well. Each clone is kept there too (``clone-R.pt``: the weights after
+cloning on the teacher's recording and R DAgger rounds), keyed the same way, so a resumed run clones no round again. The digest
 names no code version: after a change to the env's observations or a teacher, delete ``recorded/`` (as ``tuning.json``).
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import pickle
 import zipfile
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -25,7 +27,7 @@ import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 
-from placer.common.atomic import write_atomic
+from placer.common.atomic import atomic_path, write_atomic
 from policies.config import TrainConfig
 from policies.imitation import Demonstrations, agreement, clone, collect, merge
 
@@ -88,13 +90,17 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
         "learning_rate": settings.imitation_learning_rate,
         "soft": temperature > 0,
     }
-    accuracy = clone(model.policy, data, seed=settings.seed, **cloning)
-    rounds = [{"samples": len(data), "accuracy": accuracy}]
     cloned_on = [recording_key(teacher)]  # the recordings the learner was cloned on, in order
+
+    def learner() -> dict[str, Any]:  # how the learner is made: its network, the cloning, what it was cloned on
+        return {"policy": config.policy.model_dump(mode="json"), "seed": settings.seed, "cloning": cloning, "cloned_on": list(cloned_on)}
+
+    cloned = partial(clone, model.policy, seed=settings.seed, **cloning)
+    accuracy = kept_clone(model.policy, out / RECORDED / "clone-0.pt", learner(), partial(cloned, data))
+    rounds = [{"samples": len(data), "accuracy": accuracy}]
     for r in range(settings.dagger_rounds):  # the learner's own states, labelled by the teacher
         seed = 7919 * (settings.seed + 1) + r
-        learner = {"policy": config.policy.model_dump(mode="json"), "cloning": cloning, "cloned_on": list(cloned_on)}
-        round_what = what | {"steps": settings.dagger_steps, "seed": seed, "learner": learner}
+        round_what = what | {"steps": settings.dagger_steps, "seed": seed, "learner": learner()}
         visited = recorded(  # the learner's states: kept for the learner made the same way
             out / RECORDED / f"dagger-{r}.npz",
             round_what,
@@ -103,7 +109,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
         cloned_on.append(recording_key(round_what))
         on_own_states = agreement(model.policy, visited)  # before learning from them: how well the clone generalises
         data = merge([data, visited])
-        accuracy = clone(model.policy, data, seed=seed, **cloning)
+        accuracy = kept_clone(model.policy, out / RECORDED / f"clone-{r + 1}.pt", learner(), partial(cloned, data, seed=seed))
         rounds.append({"samples": len(data), "agreement_on_own_states": on_own_states, "accuracy": accuracy})
     (out / "imitation.json").write_text(
         json.dumps(
@@ -132,6 +138,24 @@ def recorded(path: Path, what: Mapping[str, Any], record: Callable[[], Demonstra
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, buffer.getvalue())
     return data
+
+
+def kept_clone(policy: torch.nn.Module, path: Path, learner: Mapping[str, Any], fit: Callable[[], float]) -> float:
+    """``fit()`` (a clone of ``policy``: its accuracy), or the weights and accuracy kept at ``path`` (a ``.pt``) by a
+    clone made as ``learner`` (JSON) says, loaded into ``policy``; a clone made here is kept there for the next run."""
+    key = recording_key(learner)
+    try:
+        kept = torch.load(path, map_location="cpu", weights_only=True)
+        if kept["key"] == key:
+            policy.load_state_dict(kept["state_dict"])
+            return float(kept["accuracy"])
+    except (OSError, RuntimeError, KeyError, EOFError, pickle.UnpicklingError):  # none kept, or not whole
+        pass
+    accuracy = fit()
+    state = {k: v.detach().cpu() for k, v in policy.state_dict().items()}
+    with atomic_path(path) as tmp:
+        torch.save({"key": key, "accuracy": accuracy, "state_dict": state}, tmp)
+    return accuracy
 
 
 def recording_key(what: Mapping[str, Any]) -> str:

@@ -48,7 +48,8 @@ def test_a_recording_is_read_back_only_when_what_made_it_is_the_same(tmp_path):
 @pytest.mark.slow
 def test_a_run_stopped_in_its_warm_start_resumes_from_the_recordings_it_kept(tmp_path, monkeypatch):
     """Stopped while cloning, a run resumes without recording the teacher again, and its clone is the one an unstopped
-    run makes; a DAgger round's recording is kept for a learner made the same way, whatever its last bits."""
+    run makes; the clones are kept, and a DAgger round's recording serves a learner made the same way, whatever its
+    last bits."""
     import policies.warm as warm
 
     base = tiny_config(0)
@@ -79,6 +80,10 @@ def test_a_run_stopped_in_its_warm_start_resumes_from_the_recordings_it_kept(tmp
     assert calls == [40, 16]  # the DAgger round only
     assert json.loads((out / "imitation.json").read_text()) == json.loads((whole / "imitation.json").read_text())
     (out / "checkpoint.pt").unlink()
+    monkeypatch.setattr(warm, "clone", stopped)
+    train(config, out, resume=True, progress=False)  # every clone kept too: none made again
+    assert calls == [40, 16] and sorted(p.name for p in (out / RECORDED).glob("clone-*.pt")) == ["clone-0.pt", "clone-1.pt"]
+    assert json.loads((out / "imitation.json").read_text()) == json.loads((whole / "imitation.json").read_text())
 
     def perturbed(policy, *args, **kwargs):  # a clone made again, off in its last bits (threaded sums)
         accuracy = real_clone(policy, *args, **kwargs)
@@ -86,6 +91,8 @@ def test_a_run_stopped_in_its_warm_start_resumes_from_the_recordings_it_kept(tmp
             next(policy.parameters()).mul_(1 + 1e-7)
         return accuracy
 
+    for path in [out / "checkpoint.pt", *(out / RECORDED).glob("clone-*.pt")]:
+        path.unlink()
     monkeypatch.setattr(warm, "clone", perturbed)
-    train(config, out, resume=True, progress=False)  # the same clone again: its DAgger states are read back too
+    train(config, out, resume=True, progress=False)  # cloned again: the DAgger round's states are still read back
     assert calls == [40, 16]
