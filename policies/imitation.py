@@ -15,8 +15,13 @@ graph by id (:mod:`envs.observation`): the policy's graph table holds the arrays
 from __future__ import annotations
 
 import itertools
+import multiprocessing
+import queue
 from collections.abc import Mapping
+from concurrent.futures import Future
+from contextlib import nullcontext
 from dataclasses import dataclass
+from queue import Queue
 
 import numpy as np
 import torch
@@ -97,8 +102,10 @@ def collect(
     members: Mapping[str, str] | None = None,
     per_episode: int = 0,
     policy_file: str | None = None,
+    ticks: Queue | None = None,
 ) -> Demonstrations:
-    """Record at least ``steps`` (>= 1) decisions of the heuristic ``teacher`` that had a choice (a progress bar when ``progress``).
+    """Record at least ``steps`` (>= 1) decisions of the heuristic ``teacher`` that had a choice (a progress bar when
+    ``progress``, over every worker's decisions; ``ticks``: a queue told each episode's count, for a parent's bar).
 
     With ``learner`` (a policy network), the learner's greedy actions drive the episodes while the
     teacher's are recorded (DAgger: the states the learner reaches, labelled by the teacher, so
@@ -115,7 +122,8 @@ def collect(
     each episode is demonstrated by its regime's member; ``policy_file``: the file a ``learned`` member runs.
     """
     if workers > 1:
-        return _collect_in_processes(config, teacher, steps, seed, workers, gamma, learner, temperature, members, per_episode, policy_file)
+        jobs = (config, teacher, steps, seed, workers, gamma, learner, temperature, members, per_episode, policy_file)
+        return _collect_in_processes(*jobs, progress=progress)
     drive = GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
     teachers = Teachers(teacher, config.max_degree, members, policy_file)
@@ -145,6 +153,8 @@ def collect(
         returns.extend(float(episode_returns[sample.step]) for sample in kept)
         recorded.extend(kept)
         bar.update(len(kept))
+        if ticks is not None:
+            ticks.put(len(kept))
         if len(recorded) >= steps:
             break
         obs, info = env.reset()
@@ -228,7 +238,7 @@ def _discounted(rewards: list[float], gamma: float) -> np.ndarray:
 
 
 def _collect_one(args: tuple) -> Demonstrations:
-    config, teacher, steps, seed, gamma, learner, temperature, members, per_episode, policy_file = args
+    config, teacher, steps, seed, gamma, learner, temperature, members, per_episode, policy_file, ticks = args
     torch.set_num_threads(1)
     return collect(
         config,
@@ -241,6 +251,7 @@ def _collect_one(args: tuple) -> Demonstrations:
         members=members,
         per_episode=per_episode,
         policy_file=policy_file,
+        ticks=ticks,
     )
 
 
@@ -256,19 +267,49 @@ def _collect_in_processes(
     members: Mapping[str, str] | None,
     per_episode: int,
     policy_file: str | None,
+    *,
+    progress: bool,
 ) -> Demonstrations:
     shares = [steps // workers + (w < steps % workers) for w in range(workers)]
-    jobs = [
-        (config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature, members, per_episode, policy_file)
-        for w, share in enumerate(shares)
-        if share
-    ]
-    with spawn_pool(workers) as pool:
-        return merge(list(pool.map(_collect_one, jobs)))
+    manager = multiprocessing.get_context("spawn").Manager() if progress else nullcontext()  # a Manager serves the bar's queue
+    with spawn_pool(workers) as pool, manager as served:
+        ticks = served.Queue() if served is not None else None
+        futures = [
+            pool.submit(
+                _collect_one,
+                (config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature, members, per_episode, policy_file, ticks),
+            )
+            for w, share in enumerate(shares)
+            if share
+        ]
+        if ticks is not None:
+            _show_ticks(ticks, futures, steps, f"recording {teacher}")
+        return merge([future.result() for future in futures])
 
 
-def clone(policy, data: Demonstrations, *, epochs: int, batch_size: int, learning_rate: float, seed: int, soft: bool = False) -> float:
-    """Fit the policy's masked logits to the demonstrations' actions (``soft``: their soft targets), then its value head to their returns.
+def _show_ticks(ticks: Queue, futures: list[Future], total: int, desc: str) -> None:
+    """A progress bar of the decisions the workers report on ``ticks`` until every future is done (or one failed)."""
+    with tqdm(total=total, desc=desc, unit="decision", leave=False) as bar:
+        while not all(f.done() for f in futures) and not any(f.done() and f.exception() for f in futures):
+            try:
+                bar.update(ticks.get(timeout=0.5))
+            except queue.Empty:
+                pass
+
+
+def clone(
+    policy,
+    data: Demonstrations,
+    *,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    seed: int,
+    soft: bool = False,
+    progress: bool = False,
+) -> float:
+    """Fit the policy's masked logits to the demonstrations' actions (``soft``: their soft targets), then its value head
+    to their returns (a progress bar over the actor's minibatches when ``progress``).
 
     First the whole network by cross-entropy on the actions; then, with everything the actor uses
     frozen, only the critic's own layers by mean squared error on the returns (so the critic's
@@ -277,7 +318,11 @@ def clone(policy, data: Demonstrations, *, epochs: int, batch_size: int, learnin
     rng = np.random.default_rng(seed)
     policy.set_training_mode(True)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
-    for index in _minibatches(rng, len(data), epochs, batch_size):
+    batches = epochs * max(1, len(data) // batch_size)
+    bar = tqdm(
+        _minibatches(rng, len(data), epochs, batch_size), total=batches, desc="cloning", unit="batch", disable=not progress, leave=False
+    )
+    for index in bar:
         logits = _masked_logits(policy, data.batch(index), torch.from_numpy(data.masks[index]))
         if soft:
             loss = -(torch.from_numpy(data.targets[index]) * F.log_softmax(logits, dim=1)).sum(1).mean()

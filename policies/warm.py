@@ -77,12 +77,11 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
     what = {"env": env_config.model_dump(mode="json"), "teacher": settings.imitation_teacher, **common}
     if settings.candidate_policy_file:  # a candidate teacher is read from its file: the file's bytes decide too
         what["policy_file_sha256"] = hashlib.sha256(Path(settings.candidate_policy_file).read_bytes()).hexdigest()
-    show = progress and settings.imitation_workers == 1
     teacher = what | {"steps": settings.imitation_steps, "seed": settings.seed}
     data = recorded(
         out / RECORDED / "warm.npz",
         teacher,
-        partial(collect, env_config, settings.imitation_teacher, settings.imitation_steps, settings.seed, progress=show, **common),
+        partial(collect, env_config, settings.imitation_teacher, settings.imitation_steps, settings.seed, progress=progress, **common),
     )
     cloning: dict[str, Any] = {
         "epochs": settings.imitation_epochs,
@@ -95,7 +94,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
     def learner() -> dict[str, Any]:  # how the learner is made: its network, the cloning, what it was cloned on
         return {"policy": config.policy.model_dump(mode="json"), "seed": settings.seed, "cloning": cloning, "cloned_on": list(cloned_on)}
 
-    cloned = partial(clone, model.policy, seed=settings.seed, **cloning)
+    cloned = partial(clone, model.policy, seed=settings.seed, progress=progress, **cloning)
     accuracy = kept_clone(model.policy, out / RECORDED / "clone-0.pt", learner(), partial(cloned, data))
     rounds = [{"samples": len(data), "accuracy": accuracy}]
     for r in range(settings.dagger_rounds):  # the learner's own states, labelled by the teacher
@@ -104,7 +103,16 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
         visited = recorded(  # the learner's states: kept for the learner made the same way
             out / RECORDED / f"dagger-{r}.npz",
             round_what,
-            partial(collect, env_config, settings.imitation_teacher, settings.dagger_steps, seed, learner=model.policy, **common),
+            partial(
+                collect,
+                env_config,
+                settings.imitation_teacher,
+                settings.dagger_steps,
+                seed,
+                learner=model.policy,
+                progress=progress,
+                **common,
+            ),
         )
         cloned_on.append(recording_key(round_what))
         on_own_states = agreement(model.policy, visited)  # before learning from them: how well the clone generalises

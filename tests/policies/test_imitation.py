@@ -34,20 +34,22 @@ def test_teacher_actions_are_feasible_and_reproduce_the_teachers_devices():
 
 
 @pytest.mark.slow
-def test_cloning_learns_the_teacher():
+def test_cloning_learns_the_teacher(capsys):
     data = collect(CONFIG, "para_min+best_fit", 300, seed=0)
     assert len(data) >= 300 and data.masks[np.arange(len(data)), data.actions].all()
     assert set(data.dynamic["graph"][:, 0]) == {0, 1} and "nodes" not in data.dynamic  # graphs by id, no arrays per sample
     torch.manual_seed(0)  # the initial weights: unseeded, the accuracy varied by process (0.895 to 0.914, before graph ids too)
     policy = build_policy(CONFIG, 16, 1, [32], TABLE)
-    accuracy = clone(policy, data, epochs=40, batch_size=64, learning_rate=3e-3, seed=0)
+    accuracy = clone(policy, data, epochs=40, batch_size=64, learning_rate=3e-3, seed=0, progress=True)
     assert accuracy > 0.9
+    assert "cloning" in capsys.readouterr().err
 
 
-def test_recording_in_processes_adds_up_the_workers_shares():
+def test_recording_in_processes_adds_up_the_workers_shares(capsys):
     from policies.imitation import collect
 
-    data = collect(CONFIG, "lean", 90, seed=3, workers=2)
+    data = collect(CONFIG, "lean", 90, seed=3, workers=2, progress=True)
+    assert "recording lean" in capsys.readouterr().err  # one bar over the workers' decisions
     one = collect(CONFIG, "lean", 45, seed=1009 * 3 + 1)
     two = collect(CONFIG, "lean", 45, seed=1009 * 3 + 2)
     assert len(data) == len(one) + len(two) and (data.actions[: len(one)] == one.actions).all()  # seeded as documented
