@@ -179,8 +179,7 @@ class NumpyActor:
         open_options = np.flatnonzero(mask[1:])
         best, best_score = 0, -np.inf
         if mask[0]:
-            resize_offer = self.keep_score is not None and obs["resize"][0] > 0.5
-            w, b = self.keep_score if resize_offer and self.keep_score is not None else self.reject_score
+            w, b = self.keep_score if self.keep_score is not None and obs["resize"][0] > 0.5 else self.reject_score
             best_score = float(context @ w[:, 0] + b[0])
         if len(open_options):
             rows = obs["options"][open_options]

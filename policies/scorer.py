@@ -116,7 +116,7 @@ class OptionPolicy(MaskableActorCriticPolicy):
         super()._build(lr_schedule)
         self.action_net = nn.Identity()  # the scorer's output already is the logits
         scorer = self.mlp_extractor
-        for head in (scorer.option_score, scorer.reject_score, *([scorer.keep_score] if scorer.keep_score is not None else [])):
+        for head in (h for h in (scorer.option_score, scorer.reject_score, scorer.keep_score) if h is not None):
             nn.init.orthogonal_(head.weight, gain=0.01)
             nn.init.zeros_(head.bias)
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]  # as SB3 calls it: Optimizer's stub lacks lr
