@@ -219,7 +219,7 @@ def _run_recipe(
     records[DISTIL] = run_stage(recipe.distil, options, say, cache)
     student = out / DISTIL / "policy.pt"
     say("validating the student against best, regime by regime")
-    rows = per_regime_validation(student, recipe.distil.config, recipe.section.validation_episodes, cache)
+    rows = per_regime_validation(student, recipe.distil.config, recipe.section.validation_episodes, cache, progress=options.progress)
     write_atomic(out / "validation.json", json.dumps([r.model_dump() for r in rows], indent=1) + "\n")
     for line in regime_lines(rows):
         say(line)
@@ -230,7 +230,8 @@ def _run_recipe(
     incumbent = None
     if promote is not None and promote.exists():
         say(f"validating the student against the policy it would replace ({promote}), regime by regime")
-        incumbent = per_regime_validation(student, recipe.distil.config, recipe.section.validation_episodes, cache, reference=promote)
+        episodes = recipe.section.validation_episodes
+        incumbent = per_regime_validation(student, recipe.distil.config, episodes, cache, reference=promote, progress=options.progress)
         for text in regime_lines(incumbent, reference=promote.name):
             say(text)
     card = make_card(recipe, out, records, choice, rows, clocked(out, started, finished=True))
@@ -346,16 +347,16 @@ def choose_rl_winner(out: Path, names: list[str]) -> dict[str, Any]:
 
 
 def per_regime_validation(
-    policy_file: Path, config: TrainConfig, episodes: int, cache: RatesCache, reference: Path | None = None
+    policy_file: Path, config: TrainConfig, episodes: int, cache: RatesCache, reference: Path | None = None, progress: bool = False
 ) -> list[RegimeRow]:
     """The policy of ``policy_file`` against ``best`` (or the policy file ``reference``) on the validation streams of
-    ``config``'s environment, per regime."""
+    ``config``'s environment, per regime (``progress``: a bar over each policy's streams)."""
     env, workers = config.env, config.train.eval_workers
-    learned = cache.file_rates(policy_file, env, episodes, workers)
+    learned = cache.file_rates(policy_file, env, episodes, workers, progress)
     if reference is None:
-        reference_rates = cache.rates("best", env, episodes, workers)
+        reference_rates = cache.rates("best", env, episodes, workers, progress)
     else:
-        reference_rates = cache.file_rates(reference, env, episodes, workers)
+        reference_rates = cache.file_rates(reference, env, episodes, workers, progress)
     return regime_rows(np.asarray(learned), reference_rates, validation_regimes(env, episodes))
 
 

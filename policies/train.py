@@ -320,8 +320,9 @@ def train(
     if config.ppo.anchor_kl > 0:
         _anchor(model, config, out / "anchor.pt")
     first = [*config.train.baselines, *(["the starting policy"] if config.train.validate_start else [])]
-    report((f"validating {', '.join(first)}, then " if first else "") + "PPO (progress bar)")
     total = timesteps or config.train.timesteps
+    ppo = "PPO (progress bar)" if total > model.num_timesteps else "no PPO steps"
+    report((f"validating {', '.join(first)}, then " if first else "") + ppo)
     callback = TrainingCallback(out, config, cache)
     steps_before = model.num_timesteps
     try:
@@ -329,7 +330,7 @@ def train(
             model.learn(  # with no PPO steps left it only validates the starting policy and the baselines
                 total_timesteps=max(total - model.num_timesteps, 0),
                 callback=callback,
-                progress_bar=progress,
+                progress_bar=progress and total > model.num_timesteps,
                 reset_num_timesteps=False,
                 tb_log_name=f"ppo-{datetime.now(UTC):%Y%m%d-%H%M%S-%f}",  # each run (and each resume) its own TB folder
             )
@@ -346,7 +347,8 @@ def train(
     final = out / "policy.pt"
     write_atomic(final, (out / "last.pt").read_bytes())
     report("paired validation of the final policy against its teacher and the heuristics")
-    summary = paired_summary(callback.evaluated_policy(), config, callback.evaluated[1] if callback.evaluated else None, cache)
+    measured = callback.evaluated[1] if callback.evaluated else None
+    summary = paired_summary(callback.evaluated_policy(), config, measured, cache, progress)
     write_atomic(out / "summary.json", summary.model_dump_json(indent=1) + "\n")
     for line in summary.lines():
         report(line)

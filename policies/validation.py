@@ -11,11 +11,13 @@ import itertools
 import json
 import math
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel
+from tqdm.auto import tqdm
 
 from envs.config import EnvConfig
 from envs.regime import POOLED, Regime
@@ -44,38 +46,52 @@ def validation_configs(env: EnvConfig, episodes: int, policy: str | PolicySpec) 
             )  # fmt: skip
 
 
-def validation_rates(policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
+def validation_rates(
+    policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False
+) -> np.ndarray:
     """Blocking rate per validation stream (module docstring), in a fixed order: cluster, queue, size, structure, then the
     evaluation's task order (load, beta, episode).
 
     ``policy``: a policy name (built, and tuned per cell if it tunes, like ``placer evaluate`` does) or a built policy
     (e.g. the one being trained), reset before every stream. ``workers`` > 1 runs a named policy's streams in that many
     processes (:func:`placer.evaluate.parallel.run_tasks`: the same rates, a task's result depending only on its seed);
-    a built policy always runs here.
+    a built policy always runs here. ``progress``: a bar over the streams on stderr.
     """
     name = policy.name if isinstance(policy, Policy) else policy
+    configs = list(validation_configs(env, episodes, name))
     rates: list[float] = []
-    for config in validation_configs(env, episodes, name):
-        if workers > 1 and not isinstance(policy, Policy):
-            rates.extend(summary["blocking_rate"] for summary, _ in run_tasks(config, tasks(config), workers=workers))
-            continue
-        runner = Runner(config, policies=[policy] if isinstance(policy, Policy) else None)
-        rates.extend(runner.run(task)[0]["blocking_rate"] for task in tasks(config))
+    with _streams_bar(configs, f"validating {name}", progress) as bar:
+        for config in configs:
+            if workers > 1 and not isinstance(policy, Policy):
+                done = run_tasks(config, tasks(config), workers=workers, on_task=lambda _: bar.update())
+                rates.extend(summary["blocking_rate"] for summary, _ in done)
+                continue
+            runner = Runner(config, policies=[policy] if isinstance(policy, Policy) else None)
+            for task in tasks(config):
+                rates.append(runner.run(task)[0]["blocking_rate"])
+                bar.update()
     return np.array(rates)
 
 
-def policy_file_rates(path: Path, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
+def _streams_bar(configs: list[EvaluationConfig], desc: str, progress: bool) -> tqdm:
+    """A bar over every stream of ``configs`` (disabled, and silent, unless ``progress``)."""
+    return tqdm(total=sum(len(tasks(c)) for c in configs), desc=desc, unit="stream", disable=not progress, leave=False)
+
+
+def policy_file_rates(path: Path, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False) -> np.ndarray:
     """:func:`validation_rates` of the policy saved at ``path``: here when ``workers`` is 1, else over that many processes,
     each reading the file (``learned`` with its ``policy_file``). The same rates either way: the file's weights are the
     numpy actor's whether it runs here or there, and a stream's result depends only on its seed."""
     from policies.loading import LearnedPolicy
 
     if workers <= 1:
-        return validation_rates(LearnedPolicy.from_file(path), env, episodes)
+        return validation_rates(LearnedPolicy.from_file(path), env, episodes, progress=progress)
+    configs = [c.model_copy(update={"policy_file": str(path)}) for c in validation_configs(env, episodes, "learned")]
     rates: list[float] = []
-    for config in validation_configs(env, episodes, "learned"):
-        config = config.model_copy(update={"policy_file": str(path)})
-        rates.extend(summary["blocking_rate"] for summary, _ in run_tasks(config, tasks(config), workers=workers))
+    with _streams_bar(configs, f"validating {path.name}", progress) as bar:
+        for config in configs:
+            done = run_tasks(config, tasks(config), workers=workers, on_task=lambda _: bar.update())
+            rates.extend(summary["blocking_rate"] for summary, _ in done)
     return np.array(rates)
 
 
@@ -165,15 +181,16 @@ class RatesCache:
         for name in dict.fromkeys([teacher, online_reference(teacher), *config.train.baselines]):
             self.rates(name, config.env, config.train.eval_episodes, workers or config.train.eval_workers)
 
-    def rates(self, policy: str, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
-        return self._kept(str(policy), policy, env, episodes, lambda: validation_rates(policy, env, episodes, workers))
+    def rates(self, policy: str, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False) -> np.ndarray:
+        return self._kept(str(policy), policy, env, episodes, partial(validation_rates, policy, env, episodes, workers, progress))
 
-    def file_rates(self, path: Path, env: EnvConfig, episodes: int, workers: int = 1) -> np.ndarray:
+    def file_rates(self, path: Path, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False) -> np.ndarray:
         """:func:`policy_file_rates` of the policy file at ``path``, kept under its policy's digest
         (:meth:`~policies.policy_file.PolicyPayload.digest`: env, architecture, weights): a resumed run validates the
         same policy once, even saved again, and a file rewritten with other weights is measured again."""
         digest = read_policy_file(path).digest()
-        return self._kept(f"file:{digest}", "learned", env, episodes, lambda: policy_file_rates(path, env, episodes, workers))
+        measure = partial(policy_file_rates, path, env, episodes, workers, progress)
+        return self._kept(f"file:{digest}", "learned", env, episodes, measure)
 
     def _kept(self, name: str, policy: str, env: EnvConfig, episodes: int, measure: Callable[[], np.ndarray]) -> np.ndarray:
         """The rates kept under ``name`` for these streams, else ``measure()``'s, kept (and saved) from now on."""
@@ -231,16 +248,19 @@ class PairedSummary(BaseModel):
         return out
 
 
-def paired_summary(learned: Policy, config, learned_rates: np.ndarray | None = None, cache: RatesCache | None = None) -> PairedSummary:
+def paired_summary(
+    learned: Policy, config, learned_rates: np.ndarray | None = None, cache: RatesCache | None = None, progress: bool = False
+) -> PairedSummary:
     """Validate the learned policy, its teacher and the configured heuristics on the same streams (``learned_rates``:
-    the learned policy's :func:`validation_rates`, when already measured; ``cache``: named policies' rates measured before)."""
+    the learned policy's :func:`validation_rates`, when already measured; ``cache``: named policies' rates measured
+    before; ``progress``: a bar over each policy's streams)."""
     env, episodes = config.env, config.train.eval_episodes
     teacher = config.train.imitation_teacher
     reference = online_reference(teacher)
-    learned_rates = validation_rates(learned, env, episodes) if learned_rates is None else learned_rates
+    learned_rates = validation_rates(learned, env, episodes, progress=progress) if learned_rates is None else learned_rates
     rows = [_row("learned", learned_rates, None)]
     for name in dict.fromkeys([teacher, reference, *config.train.baselines]):
-        rates = (cache or RatesCache()).rates(name, env, episodes, config.train.eval_workers)
+        rates = (cache or RatesCache()).rates(name, env, episodes, config.train.eval_workers, progress)
         label = f"{name} (teacher)" if name == teacher else name
         rows.append(_row(label, rates, learned_rates))
     return PairedSummary(streams=len(learned_rates), teacher=teacher, reference=reference, rows=rows)

@@ -4,14 +4,16 @@ from envs.config import EnvConfig
 from policies.validation import validation_rates
 
 
-def test_validation_in_processes_gives_the_same_rates_in_the_same_order():
+def test_validation_in_processes_gives_the_same_rates_in_the_same_order(capsys):
     # two clusters x two loads x beta A-D: 16 streams, each a task whose result depends only on its seed
     env = EnvConfig(
         clusters=("pacml", "dgx8x8"), graphs=["alexnet", "gnmt"], episode_jobs=24, loads=(0.7, 1.3), max_nodes=64, max_edges=128
     )
     here = validation_rates("para_min", env, 1)
     assert len(here) == 16 and len(set(here.tolist())) > 1  # distinct streams, so an order mix-up would show
-    np.testing.assert_array_equal(validation_rates("para_min", env, 1, workers=2), here)
+    assert "validating" not in capsys.readouterr().err  # no bar unless asked
+    np.testing.assert_array_equal(validation_rates("para_min", env, 1, workers=2, progress=True), here)
+    assert "validating para_min" in (err := capsys.readouterr().err) and "/16 " in err  # one bar over every worker's streams
 
 
 def test_a_policy_file_validates_to_the_same_rates_here_and_over_workers():
