@@ -1,7 +1,8 @@
-"""The recipe's student against the shipped policy (and both against ``best``), paired on the recipe's validation streams.
+"""The recipe's student (and its RL winner) against the shipped policy, and each against ``best``, paired on the recipe's
+validation streams.
 
     python experiments/placer-recipe/compare.py [--out runs/placer] [--shipped data/policies/placer.pt] [--workers 2]
-        [--json experiments/placer-recipe/run-2026-11-26/compare.json]
+        [--rl-winner] [--json experiments/placer-recipe/run-2026-11-26/compare.json]
 
 The streams are the ones the recipe validates on (the distil stage's environment: every cluster x load x setting of
 ``data/configs/placer.toml``, ``validation_episodes`` seeds each, apart from every training and tuning stream), so the
@@ -30,11 +31,14 @@ def main() -> None:
     parser.add_argument("--shipped", type=Path, default=Path("data/policies/placer.pt"))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", type=Path, default=None, help="where to write the rows (default: print only)")
+    parser.add_argument("--rl-winner", action="store_true", help="pair OUT/rl-winner.pt too (against best and the shipped)")
     args = parser.parse_args()
     recipe = load_recipe(args.config, args.out)
     env, episodes = recipe.distil.config.env, recipe.section.validation_episodes
     regimes = validation_regimes(env, episodes)
     policies = {"shipped": args.shipped, "student": args.out / "distil" / "policy.pt"}
+    if args.rl_winner:
+        policies["rl-winner"] = args.out / "rl-winner.pt"
     cache = RatesCache(args.out / "rates.json")  # policy files kept by content: a rerun measures only what changed
     rates = {}
     for name, path in policies.items():
@@ -51,6 +55,14 @@ def main() -> None:
         "student_vs_shipped": [r.model_dump() for r in regime_rows(rates["student"], rates["shipped"], regimes)],
         "student_vs_best": [r.model_dump() for r in regime_rows(rates["student"], rates["best"], regimes)],
         "shipped_vs_best": [r.model_dump() for r in regime_rows(rates["shipped"], rates["best"], regimes)],
+        **(
+            {
+                "rl_winner_vs_best": [r.model_dump() for r in regime_rows(rates["rl-winner"], rates["best"], regimes)],
+                "rl_winner_vs_shipped": [r.model_dump() for r in regime_rows(rates["rl-winner"], rates["shipped"], regimes)],
+            }
+            if args.rl_winner
+            else {}
+        ),
         "rates": {name: r.tolist() for name, r in rates.items()},
     }
     print(json.dumps({k: report[k] for k in ("streams", "mean_blocking", "shipped_minus_student")}, indent=1))

@@ -12,7 +12,7 @@ from placer.cli.app import app, console, progress_bar, split_list, warn
 from placer.cli.options import INPUT_FILE, INPUT_FOLDER, FirstSeed, check_seed_range, checked_cluster, model_options
 from placer.cli.tables import terminal_table
 from placer.common.errors import OutputError, ResultsError, UsageError
-from placer.evaluate.stats import plus_minus
+from placer.evaluate.stats import per_hour, plus_minus
 from placer.sim.workload import WorkloadSpec
 
 
@@ -150,7 +150,7 @@ def summary_table(result) -> Table:
                 row["policy"],
                 plus_minus(row["blocking_rate"], row["blocking_rate_ci95"]),
                 f"{row['avoidable_blocking_rate']:.3f}",
-                plus_minus(row["throughput_jobs_per_hour"], row["throughput_jobs_per_hour_ci95"], ".1f"),
+                per_hour(row["throughput_jobs_per_hour"], row["throughput_jobs_per_hour_ci95"]),
                 f"{row['mean_jct_s']:.0f}",
                 f"{row['utilization']:.3f}",
             ]

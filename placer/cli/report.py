@@ -17,7 +17,7 @@ from placer.cli.tables import TableFormat, emit, emit_by_beta, say
 from placer.common.atomic import check_writable
 from placer.common.errors import ResultsError, UsageError
 from placer.common.textfile import read_text
-from placer.evaluate.stats import plus_minus
+from placer.evaluate.stats import per_hour, per_hour_spec, plus_minus
 
 
 @app.command()
@@ -151,7 +151,7 @@ def _blocking_table(result, rows: list[dict], fmt: TableFormat) -> None:
         for k, b in enumerate(betas):
             row += [
                 plus_minus(cells[b]["blocking_rate"], cells[b]["blocking_rate_ci95"]),
-                plus_minus(cells[b]["throughput_jobs_per_hour"], cells[b]["throughput_jobs_per_hour_ci95"], ".1f"),
+                per_hour(cells[b]["throughput_jobs_per_hour"], cells[b]["throughput_jobs_per_hour_ci95"]),
             ]
             if cells[b]["blocking_rate"] == best[b]:
                 bold.add((i, 1 + 2 * k))
@@ -197,7 +197,7 @@ def _outcomes_table(result, rows: list[dict], fmt: TableFormat) -> None:
                 f"{r['mean_jct_s']:.0f}",
                 f"{r['p95_jct_s']:.0f}",
                 f"{r['mean_slowdown']:.2f}",
-                f"{r['throughput_jobs_per_hour']:.1f}",
+                f"{r['throughput_jobs_per_hour']:{per_hour_spec(r['throughput_jobs_per_hour'])}}",
                 f"{r['device_hours_per_job']:.3f}",
             ]
         )

@@ -58,6 +58,17 @@ def plus_minus(mean: float, half: float, spec: str = ".3f") -> str:
     return f"{mean:{spec}} ± " + ("n/a" if math.isnan(half) else f"{half:{spec}}")
 
 
+def per_hour_spec(rate: float) -> str:
+    """The format of a rate per hour: one decimal from 1/h up, three below (a trace's weeks-long window serves a few
+    hundredths of a job an hour, which one decimal would show as 0.0)."""
+    return ".1f" if abs(rate) >= 1 or rate == 0 else ".3f"
+
+
+def per_hour(mean: float, half: float) -> str:
+    """:func:`plus_minus` of a rate per hour (:func:`per_hour_spec`)."""
+    return plus_minus(mean, half, per_hour_spec(mean))
+
+
 def clipped_errors(means: Sequence[float], halves: Sequence[float], low: float, high: float) -> list[list[float]]:
     """Asymmetric error bars (below, above) that stop at ``low`` and ``high`` (a rate stays in [0, 1]); NaN draws none."""
     below = [min(h, m - low) if not math.isnan(h) else 0.0 for m, h in zip(means, halves, strict=True)]
