@@ -11,7 +11,6 @@ import itertools
 import json
 import math
 from collections.abc import Callable, Iterator
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,40 +58,48 @@ def validation_rates(
     """
     name = policy.name if isinstance(policy, Policy) else policy
     configs = list(validation_configs(env, episodes, name))
-    rates: list[float] = []
-    with _streams_bar(configs, f"validating {name}", progress) as bar:
+    return np.concatenate(list(config_rates(policy, configs, workers, progress)))
+
+
+def config_rates(
+    policy: str | PolicySpec | Policy, configs: list[EvaluationConfig], workers: int = 1, progress: bool = False
+) -> Iterator[np.ndarray]:
+    """:func:`validation_rates` of each of ``configs`` in turn (one array of its streams' rates per config, as each is
+    measured). A config naming a ``policy_file`` runs ``learned`` from that file over ``workers`` processes."""
+    name = policy.name if isinstance(policy, Policy) else policy
+    total = sum(len(tasks(c)) for c in configs)
+    with tqdm(total=total, desc=f"validating {name}", unit="stream", disable=not progress, leave=False) as bar:
         for config in configs:
             if workers > 1 and not isinstance(policy, Policy):
                 done = run_tasks(config, tasks(config), workers=workers, on_task=lambda _: bar.update())
-                rates.extend(summary["blocking_rate"] for summary, _ in done)
+                yield np.array([summary["blocking_rate"] for summary, _ in done], dtype=float)
                 continue
             runner = Runner(config, policies=[policy] if isinstance(policy, Policy) else None)
+            rates = []
             for task in tasks(config):
                 rates.append(runner.run(task)[0]["blocking_rate"])
                 bar.update()
-    return np.array(rates)
-
-
-def _streams_bar(configs: list[EvaluationConfig], desc: str, progress: bool) -> tqdm:
-    """A bar over every stream of ``configs`` (disabled, and silent, unless ``progress``)."""
-    return tqdm(total=sum(len(tasks(c)) for c in configs), desc=desc, unit="stream", disable=not progress, leave=False)
+            yield np.array(rates, dtype=float)
 
 
 def policy_file_rates(path: Path, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False) -> np.ndarray:
     """:func:`validation_rates` of the policy saved at ``path``: here when ``workers`` is 1, else over that many processes,
     each reading the file (``learned`` with its ``policy_file``). The same rates either way: the file's weights are the
     numpy actor's whether it runs here or there, and a stream's result depends only on its seed."""
+    configs = list(validation_configs(env, episodes, "learned"))
+    return np.concatenate(list(file_config_rates(path, configs, workers, progress)))
+
+
+def file_config_rates(path: Path, configs: list[EvaluationConfig], workers: int = 1, progress: bool = False) -> Iterator[np.ndarray]:
+    """:func:`config_rates` of the policy saved at ``path`` (``configs`` name ``learned``)."""
     from policies.loading import LearnedPolicy
 
+    if not configs:
+        return iter(())
     if workers <= 1:
-        return validation_rates(LearnedPolicy.from_file(path), env, episodes, progress=progress)
-    configs = [c.model_copy(update={"policy_file": str(path)}) for c in validation_configs(env, episodes, "learned")]
-    rates: list[float] = []
-    with _streams_bar(configs, f"validating {path.name}", progress) as bar:
-        for config in configs:
-            done = run_tasks(config, tasks(config), workers=workers, on_task=lambda _: bar.update())
-            rates.extend(summary["blocking_rate"] for summary, _ in done)
-    return np.array(rates)
+        return config_rates(LearnedPolicy.from_file(path), configs, progress=progress)
+    named = [c.model_copy(update={"policy_file": str(path)}) for c in configs]
+    return config_rates(f"learned ({path.name})", named, workers, progress)
 
 
 def validation_regimes(env: EnvConfig, episodes: int) -> list[Regime]:
@@ -150,18 +157,20 @@ def not_worse(difference: float, half: float | None) -> bool:
 
 
 class RatesCache:
-    """:func:`validation_rates` of named policies, each measured once per (policy, environment, episodes): a named policy's
-    rates on the fixed validation streams never change, so the stages of one recipe that validate the same heuristics share
-    them. A built policy (the one being trained) is never cached. With a ``path`` the rates are also kept in that JSON
-    file (rewritten whole after each measurement), so a resumed recipe measures none twice."""
+    """:func:`validation_rates` of named policies and policy files, each measured once per (policy, evaluation): a named
+    policy's rates on the fixed validation streams never change, so the stages of one recipe that validate the same
+    heuristics share them, evaluation by evaluation: an environment that repeats a setting, or shares some with another,
+    measures only the evaluations not measured before. A built policy (the one being trained) is never cached. With a
+    ``path`` the rates are also kept in that JSON file (rewritten whole after each evaluation), so a resumed recipe
+    measures none twice."""
 
     def __init__(self, path: Path | None = None) -> None:
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
         self.path = path
         if path is not None and path.exists():
             try:
-                saved = json.loads(path.read_text())
-                self._rates = {(e["policy"], e["streams"], e["episodes"]): np.array(e["rates"], dtype=float) for e in saved}
+                for e in json.loads(path.read_text()):
+                    self._rates |= _split_entry(e["policy"], e["streams"], e["episodes"], np.array(e["rates"], dtype=float))
             except (OSError, ValueError, KeyError, TypeError):
                 self._rates = {}  # not one we wrote, or cut short: measured again
 
@@ -182,25 +191,41 @@ class RatesCache:
             self.rates(name, config.env, config.train.eval_episodes, workers or config.train.eval_workers)
 
     def rates(self, policy: str, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False) -> np.ndarray:
-        return self._kept(str(policy), policy, env, episodes, partial(validation_rates, policy, env, episodes, workers, progress))
+        configs = list(validation_configs(env, episodes, policy))
+        return self._kept(str(policy), configs, episodes, lambda todo: config_rates(policy, todo, workers, progress))
 
     def file_rates(self, path: Path, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False) -> np.ndarray:
         """:func:`policy_file_rates` of the policy file at ``path``, kept under its policy's digest
         (:meth:`~policies.policy_file.PolicyPayload.digest`: env, architecture, weights): a resumed run validates the
         same policy once, even saved again, and a file rewritten with other weights is measured again."""
         digest = read_policy_file(path).digest()
-        measure = partial(policy_file_rates, path, env, episodes, workers, progress)
-        return self._kept(f"file:{digest}", "learned", env, episodes, measure)
+        configs = list(validation_configs(env, episodes, "learned"))
+        return self._kept(f"file:{digest}", configs, episodes, lambda todo: file_config_rates(path, todo, workers, progress))
 
-    def _kept(self, name: str, policy: str, env: EnvConfig, episodes: int, measure: Callable[[], np.ndarray]) -> np.ndarray:
-        """The rates kept under ``name`` for these streams, else ``measure()``'s, kept (and saved) from now on."""
+    def _kept(
+        self, name: str, configs: list[EvaluationConfig], episodes: int, measure: Callable[[list[EvaluationConfig]], Iterator[np.ndarray]]
+    ) -> np.ndarray:
+        """The rates kept under ``name`` for the streams of ``configs``, each evaluation not kept yet measured once
+        (``measure(todo)`` yields their rates in order) and kept (and saved) as it comes."""
         # keyed by the evaluations themselves: environments that differ only in what the streams do not depend on (the
         # reward, a baseline, the observation) share their rates
-        key = (name, "\n".join(c.model_dump_json() for c in validation_configs(env, episodes, policy)), episodes)
-        if key not in self._rates:
-            self._rates[key] = measure()
+        keys = [(name, c.model_dump_json(), episodes) for c in configs]
+        todo = {key: config for key, config in zip(keys, configs, strict=True) if key not in self._rates}
+        for key, rates in zip(todo, measure(list(todo.values())) if todo else (), strict=True):
+            self._rates[key] = rates
             self._save()
-        return self._rates[key]
+        return np.concatenate([self._rates[key] for key in keys])
+
+
+def _split_entry(policy: str, streams: str, episodes: int, rates: np.ndarray) -> dict[tuple[str, str, int], np.ndarray]:
+    """A kept entry as one entry per evaluation: an entry of an earlier version keyed a whole validation (its
+    evaluations' JSON joined by newlines) and is split by each evaluation's stream count."""
+    lines = streams.split("\n")
+    counts = [len(tasks(EvaluationConfig.model_validate_json(line))) for line in lines] if len(lines) > 1 else [len(rates)]
+    if sum(counts) != len(rates):
+        raise ValueError(f"{len(rates)} rates for {sum(counts)} streams")
+    bounds = np.cumsum([0, *counts])
+    return {(policy, line, episodes): rates[a:b] for line, a, b in zip(lines, bounds[:-1], bounds[1:], strict=True)}
 
 
 class PairedRow(BaseModel):

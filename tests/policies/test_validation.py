@@ -41,6 +41,29 @@ def test_named_rates_survive_a_restart_in_their_file(tmp_path):
     assert RatesCache(tmp_path / "rates.json")._rates == {}  # measured again, never trusted half-written
 
 
+def test_rates_are_kept_per_evaluation_so_a_repeated_or_shared_setting_is_measured_once(tmp_path, monkeypatch):
+    import json
+
+    from policies import validation
+
+    base = EnvConfig(graphs=["alexnet"], episode_jobs=8, clusters=("pacml",), loads=(0.5, 0.9), beta_dists=("A",))
+    repeated = base.model_copy(update={"settings": ({}, {}, {"loads": [0.7]})})  # [env] twice, then a load of its own
+    measured: list[int] = []
+    real = validation.config_rates
+    monkeypatch.setattr(validation, "config_rates", lambda policy, todo, *a: measured.append(len(todo)) or real(policy, todo, *a))
+    cache = validation.RatesCache(tmp_path / "rates.json")
+    alone = cache.rates("para_min", base, 1)
+    both = cache.rates("para_min", repeated, 1)
+    assert measured == [1, 1]  # [env]'s evaluation once, then only the load-0.7 one
+    assert both.tolist()[:2] == both.tolist()[2:4] == alone.tolist() and len(both) == 5
+    # a file of the earlier layout (a whole validation under one key, its evaluations joined by newlines) is split
+    entries = json.loads((tmp_path / "rates.json").read_text())
+    joined = {"policy": "para_min", "episodes": 1, "streams": "\n".join(e["streams"] for e in entries), "rates": both[2:].tolist()}
+    (tmp_path / "rates.json").write_text(json.dumps([joined]))
+    assert validation.RatesCache(tmp_path / "rates.json").rates("para_min", repeated, 1).tolist() == both.tolist()
+    assert measured == [1, 1]
+
+
 def test_a_policy_files_rates_are_kept_by_its_content(tmp_path, monkeypatch):
     import shutil
 
@@ -56,8 +79,8 @@ def test_a_policy_files_rates_are_kept_by_its_content(tmp_path, monkeypatch):
     data["workload"] |= {"jobs": 8, "beta_dists": ["A"], "size": ["const"], "queue": ["none"]}
     env = EnvConfig.model_validate(data | {"clusters": ["pacml"], "loads": [0.9]})
     measured: list[str] = []
-    real = validation.policy_file_rates
-    monkeypatch.setattr(validation, "policy_file_rates", lambda *a, **k: measured.append(str(a[0])) or real(*a, **k))
+    real = validation.file_config_rates
+    monkeypatch.setattr(validation, "file_config_rates", lambda *a, **k: measured.append(str(a[0])) or real(*a, **k))
     first = validation.RatesCache(tmp_path / "rates.json").file_rates(path, env, 1)
     assert validation.RatesCache(tmp_path / "rates.json").file_rates(path, env, 1).tolist() == first.tolist()
     assert len(measured) == 1  # the resumed cache read it back
