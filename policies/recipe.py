@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,11 +45,11 @@ from placer.common.errors import ConfigError
 from placer.common.tomlfile import merged, read_toml, validate
 from policies.config import TrainConfig
 from policies.validation import RatesCache, RegimeRow, regime_rows, validation_regimes
+from policies.wallclock import WALL, clock
 
 RECIPE = "recipe"  # the table that makes a training config a recipe
 CLONE, DISTIL = "clone", "distil"
 CARD_VERSION = 2  # 2: wall_s counts every invocation (wall.jsonl), with their number beside it
-WALL = "wall.jsonl"  # one line per invocation of a stage (in its folder) or of the recipe (in --out): its wall seconds
 
 
 class RecipeSection(BaseModel):
@@ -186,12 +185,9 @@ def run_recipe(
     prepare_out(out, resume=resume, force=force)
     write_atomic(out / "recipe.json", recipe.model_dump_json(indent=1) + "\n")
     cache = RatesCache(out / "rates.json")  # best and the baselines validated once for every stage, and every resume
-    started = time.monotonic()
     options = StageOptions(out=out, resume=resume, force=force, progress=progress)
-    try:
-        return _run_recipe(recipe, out, options, say, cache, timesteps, promote, workers, started)
-    finally:
-        clocked(out, started, finished=False)  # an invocation cut short counts too (one that finished counted itself)
+    with clock(out) as finish:  # an invocation cut short, even killed, counts too
+        return _run_recipe(recipe, out, options, say, cache, timesteps, promote, workers, finish)
 
 
 def _run_recipe(
@@ -203,7 +199,7 @@ def _run_recipe(
     timesteps: int | None,
     promote: Path | None,
     workers: int | None,
-    started: float,
+    finish: Callable[[], dict[str, Any]],
 ) -> Path:
     """:func:`run_recipe`'s stages, validation, card and promotion, once ``out`` is prepared."""
     from policies.promotion import promote_with_card
@@ -234,7 +230,7 @@ def _run_recipe(
         incumbent = per_regime_validation(student, recipe.distil.config, episodes, cache, reference=promote, progress=options.progress)
         for text in regime_lines(incumbent, reference=promote.name):
             say(text)
-    card = make_card(recipe, out, records, choice, rows, clocked(out, started, finished=True))
+    card = make_card(recipe, out, records, choice, rows, finish())
     card["verdict"] = {"serve": serve, "command": line}
     card["workers"] = workers
     if incumbent is not None:
@@ -269,7 +265,6 @@ def run_stage(stage: Stage, options: StageOptions, say: Callable[[str], None], c
         say(f"[{stage.name}] finished in an earlier run: skipped")
         return dict(json.loads(done.read_text()))
     say(f"[{stage.name}] {folder}")
-    begun = time.monotonic()
     again = options.resume and folder.is_dir() and any(folder.iterdir())
     table = options.table
     if table is not None and table.exists() and not again:  # best's table, tuned by the clone: a stage tuned for the same
@@ -278,30 +273,12 @@ def run_stage(stage: Stage, options: StageOptions, say: Callable[[str], None], c
     force = options.force or not again
     if force:
         (folder / WALL).unlink(missing_ok=True)  # started over: earlier invocations' time made nothing kept
-    try:
+    with clock(folder) as finish:  # cut short, even killed, it counts up to its last beat
         train(stage.config, folder, timesteps=options.budget, resume=again, force=force, progress=options.progress, report=say, cache=cache)
-    except BaseException:
-        clocked(folder, begun, finished=False)
-        raise
-    wall = clocked(folder, begun, finished=True)
+        wall = finish()
     record = {"stage": stage.name, "wall_s": wall["wall_s"], "invocations": wall["invocations"], "summary": _json(folder / "summary.json")}
     write_atomic(done, json.dumps(record, indent=1) + "\n")
     return record
-
-
-def clocked(folder: Path, begun: float, *, finished: bool) -> dict[str, Any]:
-    """Record in ``folder/wall.jsonl`` one invocation's wall seconds since ``begun`` (``time.monotonic()``), and return
-    every invocation's so far: ``{"wall_s": total seconds, "invocations": count}``. A run resumed after a cut counts the
-    time of the invocations before it (a stage's tuning, say, done by one that was stopped later). An invocation that
-    finished and then reaches its ``finally`` is recorded once (its ``finished`` line is not followed by a second)."""
-    path = folder / WALL
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-    if not (lines and lines[-1].get("begun") == begun and lines[-1].get("finished")):
-        at = time.strftime("%Y-%m-%dT%H:%M:%S")
-        lines.append({"begun": begun, "wall_s": round(time.monotonic() - begun, 1), "finished": finished, "at": at})
-        folder.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, "".join(json.dumps(line) + "\n" for line in lines))
-    return {"wall_s": round(sum(float(line["wall_s"]) for line in lines), 1), "invocations": len(lines)}
 
 
 def run_stages(

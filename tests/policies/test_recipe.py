@@ -203,16 +203,32 @@ def test_the_verdict_serves_the_student_only_where_learning_paid():
 
 
 def test_wall_time_counts_every_invocation_once(tmp_path, monkeypatch):
-    from policies import recipe
+    from policies import wallclock
 
-    clock = iter([100.0, 130.0, 500.0, 510.0])
-    monkeypatch.setattr(recipe.time, "monotonic", lambda: next(clock))
-    first = recipe.time.monotonic()  # 100: an invocation cut short after 30 s
-    assert recipe.clocked(tmp_path, first, finished=False) == {"wall_s": 30.0, "invocations": 1}
-    second = recipe.time.monotonic()  # 500: the resume, 10 s to the end
-    assert recipe.clocked(tmp_path, second, finished=True) == {"wall_s": 40.0, "invocations": 2}
-    assert recipe.clocked(tmp_path, second, finished=False) == {"wall_s": 40.0, "invocations": 2}  # its finally: not twice
-    assert len((tmp_path / recipe.WALL).read_text().splitlines()) == 2
+    clock = iter([100.0, 120.0, 130.0, 500.0, 510.0])
+    monkeypatch.setattr(wallclock.time, "monotonic", lambda: next(clock))
+    first = wallclock.time.monotonic()  # 100: an invocation that beat at 20 s and was cut short at 30 s
+    assert wallclock.clocked(tmp_path, first, finished=False) == {"wall_s": 20.0, "invocations": 1}
+    assert wallclock.clocked(tmp_path, first, finished=False) == {"wall_s": 30.0, "invocations": 1}  # its line rewritten
+    second = wallclock.time.monotonic()  # 500: the resume, 10 s to the end
+    assert wallclock.clocked(tmp_path, second, finished=True) == {"wall_s": 40.0, "invocations": 2}
+    assert wallclock.clocked(tmp_path, second, finished=False) == {"wall_s": 40.0, "invocations": 2}  # its finally: not twice
+    assert len((tmp_path / wallclock.WALL).read_text().splitlines()) == 2
+
+
+def test_an_invocation_killed_outright_still_counts_up_to_its_last_beat(tmp_path):
+    import json
+    import time
+
+    from policies.wallclock import WALL, clock
+
+    with clock(tmp_path, every_s=0.05):
+        time.sleep(0.3)
+        line = json.loads((tmp_path / WALL).read_text())  # what a kill -9 here would leave
+        assert line["wall_s"] > 0 and not line["finished"]
+    with clock(tmp_path) as finish:
+        totals = finish()
+    assert totals["invocations"] == 2 and [json.loads(x)["finished"] for x in (tmp_path / WALL).read_text().splitlines()] == [False, True]
 
 
 def test_the_command_line_refuses_bad_input_in_one_line_before_any_work(tmp_path):
