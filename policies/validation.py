@@ -165,20 +165,28 @@ class RatesCache:
     measures none twice."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self._rates: dict[tuple[str, str, int], np.ndarray] = {}
         self.path = path
-        if path is not None and path.exists():
-            try:
-                for e in json.loads(path.read_text()):
-                    self._rates |= _split_entry(e["policy"], e["streams"], e["episodes"], np.array(e["rates"], dtype=float))
-            except (OSError, ValueError, KeyError, TypeError):
-                self._rates = {}  # not one we wrote, or cut short: measured again
+        self._rates: dict[tuple[str, str, int], np.ndarray] = self._read()
+
+    def _read(self) -> dict[tuple[str, str, int], np.ndarray]:
+        """The rates kept in ``path`` (none when there is no file, or one we did not write whole: measured again)."""
+        kept: dict[tuple[str, str, int], np.ndarray] = {}
+        if self.path is None or not self.path.exists():
+            return kept
+        try:
+            for e in json.loads(self.path.read_text()):
+                kept |= _split_entry(e["policy"], e["streams"], e["episodes"], np.array(e["rates"], dtype=float))
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+        return kept
 
     def _save(self) -> None:
+        """Write every rate kept here and in the file: stages in other processes (the RL seeds) share the file."""
         if self.path is None:
             return
         from placer.common.atomic import write_atomic
 
+        self._rates = self._read() | self._rates
         entries = [{"policy": p, "streams": k, "episodes": e, "rates": r.tolist()} for (p, k, e), r in self._rates.items()]
         write_atomic(self.path, json.dumps(entries) + "\n")
 

@@ -62,6 +62,11 @@ def test_rates_are_kept_per_evaluation_so_a_repeated_or_shared_setting_is_measur
     (tmp_path / "rates.json").write_text(json.dumps([joined]))
     assert validation.RatesCache(tmp_path / "rates.json").rates("para_min", repeated, 1).tolist() == both.tolist()
     assert measured == [1, 1]
+    # two caches on one file (stages in two processes): each one's save keeps what the other wrote
+    one, other = validation.RatesCache(tmp_path / "rates.json"), validation.RatesCache(tmp_path / "rates.json")
+    one.rates("para_max", base, 1)
+    other.rates("lean", base, 1)
+    assert {p for p, _, _ in validation.RatesCache(tmp_path / "rates.json")._rates} == {"para_min", "para_max", "lean"}
 
 
 def test_a_policy_files_rates_are_kept_by_its_content(tmp_path, monkeypatch):
