@@ -114,16 +114,30 @@ def _scored(
     )
     for tuning in tunings:
         tuning.regimes = tunings if len(tunings) > 1 else ()
-    families = families or _families(config, tunings, teacher)
+    families = dict(families or _families(config, tunings, teacher))
     family_best, blocking, leads = str(families["best"]), dict(families["blocking"]), {}
     reference = list(families["reference"])
     context = candidate_context(clusters[rows[0].cluster], config.max_degree, policy_file)
+    kept = families["candidates"] = dict(families.get("candidates", {}))  # NAME@sha256 -> per regime, per stream
     for name in candidates:
-        policy = make_policy(name, context)
-        runs = [tuning.per_stream(policy, TUNING_METRIC) for tuning in tunings]
+        key = _candidate_key(name, policy_file)
+        runs = kept.get(key) if key else None
+        if runs is None:
+            policy = make_policy(name, context)
+            runs = [[float(v) for v in tuning.per_stream(policy, TUNING_METRIC)] for tuning in tunings]
+            if key:
+                kept[key] = runs  # saved with the group: a resume, or another margin, scores it once
         blocking[name] = float(np.mean([float(np.mean(run)) for run in runs]))  # each regime weighted alike
         leads[name] = mean_ci95([a - b for a, b in zip(reference, [value for run in runs for value in run], strict=True)])
     return (family_best, blocking, leads), families
+
+
+def _candidate_key(name: str, policy_file: str | None) -> str | None:
+    """What a candidate's scores on a group are kept under: a heuristic's name, or ``learned@`` the content of the policy
+    file it runs; None (not kept) for any other learned policy, whose file may change under its name."""
+    if name.split(":", 1)[0].split("+", 1)[0].split("@", 1)[0] != "learned":
+        return name
+    return f"learned@{file_sha256(Path(policy_file))}" if name == "learned" and policy_file else None
 
 
 def _families(config: EnvConfig, tunings: Sequence[Tuning], teacher: str) -> Families:

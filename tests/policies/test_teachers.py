@@ -141,6 +141,12 @@ def test_the_families_tuning_kept_by_one_stage_serves_the_next_on_the_same_strea
     scores: dict = {}
     again = regime_members(config, candidates=("fixed:1",), scores=scores, tuned=teachers.FamilyTunings(tmp_path / "tuning.json"))
     assert again == fresh and scores == fresh_scores and set(first) == set(again)
+    making = teachers.make_policy  # the candidate's scores were kept with the group: a resume, or a run with another
+    monkeypatch.setattr(teachers, "make_policy", lambda *a: pytest.fail("a kept candidate was scored again"))  # margin
+    kept_scores: dict = {}
+    kept = teachers.FamilyTunings(tmp_path / "tuning.json")
+    assert regime_members(config, candidates=("fixed:1",), scores=kept_scores, tuned=kept) == fresh and kept_scores == fresh_scores
+    monkeypatch.setattr(teachers, "make_policy", making)
     tuned: list = []
     monkeypatch.setattr(teachers, "_families", lambda *a: tuned.append(1) or real(*a))
     other = config.with_changes(loads=(0.9,))  # other streams: tuned, and added to the file
