@@ -55,10 +55,11 @@ def test_rates_are_kept_per_evaluation_so_a_repeated_or_shared_setting_is_measur
     alone = cache.rates("para_min", base, 1)
     both = cache.rates("para_min", repeated, 1)
     assert measured == [1, 1]  # [env]'s evaluation once, then only the load-0.7 one
-    assert both.tolist()[:2] == both.tolist()[2:4] == alone.tolist() and len(both) == 5
+    assert both.tolist()[:2] == alone.tolist() and len(both) == 3  # [env]'s streams counted once, as validation regimes are
+    assert len(validation.validation_regimes(repeated, 1)) == 3
     # a file of the earlier layout (a whole validation under one key, its evaluations joined by newlines) is split
     entries = json.loads((tmp_path / "rates.json").read_text())
-    joined = {"policy": "para_min", "episodes": 1, "streams": "\n".join(e["streams"] for e in entries), "rates": both[2:].tolist()}
+    joined = {"policy": "para_min", "episodes": 1, "streams": "\n".join(e["streams"] for e in entries), "rates": both.tolist()}
     (tmp_path / "rates.json").write_text(json.dumps([joined]))
     assert validation.RatesCache(tmp_path / "rates.json").rates("para_min", repeated, 1).tolist() == both.tolist()
     assert measured == [1, 1]
