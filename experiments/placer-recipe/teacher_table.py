@@ -2,7 +2,8 @@
 pooled over beta distributions and arrival structures (one member per cluster and load: it reads the measured load, not
 the regime), while the validation's ``best`` is told each workload. This runs that pooled table's members on the
 recipe's validation streams of the named clusters and pairs, per regime, the table against ``best`` and the student
-against the table (all rates but the members' read from ``OUT/rates.json``).
+against the table, then the student against the table per load over every arrival structure (all rates but the
+members' read from ``OUT/rates.json``).
 
     python experiments/placer-recipe/teacher_table.py [--out runs/placer] [--clusters dgx8x8] [--workers 2] [--json F]
 """
@@ -49,9 +50,11 @@ def main() -> None:
                     teacher[start + i] = rate
     keep = ~np.isnan(teacher)
     kept = [r for r, k in zip(regimes, keep, strict=True) if k]
+    by_load = [r.pooled(["structure"]) for r in kept]  # each load over Poisson, daily and replayed arrivals
     rows = {
         "table_vs_best": regime_rows(teacher[keep], best[keep], kept),
         "student_vs_table": regime_rows(student[keep], teacher[keep], kept),
+        "student_vs_table_by_load": regime_rows(student[keep], teacher[keep], by_load),
     }
     for name, found in rows.items():
         print(name)
