@@ -336,11 +336,13 @@ class Refitter:
             "last_error": None,
         }
 
-    def wait(self, timeout_s: float = 60.0) -> None:
-        """Block until no refit is queued or running (tests, shutdown)."""
+    def wait(self, timeout_s: float = 600.0) -> None:
+        """Block until no refit is queued or running (tests, shutdown); :class:`TimeoutError` after ``timeout_s`` seconds
+        (a refit still running: its state is not yet the refit's, so a caller must not read it as such)."""
         done = threading.Event()
         self._worker.submit(done.set)
-        done.wait(timeout_s)
+        if not done.wait(timeout_s):
+            raise TimeoutError(f"the refit queued before this wait did not finish within {timeout_s:.0f} s")
 
     def close(self) -> None:
         self._worker.shutdown(wait=True, cancel_futures=True)

@@ -1,5 +1,7 @@
 """The service's online refit cannot be steered by one client (issue 30)."""
 
+import time
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -101,6 +103,9 @@ def test_shared_constants_move_only_on_several_graphs_and_a_better_cross_validat
         assert state.measurements == 12 and (state.shared.startswith("moved") or "values in use" in state.shared), state.shared
         assert state.fitted["links.inter_server.bandwidth_Bps"] < 4e9 / 5 and state.median_error < 0.02 and state.cv_error < 0.05
         assert used and used[-1].spec.links.inter_server.bandwidth_Bps < 4e9 / 10
+        refitter._worker.submit(time.sleep, 0.5)  # a refit still running when the wait gives up: said, not read as done
+        with pytest.raises(TimeoutError, match="did not finish within 0 s"):
+            refitter.wait(timeout_s=0.05)
     finally:
         refitter.close()
 
