@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from queue import Queue
 
 import numpy as np
@@ -35,22 +36,8 @@ from envs.env import ClusterPlacementEnv
 from envs.resize import ResizeOffer, ShrinkOffer, rebalance_choice
 from placer.common.pool import spawn_pool
 from placer.sim.types import Place
+from policies.demonstrations import Demonstrations, Kept, Spool, merge
 from policies.teachers import Teachers
-
-
-@dataclass
-class Demonstrations:
-    dynamic: dict[str, np.ndarray]  # per-sample observation arrays, stacked (the graph as its id)
-    masks: np.ndarray  # (S, num_actions) bool
-    actions: np.ndarray  # (S,) int64
-    returns: np.ndarray  # (S,) float32: the teacher's discounted return from each step (its episode played out)
-    targets: np.ndarray  # (S, num_actions) float32: the teacher's soft targets (one-hot where it did not plan)
-
-    def __len__(self) -> int:
-        return len(self.actions)
-
-    def batch(self, index: np.ndarray) -> dict[str, torch.Tensor]:
-        return {k: torch.from_numpy(v[index]).float() for k, v in self.dynamic.items()}
 
 
 def teacher_choice(teacher, offer: Offer | ResizeOffer | ShrinkOffer) -> int:
@@ -103,6 +90,7 @@ def collect(
     per_episode: int = 0,
     policy_file: str | None = None,
     ticks: Queue | None = None,
+    spool: Path | None = None,
 ) -> Demonstrations:
     """Record at least ``steps`` (>= 1) decisions of the heuristic ``teacher`` that had a choice (a progress bar when
     ``progress``, over every worker's decisions; ``ticks``: a queue told each episode's count, for a parent's bar).
@@ -120,51 +108,71 @@ def collect(
     ``temperature`` (jobs) makes a planner's soft targets (:func:`teacher_targets`); 0 keeps them one-hot.
     ``members``: for the teacher ``best``, the member tuned per regime (:func:`policies.teachers.regime_members`);
     each episode is demonstrated by its regime's member; ``policy_file``: the file a ``learned`` member runs.
+    ``spool``: a folder each finished episode is kept in (worker ``w``'s in ``worker-w``), read back by a recording made
+    the same way after a stop (:class:`~policies.demonstrations.Spool`): it plays on from there, to the same decisions.
     """
     if workers > 1:
         jobs = (config, teacher, steps, seed, workers, gamma, learner, temperature, members, per_episode, policy_file)
-        return _collect_in_processes(*jobs, progress=progress)
+        return _collect_in_processes(*jobs, progress=progress, spool=spool)
     drive = GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
     teachers = Teachers(teacher, config.max_degree, members, policy_file)
-    recorded: list[_Sample] = []
-    returns: list[float] = []  # the discounted return from each recorded decision (its episode played out)
-    bar = tqdm(total=steps, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
+    kept = Spool(spool).kept() if spool is not None else Kept([])
+    parts, count = kept.parts, sum(map(len, kept.parts))  # each episode's decisions, and how many in all
+    bar = tqdm(total=steps, initial=count, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
+    if ticks is not None and count:
+        ticks.put(count)
     obs, info = env.reset(seed=seed)
-    for episode in itertools.count():
+    if kept.rng_state is not None and count < steps:  # a stopped recording: on from the episode after its last kept one
+        env.np_random.bit_generator.state = kept.rng_state
+        obs, info = env.reset()
+    for episode in itertools.count(kept.last_episode + 1):
+        if count >= steps:
+            break
         policy = teachers.for_episode(info)
-        policy.reset(np.random.default_rng(seed if episode == 0 else [seed, len(recorded)]))  # a new episode: job ids start again
+        policy.reset(np.random.default_rng(seed if episode == 0 else [seed, count]))  # a new episode: job ids start again
         policy.foresee(env.stream)  # a clairvoyant teacher (hindsight) is told the episode's jobs; the learner never sees them
         reservoir = _Reservoir(per_episode, np.random.default_rng([seed, episode, 17]))
-        rewards: list[float] = []
-        while True:
-            offer, mask = env.offer, env.action_masks()
-            action = teacher_choice(policy, offer)
-            if mask.sum() > 1:  # a choice: a lesson (with only reject or hold open, there is none)
-                reservoir.add(
-                    _Sample(obs, mask, action, teacher_targets(policy, action, offer.options, len(mask), temperature), len(rewards))
-                )
-            obs, reward, terminated, truncated, _ = env.step(action if drive is None else drive(obs, mask))
-            rewards.append(reward)
-            if terminated or truncated:
-                break
-        kept = reservoir.samples()
-        episode_returns = _discounted(rewards, gamma)
-        returns.extend(float(episode_returns[sample.step]) for sample in kept)
-        recorded.extend(kept)
-        bar.update(len(kept))
+        rewards = _play(env, obs, policy, reservoir, drive, temperature)
+        if samples := reservoir.samples():
+            parts.append(_stacked(samples, _discounted(rewards, gamma)))
+            count += len(samples)
+            if spool is not None:
+                Spool(spool).keep(episode, parts[-1], env.np_random.bit_generator.state)
+        bar.update(len(samples))
         if ticks is not None:
-            ticks.put(len(kept))
-        if len(recorded) >= steps:
-            break
-        obs, info = env.reset()
+            ticks.put(len(samples))
+        if count < steps:
+            obs, info = env.reset()
     bar.close()
+    return merge(parts)
+
+
+def _play(env: ClusterPlacementEnv, obs: dict, policy, reservoir: _Reservoir, drive, temperature: float) -> list[float]:
+    """Play the episode ``env`` was reset to (``obs``: its first observation); each decision with a choice is offered
+    to ``reservoir``, labelled by the teacher ``policy`` (played by ``drive``, the learner, when given). Returns the
+    episode's rewards."""
+    rewards: list[float] = []
+    while True:
+        offer, mask = env.offer, env.action_masks()
+        action = teacher_choice(policy, offer)
+        if mask.sum() > 1:  # a choice: a lesson (with only reject or hold open, there is none)
+            target = teacher_targets(policy, action, offer.options, len(mask), temperature)
+            reservoir.add(_Sample(obs, mask, action, target, len(rewards)))
+        obs, reward, terminated, truncated, _ = env.step(action if drive is None else drive(obs, mask))
+        rewards.append(reward)
+        if terminated or truncated:
+            return rewards
+
+
+def _stacked(samples: list[_Sample], episode_returns: np.ndarray) -> Demonstrations:
+    """One episode's kept samples as demonstrations, each with its discounted return (``episode_returns``: (T,))."""
     return Demonstrations(
-        {k: np.stack([s.obs[k] for s in recorded]) for k in recorded[0].obs},
-        np.stack([s.mask for s in recorded]),
-        np.asarray([s.action for s in recorded], dtype=np.int64),
-        np.asarray(returns, dtype=np.float32),
-        np.stack([s.target for s in recorded]),
+        {k: np.stack([s.obs[k] for s in samples]) for k in samples[0].obs},
+        np.stack([s.mask for s in samples]),
+        np.asarray([s.action for s in samples], dtype=np.int64),
+        np.asarray([float(episode_returns[s.step]) for s in samples], dtype=np.float32),
+        np.stack([s.target for s in samples]),
     )
 
 
@@ -216,17 +224,6 @@ class GreedyLearner:
         return greedy_action(self.policy, obs, mask, self.encodings[graph])
 
 
-def merge(parts: list[Demonstrations]) -> Demonstrations:
-    """One set of demonstrations from several (recorded with the same config: graph ids agree)."""
-    return Demonstrations(
-        {k: np.concatenate([part.dynamic[k] for part in parts]) for k in parts[0].dynamic},
-        np.concatenate([part.masks for part in parts]),
-        np.concatenate([part.actions for part in parts]),
-        np.concatenate([part.returns for part in parts]),
-        np.concatenate([part.targets for part in parts]),
-    )
-
-
 def _discounted(rewards: list[float], gamma: float) -> np.ndarray:
     """(T,) the discounted return from each step of one finished episode."""
     out = np.zeros(len(rewards), dtype=np.float64)
@@ -238,7 +235,7 @@ def _discounted(rewards: list[float], gamma: float) -> np.ndarray:
 
 
 def _collect_one(args: tuple) -> Demonstrations:
-    config, teacher, steps, seed, gamma, learner, temperature, members, per_episode, policy_file, ticks = args
+    config, teacher, steps, seed, gamma, learner, temperature, members, per_episode, policy_file, ticks, spool = args
     torch.set_num_threads(1)
     return collect(
         config,
@@ -252,6 +249,7 @@ def _collect_one(args: tuple) -> Demonstrations:
         per_episode=per_episode,
         policy_file=policy_file,
         ticks=ticks,
+        spool=spool,
     )
 
 
@@ -269,6 +267,7 @@ def _collect_in_processes(
     policy_file: str | None,
     *,
     progress: bool,
+    spool: Path | None = None,
 ) -> Demonstrations:
     shares = [steps // workers + (w < steps % workers) for w in range(workers)]
     manager = multiprocessing.get_context("spawn").Manager() if progress else nullcontext()  # a Manager serves the bar's queue
@@ -277,7 +276,11 @@ def _collect_in_processes(
         futures = [
             pool.submit(
                 _collect_one,
-                (config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature, members, per_episode, policy_file, ticks),
+                (
+                    *(config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature, members, per_episode, policy_file),
+                    ticks,
+                    spool / f"worker-{w}" if spool is not None else None,
+                ),
             )
             for w, share in enumerate(shares)
             if share

@@ -1,23 +1,24 @@
 """The warm start of a training run: behaviour cloning of its teacher (:mod:`policies.imitation`) or given weights.
 
-The decisions recorded for cloning (the teacher's, then each DAgger round's on the learner's own states) are kept in
-the run's ``recorded/`` folder (:func:`recorded`), each with a digest of what made it (the env config, the teacher and
-its table, the seed, and for a DAgger round what made its learner: the network's settings, the cloning's, and the
-digests of the recordings it was cloned on), so a run stopped after a recording (a crash, a session's end) records none
-of them again on ``--resume``; a recording whose digest differs is made anew. A DAgger round is keyed by how its
-learner was made, not by its weights: a clone made again from the same recordings may differ in the last bits (threaded
-sums), and the states it visits serve the round as well. Each clone is kept there too (``clone-R.pt``: the weights after
-cloning on the teacher's recording and R DAgger rounds), keyed the same way, so a resumed run clones no round again. The digest
-names no code version: after a change to the env's observations or a teacher, delete ``recorded/`` (as ``tuning.json``).
+The decisions recorded for cloning (the teacher's, then each DAgger round's on the learner's own states) are kept in the
+run's ``recorded/`` folder (:func:`recorded`), each with a digest of what made it (the env config, the teacher and its
+table, the seed, and for a DAgger round what made its learner: the network's settings, the cloning's, and the digests of
+the recordings it was cloned on), so a run stopped after a recording (a crash, a session's end) records none of them
+again on ``--resume``; a recording whose digest differs is made anew. A recording cut short keeps its finished episodes
+(:class:`~policies.demonstrations.Spool`, a folder named by its digest), and a resume plays on from the last. A DAgger
+round is keyed by how its learner was made, not by its weights: a clone made again from the same recordings may differ
+in the last bits (threaded sums), and the states it visits serve the round as well. Each clone is kept there too
+(``clone-R.pt``: the weights after cloning on the teacher's recording and R DAgger rounds), keyed the same way, so a
+resumed run clones no round again. The digest names no code version: after a change to the env's observations or a
+teacher, delete ``recorded/`` (as ``tuning.json``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import pickle
-import zipfile
+import shutil
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
@@ -27,9 +28,10 @@ import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 
-from placer.common.atomic import atomic_path, write_atomic
+from placer.common.atomic import atomic_path
 from policies.config import TrainConfig
-from policies.imitation import Demonstrations, agreement, clone, collect, merge
+from policies.demonstrations import UNREADABLE, Demonstrations, load_demonstrations, merge, save_demonstrations
+from policies.imitation import agreement, clone, collect
 
 RECORDED = "recorded"  # the run's folder of kept recordings
 
@@ -127,24 +129,23 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
     )
 
 
-def recorded(path: Path, what: Mapping[str, Any], record: Callable[[], Demonstrations]) -> Demonstrations:
+def recorded(path: Path, what: Mapping[str, Any], record: Callable[..., Demonstrations]) -> Demonstrations:
     """The demonstrations kept at ``path`` (an ``.npz``) when they were made from ``what`` (JSON: what decides the
-    recording), else ``record()``'s, kept there for the next run. A file cut short or unreadable is recorded anew."""
+    recording), else ``record(spool=spool)``'s, kept there for the next run. A file cut short or unreadable is recorded anew.
+    ``spool`` is the folder beside ``path``, named by the recording's digest, that the recording keeps its episodes in
+    as it goes (:class:`~policies.demonstrations.Spool`): a recording stopped part-way goes on from its last kept
+    episode. It is removed once the whole recording is kept."""
     key = recording_key(what)
     try:
-        with np.load(path) as kept:
-            if str(kept["key"]) == key:
-                dynamic = {name.removeprefix("dynamic."): kept[name] for name in kept.files if name.startswith("dynamic.")}
-                return Demonstrations(dynamic, kept["masks"], kept["actions"], kept["returns"], kept["targets"])
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # none kept, or not whole
+        data, extra = load_demonstrations(path)
+        if str(extra["key"]) == key:
+            return data
+    except UNREADABLE:  # none kept, or not whole
         pass
-    data = record()
-    arrays: dict[str, Any] = {f"dynamic.{name}": value for name, value in data.dynamic.items()}
-    arrays |= {"key": np.array(key), "masks": data.masks, "actions": data.actions, "returns": data.returns, "targets": data.targets}
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, buffer.getvalue())
+    spool = path.with_name(f"{path.stem}.{key[:16]}.episodes")
+    data = record(spool=spool)
+    save_demonstrations(path, data, key=np.array(key))
+    shutil.rmtree(spool, ignore_errors=True)
     return data
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from policies.imitation import Demonstrations
+from policies.demonstrations import Demonstrations
 from policies.train import train
 from policies.warm import RECORDED, recorded
 from tests.policies.test_train import tiny_config
@@ -35,13 +35,13 @@ def test_a_recording_is_read_back_only_when_what_made_it_is_the_same(tmp_path):
         made.append(seed)
         return _demonstrations(7, seed)
 
-    first = recorded(path, {"seed": 1, "teacher": "lean"}, lambda: record(1))
-    again = recorded(path, {"teacher": "lean", "seed": 1}, lambda: record(99))  # the same, keys in another order
+    first = recorded(path, {"seed": 1, "teacher": "lean"}, lambda spool: record(1))
+    again = recorded(path, {"teacher": "lean", "seed": 1}, lambda spool: record(99))  # the same, keys in another order
     assert made == [1] and _same(first, again)
-    other = recorded(path, {"seed": 2, "teacher": "lean"}, lambda: record(2))  # another seed: recorded anew, kept instead
+    other = recorded(path, {"seed": 2, "teacher": "lean"}, lambda spool: record(2))  # another seed: recorded anew, kept instead
     assert made == [1, 2] and _same(other, _demonstrations(7, 2))
     path.write_bytes(path.read_bytes()[:100])  # cut short by a crash mid-write (write_atomic prevents it; a disk may not)
-    recorded(path, {"seed": 2, "teacher": "lean"}, lambda: record(3))
+    recorded(path, {"seed": 2, "teacher": "lean"}, lambda spool: record(3))
     assert made == [1, 2, 3]
 
 
