@@ -26,7 +26,7 @@ from envs.baseline import baseline_policy
 from envs.resize import ResizeOffer, rebalance_choice
 from placer.baselines.policy import Policy
 from placer.cluster.topology import Cluster
-from placer.sim.options import Option
+from placer.sim.options import Option, OptionTable
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place
 
@@ -80,13 +80,16 @@ def advice_arrays(advice: Sequence[Decision], table: Sequence[Option]) -> tuple[
     ``Place(())``, which the simulator blocks for lack of capacity: no heuristic does)."""
     columns = np.zeros((len(table), len(advice)), dtype=np.float32)
     holds = np.zeros(len(advice), dtype=np.float32)
-    on_devices: dict[frozenset[int], list[int]] = {}  # a placement's devices -> the options that use them
-    for o, option in enumerate(table):
-        if option.devices is not None:
-            on_devices.setdefault(frozenset(option.devices), []).append(o)
     for a, decision in enumerate(advice):
         if isinstance(decision, Place) and decision.devices:
-            columns[on_devices.get(frozenset(decision.devices), []), a] = 1.0
+            columns[_on_devices(frozenset(decision.devices), table), a] = 1.0
         else:
             holds[a] = 1.0
     return columns, holds
+
+
+def _on_devices(wanted: frozenset[int], table: Sequence[Option]) -> list[int]:
+    """The indices of the options whose devices are ``wanted``; of an :class:`OptionTable`, only its options of that
+    degree are built."""
+    indices = table.at_degree(len(wanted)) if isinstance(table, OptionTable) else range(len(table))
+    return [o for o in indices if (devices := table[o].devices) is not None and frozenset(devices) == wanted]

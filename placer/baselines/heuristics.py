@@ -35,6 +35,7 @@ rule (``first_fit`` by default; see :mod:`placer.cluster.placement`):
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
@@ -45,7 +46,7 @@ from placer.baselines.specs import PolicySpec
 from placer.cluster.placement import DEFAULT_RULE, PLACEMENT_RULES
 from placer.common.errors import PolicyError
 from placer.sim.history import ArrivalHistory
-from placer.sim.options import DEFAULT_MAX_DEGREE, Option, any_feasible, degrees_for, options
+from placer.sim.options import DEFAULT_MAX_DEGREE, Option, OptionTable, any_feasible, degrees_for
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Reject
 
@@ -71,10 +72,11 @@ class Heuristic(Policy):
         degrees = degrees_for(view, self.max_degree)
         if self.feasible_only and not any_feasible(job, view, degrees=degrees, rules=(self.rule,)):
             return Reject()
-        chosen = self.choose(job, view, options(job, view, degrees=degrees, rules=(self.rule,)))
+        chosen = self.choose(job, view, OptionTable(job, view, degrees, (self.rule,)))
         return chosen.place() if chosen is not None else Reject()
 
-    def choose(self, job: Job, view: ClusterView, table: list[Option]) -> Option | None:
+    def choose(self, job: Job, view: ClusterView, table: Sequence[Option]) -> Option | None:
+        """The option to take from ``table`` (:func:`~placer.sim.options.options`' order; each built when first read)."""
         raise NotImplementedError
 
 
@@ -159,10 +161,9 @@ class Lean(Heuristic):
         rules = self.rules_in_preference()
         if not any_feasible(job, view, degrees=degrees, rules=rules):
             return None
-        feasible = [o for o in options(job, view, degrees=degrees, rules=rules, distinct=True) if o.feasible]
-        least = min(o.device_seconds for o in feasible)
-        thrifty = [o for o in feasible if o.device_seconds <= least * (1 + LEAN_TIE)]
-        return min(thrifty, key=lambda o: (o.degree, o.jct_s, o.device_seconds))  # min keeps the first of equals: the preferred rule's
+        table = OptionTable(job, view, degrees, rules)
+        chosen = table.thriftiest(LEAN_TIE)  # of equals, the first: the preferred rule's
+        return table[chosen] if chosen is not None else None
 
     def rules_in_preference(self) -> tuple[str, ...]:
         """Every placement rule, :attr:`rule` first: lean weighs them all, and among choices of equal degree and JCT
@@ -227,6 +228,6 @@ class Switch(Lean):
     def decide(self, job: Job, view: ClusterView) -> Decision:
         if len(view.waiting) > 1 or view.num_free <= self.quiet_free * view.cluster.num_devices:
             return super().decide(job, view)
-        table = options(job, view, degrees=degrees_for(view, self.max_degree), rules=(self.rule,))
-        wide = next((o for o in reversed(table) if o.feasible), None)
-        return wide.place() if wide is not None else Reject()
+        table = OptionTable(job, view, degrees_for(view, self.max_degree), (self.rule,))
+        feasible = np.flatnonzero(table.feasible)
+        return table[int(feasible[-1])].place() if len(feasible) else Reject()

@@ -117,12 +117,41 @@ class OptionTable(Sequence[Option]):
         return (self[i] for i in range(len(self)))
 
     @property
+    def jct_s(self) -> np.ndarray:
+        """(len(table),) float64: each placement's :attr:`Option.jct_s` (s), inf where it has no devices or the job does
+        not fit there; the same floats an option holds, without building it."""
+        return fitting_iteration_s(self.view.cost, self.job.graph, self.table, self.predicted) * self.job.iterations
+
+    @property
     def feasible(self) -> np.ndarray:
         """(len,) bool: each option's :attr:`Option.feasible`, without building them."""
-        jct = fitting_iteration_s(self.view.cost, self.job.graph, self.table, self.predicted) * self.job.iterations
         out = np.zeros(len(self), dtype=bool)
-        out[: len(jct)] = jct <= self.deadline_s * (1 + DEADLINE_TOLERANCE)  # meets_deadline, elementwise
+        out[: len(self.table)] = self._meets(self.jct_s)
         return out
+
+    def at_degree(self, degree: int) -> range:
+        """The indices of the options at ``degree`` that can have devices (one per rule; none beyond the table)."""
+        degrees, per_degree = self.table.degrees, len(self.table.rules)
+        if degree not in degrees:
+            return range(0)
+        first = degrees.index(degree) * per_degree
+        return range(first, first + per_degree)
+
+    def _meets(self, jct: np.ndarray) -> np.ndarray:
+        return np.isfinite(jct) & (jct <= self.deadline_s * (1 + DEADLINE_TOLERANCE))  # meets_deadline, elementwise
+
+    def thriftiest(self, tie: float) -> int | None:
+        """The index of ``lean``'s choice, without building an option: among the feasible options whose devices no
+        earlier rule gave at their degree, those within a factor ``1 + tie`` of the least device-seconds (degree x JCT),
+        the first with the fewest devices, then the shortest JCT, then the fewest device-seconds (None: none feasible)."""
+        jct = self.jct_s
+        feasible = self._meets(jct) & ~np.asarray(self.table.repeats, dtype=bool)
+        if not feasible.any():
+            return None
+        degree = np.repeat(np.asarray(self.table.degrees, dtype=np.int64), len(self.table.rules))
+        seconds = degree * jct
+        index = np.flatnonzero(feasible & (seconds <= seconds[feasible].min() * (1 + tie)))
+        return int(index[np.lexsort((index, seconds[index], jct[index], degree[index]))[0]])
 
     def _option(self, i: int) -> Option:
         table, rules = self.table, self.table.rules

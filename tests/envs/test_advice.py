@@ -36,6 +36,23 @@ def test_advice_marks_every_option_on_the_advised_devices_and_the_holds():
     assert holds.tolist() == [0, 1, 0, 0]  # a placement on devices no option uses is neither
 
 
+def test_advice_on_an_option_table_marks_what_its_built_options_would():
+    """Of the env's lazy option table only the advised degrees' options are built: the same columns as the whole list."""
+    env = envs.ClusterPlacementEnv(**SMALL, clusters=("mixed",), load=1.3, advisers=("lean", "para_min+best_fit", "switch:0.5"))
+    env.reset(seed=4)
+    marked = 0
+    for _ in range(60):
+        offer = env.offer
+        advice = env.advisers.advise(offer.job, offer.view)
+        columns, holds = advice_arrays(advice, offer.options)
+        listed = advice_arrays(advice, list(offer.options))
+        assert np.array_equal(columns, listed[0]) and np.array_equal(holds, listed[1])
+        marked += int(columns.sum())
+        if env.step(int(np.flatnonzero(env.action_masks())[-1]))[2]:
+            break
+    assert marked > 0
+
+
 def test_an_env_with_advisers_passes_the_checker_and_widens_its_options():
     env = envs.ClusterPlacementEnv(**SMALL, advisers=("lean", "para_min+best_fit"))
     check_env(env, skip_render_check=True)
