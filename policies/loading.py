@@ -89,7 +89,7 @@ class LearnedPolicy(Policy):
 
     def offer(self, job: Job, view: ClusterView) -> Offer | ShrinkOffer | None:
         """What ``job`` is offered on arrival: its option table on ``view`` as it stands (None: nothing to choose)."""
-        return Offer(job, view, tuple(option_table(job, view, self.env.max_degree, self.env.rules)))
+        return Offer(job, view, option_table(job, view, self.env.max_degree, self.env.rules))
 
     def choose(self, offer: Offer | ShrinkOffer, history: JobHistory, advice: tuple[Decision, ...] = ()) -> Decision:
         """The decision for ``offer`` given the run's ``history`` (which holds ``offer.job``) and each adviser's decision on
