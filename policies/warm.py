@@ -76,9 +76,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
         "per_episode": settings.imitation_per_episode,
         "policy_file": settings.candidate_policy_file,
     }
-    what = {"env": env_config.model_dump(mode="json"), "teacher": settings.imitation_teacher, **common}
-    if settings.candidate_policy_file:  # a candidate teacher is read from its file: the file's bytes decide too
-        what["policy_file_sha256"] = hashlib.sha256(Path(settings.candidate_policy_file).read_bytes()).hexdigest()
+    what = recording_what(config, common)
     teacher = what | {"steps": settings.imitation_steps, "seed": settings.seed}
     data = recorded(
         out / RECORDED / "warm.npz",
@@ -127,6 +125,16 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
         )
         + "\n"
     )
+
+
+def recording_what(config: TrainConfig, common: Mapping[str, Any]) -> dict[str, Any]:
+    """What decides a recording of ``config``'s teacher besides its steps and seed (JSON): the env, the teacher and
+    ``common`` (collect's other settings), a candidate teacher's policy file by the sha256 of its bytes, not its path
+    (a run folder copied or resumed under another ``--out`` reads its recordings back)."""
+    what = {"env": config.env.model_dump(mode="json"), "teacher": config.train.imitation_teacher, **common}
+    if config.train.candidate_policy_file:
+        what["policy_file"] = hashlib.sha256(Path(config.train.candidate_policy_file).read_bytes()).hexdigest()
+    return what
 
 
 def recorded(path: Path, what: Mapping[str, Any], record: Callable[..., Demonstrations]) -> Demonstrations:

@@ -96,3 +96,22 @@ def test_a_run_stopped_in_its_warm_start_resumes_from_the_recordings_it_kept(tmp
     monkeypatch.setattr(warm, "clone", perturbed)
     train(config, out, resume=True, progress=False)  # cloned again: the DAgger round's states are still read back
     assert calls == [40, 16]
+
+
+def test_a_candidate_teachers_recording_is_keyed_by_its_files_bytes_not_its_path(tmp_path):
+    """A run folder copied elsewhere (or resumed under another --out) reads its recordings back; another file does not."""
+    from policies.warm import recording_key, recording_what
+
+    base = tiny_config(0)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder, content in [("a", b"weights"), ("b", b"weights")]:
+        (tmp_path / folder / "rl-winner.pt").write_bytes(content)
+
+    def key(path) -> str:
+        config = base.model_copy(update={"train": base.train.model_copy(update={"candidate_policy_file": str(path)})})
+        return recording_key(recording_what(config, {"policy_file": str(path)}))
+
+    assert key(tmp_path / "a" / "rl-winner.pt") == key(tmp_path / "b" / "rl-winner.pt")
+    (tmp_path / "b" / "rl-winner.pt").write_bytes(b"other weights")
+    assert key(tmp_path / "a" / "rl-winner.pt") != key(tmp_path / "b" / "rl-winner.pt")
