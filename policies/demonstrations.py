@@ -22,6 +22,7 @@ import torch
 
 from placer.common.atomic import write_atomic
 
+ARRAYS = ("masks", "actions", "returns", "targets")  # a file's arrays that are the demonstrations' own (besides dynamic.*)
 UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)  # a file missing, cut short or not ours
 
 
@@ -66,7 +67,7 @@ def load_demonstrations(path: Path) -> tuple[Demonstrations, dict[str, np.ndarra
     with np.load(path) as kept:
         dynamic = {name.removeprefix("dynamic."): kept[name] for name in kept.files if name.startswith("dynamic.")}
         data = Demonstrations(dynamic, kept["masks"], kept["actions"], kept["returns"], kept["targets"])
-        extra = {name: kept[name] for name in kept.files if not name.startswith("dynamic.") and not hasattr(data, name)}
+        extra = {name: kept[name] for name in kept.files if not name.startswith("dynamic.") and name not in ARRAYS}
     return data, extra
 
 

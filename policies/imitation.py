@@ -117,7 +117,8 @@ def collect(
     drive = GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
     teachers = Teachers(teacher, config.max_degree, members, policy_file)
-    kept = Spool(spool).kept() if spool is not None else Kept([])
+    spooled = Spool(spool) if spool is not None else None
+    kept = spooled.kept() if spooled is not None else Kept([])
     parts, count = kept.parts, sum(map(len, kept.parts))  # each episode's decisions, and how many in all
     bar = tqdm(total=steps, initial=count, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
     if ticks is not None and count:
@@ -137,8 +138,8 @@ def collect(
         if samples := reservoir.samples():
             parts.append(_stacked(samples, _discounted(rewards, gamma)))
             count += len(samples)
-            if spool is not None:
-                Spool(spool).keep(episode, parts[-1], env.np_random.bit_generator.state)
+            if spooled is not None:
+                spooled.keep(episode, parts[-1], env.np_random.bit_generator.state)
         bar.update(len(samples))
         if ticks is not None:
             ticks.put(len(samples))
