@@ -93,6 +93,11 @@ class TrainSection(BaseModel):
     dagger_steps: int = _d(10_000, "decisions recorded per DAgger round", ge=1)
     ppo_baseline: bool = _d(False, "PPO's reward less the teacher's on the same arrivals (envs.baseline): an input-dependent baseline")
     init_policy: str | None = _d(None, "start from this policy file's weights, not the warm start (a fixed one is widened for elastic)")
+    clone_from_candidate: bool = _d(
+        False,
+        "the warm start clones into candidate_policy_file's weights, not fresh ones (advisers it did not read enter through"
+        " zero weights), so where that candidate teaches, the student starts on its decisions",
+    )
     imitation_temperature: float = _d(0.0, "> 0: fit a planner teacher's soft targets at this temperature (jobs)", ge=0)
     device: Literal["auto", "cpu", "cuda"] = _d("cpu", "PPO's network; auto: CUDA when present (the warm start runs on the CPU)")
 
@@ -117,6 +122,11 @@ class TrainConfig(BaseModel):
                 raise ConfigError("ppo_baseline: the baseline runs without resizes, so elastic-best cannot be it")
         if self.train.candidate_policy_file and not self.train.teacher_candidates:
             raise ConfigError("candidate_policy_file names the file of a `learned` teacher candidate: list one in teacher_candidates")
+        train = self.train
+        if train.clone_from_candidate and not (train.candidate_policy_file and train.imitation_steps and not train.init_policy):
+            raise ConfigError(
+                "clone_from_candidate clones into candidate_policy_file's weights: set it and imitation_steps, not init_policy"
+            )
         if self.train.ppo_baseline and self.env.baseline is not None:
             raise ConfigError("set [env] baseline or [train] ppo_baseline (the teacher as the baseline), not both")
         return self

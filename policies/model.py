@@ -13,6 +13,7 @@ import gymnasium as gym
 import torch
 
 from envs.config import EnvConfig
+from envs.features import OPTION_FEATURES
 from envs.observation import GraphTable, observation_space
 from envs.resize import RESIZE_FEATURES
 from placer.common.atomic import atomic_path
@@ -87,3 +88,23 @@ def widened_for_resizes(weights: dict[str, torch.Tensor]) -> dict[str, torch.Ten
         if key.startswith("mlp_extractor.reject_score."):
             out[key.replace("reject_score", "keep_score")] = weight.clone()
     return out
+
+
+def widened_for_advice(weights: dict[str, torch.Tensor], advisers: int, elastic: bool = False) -> dict[str, torch.Tensor]:
+    """An unadvised policy's ``weights`` for a network that also reads ``advisers`` advisers (``EnvConfig(advisers=...)``,
+    :mod:`envs.advice`): the job MLP reads their ``advice`` after ``history`` and ``meter`` (before ``resize`` when
+    ``elastic``, :data:`envs.observation.JOB_EXTRAS`) and each option row their marks after its own features, all
+    through zero weights, so the widened network decides every offer exactly as the unadvised one did."""
+    out = dict(weights)
+    for key, weight in weights.items():
+        if key.endswith("features_extractor.job.0.weight"):
+            at = weight.shape[1] - (RESIZE_FEATURES if elastic else 0)
+            out[key] = _zero_columns(weight, at, advisers)
+        if key == "mlp_extractor.option.0.weight":
+            out[key] = _zero_columns(weight, OPTION_FEATURES, advisers)
+    return out
+
+
+def _zero_columns(weight: torch.Tensor, at: int, count: int) -> torch.Tensor:
+    """``weight`` (out, in) with ``count`` zero columns inserted before column ``at``."""
+    return torch.cat([weight[:, :at], weight.new_zeros(weight.shape[0], count), weight[:, at:]], dim=1)

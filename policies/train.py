@@ -42,12 +42,12 @@ from placer.cost import CostModel
 from policies.config import TrainConfig
 from policies.extractor import PlacementExtractor
 from policies.loading import LearnedPolicy
-from policies.model import build_policy, load_policy_file, policy_kwargs, save_policy_file, widened_for_resizes
+from policies.model import policy_kwargs, save_policy_file
 from policies.promotion import check_promote_target, promote_if_not_worse
 from policies.scorer import OptionPolicy
 from policies.teachers import FamilyTunings, check_baseline_early, teacher_members, with_baseline
 from policies.validation import RatesCache, paired_summary
-from policies.warm import warm_start
+from policies.warm import start_weights, warm_start
 
 
 class TrainingCallback(BaseCallback):
@@ -188,24 +188,11 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
 
 
 def init_weights(config: TrainConfig) -> dict[str, torch.Tensor] | None:
-    """The weights of ``config.train.init_policy`` (None without one), checked against a policy built from ``config``
-    (its observation and network must match): read before anything slow runs, so a bad file is one line at once."""
-    if not config.train.init_policy:
-        return None
-    path = config.train.init_policy
-    policy, trained = load_policy_file(path)
-    differ = [f for f in ("max_degree", "rules", "strategy") if getattr(trained, f) != getattr(config.env, f)]  # what features mean
-    if differ:
-        raise TrainingError(f"init_policy {path!r} was trained with another {', '.join(differ)}: its features would mean something else")
-    arch = config.policy
-    weights = widened_for_resizes(policy.state_dict()) if config.env.elastic and not trained.elastic else policy.state_dict()
-    try:
-        build_policy(config.env, arch.hidden, arch.rounds, arch.net_arch).load_state_dict(weights)
-    except RuntimeError as exc:  # torch's first line names only the class; the next names the first mismatch
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        detail = (lines[1] if len(lines) > 1 else lines[0])[:200] if lines else type(exc).__name__
-        raise TrainingError(f"init_policy {path!r} does not fit this config's network: {detail}") from None
-    return weights
+    """The weights of ``config.train.init_policy`` (None without one; :func:`~policies.warm.start_weights`). A
+    ``clone_from_candidate`` file is checked too: read before anything slow runs, so a bad file is one line at once."""
+    if config.train.clone_from_candidate and config.train.candidate_policy_file:
+        start_weights(config.train.candidate_policy_file, config, "candidate_policy_file")
+    return start_weights(config.train.init_policy, config, "init_policy") if config.train.init_policy else None
 
 
 def read_eval_rows(path: Path) -> list[dict]:

@@ -29,9 +29,11 @@ import torch
 from sb3_contrib import MaskablePPO
 
 from placer.common.atomic import atomic_path
+from placer.common.errors import TrainingError
 from policies.config import TrainConfig
 from policies.demonstrations import UNREADABLE, Demonstrations, load_demonstrations, merge, save_demonstrations
 from policies.imitation import agreement, clone, collect
+from policies.model import build_policy, load_policy_file, widened_for_advice, widened_for_resizes
 
 RECORDED = "recorded"  # the run's folder of kept recordings
 
@@ -45,8 +47,8 @@ def warm_start(
     weights: dict[str, torch.Tensor] | None = None,
 ) -> None:
     """Behaviour-clone the configured heuristic into the fresh policy (see policies.imitation), or start from ``weights``
-    (:func:`init_weights`' of ``init_policy``); ``members``: the teacher's table when it is tuned per regime
-    (:func:`teacher_members`)."""
+    (:func:`start_weights` of ``init_policy``); ``members``: the teacher's table when it is tuned per regime
+    (:func:`teacher_members`). With ``clone_from_candidate`` the clone starts from the candidate's weights."""
     settings = config.train
     if weights is not None:
         model.policy.load_state_dict(weights)
@@ -56,6 +58,8 @@ def warm_start(
         return
     if settings.imitation_steps == 0:
         return
+    if settings.clone_from_candidate and settings.candidate_policy_file:
+        model.policy.load_state_dict(start_weights(settings.candidate_policy_file, config, "candidate_policy_file"))
     device = model.policy.device
     model.policy.to("cpu")  # the teacher's demonstrations and the cloning run on the CPU, PPO on its device
     try:
@@ -91,8 +95,11 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
     }
     cloned_on = [recording_key(teacher)]  # the recordings the learner was cloned on, in order
 
+    start = {"start": what["policy_file"]} if settings.clone_from_candidate else {}  # the candidate's sha256: its weights
+
     def learner() -> dict[str, Any]:  # how the learner is made: its network, the cloning, what it was cloned on
-        return {"policy": config.policy.model_dump(mode="json"), "seed": settings.seed, "cloning": cloning, "cloned_on": list(cloned_on)}
+        made = {"policy": config.policy.model_dump(mode="json"), "seed": settings.seed, "cloning": cloning, "cloned_on": list(cloned_on)}
+        return made | start
 
     cloned = partial(clone, model.policy, seed=settings.seed, progress=progress, **cloning)
     accuracy = kept_clone(model.policy, out / RECORDED / "clone-0.pt", learner(), partial(cloned, data))
@@ -125,6 +132,31 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
         )
         + "\n"
     )
+
+
+def start_weights(path: str, config: TrainConfig, field: str) -> dict[str, torch.Tensor]:
+    """The weights of the policy file at ``path`` for ``config``'s network (``field``: the config key that names it, for
+    errors): a fixed policy is widened for an elastic network (:func:`~policies.model.widened_for_resizes`), an unadvised
+    one for advisers (:func:`~policies.model.widened_for_advice`); TrainingError (one line) where its features would
+    mean something else or its network does not fit."""
+    policy, trained = load_policy_file(path)
+    env = config.env
+    differ = [f for f in ("max_degree", "rules", "strategy") if getattr(trained, f) != getattr(env, f)]  # what features mean
+    if trained.advisers and trained.advisers != env.advisers:
+        differ.append("advisers")
+    if differ:
+        raise TrainingError(f"{field} {path!r} was trained with another {', '.join(differ)}: its features would mean something else")
+    weights = widened_for_resizes(policy.state_dict()) if env.elastic and not trained.elastic else policy.state_dict()
+    if env.advisers and not trained.advisers:
+        weights = widened_for_advice(weights, len(env.advisers), env.elastic)
+    arch = config.policy
+    try:
+        build_policy(env, arch.hidden, arch.rounds, arch.net_arch).load_state_dict(weights)
+    except RuntimeError as exc:  # torch's first line names only the class; the next names the first mismatch
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        detail = (lines[1] if len(lines) > 1 else lines[0])[:200] if lines else type(exc).__name__
+        raise TrainingError(f"{field} {path!r} does not fit this config's network: {detail}") from None
+    return weights
 
 
 def recording_what(config: TrainConfig, common: Mapping[str, Any]) -> dict[str, Any]:

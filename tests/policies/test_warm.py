@@ -115,3 +115,72 @@ def test_a_candidate_teachers_recording_is_keyed_by_its_files_bytes_not_its_path
     assert key(tmp_path / "a" / "rl-winner.pt") == key(tmp_path / "b" / "rl-winner.pt")
     (tmp_path / "b" / "rl-winner.pt").write_bytes(b"other weights")
     assert key(tmp_path / "a" / "rl-winner.pt") != key(tmp_path / "b" / "rl-winner.pt")
+
+
+def _logits(policy, obs: dict[str, np.ndarray]) -> torch.Tensor:
+    with torch.inference_mode():
+        batch = {k: torch.from_numpy(np.ascontiguousarray(v)).unsqueeze(0).float() for k, v in obs.items()}
+        features = policy.pi_features_extractor(batch)
+        return policy.action_net(policy.mlp_extractor.forward_actor(features))[0]
+
+
+@pytest.mark.parametrize("elastic", [False, True])
+def test_an_unadvised_policy_widened_for_advisers_scores_every_offer_as_before(tmp_path, elastic):
+    """``start_weights`` of an unadvised policy for an advised network (``clone_from_candidate``): zero weights on the
+    advice, so its logits on advised observations equal the unadvised policy's on the same observations without it."""
+    from envs.env import ClusterPlacementEnv
+    from policies.config import PolicySection, TrainSection
+    from policies.model import build_policy, save_policy_file
+    from policies.warm import start_weights
+
+    settings = {"clusters": "dgx8x8", "graphs": ["alexnet", "resnet18", "gnmt"], "jobs": 60, "load": 1.1, "history": True}
+    plain_env = ClusterPlacementEnv(**settings, elastic=elastic)
+    advisers = ("lean", "para_min+best_fit", "switch:0.75")
+    advised_env = ClusterPlacementEnv(**settings, elastic=elastic, advisers=advisers)
+    torch.manual_seed(0)
+    plain = build_policy(plain_env.config, 16, 2, [32], plain_env.graph_table).eval()
+    save_policy_file(tmp_path / "plain.pt", plain, plain_env.config, {"hidden": 16, "rounds": 2, "net_arch": [32]})
+    config = tiny_config(0).model_copy(
+        update={"env": advised_env.config, "policy": PolicySection(hidden=16, rounds=2, net_arch=[32]), "train": TrainSection()}
+    )
+    advised = build_policy(advised_env.config, 16, 2, [32], advised_env.graph_table).eval()
+    advised.load_state_dict(start_weights(str(tmp_path / "plain.pt"), config, "candidate_policy_file"))
+    obs, _ = advised_env.reset(seed=3)
+    marked, done, steps = 0, False, 0
+    while not done and steps < 40:
+        assert set(obs) - set(plain_env.observation_space.spaces) == {"advice"}
+        marked += int(obs["advice"].any()) + int(obs["options"][:, -len(advisers) :].any())
+        without = {k: v for k, v in obs.items() if k != "advice"}
+        without["options"] = obs["options"][:, : -len(advisers)]
+        torch.testing.assert_close(_logits(advised, obs), _logits(plain, without), rtol=0, atol=1e-5)
+        obs, _, done, _, _ = advised_env.step(int(np.flatnonzero(advised_env.action_masks())[-1]))
+        steps += 1
+    assert marked > 10  # the advice was there to be ignored
+
+
+def test_a_candidate_read_with_other_advisers_is_refused_in_one_line(tmp_path):
+    from envs.env import ClusterPlacementEnv
+    from placer.common.errors import TrainingError
+    from policies.config import PolicySection
+    from policies.model import build_policy, save_policy_file
+    from policies.warm import start_weights
+
+    settings = {"clusters": "dgx8x8", "graphs": ["alexnet", "resnet18"], "jobs": 20, "load": 0.9}
+    one = ClusterPlacementEnv(**settings, advisers=("lean",))
+    save_policy_file(
+        tmp_path / "one.pt", build_policy(one.config, 16, 2, [32], one.graph_table), one.config, {"hidden": 16, "rounds": 2, "net_arch": [32]}
+    )
+    other = ClusterPlacementEnv(**settings, advisers=("para_min",))
+    config = tiny_config(0).model_copy(update={"env": other.config, "policy": PolicySection(hidden=16, rounds=2, net_arch=[32])})
+    with pytest.raises(TrainingError, match="another advisers"):
+        start_weights(str(tmp_path / "one.pt"), config, "candidate_policy_file")
+
+
+def test_clone_from_candidate_needs_a_candidate_and_a_warm_start():
+    from placer.common.errors import ConfigError
+    from policies.config import TrainConfig
+
+    data = tiny_config(0).model_dump(mode="json")
+    data["train"] |= {"clone_from_candidate": True, "imitation_steps": 40}
+    with pytest.raises(ConfigError, match="clone_from_candidate"):  # no candidate_policy_file
+        TrainConfig.model_validate(data)
