@@ -167,9 +167,8 @@ def test_a_candidate_read_with_other_advisers_is_refused_in_one_line(tmp_path):
 
     settings = {"clusters": "dgx8x8", "graphs": ["alexnet", "resnet18"], "jobs": 20, "load": 0.9}
     one = ClusterPlacementEnv(**settings, advisers=("lean",))
-    save_policy_file(
-        tmp_path / "one.pt", build_policy(one.config, 16, 2, [32], one.graph_table), one.config, {"hidden": 16, "rounds": 2, "net_arch": [32]}
-    )
+    arch = {"hidden": 16, "rounds": 2, "net_arch": [32]}
+    save_policy_file(tmp_path / "one.pt", build_policy(one.config, 16, 2, [32], one.graph_table), one.config, arch)
     other = ClusterPlacementEnv(**settings, advisers=("para_min",))
     config = tiny_config(0).model_copy(update={"env": other.config, "policy": PolicySection(hidden=16, rounds=2, net_arch=[32])})
     with pytest.raises(TrainingError, match="another advisers"):
