@@ -37,8 +37,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Train a placement policy: one run (the final policy in OUT/policy.pt, the best validated one in OUT/best.pt), or a
         recipe (a config with a recipe table, e.g. data/configs/placer.toml): clone, RL over several seeds, distil and a
-        per-regime validation against best, each stage in its own folder of OUT, the student in OUT/distil/policy.pt and its
-        card in OUT/card.json."""
+        per-regime validation against best, each stage in its own folder of OUT; the policy that ships (the student or the RL
+        winner, whichever validates better) in OUT/policy.pt and its card in OUT/card.json."""
         from placer.common.errors import ConfigError, UsageError
         from policies.promotion import check_promote_target
         from policies.recipe import for_cluster, is_recipe, load_recipe, parse_loads, run_recipe
@@ -73,10 +73,10 @@ def register(app: typer.Typer) -> None:
             recipe = load_recipe(config, out, changes)
             if device is not None:
                 recipe = recipe.with_device(device)
-            student = run_recipe(
+            product = run_recipe(
                 recipe, out, resume=resume, force=force, timesteps=timesteps, report=report, promote=promote, workers=workers
             )
-            typer.echo(f"wrote {student} and {out / 'card.json'}")
+            typer.echo(f"wrote {product} and {out / 'card.json'}")
             return
         if workers is not None:
             raise ConfigError(

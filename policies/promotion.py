@@ -34,7 +34,7 @@ def promote_if_not_worse(final: Path, target: Path, summary: PairedSummary, repo
 
 def check_incumbent(target: Path) -> None:
     """Refuse, in one line and before any work, a ``--promote`` target holding a policy that cannot be read: the recipe
-    compares its student with the policy it would replace (:func:`promote_with_card`)."""
+    compares the policy it ships with the one it would replace (:func:`promote_with_card`)."""
     if not target.exists():
         return
     from policies.loading import LearnedPolicy
@@ -42,29 +42,30 @@ def check_incumbent(target: Path) -> None:
     try:
         LearnedPolicy.from_file(target)
     except (PlacerError, OSError, ValueError) as exc:
-        raise TrainingError(f"--promote {str(target)!r}: the policy there, which the student must match, cannot be read: {exc}") from None
+        raise TrainingError(f"--promote {str(target)!r}: the policy there, which the new one must match, cannot be read: {exc}") from None
 
 
 def promote_with_card(
-    student: Path,
+    policy: Path,
     card: Path,
     target: Path,
     rows: list[RegimeRow],
     say: Callable[[str], None],
     incumbent: list[RegimeRow] | None = None,
 ) -> None:
-    """Copy the student to ``target`` and its card beside it (``NAME.card.json``) if it is no worse than best in every regime
-    (``rows``) and, where ``target`` already holds a policy, no worse than that one in every regime (``incumbent``: the
-    student against it on the same streams): a recipe never replaces a policy with one that blocks more anywhere."""
+    """Copy ``policy`` (a recipe's product) to ``target`` and its card beside it (``NAME.card.json``) if it is no worse
+    than best in every regime (``rows``) and, where ``target`` already holds a policy, no worse than that one in every
+    regime (``incumbent``: the policy against it on the same streams): a recipe never replaces a policy with one that
+    blocks more anywhere."""
     worse = [r.regime for r in rows if not r.not_worse]
     if worse:
-        say(f"not promoted: the student blocks more than best in {len(worse)} regime(s): {'; '.join(worse)}; {target} is unchanged")
+        say(f"not promoted: the policy blocks more than best in {len(worse)} regime(s): {'; '.join(worse)}; {target} is unchanged")
         return
     behind = [r.regime for r in incumbent or [] if not r.not_worse]
     if behind:
-        say(f"not promoted: the student blocks more than the policy at {target} in {len(behind)} regime(s): {'; '.join(behind)}")
+        say(f"not promoted: it blocks more than the policy at {target} in {len(behind)} regime(s): {'; '.join(behind)}")
         return
-    _write(target, student.read_bytes(), ".card.json", card.read_bytes())
+    _write(target, policy.read_bytes(), ".card.json", card.read_bytes())
     say(f"promoted to {target} (card beside it): no worse than best in any regime")
 
 

@@ -14,15 +14,16 @@ A recipe config is a training config (:class:`policies.config.TrainConfig`: the 
     ``rl_seeds``; ``[recipe.rl]`` merged in. The winner is the seed whose validated best (``best.pt``) blocks least on the
     validation streams (apart from every training stream; every seed on the same streams, so the choice is paired).
 ``distil/``
-    the shipped student: ``best``'s table tuned again with the RL winner as a candidate member (``teacher_candidates =
+    the student: ``best``'s table tuned again with the RL winner as a candidate member (``teacher_candidates =
     ["learned"]``, ``candidate_policy_file`` = the winner): it teaches the regimes where it blocks at least
     ``teacher_margin`` fewer avoidable jobs than every heuristic family on the tuning streams, by a lead whose paired
     interval lies above 0 (``teacher_resolved``); the families' best teaches the rest; ``[recipe.distil]``.
 
-Then the student is validated against ``best`` regime by regime (:func:`policies.validation.regime_rows`:
-``validation.json``) and ``card.json`` records the resolved stage configs, the commit, the seeds, the teacher's table, each
-stage's validation and wall time, and the per-regime figures. ``--promote`` copies the student and its card only if it
-blocks no more than ``best`` in any regime (every interval of best - student reaches 0) and, where the target already
+Then the student and the RL winner are validated against ``best`` regime by regime on the same streams, and the one that
+ships is chosen (:mod:`policies.product`): it is copied to ``policy.pt``, its rows to ``validation.json``, and
+``card.json`` records the resolved stage configs, the commit, the seeds, the teacher's table, each stage's validation and
+wall time, both candidates' figures and which ships. ``--promote`` copies that policy and its card only if it blocks
+no more than ``best`` in any regime (every interval of best - it reaches 0) and, where the target already
 holds a policy, no more than that one in any regime on the same streams (the card's ``against_incumbent``); the target,
 and the policy there, are checked before any work. Every invocation's wall time counts (``wall.jsonl``). ``--resume``
 skips finished stages (their ``stage.json``) and resumes the one in flight from its checkpoint.
@@ -37,19 +38,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.common.atomic import write_atomic
 from placer.common.errors import ConfigError
 from placer.common.tomlfile import merged, read_toml, validate
 from policies.config import TrainConfig
-from policies.validation import RatesCache, RegimeRow, regime_rows, validation_regimes
+from policies.product import RL_WINNER, STUDENT, choose_product, regime_lines, validate_policy, verdict
+from policies.validation import RatesCache, RegimeRow
 from policies.wallclock import WALL, clock
 
 RECIPE = "recipe"  # the table that makes a training config a recipe
 CLONE, DISTIL = "clone", "distil"
-CARD_VERSION = 2  # 2: wall_s counts every invocation (wall.jsonl), with their number beside it
+CARD_VERSION = 3  # 2: wall_s counts every invocation (wall.jsonl); 3: product (the student and the RL winner, which ships)
 
 
 class RecipeSection(BaseModel):
@@ -166,7 +167,7 @@ def run_recipe(
     promote: Path | None = None,
     workers: int | None = None,
 ) -> Path:
-    """Run every stage not yet finished (module docstring) and return the student's policy file (``out/distil/policy.pt``).
+    """Run every stage not yet finished (module docstring) and return the policy file that ships (``out/policy.pt``).
 
     ``timesteps`` replaces the RL stages' budget. A non-empty ``out`` is refused unless ``resume`` or ``force`` (which
     starts every stage over). ``workers`` (default: the configs' ``eval_workers``) spreads what does not depend on how it
@@ -213,32 +214,40 @@ def _run_recipe(
     write_atomic(out / "rl.json", json.dumps(choice, indent=1) + "\n")
     say(f"RL winner: {choice['winner']} (validation blocking {choice['blocking'][choice['winner']]:.4f})")
     records[DISTIL] = run_stage(recipe.distil, options, say, cache)
-    student = out / DISTIL / "policy.pt"
-    say("validating the student against best, regime by regime")
-    rows = per_regime_validation(student, recipe.distil.config, recipe.section.validation_episodes, cache, progress=options.progress)
-    write_atomic(out / "validation.json", json.dumps([r.model_dump() for r in rows], indent=1) + "\n")
-    for line in regime_lines(rows):
+    config, episodes = recipe.distil.config, recipe.section.validation_episodes
+    files = {STUDENT: out / DISTIL / "policy.pt", RL_WINNER: out / "rl-winner.pt"}
+    say("validating the student and the RL winner against best, regime by regime")
+    candidates = {name: validate_policy(path, config, episodes, cache, progress=options.progress) for name, path in files.items()}
+    chosen = choose_product(candidates)
+    for name, validated in candidates.items():
+        pooled = validated.pooled
+        say(f"{name}: blocking {pooled.learned:.4f}, best {pooled.reference:.4f}, {validated.worse_regimes} regimes worse than best")
+    product, validated = out / "policy.pt", candidates[chosen]
+    write_atomic(product, files[chosen].read_bytes())
+    write_atomic(out / "validation.json", json.dumps([r.model_dump() for r in validated.regimes], indent=1) + "\n")
+    say(f"ships: the {chosen} ({product}), against best regime by regime:")
+    for line in regime_lines(validated.regimes):
         say(line)
-    env = recipe.distil.config.env
-    serve, line = verdict(rows, _json(out / DISTIL / "members.json"), list(env.all_clusters))
-    line = line.replace("PATH", str(promote or student))
-    say(f"verdict: serve {serve}" + ("" if serve == "learned" else " (learning did not pay in every regime here)") + f": {line}")
+    env = config.env
+    serve, line = verdict(validated, _json(out / DISTIL / "members.json"), list(env.all_clusters))
+    line = line.replace("PATH", str(promote or product))
+    say(f"verdict: serve {serve}" + ("" if serve == "learned" else " (learning did not pay here)") + f": {line}")
     incumbent = None
     if promote is not None and promote.exists():
-        say(f"validating the student against the policy it would replace ({promote}), regime by regime")
-        episodes = recipe.section.validation_episodes
-        incumbent = per_regime_validation(student, recipe.distil.config, episodes, cache, reference=promote, progress=options.progress)
+        say(f"validating the policy against the one it would replace ({promote}), regime by regime")
+        incumbent = validate_policy(product, config, episodes, cache, reference=promote, progress=options.progress).regimes
         for text in regime_lines(incumbent, reference=promote.name):
             say(text)
-    card = make_card(recipe, out, records, choice, rows, finish())
+    card = make_card(recipe, out, records, choice, validated.regimes, finish())
+    card["product"] = {"chosen": chosen, "candidates": {name: v.model_dump() for name, v in candidates.items()}}
     card["verdict"] = {"serve": serve, "command": line}
     card["workers"] = workers
     if incumbent is not None:
         card["against_incumbent"] = {"policy": str(promote), "regimes": [r.model_dump() for r in incumbent]}
     write_atomic(out / "card.json", json.dumps(card, indent=1) + "\n")
     if promote is not None:
-        promote_with_card(student, out / "card.json", promote, rows, say, incumbent)
-    return student
+        promote_with_card(product, out / "card.json", promote, validated.regimes, say, incumbent)
+    return product
 
 
 class StageOptions(BaseModel):
@@ -321,49 +330,6 @@ def choose_rl_winner(out: Path, names: list[str]) -> dict[str, Any]:
 
     blocking = {name: min(float(r["learned"]) for r in read_eval_rows(out / name / "eval.jsonl")) for name in names}
     return {"winner": min(names, key=blocking.__getitem__), "blocking": blocking}
-
-
-def per_regime_validation(
-    policy_file: Path, config: TrainConfig, episodes: int, cache: RatesCache, reference: Path | None = None, progress: bool = False
-) -> list[RegimeRow]:
-    """The policy of ``policy_file`` against ``best`` (or the policy file ``reference``) on the validation streams of
-    ``config``'s environment, per regime (``progress``: a bar over each policy's streams)."""
-    env, workers = config.env, config.train.eval_workers
-    learned = cache.file_rates(policy_file, env, episodes, workers, progress)
-    if reference is None:
-        reference_rates = cache.rates("best", env, episodes, workers, progress)
-    else:
-        reference_rates = cache.file_rates(reference, env, episodes, workers, progress)
-    return regime_rows(np.asarray(learned), reference_rates, validation_regimes(env, episodes))
-
-
-def regime_lines(rows: list[RegimeRow], reference: str = "best") -> list[str]:
-    """A terminal table: per regime the blocking rates and reference - student (positive: the student blocks fewer)."""
-    width = max((len(r.regime) for r in rows), default=6) + 2
-    column = max(len(reference) + 1, 9)
-    out = [f"{'regime':<{width}}{'streams':>8}{'student':>9}{reference:>{column}}   {reference} - student (95 %)"]
-    for r in rows:
-        half = "n/a" if np.isnan(r.half) else f"{r.half:.3f}"
-        verdict = "" if r.not_worse else "  worse"
-        out.append(f"{r.regime:<{width}}{r.streams:>8}{r.learned:>9.4f}{r.reference:>{column}.4f}   {r.difference:+.4f} ± {half}{verdict}")
-    return out
-
-
-def verdict(rows: list[RegimeRow], table: Any, clusters: list[str]) -> tuple[str, str]:
-    """Whether learning paid on this run's regimes, and the ``placer serve`` line that serves the answer: the student
-    where it blocks no more than ``best`` in every regime and fewer in one at least (its interval below 0), else the
-    heuristic ``best`` chose most often in the student's teacher table (``table``: its ``members.json``). A service runs
-    one cluster: trained on several (``clusters``), the line serves the first and says so in a shell comment."""
-    cluster = clusters[0]
-    others = f"  # trained for {', '.join(clusters)}: one service per cluster" if len(clusters) > 1 else ""
-    worse = [r for r in rows if not r.not_worse]
-    better = [r for r in rows if r.difference - (0 if np.isnan(r.half) else r.half) > 0]
-    if not worse and better:
-        return "learned", f"placer serve --cluster {cluster} --policy-file PATH{others}"
-    members = list((table or {}).get("members", {}).values())
-    families = [m for m in members if not m.startswith("learned")] or ["best"]
-    member = max(dict.fromkeys(families), key=families.count)
-    return member, f"placer serve --cluster {cluster} --heuristic {member}{others}"
 
 
 def make_card(

@@ -155,6 +155,22 @@ def regime_rows(learned: np.ndarray, reference: np.ndarray, regimes: list[Regime
     return rows
 
 
+def pooled_row(learned: np.ndarray, reference: np.ndarray) -> RegimeRow:
+    """``learned`` against ``reference`` over every stream at once (regime ``pooled``): per-stream paired differences,
+    so regimes with more streams weigh more."""
+    if len(learned) != len(reference):
+        raise ValueError(f"rates of {len(learned)} and {len(reference)} streams")
+    diff, half = mean_ci95((reference - learned).tolist())
+    return RegimeRow(
+        regime="pooled",
+        streams=len(learned),
+        learned=float(np.mean(learned)),
+        reference=float(np.mean(reference)),
+        difference=diff,
+        half=half,
+    )
+
+
 def not_worse(difference: float, half: float | None) -> bool:
     """Whether a paired difference (reference - learned, mean and 95 % half-width) leaves the learned policy no worse: the
     interval reaches 0 or above; with one stream (no interval, ``half`` NaN or None) the difference itself must be >= 0."""

@@ -126,9 +126,12 @@ def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
     out = tmp_path / "quick"
     recipe = load_recipe(CONFIGS / "quick.toml", out)
     heard: list[str] = []
-    student = run_recipe(recipe, out, progress=False, report=heard.append, promote=tmp_path / "shipped" / "quick.pt")
-    assert student == out / "distil" / "policy.pt" and student.exists()
+    product = run_recipe(recipe, out, progress=False, report=heard.append, promote=tmp_path / "shipped" / "quick.pt")
     card = json.loads((out / "card.json").read_text())
+    chosen = card["product"]["chosen"]  # the student or the RL winner, whichever validated better: a copy of its file
+    files = {"student": out / "distil" / "policy.pt", "rl-winner": out / "rl-winner.pt"}
+    assert product == out / "policy.pt" and product.read_bytes() == files[chosen].read_bytes()
+    assert set(card["product"]["candidates"]) == set(files) and card["regimes"] == card["product"]["candidates"][chosen]["regimes"]
     assert card["seeds"]["rl"] == [1, 2] and card["rl"]["winner"] in ("rl-seed1", "rl-seed2")
     assert set(card["stages"]) == {"clone", "rl-seed1", "rl-seed2", "distil"} and all(s["wall_s"] > 0 for s in card["stages"].values())
     assert card["invocations"] == 1 and all(s["invocations"] == 1 for s in card["stages"].values())
@@ -144,9 +147,9 @@ def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
     with pytest.raises(PlacerError, match="not empty"):
         run_recipe(recipe, out, progress=False)
     heard.clear()
-    today = tmp_path / "today" / "quick.pt"  # a policy already where it would land: the student must match it too
+    today = tmp_path / "today" / "quick.pt"  # a policy already where it would land: the product must match it too
     today.parent.mkdir()
-    shutil.copyfile(student, today)
+    shutil.copyfile(product, today)
     run_recipe(recipe, out, resume=True, progress=False, report=heard.append, promote=today)
     assert sum("finished in an earlier run" in line for line in heard) == 4
     again = json.loads((out / "card.json").read_text())
@@ -180,26 +183,6 @@ def test_loads_are_parsed_in_one_line():
     for bad in ("0.5,x", "0", "-1", "1e9", "nan"):
         with pytest.raises(PlacerError, match="--load"):
             parse_loads(bad)
-
-
-def test_the_verdict_serves_the_student_only_where_learning_paid():
-    from policies.recipe import verdict
-
-    def row(difference, half):
-        return RegimeRow(regime="r", streams=4, learned=0.2, reference=0.2 + difference, difference=difference, half=half)
-
-    table = {"members": {"a": "lean", "b": "lean:admit=0.9", "c": "lean:admit=0.9", "d": "learned"}}
-    served = ("learned", "placer serve --cluster my.toml --policy-file PATH")
-    assert verdict([row(0.02, 0.01), row(0.0, 0.01)], table, ["my.toml"]) == served
-    assert verdict([row(0.0, 0.01)], table, ["my.toml"])[0] == "lean:admit=0.9"  # level everywhere: the heuristic, simpler
-    assert verdict([row(0.05, 0.01), row(-0.05, 0.01)], table, ["my.toml"]) == (
-        "lean:admit=0.9",
-        "placer serve --cluster my.toml --heuristic lean:admit=0.9",
-    )
-    # trained on two clusters: a line that runs as pasted (one cluster; the other named in a shell comment)
-    assert verdict([row(0.02, 0.01)], table, ["dgx8x8", "mixed"])[1] == (
-        "placer serve --cluster dgx8x8 --policy-file PATH  # trained for dgx8x8, mixed: one service per cluster"
-    )
 
 
 def test_wall_time_counts_every_invocation_once(tmp_path, monkeypatch):
