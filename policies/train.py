@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
-import signal
-import threading
 from collections.abc import Callable
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -38,6 +35,7 @@ from envs.observation import GraphTable
 from placer.cluster.topology import load_cluster
 from placer.common.atomic import atomic_path, write_atomic
 from placer.common.errors import TrainingError
+from placer.common.pool import sigterm_as_interrupt
 from placer.cost import CostModel
 from policies.config import TrainConfig
 from policies.extractor import PlacementExtractor
@@ -219,23 +217,6 @@ def prepare_out(out: Path, *, resume: bool, force: bool) -> None:
         raise TrainingError(f"cannot create --out {str(out)!r}: {exc.strerror or exc}") from None
 
 
-@contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM interrupts training like Ctrl-C, so a checkpoint is saved before the process ends."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 RESUME_MAY_CHANGE = {"train": ("timesteps", "eval_workers", "device"), "ppo": ("vec_env",)}  # budget and spread, not what it learns
 
 
@@ -313,7 +294,7 @@ def train(
     callback = TrainingCallback(out, config, cache)
     steps_before = model.num_timesteps
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():  # a checkpoint is saved before the process ends
             model.learn(  # with no PPO steps left it only validates the starting policy and the baselines
                 total_timesteps=max(total - model.num_timesteps, 0),
                 callback=callback,

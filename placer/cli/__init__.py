@@ -26,6 +26,7 @@ from rich.markup import escape
 from placer.cli import bound, calibrate, catalog, demo, evaluate, figures, imports, query, ray_demo, report, serve  # noqa: F401  (each registers its commands)
 from placer.cli.app import app, err_console
 from placer.common.errors import PlacerError, validation_message
+from placer.common.pool import sigterm_as_interrupt
 
 __all__ = ["app", "main"]
 
@@ -42,7 +43,8 @@ def _register_plugins() -> None:
 def main() -> None:
     _register_plugins()
     try:
-        app(standalone_mode=False)
+        with sigterm_as_interrupt():  # SIGTERM ends a command as Ctrl-C does: its process pools end their workers first
+            app(standalone_mode=False)
     except PlacerError as exc:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -5,11 +5,15 @@ turned into one by ``placer train``), for every task still queued: an interrupte
 caller killed while it waits leaves its spawn workers running as orphans. :func:`spawn_pool` cancels the queued tasks
 and terminates the workers instead, and shuts down as usual when the block ends normally. A task's own exception,
 re-raised in the block by ``future.result()``, ends the block the same way: its sibling tasks are stopped too.
+:func:`sigterm_as_interrupt` makes SIGTERM such an exception (the CLI's ``main`` holds it for every command): without
+it, a command killed by SIGTERM (``kill PID``, a batch scheduler) ends at once and its workers run on as orphans.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -35,6 +39,25 @@ def spawn_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     except BaseException:
         terminate(pool)
         raise
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises KeyboardInterrupt in the main thread, as Ctrl-C does: pools end their workers and
+    callers save what they hold (``placer train`` a checkpoint) before the process ends. Elsewhere than in the main
+    thread (where Python delivers signals) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def terminate(pool: ProcessPoolExecutor) -> None:

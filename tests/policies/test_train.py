@@ -156,18 +156,6 @@ def test_a_truncated_eval_log_keeps_its_complete_rows(tmp_path):
     assert [r["learned"] for r in read_eval_rows(log)] == [0.2, 0.1]
 
 
-def test_sigterm_interrupts_training_like_ctrl_c():
-    import os
-    import signal
-
-    from policies.train import _sigterm_as_interrupt
-
-    before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(KeyboardInterrupt), _sigterm_as_interrupt():
-        os.kill(os.getpid(), signal.SIGTERM)
-    assert signal.getsignal(signal.SIGTERM) is before
-
-
 @pytest.mark.slow
 def test_env_processes_train_the_same_policy_as_one_process(tmp_path):
     import torch
