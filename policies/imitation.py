@@ -116,7 +116,7 @@ def collect(
         return _collect_in_processes(*jobs, progress=progress, spool=spool)
     drive = GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
-    teachers = Teachers(teacher, config.max_degree, members, policy_file)
+    teachers = Teachers(teacher, config.max_degree, members, policy_file, config.all_clusters)
     spooled = Spool(spool) if spool is not None else None
     kept = spooled.kept() if spooled is not None else Kept([])
     parts, count = kept.parts, sum(map(len, kept.parts))  # each episode's decisions, and how many in all

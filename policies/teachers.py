@@ -78,13 +78,20 @@ class FamilyTunings:
             write_atomic(self.path, json.dumps(self._kept) + "\n")
 
 
+def cluster_sources(clusters: Sequence[str]) -> dict[str, str]:
+    """Each cluster's name -> what loads it (a preset's name, or a cluster file's path): regimes and an env's ``reset``
+    info name a cluster file by the name inside it, which :func:`~placer.cluster.topology.load_cluster` cannot read."""
+    return {load_cluster(source).name: source for source in clusters}
+
+
 def group_digest(config: EnvConfig, rows: Sequence[Regime], teacher: str = "best") -> str:
     """sha256 of what a group's tuning streams and runs depend on: each regime and its workload, the clusters, the
     strategy, the largest degree and the family members ``best`` weighs (not the observation, the reward or the
     candidates)."""
     parts = [config.strategy, config.max_degree, *(row.key for row in rows), *_best(config, len(rows), teacher).candidates]
     parts += [variant_of(config, row).workload.model_dump_json() for row in rows]
-    parts += [load_cluster(name).spec.model_dump_json() for name in dict.fromkeys(row.cluster for row in rows)]
+    sources = cluster_sources(config.all_clusters)
+    parts += [load_cluster(sources.get(name, name)).spec.model_dump_json() for name in dict.fromkeys(row.cluster for row in rows)]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
 
 
@@ -273,9 +280,18 @@ def _mapped(function: Callable[[Any], Any], items: Sequence[Any], workers: int) 
 
 class Teachers:
     """The teacher of each episode: the heuristic ``teacher``, or for ``best`` the member tuned for the episode's regime
-    (``members``: :func:`regime_members`' table). Policies are offered jobs in the env's queue order (no discipline)."""
+    (``members``: :func:`regime_members`' table). Policies are offered jobs in the env's queue order (no discipline).
+    ``clusters``: the env's (its ``all_clusters``), where a candidate member runs on a cluster file."""
 
-    def __init__(self, teacher: str, max_degree: int, members: Mapping[str, str] | None = None, policy_file: str | None = None) -> None:
+    def __init__(
+        self,
+        teacher: str,
+        max_degree: int,
+        members: Mapping[str, str] | None = None,
+        policy_file: str | None = None,
+        clusters: Sequence[str] = (),
+    ) -> None:
+        self.sources = cluster_sources(clusters)  # the env's clusters (its all_clusters), for a candidate's episodes
         self.spec = PolicySpec.parse(teacher, plugins={}).replace(discipline=None)
         self.max_degree = max_degree
         self.members = {regime.key: name for regime, name in parse_table(members or {}, "the teacher's table").items()}
@@ -296,7 +312,8 @@ class Teachers:
             if spec.kind in HEURISTIC_KINDS:
                 self._built[name] = make_heuristic(spec, max_degree=self.max_degree)
             else:  # a candidate beside the heuristics (teacher_candidates): a plug-in's policy, on the episode's cluster
-                context = candidate_context(load_cluster(str(info["cluster"])), self.max_degree, self.policy_file)
+                cluster = load_cluster(self.sources.get(str(info["cluster"]), str(info["cluster"])))
+                context = candidate_context(cluster, self.max_degree, self.policy_file)
                 self._built[name] = make_policy(spec, context)
         return self._built[name]
 

@@ -123,8 +123,11 @@ def test_a_bad_promote_target_is_refused_before_any_stage_runs(tmp_path):
 
 @pytest.mark.slow
 def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
+    from policies.recipe import for_cluster
+
     out = tmp_path / "quick"
-    recipe = load_recipe(CONFIGS / "quick.toml", out)
+    mine = for_cluster(str(Path(__file__).with_name("team4x4.toml")), [0.5, 0.9])  # a cluster file, as a user trains for theirs
+    recipe = load_recipe(CONFIGS / "quick.toml", out, mine)
     heard: list[str] = []
     product = run_recipe(recipe, out, progress=False, report=heard.append, promote=tmp_path / "shipped" / "quick.pt")
     card = json.loads((out / "card.json").read_text())
@@ -159,7 +162,7 @@ def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
     # spread out: the RL seeds at once in their own processes, tuning and validation over 2; the same policies
     spread = tmp_path / "spread"
     shutil.copytree(out / "clone", spread / "clone")  # the clone's recording keeps its own imitation_workers either way
-    run_recipe(load_recipe(CONFIGS / "quick.toml", spread), spread, resume=True, progress=False, workers=2)
+    run_recipe(load_recipe(CONFIGS / "quick.toml", spread, mine), spread, resume=True, progress=False, workers=2)
     for name in ("rl-seed1/best.pt", "rl-seed2/best.pt", "distil/policy.pt"):
         ours, theirs = read_policy_file(out / name).state_dict, read_policy_file(spread / name).state_dict
         assert ours.keys() == theirs.keys() and all(np.array_equal(ours[k], theirs[k]) for k in ours), name

@@ -232,3 +232,20 @@ def test_elastic_best_is_tuned_per_regime_among_the_elastic_families_and_its_mem
     data = collect(config, "elastic-best", 60, seed=1, members=grows)
     resized = data.dynamic["resize"][:, 0] == 1
     assert (data.actions[resized] != 0).any()  # the episode's member grows running jobs
+
+
+def test_on_a_cluster_file_the_teachers_find_it_by_its_path_though_regimes_name_it():
+    """Regimes and an env's reset info name a cluster file by the name inside it, which load_cluster cannot read: the
+    tuning's digest and a learned member's episodes map it back (``placer train --cluster my.toml`` failed in both)."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from policies.teachers import group_digest
+
+    mine = str(Path(__file__).with_name("team4x4.toml"))
+    config = CONFIG.with_changes(clusters=(mine,), loads=(0.9,))
+    (row,) = regimes(config)
+    assert row.cluster == "team4x4"
+    assert group_digest(config, [row]) != group_digest(CONFIG.with_changes(loads=(0.9,)), regimes(CONFIG.with_changes(loads=(0.9,))))
+    teachers = Teachers("best", 16, {row.key: "learned:default"}, clusters=config.all_clusters)
+    assert teachers.for_episode(row.as_info()).name == "learned:default"
