@@ -6,7 +6,8 @@ Writes into ``--out``: ``checkpoint.pt`` (policy + optimiser + step count, atomi
 after the warm start and on interrupt), ``best.pt`` (the policy file with the lowest validation blocking rate so far),
 ``policy.pt`` (the final policy file, a copy of ``last.pt``), ``imitation.json`` (the warm start's size and agreement with its teacher;
 its recorded decisions are kept in ``recorded/``, :mod:`policies.warm`, so a resume stopped in the warm start records none again),
-``eval.jsonl`` (validation blocking rate of the policy and the heuristics per evaluation), ``config.json`` and TensorBoard
+``eval.jsonl`` (validation blocking rate of the policy and the heuristics per evaluation), ``config.json``, ``inputs.json``
+(the sha256 of the policy files it names: a resume compares their content, not their paths) and TensorBoard
 logs in ``tb/``, and ``summary.json``: the final policy's validation blocking rate paired with its teacher's and each
 heuristic's on the same streams. ``--resume`` continues from ``checkpoint.pt``: only the rollout in flight is lost.
 """
@@ -43,7 +44,7 @@ from policies.loading import LearnedPolicy
 from policies.model import policy_kwargs, save_policy_file
 from policies.promotion import check_promote_target, promote_if_not_worse
 from policies.scorer import OptionPolicy
-from policies.teachers import FamilyTunings, check_baseline_early, teacher_members, with_baseline
+from policies.teachers import FamilyTunings, check_baseline_early, file_sha256, teacher_members, with_baseline
 from policies.validation import RatesCache, paired_summary
 from policies.warm import start_weights, warm_start
 
@@ -227,6 +228,41 @@ def _without_budget(config: dict) -> dict:
     return {**config, **kept}
 
 
+INPUTS = "inputs.json"  # the sha256 of each policy file the config names, beside config.json
+POLICY_FILE_FIELDS = ("init_policy", "candidate_policy_file")
+
+
+def policy_inputs(config: TrainConfig) -> dict[str, str]:
+    """``{field: sha256}`` of each policy file ``config``'s ``[train]`` names (:data:`POLICY_FILE_FIELDS`): what a run
+    read, whatever the folder it was read from."""
+    named = {field: getattr(config.train, field) for field in POLICY_FILE_FIELDS}
+    return {field: file_sha256(Path(path)) for field, path in named.items() if path}
+
+
+def check_same_config(saved: Path, config: TrainConfig, inputs: dict[str, str]) -> None:
+    """Refuse to resume the run whose ``config.json`` is ``saved`` with another ``config`` (what a resume may change
+    aside). Where the run recorded its policy files' content (:data:`INPUTS`), those files are compared by content, not
+    by path: a run folder copied elsewhere resumes, and a file replaced at the same path does not."""
+    try:
+        previous = TrainConfig.model_validate_json(saved.read_text()).model_dump(mode="json")  # older layouts read too
+    except ValueError:
+        raise TrainingError(f"{saved} is not a training config; it cannot be resumed") from None
+    current = config.model_dump(mode="json")
+    recorded = saved.parent / INPUTS
+    if recorded.exists():
+        if json.loads(recorded.read_text()) != inputs:
+            fields = ", ".join(POLICY_FILE_FIELDS)
+            raise TrainingError(f"{saved.parent} was trained from other policy files ({fields}); resume with the same files")
+        previous, current = (_without_policy_paths(c) for c in (previous, current))
+    if _without_budget(previous) != _without_budget(current):
+        raise TrainingError(f"{saved.parent} was trained with another config; resume with the same --config")
+
+
+def _without_policy_paths(config: dict) -> dict:
+    """``config`` (a dumped :class:`TrainConfig`) without the paths of :data:`POLICY_FILE_FIELDS`."""
+    return {**config, "train": {k: v for k, v in config["train"].items() if k not in POLICY_FILE_FIELDS}}
+
+
 def train(
     config: TrainConfig,
     out: Path,
@@ -260,15 +296,11 @@ def train(
         load_cluster(cluster)
     prepare_out(out, resume=resume, force=force)
     torch.set_num_threads(config.train.torch_threads)
-    saved = out / "config.json"
+    saved, inputs = out / "config.json", policy_inputs(config)
     if resume and saved.exists():
-        try:
-            previous = TrainConfig.model_validate_json(saved.read_text()).model_dump(mode="json")  # older layouts read too
-        except ValueError:
-            raise TrainingError(f"{saved} is not a training config; it cannot be resumed") from None
-        if _without_budget(previous) != _without_budget(config.model_dump(mode="json")):
-            raise TrainingError(f"{out} was trained with another config; resume with the same --config")
+        check_same_config(saved, config, inputs)
     write_atomic(saved, config.model_dump_json(indent=1) + "\n")
+    write_atomic(out / INPUTS, json.dumps(inputs, indent=1) + "\n")
     members = teacher_members(config, out, progress, FamilyTunings((cache.path.parent if cache and cache.path else out) / "tuning.json"))
     config = with_baseline(config, members)
     model = build_model(config, out)

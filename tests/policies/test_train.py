@@ -440,6 +440,32 @@ def test_a_resume_may_spread_the_run_differently_but_not_change_what_it_learns()
     assert _without_budget(other) != _without_budget(config)
 
 
+def test_a_copied_run_resumes_but_one_whose_policy_file_changed_under_the_same_path_does_not(tmp_path):
+    from policies.train import INPUTS, check_same_config, policy_inputs
+
+    def started_from(path):
+        config = tiny_config()
+        return config.model_copy(update={"train": config.train.model_copy(update={"init_policy": str(path)})})
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "policy.pt").write_bytes(b"weights")
+    (tmp_path / "b" / "policy.pt").write_bytes(b"weights")
+    run, first = tmp_path / "run", started_from(tmp_path / "a" / "policy.pt")
+    run.mkdir()
+    (run / "config.json").write_text(first.model_dump_json())
+    (run / INPUTS).write_text(json.dumps(policy_inputs(first)))
+    moved = started_from(tmp_path / "b" / "policy.pt")  # the run and its start copied elsewhere: the same bytes
+    check_same_config(run / "config.json", moved, policy_inputs(moved))
+    (tmp_path / "a" / "policy.pt").write_bytes(b"other weights")  # the same path, another file
+    with pytest.raises(PlacerError, match="trained from other policy files"):
+        check_same_config(run / "config.json", first, policy_inputs(first))
+    (run / INPUTS).unlink()  # a run from before inputs.json: its paths are all it recorded
+    with pytest.raises(PlacerError, match="trained with another config"):
+        check_same_config(run / "config.json", moved, policy_inputs(moved))
+    check_same_config(run / "config.json", first, policy_inputs(first))
+
+
 @pytest.mark.slow
 def test_a_policy_trained_to_resize_running_jobs_resizes_them_in_placer_evaluate(tmp_path):
     """``elastic = true`` in [env]: PPO trains on resize offers too, the policy file says so, and ``placer evaluate`` runs
