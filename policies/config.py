@@ -40,6 +40,7 @@ class PPOSection(BaseModel):
     clip_range: float = _d(0.2, "PPO's clip range", gt=0)
     ent_coef: float = _d(0.01, "entropy bonus", ge=0)
     vf_coef: float = _d(0.5, "value loss weight", ge=0)
+    detach_critic: bool = _d(False, "true: the value loss trains only the critic's own layers, not the layers the actor shares")
     anchor_kl: float = _d(0.0, "> 0: add this x KL(starting policy || policy) per decision to the loss (OptionPolicy.anchor_to)", ge=0)
     target_kl: float | None = _d(None, "stop an update's epochs once its approximate KL passes 1.5 x this (SB3); none: never", gt=0)
 

@@ -7,7 +7,8 @@ and a separate head scores "reject" from the context. An elastic network (``EnvC
 head, "keep", that scores action 0 at a resize offer (the running job stays as it is): the extractor appends the
 offer's resize flag to the features, and action 0's logit is the keep head's where it is 1, the reject head's
 elsewhere, so keeping a running job and turning an arrival away are learned apart. The critic reads the context and
-the mean of the option embeddings.
+the mean of the option embeddings; with ``detach_critic`` it reads them detached, so the value loss trains the critic's
+own layers and never moves the graph network and scorer the actor shares with it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ from policies.extractor import PlacementExtractor
 
 class OptionScorer(nn.Module):
     """features (B, C + O * F [+ 1]) -> (logits (B, 1 + O), value latent (B, hidden)); with ``keep_head`` the last
-    feature is the resize flag (1 at a resize offer), which picks the keep head over the reject head for action 0."""
+    feature is the resize flag (1 at a resize offer), which picks the keep head over the reject head for action 0.
+    ``detach_critic`` (a training setting, never saved in a policy file): the critic reads the shared embeddings
+    without their gradient."""
+
+    detach_critic = False
 
     def __init__(self, context_dim: int, num_options: int, option_features: int, hidden: int = 128, keep_head: bool = False) -> None:
         super().__init__()
@@ -60,13 +65,16 @@ class OptionScorer(nn.Module):
         context, options = self._embed(features)
         return self._logits(features, context, options)
 
+    def _value_latent(self, context: torch.Tensor, options: torch.Tensor) -> torch.Tensor:
+        shared = torch.cat([context, options.mean(1)], dim=1)
+        return self.critic(shared.detach() if self.detach_critic else shared)
+
     def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
-        context, options = self._embed(features)
-        return self.critic(torch.cat([context, options.mean(1)], dim=1))
+        return self._value_latent(*self._embed(features))
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         context, options = self._embed(features)
-        return self._logits(features, context, options), self.critic(torch.cat([context, options.mean(1)], dim=1))
+        return self._logits(features, context, options), self._value_latent(context, options)
 
 
 class OptionPolicy(MaskableActorCriticPolicy):

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import cast
 
 import gymnasium as gym
 import numpy as np
@@ -182,7 +183,7 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
         verbose=0,
         device=resolve_device(config.train.device),
         policy_kwargs=policy_kwargs(arch.hidden, arch.rounds, arch.net_arch, GraphTable.from_config(env_config)),
-        **ppo.model_dump(exclude={"n_envs", "vec_env", "anchor_kl"}),
+        **ppo.model_dump(exclude={"n_envs", "vec_env", "anchor_kl", "detach_critic"}),
     )
 
 
@@ -319,6 +320,7 @@ def train(
         save_checkpoint(model, checkpoint)  # a run stopped in its first validation resumes after the warm start, not before
     if config.ppo.anchor_kl > 0:
         _anchor(model, config, out / "anchor.pt")
+    cast(OptionPolicy, model.policy).mlp_extractor.detach_critic = config.ppo.detach_critic
     first = [*config.train.baselines, *(["the starting policy"] if config.train.validate_start else [])]
     total = timesteps or config.train.timesteps
     ppo = "PPO (progress bar)" if total > model.num_timesteps else "no PPO steps"

@@ -230,3 +230,21 @@ def test_learned_with_a_load_gate_is_the_shipped_policy_guarded_by_adaptive():
     for bad in (*bad_names, "learned:last=0", "learned:waiting=0", "learned:waiting=1.5"):
         with pytest.raises(PolicyError, match="unknown policy"):
             make_policy(bad, context)
+
+
+@pytest.mark.parametrize("detach", [False, True])
+def test_a_detached_critic_trains_only_its_own_layers(detach):
+    """PPO's value loss moves the shared graph network and scorer unless ``detach_critic`` is set; then only the
+    critic's own layers (and SB3's value head) get a gradient, and the values themselves are unchanged."""
+    env, observations = _observations(("alexnet",), n=4, load=2.0)
+    policy = build_policy(env.config, 16, 2, [32], env.graph_table)
+    obs = _batch(observations)
+    values_before = policy.predict_values(obs).detach()
+    policy.mlp_extractor.detach_critic = detach
+    values = policy.predict_values(obs)
+    torch.testing.assert_close(values.detach(), values_before)
+    values.square().sum().backward()
+    moved = {name for name, p in policy.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+    own = {name for name in moved if name.startswith(("mlp_extractor.critic.", "value_net."))}
+    assert own == {name for name, _ in policy.named_parameters() if name.startswith(("mlp_extractor.critic.", "value_net."))}
+    assert (moved == own) is detach
