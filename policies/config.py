@@ -86,6 +86,9 @@ class TrainSection(BaseModel):
     candidate_policy_file: str | None = _d(None, "best: the policy file a plain learned candidate runs (the recipe: its RL winner)")
     imitation_steps: int = _d(0, "decisions recorded for the warm start; 0: no warm start", ge=0)
     imitation_per_episode: int = _d(0, "record at most this many decisions of an episode (uniformly); 0: all", ge=0)
+    record_replayed: bool = _d(
+        True, "false: the warm start and DAgger record no replayed arrivals where the env has others (RL, tuning, validation see all)"
+    )
     imitation_epochs: int = _d(5, "passes over the recorded decisions", ge=1)
     imitation_learning_rate: float = _d(1e-3, "the clone's step size", gt=0)
     imitation_workers: int = _d(1, "processes recording the teacher", ge=1)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -296,7 +297,40 @@ def train(
     for cluster in config.env.all_clusters:  # an unknown cluster is one line before anything is written
         load_cluster(cluster)
     prepare_out(out, resume=resume, force=force)
-    torch.set_num_threads(config.train.torch_threads)
+    with reproducible_torch(config.train.torch_threads):
+        run = {"timesteps": timesteps, "resume": resume, "progress": progress, "report": report, "promote": promote, "cache": cache}
+        return _train(config, out, weights, **run)
+
+
+@contextmanager
+def reproducible_torch(threads: int) -> Iterator[None]:
+    """torch on ``threads`` CPU threads with its deterministic kernels, both as before on exit: on 2 threads torch sums
+    the graph encodings' gradient over a minibatch's rows in parallel, in another order each run, so the same config and
+    seed cloned other weights (0.02 apart after one epoch) and DAgger rounds then visited other states.
+    ``warn_only``: an op with no deterministic kernel (some on CUDA) warns rather than stops a run."""
+    before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before[0])
+        torch.use_deterministic_algorithms(before[1], warn_only=before[2])
+
+
+def _train(
+    config: TrainConfig,
+    out: Path,
+    weights: dict[str, torch.Tensor] | None,
+    *,
+    timesteps: int | None,
+    resume: bool,
+    progress: bool,
+    report: Callable[[str], None],
+    promote: Path | None,
+    cache: RatesCache | None,
+) -> Path:
+    """:func:`train` once ``out`` is prepared (``weights``: :func:`init_weights`' of the config)."""
     saved, inputs = out / "config.json", policy_inputs(config)
     if resume and saved.exists():
         check_same_config(saved, config, inputs)

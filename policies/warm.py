@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 
+from envs.config import EnvConfig
 from placer.common.atomic import atomic_path
 from placer.common.errors import TrainingError
 from policies.config import TrainConfig
@@ -70,7 +71,7 @@ def warm_start(
 
 def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress: bool, members: dict[str, str] | None) -> None:
     settings = config.train
-    env_config = config.env
+    env_config = recording_env(config)
     temperature = settings.imitation_temperature
     common: dict[str, Any] = {
         "workers": settings.imitation_workers,
@@ -159,11 +160,22 @@ def start_weights(path: str, config: TrainConfig, field: str) -> dict[str, torch
     return weights
 
 
+def recording_env(config: TrainConfig) -> EnvConfig:
+    """The env the warm start records in: ``config.env``, without [env.workload]'s replayed arrival structures where
+    ``record_replayed`` is false and it has others (a setting's own structure, e.g. PAC-ML's iid, is its own). Replayed
+    arrivals' bursts made the recipe's clone and students imitate worse (experiments/placer-recipe)."""
+    structures = config.env.workload.structures
+    kept = [s.spec for s in structures if s.replay is None]
+    if config.train.record_replayed or len(kept) in (0, len(structures)):
+        return config.env
+    return config.env.with_changes(workload=config.env.workload.model_dump() | {"structure": kept})
+
+
 def recording_what(config: TrainConfig, common: Mapping[str, Any]) -> dict[str, Any]:
     """What decides a recording of ``config``'s teacher besides its steps and seed (JSON): the env, the teacher and
     ``common`` (collect's other settings), a candidate teacher's policy file by the sha256 of its bytes, not its path
     (a run folder copied or resumed under another ``--out`` reads its recordings back)."""
-    what = {"env": config.env.model_dump(mode="json"), "teacher": config.train.imitation_teacher, **common}
+    what = {"env": recording_env(config).model_dump(mode="json"), "teacher": config.train.imitation_teacher, **common}
     if config.train.candidate_policy_file:
         what["policy_file"] = hashlib.sha256(Path(config.train.candidate_policy_file).read_bytes()).hexdigest()
     return what

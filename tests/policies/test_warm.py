@@ -183,3 +183,26 @@ def test_clone_from_candidate_needs_a_candidate_and_a_warm_start():
     data["train"] |= {"clone_from_candidate": True, "imitation_steps": 40}
     with pytest.raises(ConfigError, match="clone_from_candidate"):  # no candidate_policy_file
         TrainConfig.model_validate(data)
+
+
+def test_without_record_replayed_the_warm_start_records_no_replayed_arrivals():
+    """``record_replayed = false``: the warm start's episodes draw only the other arrival structures (its recordings keyed
+    by them), while tuning and validation keep all; an env of replayed arrivals alone records them; true (the default)
+    records in the env as it is, so recordings kept before the field existed are read back."""
+    from envs.env import ClusterPlacementEnv
+    from policies.config import TrainConfig
+    from policies.warm import recording_env, recording_what
+
+    data = tiny_config(0).model_dump(mode="json")
+    data["env"]["workload"]["structure"] = ["iid", "daily", "replay:philly:part=train"]
+    every = TrainConfig.model_validate(data)
+    assert recording_env(every) is every.env
+    data["train"]["record_replayed"] = False
+    unreplayed = TrainConfig.model_validate(data)
+    env = ClusterPlacementEnv(recording_env(unreplayed))
+    assert {env.reset(seed=seed)[1]["structure"] for seed in range(12)} == {"iid", "daily"}
+    assert unreplayed.env == every.env  # tuning and validation still see all three
+    assert recording_what(unreplayed, {}) != recording_what(every, {})
+    data["env"]["workload"]["structure"] = ["replay:philly:part=train"]
+    replayed_only = TrainConfig.model_validate(data)
+    assert recording_env(replayed_only) is replayed_only.env
