@@ -298,8 +298,9 @@ def train(
         load_cluster(cluster)
     prepare_out(out, resume=resume, force=force)
     with reproducible_torch(config.train.torch_threads):
-        run = {"timesteps": timesteps, "resume": resume, "progress": progress, "report": report, "promote": promote, "cache": cache}
-        return _train(config, out, weights, **run)
+        return _train(
+            config, out, weights, timesteps=timesteps, resume=resume, progress=progress, report=report, promote=promote, cache=cache
+        )
 
 
 @contextmanager
