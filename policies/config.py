@@ -102,7 +102,12 @@ class TrainSection(BaseModel):
         "the warm start clones into candidate_policy_file's weights, not fresh ones (advisers it did not read enter through"
         " zero weights), so where that candidate teaches, the student starts on its decisions",
     )
-    imitation_temperature: float = _d(0.0, "> 0: fit a planner teacher's soft targets at this temperature (jobs)", ge=0)
+    imitation_temperature: float = _d(
+        0.0,
+        "> 0: fit the teacher's soft targets at this temperature: a planner's over its candidates' blocked jobs (jobs), a"
+        " learned member's over its actions' log-probabilities (nats: 1 is its own distribution); a heuristic's stay one-hot",
+        ge=0,
+    )
     device: Literal["auto", "cpu", "cuda"] = _d("cpu", "PPO's network; auto: CUDA when present (the warm start runs on the CPU)")
 
 

@@ -162,7 +162,12 @@ class NumpyActor:
         return cls(job, group, context, rows, context_part, option_bias, option_out, *scores, keep_score=keep)
 
     def act(self, graph: np.ndarray, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
-        """The action for one observation; ``graph`` is its (2 * hidden,) graph encoding, ``mask`` (1 + O,) bool."""
+        """The action for one observation (the first of the highest :meth:`logits`: reject wins a tie)."""
+        return int(np.argmax(self.logits(graph, obs, mask)))
+
+    def logits(self, graph: np.ndarray, obs: dict[str, np.ndarray], mask: np.ndarray) -> np.ndarray:
+        """(1 + O,) float32: the policy's logit of each action of one observation, -inf where ``mask`` (1 + O,) bool
+        closes it; ``graph`` is the observation's (2 * hidden,) graph encoding. Only open options are scored."""
         (w, b) = self.job
         inputs = np.concatenate([obs["job"], *(obs[key] for key in JOB_EXTRAS if key in obs)])
         job = _relu(inputs @ w + b)
@@ -177,21 +182,18 @@ class NumpyActor:
         (w1, b1), (w2, b2) = self.context
         context = _relu(_relu(context @ w1 + b1) @ w2 + b2)
         open_options = np.flatnonzero(mask[1:])
-        best, best_score = 0, -np.inf
+        logits = np.full(len(mask), -np.inf, dtype=np.float32)
         if mask[0]:
             w, b = self.keep_score if self.keep_score is not None and obs["resize"][0] > 0.5 else self.reject_score
-            best_score = float(context @ w[:, 0] + b[0])
+            logits[0] = context @ w[:, 0] + b[0]
         if len(open_options):
             rows = obs["options"][open_options]
             hidden = _relu(rows @ self.option_rows + (context @ self.option_context + self.option_bias))
             w, b = self.option_out
             hidden = _relu(hidden @ w + b)
             w, b = self.option_score
-            scores = hidden @ w[:, 0] + b[0]
-            top = int(np.argmax(scores))
-            if scores[top] > best_score:
-                best = 1 + int(open_options[top])
-        return best
+            logits[1 + open_options] = hidden @ w[:, 0] + b[0]
+        return logits
 
 
 @dataclass(frozen=True, eq=False)

@@ -63,6 +63,7 @@ class LearnedPolicy(Policy):
         self.advisers = Advisers(env.advisers, env.max_degree)  # the heuristics whose decisions it observes (envs.advice)
         self.actor = self.policy.actor
         self._graphs: LRUCache[str, tuple[np.ndarray, GraphRef]] = LRUCache(GRAPH_CACHE_SIZE)  # bounded for long-running services
+        self._scored: tuple[Offer | ShrinkOffer, np.ndarray] | None = None  # the last offer asked about and its logits
 
     @classmethod
     def from_file(cls, path: Path, spec: PolicySpec | None = None, rule_override: str | None = None) -> LearnedPolicy:
@@ -95,16 +96,33 @@ class LearnedPolicy(Policy):
         """The decision for ``offer`` given the run's ``history`` (which holds ``offer.job``) and each adviser's decision on
         it (:meth:`envs.advice.Advisers.advise`; a policy with advisers refuses none); writes nothing but the encoding cache."""
         env = self.env
+        self._scored = None
         mask = action_mask(offer.options, env.max_degree, len(env.rules))
         if mask.sum() == 1:
             return decision(0, offer.options)  # only reject (or hold) is open: no need to ask the network
         encoding, graph = self._graph(offer.job)
-        action = self.actor.act(encoding, observe(offer, history, env, graph, advice), mask)
+        logits = self.actor.logits(encoding, observe(offer, history, env, graph, advice), mask)
+        action = int(np.argmax(logits))  # the first of the highest: as NumpyActor.act
         if self.rule_override is not None and action > 0:
             rules = len(env.rules)
             degree_block = (action - 1) // rules
             action = 1 + degree_block * rules + env.rules.index(self.rule_override)
-        return offer.decision(action) if isinstance(offer, ShrinkOffer) else decision(action, offer.options)
+        else:
+            self._scored = (offer, logits)
+        return _decision_of(offer, action)
+
+    def estimates(self) -> Sequence[tuple[Decision, float]]:
+        """The network's open actions at the last offer it was asked about, each with minus its log-probability (nats):
+        an imitation's soft targets at temperature 1 are then this policy's own distribution
+        (:func:`policies.imitation.teacher_targets`). Empty where it was not asked (one action open) or a placement rule
+        overrides its choice."""
+        if self._scored is None:
+            return ()
+        offer, logits = self._scored
+        actions = np.flatnonzero(np.isfinite(logits))
+        scores = logits[actions].astype(np.float64)
+        log_p = scores - scores.max() - np.log(np.exp(scores - scores.max()).sum())
+        return [(_decision_of(offer, int(a)), float(-lp)) for a, lp in zip(actions, log_p, strict=True)]
 
     def _graph(self, job: Job) -> tuple[np.ndarray, GraphRef]:
         """The GNN's encoding of the job's graph (2 * hidden,) and its :class:`GraphRef` (in no table), once per graph key."""
@@ -141,6 +159,11 @@ class ElasticLearnedPolicy(LearnedPolicy):
             advice = self.advisers.advise_resize(offer)
             round_.choose(self.actor.act(encoding, observe(offer, self.history, env, graph, advice), mask))
         return round_.resizes
+
+
+def _decision_of(offer: Offer | ShrinkOffer, action: int) -> Decision:
+    """The decision ``action`` stands for at ``offer``."""
+    return offer.decision(action) if isinstance(offer, ShrinkOffer) else decision(action, offer.options)
 
 
 def greedy_action(policy, obs: dict[str, np.ndarray], mask: np.ndarray, graph: torch.Tensor | None = None) -> int:

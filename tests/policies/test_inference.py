@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs.action import action_mask, decision, option_table
+from envs.action import action_mask, action_of, decision, option_table
 from envs.config import EnvConfig
 from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, Offer, forward_size, graph_arrays, observe
 from placer.cluster.topology import load_cluster
@@ -23,6 +23,7 @@ from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
 from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
 from policies.gnn import GraphEncoder
+from policies.imitation import teacher_targets
 from policies.inference import NumpyGraphEncoder, NumpyPolicy, load_inference_policy
 from policies.loading import LearnedPolicy, greedy_action
 from policies.model import FORMAT, VERSION, build_policy, load_policy_file, save_policy_file
@@ -150,7 +151,8 @@ def test_a_file_with_code_or_unfitting_weights_is_refused_in_one_line(tmp_path):
 
 def test_learned_decides_as_the_torch_policy_on_a_stream():
     """Every decision of the shipped policy on a queued stream, numpy (LearnedPolicy) and torch (the SB3 policy: its GNN
-    encodes, its actor scores), from the same offer, history and advice."""
+    encodes, its actor scores), from the same offer, history and advice; and its soft imitation targets at temperature 1
+    (:meth:`LearnedPolicy.estimates`) are the torch policy's action distribution."""
     path = default_policy_file()
     learned, (policy, env) = LearnedPolicy.from_file(path), load_policy_file(path)
     cost = CostModel(load_cluster("dgx8x8"))
@@ -182,6 +184,17 @@ def test_learned_decides_as_the_torch_policy_on_a_stream():
             np.testing.assert_allclose(learned._graph(job)[0], encoding[0].numpy(), rtol=1e-5, atol=1e-5)
             obs = observe(offer, learned.history, env, GraphRef(UNLISTED, forward_size(job.graph)[0]), advice)
             assert chosen == decision(greedy_action(policy, obs, mask, encoding), offer.options)
+            with torch.inference_mode():
+                batch = {k: torch.from_numpy(np.ascontiguousarray(v)).unsqueeze(0).float() for k, v in obs.items()}
+                features = policy.pi_features_extractor.forward_with_graph(encoding, batch)
+                logits = policy.action_net(policy.mlp_extractor.forward_actor(features))[0]
+                logits[~torch.from_numpy(mask)] = -torch.inf
+                by_action = torch.softmax(logits.double(), 0).numpy()
+            probabilities = np.zeros(len(mask))  # two actions placing on the same devices are one decision: the first's
+            for a in np.flatnonzero(mask):
+                probabilities[action_of(decision(int(a), offer.options), offer.options)] += by_action[a]
+            soft = teacher_targets(learned, action_of(chosen, offer.options), offer.options, len(mask), temperature=1.0)
+            np.testing.assert_allclose(soft, probabilities, atol=1e-4)  # the learned teacher's soft targets: its distribution
             asked.append(chosen)
         return chosen
 
