@@ -22,6 +22,7 @@ from placer.baselines.specs import PolicySpec, names_a_file, positive_finite, po
 from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
 from placer.common.shipped import default_policy_file, policy_names, shipped_policy_file
+from placer.sim.options import Option
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Reject, Resize
 from policies.inference import NumpyPolicy, load_inference_policy
@@ -63,7 +64,7 @@ class LearnedPolicy(Policy):
         self.advisers = Advisers(env.advisers, env.max_degree)  # the heuristics whose decisions it observes (envs.advice)
         self.actor = self.policy.actor
         self._graphs: LRUCache[str, tuple[np.ndarray, GraphRef]] = LRUCache(GRAPH_CACHE_SIZE)  # bounded for long-running services
-        self._scored: tuple[Offer | ShrinkOffer, np.ndarray] | None = None  # the last offer asked about and its logits
+        self._scored: tuple[Sequence[Option], np.ndarray] | None = None  # the last offer's options and their logits
 
     @classmethod
     def from_file(cls, path: Path, spec: PolicySpec | None = None, rule_override: str | None = None) -> LearnedPolicy:
@@ -107,22 +108,22 @@ class LearnedPolicy(Policy):
             rules = len(env.rules)
             degree_block = (action - 1) // rules
             action = 1 + degree_block * rules + env.rules.index(self.rule_override)
-        else:
-            self._scored = (offer, logits)
+        elif not isinstance(offer, ShrinkOffer):  # its options only: a policy holds no cluster view past its decision
+            self._scored = (offer.options, logits)
         return _decision_of(offer, action)
 
     def estimates(self) -> Sequence[tuple[Decision, float]]:
         """The network's open actions at the last offer it was asked about, each with minus its log-probability (nats):
         an imitation's soft targets at temperature 1 are then this policy's own distribution
-        (:func:`policies.imitation.teacher_targets`). Empty where it was not asked (one action open) or a placement rule
-        overrides its choice."""
+        (:func:`policies.imitation.teacher_targets`). Empty where it was not asked (one action open), a placement rule
+        overrides its choice, or the offer was a shrink offer (an elastic policy's)."""
         if self._scored is None:
             return ()
-        offer, logits = self._scored
+        options, logits = self._scored
         actions = np.flatnonzero(np.isfinite(logits))
         scores = logits[actions].astype(np.float64)
         log_p = scores - scores.max() - np.log(np.exp(scores - scores.max()).sum())
-        return [(_decision_of(offer, int(a)), float(-lp)) for a, lp in zip(actions, log_p, strict=True)]
+        return [(decision(int(a), options), float(-lp)) for a, lp in zip(actions, log_p, strict=True)]
 
     def _graph(self, job: Job) -> tuple[np.ndarray, GraphRef]:
         """The GNN's encoding of the job's graph (2 * hidden,) and its :class:`GraphRef` (in no table), once per graph key."""
