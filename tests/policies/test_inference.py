@@ -202,6 +202,44 @@ def test_learned_decides_as_the_torch_policy_on_a_stream():
     assert len(asked) > 40 and len({len(getattr(d, "devices", ())) for d in asked}) > 2  # many decisions, several degrees
 
 
+def test_a_learned_policy_copies_with_its_cache_and_its_copy_decides_the_same():
+    """A warm LearnedPolicy deep-copies and pickles (best's tuning copies its chosen member; process pools pickle), and the
+    copy, its graph cache carried, makes the same decisions on a stream as a policy read fresh from the file."""
+    import copy
+    import pickle
+
+    path = default_policy_file()
+    cost = CostModel(load_cluster("dgx8x8"))
+    workload = Workload(
+        graphs=[resolve_graph(g) for g in ("alexnet", "gnmt", "resnet50")],
+        beta=BetaDistribution("C"),
+        load=1.2,
+        num_devices=cost.cluster.num_devices,
+        num_jobs=40,
+        sequential_iteration_s=cost.sequential_iteration_s,
+        size=SizeDistribution("loguniform:0.1:10"),
+    )
+
+    def decisions(policy):
+        policy.reset(np.random.default_rng(0))
+        made = []
+
+        def decide(job, view):
+            made.append(policy.decide(job, view))
+            return made[-1]
+
+        simulate(cost, list(workload.jobs(np.random.default_rng(5))), decide, queue=QueueConfig.parse("edf-bf"))
+        return made
+
+    warm = LearnedPolicy.from_file(path)
+    first = decisions(warm)
+    cached = warm._graphs.items()
+    assert cached and len({len(getattr(d, "devices", ())) for d in first}) > 1
+    for twin in (copy.deepcopy(warm), pickle.loads(pickle.dumps(warm))):
+        assert [k for k, _ in twin._graphs.items()] == [k for k, _ in cached] and twin._graphs._lock is not warm._graphs._lock
+        assert decisions(twin) == first == decisions(LearnedPolicy.from_file(path))
+
+
 def test_a_live_torch_policy_and_its_file_make_one_numpy_policy(tmp_path):
     env = EnvConfig(graphs=("alexnet",), advisers=("para_min",))
     policy = build_policy(env, 16, 2, [32])
