@@ -21,13 +21,13 @@ from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
-from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
 from policies.gnn import GraphEncoder
 from policies.imitation import teacher_targets
 from policies.inference import NumpyGraphEncoder, NumpyPolicy, load_inference_policy
 from policies.loading import LearnedPolicy, greedy_action
 from policies.model import FORMAT, VERSION, build_policy, load_policy_file, save_policy_file
 from policies.policy_file import read_policy_file
+from tests.policies.streams import stream
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = [shipped_policy_file(name) for names in policy_names() for name in names]  # and the retired ones of experiments/
@@ -156,16 +156,7 @@ def test_learned_decides_as_the_torch_policy_on_a_stream():
     path = default_policy_file()
     learned, (policy, env) = LearnedPolicy.from_file(path), load_policy_file(path)
     cost = CostModel(load_cluster("dgx8x8"))
-    graphs = [resolve_graph(g) for g in ("alexnet", "gnmt", "resnet50", "bert_base", "densenet121")]
-    workload = Workload(
-        graphs=graphs,
-        beta=BetaDistribution("C"),
-        load=1.2,
-        num_devices=cost.cluster.num_devices,
-        num_jobs=80,
-        sequential_iteration_s=cost.sequential_iteration_s,
-        size=SizeDistribution("loguniform:0.1:10"),
-    )
+    jobs = stream(cost, ("alexnet", "gnmt", "resnet50", "bert_base", "densenet121"), 1.2, 80, seed=3)
     learned.reset(np.random.default_rng(0))
     asked = []
 
@@ -198,7 +189,7 @@ def test_learned_decides_as_the_torch_policy_on_a_stream():
             asked.append(chosen)
         return chosen
 
-    simulate(cost, list(workload.jobs(np.random.default_rng(3))), decide, queue=QueueConfig.parse("edf-bf"))
+    simulate(cost, jobs, decide, queue=QueueConfig.parse("edf-bf"))
     assert len(asked) > 40 and len({len(getattr(d, "devices", ())) for d in asked}) > 2  # many decisions, several degrees
 
 
@@ -210,15 +201,7 @@ def test_a_learned_policy_copies_with_its_cache_and_its_copy_decides_the_same():
 
     path = default_policy_file()
     cost = CostModel(load_cluster("dgx8x8"))
-    workload = Workload(
-        graphs=[resolve_graph(g) for g in ("alexnet", "gnmt", "resnet50")],
-        beta=BetaDistribution("C"),
-        load=1.2,
-        num_devices=cost.cluster.num_devices,
-        num_jobs=40,
-        sequential_iteration_s=cost.sequential_iteration_s,
-        size=SizeDistribution("loguniform:0.1:10"),
-    )
+    jobs = stream(cost, ("alexnet", "gnmt", "resnet50"), 1.2, 40, seed=5)
 
     def decisions(policy):
         policy.reset(np.random.default_rng(0))
@@ -228,7 +211,7 @@ def test_a_learned_policy_copies_with_its_cache_and_its_copy_decides_the_same():
             made.append(policy.decide(job, view))
             return made[-1]
 
-        simulate(cost, list(workload.jobs(np.random.default_rng(5))), decide, queue=QueueConfig.parse("edf-bf"))
+        simulate(cost, jobs, decide, queue=QueueConfig.parse("edf-bf"))
         return made
 
     warm = LearnedPolicy.from_file(path)

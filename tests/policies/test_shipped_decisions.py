@@ -13,29 +13,18 @@ import pytest
 from placer.cluster.topology import load_cluster
 from placer.common.shipped import shipped_policy_file
 from placer.cost import CostModel
-from placer.graphs.catalog import resolve_graph
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
 from placer.sim.types import Place
-from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
-from placer.workloads.structure import Structure
 from policies.loading import LearnedPolicy
+from tests.policies.streams import stream
 
 GRAPHS = ("alexnet", "gnmt", "resnet50", "bert_base", "densenet121")  # bert_base: unseen in training
 
 
 def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int, tuple[int, ...] | None]]:
     cost = CostModel(load_cluster(cluster))
-    workload = Workload(
-        graphs=[resolve_graph(g) for g in GRAPHS],
-        beta=BetaDistribution("C"),
-        load=1.3,
-        num_devices=cost.cluster.num_devices,
-        num_jobs=60,
-        sequential_iteration_s=cost.sequential_iteration_s,
-        size=SizeDistribution("loguniform:0.1:10"),
-        structure=Structure(structure),
-    )
+    jobs = stream(cost, GRAPHS, 1.3, 60, seed=7, structure=structure)
     learned = LearnedPolicy.from_file(shipped_policy_file(policy_file.removesuffix(".pt")))  # retired ones: experiments/
     learned.reset(np.random.default_rng(0))
     out = []
@@ -45,7 +34,7 @@ def _decisions(policy_file: str, cluster: str, structure: str) -> list[tuple[int
         out.append((job.job_id, tuple(map(int, chosen.devices)) if isinstance(chosen, Place) else None))
         return chosen
 
-    simulate(cost, list(workload.jobs(np.random.default_rng(7))), decide, queue=QueueConfig.parse("edf-bf"))
+    simulate(cost, jobs, decide, queue=QueueConfig.parse("edf-bf"))
     return out
 
 
