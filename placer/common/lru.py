@@ -86,7 +86,7 @@ class LRUCache(Generic[K, V]):
             self.bytes = 0.0
 
     def __getstate__(self) -> dict:
-        """Entries and limits, read under the lock; the lock itself is not state (pickle and deepcopy give a new one)."""
+        """Entries and limits, read under the lock; the lock itself is not state (pickle, copy and deepcopy give a new one)."""
         with self._lock:
             state = self.__dict__.copy()
             state["_data"], state["_sizes"] = OrderedDict(self._data), dict(self._sizes)
@@ -96,9 +96,3 @@ class LRUCache(Generic[K, V]):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
-
-    def __copy__(self) -> LRUCache[K, V]:
-        """Another cache with the same entries (values shared) and its own lock: copies never share a table."""
-        twin = LRUCache.__new__(LRUCache)
-        twin.__setstate__(self.__getstate__())
-        return twin
