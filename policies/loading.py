@@ -49,10 +49,13 @@ class LearnedPolicy(Policy):
 
     ``policy``: the network as a :class:`~policies.inference.NumpyPolicy` (:meth:`from_file` reads one without
     torch), or a live torch policy (training's validation), whose weights are copied now: build a new
-    LearnedPolicy after training more. Decisions run in numpy either way (:mod:`policies.inference`).
+    LearnedPolicy after training more. Decisions run in numpy either way (:mod:`policies.inference`), on one BLAS
+    thread: building a LearnedPolicy limits the process's BLAS to one thread (threadpoolctl), since its matmuls are a
+    few dozen rows and threads only spin (a validation stream at load 1.3 ran 2.6x slower beside two busy processes).
     """
 
     def __init__(self, policy: NumpyPolicy | Any, env: EnvConfig, spec: PolicySpec | None = None, rule_override: str | None = None) -> None:
+        threadpool_limits(1, user_api="blas")
         self.policy = policy if isinstance(policy, NumpyPolicy) else NumpyPolicy.from_module(policy, env)
         self.env = env
         self._floors = Floors(env.rules) if env.elastic else None  # elastic: what running jobs can give back (one run's)
@@ -219,7 +222,6 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     if None in arguments:
         value = arguments[None]
         path = Path(value) if names_a_file(value) else shipped_policy_file(value)
-    threadpool_limits(1, user_api="blas")  # the numpy actor's small matmuls: threads only spin (10x slower on a busy host)
     if not path.exists():
         raise PolicyError(f"policy file {str(path)!r} does not exist (train one with 'placer train' or pass --policy-file)")
     learned = LearnedPolicy.from_file(path, spec=spec, rule_override=spec.rule)

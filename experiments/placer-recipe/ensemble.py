@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
+from tqdm import tqdm
 
 from envs.action import action_mask, decision
 from envs.observation import observe
@@ -62,6 +65,7 @@ def _rates(paths: list[str], config_json: str, indices: list[int]) -> list[float
     from placer.evaluate.config import EvaluationConfig
 
     if _ENSEMBLE is None:
+        threadpool_limits(1, user_api="blas")  # as make_learned_policy does: small matmuls on threads only spin
         _ENSEMBLE = Ensemble([Path(p) for p in paths])
     config = EvaluationConfig.model_validate_json(config_json)
     runner = Runner(config, policies=[_ENSEMBLE])
@@ -80,18 +84,21 @@ def main() -> None:
     recipe = load_recipe(args.config, Path("runs/ensemble"))
     configs = list(validation_configs(recipe.distil.config.env, recipe.section.validation_episodes, "learned"))
     paths = [str(p) for p in args.policies]
-    jobs = []
-    with ProcessPoolExecutor(args.workers) as pool:
-        for config in configs:
-            count = len(tasks(config))
-            halves = [list(range(count))[w :: args.workers] for w in range(args.workers)]
-            jobs.append([(h, pool.submit(_rates, paths, config.model_dump_json(), h)) for h in halves if h])
-        rates: list[float] = []
-        for parts in jobs:
-            by_index: dict[int, float] = {}
-            for indices, future in parts:
-                by_index.update(zip(indices, future.result(), strict=True))
-            rates.extend(by_index[i] for i in sorted(by_index))
+    todo = [(c, i) for c, config in enumerate(configs) for i in range(len(tasks(config)))]
+    chunks = [todo[w :: args.workers * 8] for w in range(args.workers * 8)]  # small chunks: the progress bar moves
+    by_stream: dict[tuple[int, int], float] = {}
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(args.workers, mp_context=spawn) as pool, tqdm(total=len(todo), unit="stream") as bar:
+        futures = {}
+        for chunk in filter(None, chunks):
+            for c in sorted({c for c, _ in chunk}):
+                indices = [i for cc, i in chunk if cc == c]
+                futures[pool.submit(_rates, paths, configs[c].model_dump_json(), indices)] = (c, indices)
+        for future in as_completed(futures):
+            c, indices = futures[future]
+            by_stream.update({(c, i): r for i, r in zip(indices, future.result(), strict=True)})
+            bar.update(len(indices))
+    rates = [by_stream[key] for key in todo]
     best = json.loads(args.best.read_text())["rates"]["best"]
     if len(best) != len(rates):
         raise SystemExit(f"{args.best} holds {len(best)} streams, the ensemble ran {len(rates)}")

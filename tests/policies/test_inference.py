@@ -235,11 +235,25 @@ def test_a_live_torch_policy_and_its_file_make_one_numpy_policy(tmp_path):
     np.testing.assert_array_equal(from_file.actor.option_rows, live.actor.option_rows)
 
 
-def _run(code: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def _run(code: str, **environ: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **environ}
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip()
+
+
+def test_a_learned_policy_however_built_decides_on_one_blas_thread():
+    # numpy's BLAS starts at two threads here; its small matmuls on threads spin beside busy processes (2.6x slower)
+    code = """
+import threadpoolctl
+from placer.common.shipped import default_policy_file
+from policies.loading import LearnedPolicy
+before = {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"}
+LearnedPolicy.from_file(default_policy_file())
+after = {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"}
+print(sorted(before), sorted(after))
+"""
+    assert _run(code, OPENBLAS_NUM_THREADS="2") == "[2] [1]"
 
 
 HEAVY = ("torch", "torch_geometric", "gymnasium", "stable_baselines3", "sb3_contrib")
