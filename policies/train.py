@@ -30,7 +30,6 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-from threadpoolctl import threadpool_limits
 
 from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv, cost_models_for
@@ -119,8 +118,7 @@ class TrainingCallback(BaseCallback):
         policy.set_training_mode(False)
         candidate = self.out / "validating.pt"
         save_policy_file(candidate, policy, self.env, self.arch)
-        with threadpool_limits(1, user_api="blas"):  # the numpy actor's small matmuls; threads would spin
-            rates = self.cache.file_rates(candidate, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
+        rates = self.cache.file_rates(candidate, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
         self.evaluated = (self.num_timesteps, rates)
         rate = float(np.mean(rates))
         self.logger.record("eval/blocking_rate", rate)

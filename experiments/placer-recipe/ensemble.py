@@ -19,7 +19,6 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from envs.action import action_mask, decision
@@ -65,7 +64,6 @@ def _rates(paths: list[str], config_json: str, indices: list[int]) -> list[float
     from placer.evaluate.config import EvaluationConfig
 
     if _ENSEMBLE is None:
-        threadpool_limits(1, user_api="blas")  # as make_learned_policy does: small matmuls on threads only spin
         _ENSEMBLE = Ensemble([Path(p) for p in paths])
     config = EvaluationConfig.model_validate_json(config_json)
     runner = Runner(config, policies=[_ENSEMBLE])
