@@ -8,11 +8,14 @@ Rendered from result files of figures (several files of one regime are the same 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from placer.cli.figures.core import Rendered
 from placer.cli.figures.regimes import FIELD, TOLD, _mean, _paired, _runs, _signed, commands_of, reads
-from placer.cli.figures.render import Renderer
+from placer.cli.figures.render import Renderer, _commands
+
+ADMITTED = ("para_min", "lean", TOLD, "fixed:8", "elasticflow", "chronus", "elastic_lean")  # the admission table's columns
 
 
 def elastic_table(evaluations: dict[str, tuple[str, ...]], learned: str) -> Renderer:
@@ -43,5 +46,28 @@ def elastic_table(evaluations: dict[str, tuple[str, ...]], learned: str) -> Rend
                     cells.append(f"{blocking:.3f}{paired}, {jct:.0f} s{resizes}")
                 lines.append("| " + " | ".join(cells) + " |")
         return Rendered("\n".join(lines) + "\n")
+
+    return render
+
+
+def admission_table(name: str) -> Renderer:
+    """ElasticFlow's headline in its own terms, from one evaluation's result file ``name`` (the loss system, so an admitted
+    job is one that meets its deadline): per load, the jobs each of :data:`ADMITTED` admitted over every run (summed over
+    seeds), the two elastic policies' admissions over ``best``'s, and the share of avoidable jobs each blocked (mean over runs)."""
+
+    def render(folder: Path) -> Rendered:
+        runs = json.loads((folder / name).read_text())["runs"]
+        blocked = ("best", "elasticflow", "chronus", "elastic_lean")
+        head = [*ADMITTED, "elasticflow / best", "elastic_lean / best", "avoidable blocked: " + ", ".join(blocked)]
+        lines = ["| load | " + " | ".join(head) + " |", "| --- |" + " --- |" * len(head)]
+        for load in dict.fromkeys(r["load"] for r in runs):
+            at = [r for r in runs if r["load"] == load]
+            admitted = {p: sum(r["accepted"] for r in at if r["policy"] == p) for p in ADMITTED}
+            shares = [_mean(at, p, "avoidable_blocking_rate", load) for p in blocked]
+            ratios = [f"{admitted[p] / admitted[TOLD]:.2f}" for p in ("elasticflow", "elastic_lean")]
+            cells = [f"{load}", *(str(admitted[p]) for p in ADMITTED), *ratios, ", ".join(f"{x:.3f}" for x in shares)]
+            lines.append("| " + " | ".join(cells) + " |")
+        jobs = sum(r["jobs"] for r in runs if r["policy"] == TOLD and r["load"] == runs[0]["load"])
+        return Rendered(_commands(folder) + f"Jobs admitted out of {jobs} a load:\n\n" + "\n".join(lines) + "\n")
 
     return render

@@ -9,6 +9,7 @@ from typing import Any
 
 from placer.cli.figures.build import evaluated, slug
 from placer.cli.figures.core import Figure, Step, result_folders
+from placer.cli.figures.elastic import ADMITTED, admission_table
 from placer.cli.figures.field import PHILLY_WINDOWS, elastic_figure, field_files, trace_families
 from placer.cli.figures.regimes import FIELD, reads, regimes
 from placer.cli.figures.render import evaluation, printed, scaling, timeline
@@ -32,6 +33,7 @@ LEARNING_MD = "docs/learning.md"  # the shipped policy: how it is made, where it
 LEARNING_LOG = "experiments/learning-log.md"  # every earlier experiment's figures, in the order they were made
 COST_MD = "docs/cost-model.md"
 ELASTIC_MD = "docs/elastic.md"
+ELASTIC_ADMISSION = "--cluster dgx8x8 --queue none --beta-dist A --seeds 3 --jobs 300 --iterations 100000 --load 0.9,1.5"
 
 REGIMES = "--queue edf-bf --size loguniform:0.1:10 --beta-dist A,B,C,D --seeds 10 --jobs 500 --load 0.5,0.9,1.3 --workers 2"
 FAMILIES = (
@@ -190,6 +192,14 @@ _REGISTERED: tuple[Figure, ...] = (
     ),
     *(trace_families(vc, start, RESULTS_MD) for vc, start in PHILLY_WINDOWS.items()),
     elastic_figure("elastic-regimes", ELASTIC_MD, {label: REGIME_RUNS[label] for label in ELASTIC_REGIMES}, REGIMES, BLEND_QUIET),
+    Figure(  # ElasticFlow's headline in its own terms: deadline jobs of its traces' lengths, admitted or dropped at once
+        "elasticflow-admission",
+        ELASTIC_MD,
+        ("dgx8x8",),
+        (Step(f"placer evaluate {ELASTIC_ADMISSION} --policies {','.join(ADMITTED)} --out runs/figures/elasticflow-admission"),),
+        admission_table("results.json"),
+        keep={"results.json": "runs/figures/elasticflow-admission/results.json"},
+    ),
     Figure(
         "queue-dgx8x8",
         LEARNING_LOG,

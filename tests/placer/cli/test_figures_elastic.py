@@ -1,6 +1,6 @@
 import json
 
-from placer.cli.figures.elastic import elastic_table
+from placer.cli.figures.elastic import admission_table, elastic_table
 
 
 def _run(policy, seed, avoidable, jct, load=0.9, resizes=0):
@@ -35,3 +35,19 @@ def test_the_elastic_table_pairs_each_policy_with_best_and_shows_its_mean_jct_be
     row = "| dgx8x8, Poisson | 0.9 | 0.070, 100 s | 0.060 (-0.010 ± 0.000), 300 s | 0.070 (+0.000 ± 0.127), 60 s, 0 resizes |"
     assert row + " 0.050 (-0.020 ± 0.508), 400 s, 0 resizes | 0.060 (-0.010 ± 0.127), 90 s, 10 resizes |" in markdown
     assert "para_max" not in markdown
+
+
+def test_the_admission_table_sums_each_policys_admitted_jobs_over_seeds_and_divides_by_best(tmp_path):
+    admitted = {"para_min": 60, "lean": 62, "best": 64, "fixed:8": 50, "elasticflow": 80, "chronus": 66, "elastic_lean": 72}
+    runs = [
+        {"policy": p, "seed": s, "beta_dist": "A", "load": load, "jobs": 100, "accepted": n // 2 + s - (load > 1),
+         "avoidable_blocking_rate": 0.1 * s + (0.3 if load > 1 else 0.0)}
+        for load in (0.9, 1.5) for p, n in admitted.items() for s in (0, 1)
+    ]  # fmt: skip
+    (tmp_path / "results.json").write_text(json.dumps({"runs": runs}))
+    (tmp_path / "figure.json").write_text(json.dumps({"commands": ["placer evaluate X"]}))
+    markdown = admission_table("results.json")(tmp_path).markdown
+    assert markdown.startswith("    placer evaluate X\n\nJobs admitted out of 200 a load:\n\n| load | para_min | lean | best |")
+    # each policy admits n // 2 and n // 2 + 1 at 0.9 (n + 1 in all), one fewer on each seed at 1.5 (n - 1)
+    assert "| 0.9 | 61 | 63 | 65 | 51 | 81 | 67 | 73 | 1.25 | 1.12 | 0.050, 0.050, 0.050, 0.050 |" in markdown
+    assert "| 1.5 | 59 | 61 | 63 | 49 | 79 | 65 | 71 | 1.25 | 1.13 | 0.350, 0.350, 0.350, 0.350 |" in markdown
