@@ -27,6 +27,7 @@ import io
 import math
 import os
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -185,10 +186,12 @@ def read_jobs(tables: Sequence[JobsTable]) -> Iterator[dict[str, str]]:
 
 @dataclass
 class JobSamples:
-    """Per policy, the completed jobs' JCT, wait and slowdown (:data:`DISTRIBUTIONS`) and the count of blocked jobs."""
+    """Per policy, the completed jobs' JCT, wait and slowdown (:data:`DISTRIBUTIONS`), the count of blocked jobs, and
+    those counts by why they were blocked (``reasons``: a :class:`~placer.sim.types.BlockReason`'s value -> jobs)."""
 
     values: dict[str, dict[str, array]] = field(default_factory=dict)
     blocked: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, Counter[str]] = field(default_factory=dict)
 
     def completed(self, policy: str) -> int:
         return len(self.values[policy]["jct_s"]) if policy in self.values else 0
@@ -201,13 +204,17 @@ class JobSamples:
 def job_samples(rows: Iterable[dict[str, str]], policies: Sequence[str]) -> JobSamples:
     """The distributions of ``rows`` (:func:`read_jobs`) for each of ``policies``: pooled over loads, beta
     distributions and seeds (every policy faced the same streams), over the jobs that completed."""
-    samples = JobSamples({p: {m: array("d") for m in DISTRIBUTIONS} for p in policies}, dict.fromkeys(policies, 0))
+    samples = JobSamples(
+        {p: {m: array("d") for m in DISTRIBUTIONS} for p in policies}, dict.fromkeys(policies, 0), {p: Counter() for p in policies}
+    )
     for row in rows:
         policy = row["policy"]
         if policy not in samples.values:
             continue
         if row["outcome"] != "completed":
-            samples.blocked[policy] += row["outcome"] == "blocked"
+            if row["outcome"] == "blocked":
+                samples.blocked[policy] += 1
+                samples.reasons[policy][row["reason"] or "unknown"] += 1
             continue
         for metric in DISTRIBUTIONS:
             samples.values[policy][metric].append(float(row[metric]) if row[metric] else math.nan)

@@ -110,6 +110,7 @@ def test_results_name_the_table_and_reading_it_back_pools_the_completed_jobs(tmp
     assert (samples.completed("lean"), samples.blocked["lean"], samples.completed("para_min"), samples.blocked["para_min"]) == (2, 1, 1, 2)
     assert list(samples.array("lean", "jct_s")) == [30.0, 20.0] and list(samples.array("lean", "wait_s")) == [0.0, 10.0]
     assert list(samples.array("para_min", "slowdown")) == [3.0]
+    assert samples.reasons == {"lean": {"deadline": 1}, "para_min": {"no_capacity": 1, "deadline": 1}}
 
 
 def test_a_table_that_is_not_the_recorded_one_is_refused(tmp_path):

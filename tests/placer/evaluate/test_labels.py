@@ -111,9 +111,10 @@ def test_report_keeps_apart_two_policies_of_one_name_where_it_took_the_first(tmp
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     assert "note: learned was evaluated with a different policy file in each evaluation: reported apart, as learned[a]" in text
-    jobs = result.output.split("Per job, over every completed job")[1].split("Blocking rate minus lean's")[0]
+    jobs, why = result.output.split("Per job, over every completed job")[1].split("Blocking rate minus lean's")[0].split("Why the blocked")
     assert "| learned[a] | 1 | 2 | 30.0 | 30.0 | 30.0 |" in jobs and "| learned[b] | 2 | 1 | 25.0 | 29.0 | 29.9 |" in jobs
     assert [line.split(" | ")[0] for line in jobs.splitlines() if line.startswith("| l")] == ["| lean", "| learned[a]", "| learned[b]"]
+    assert "| lean | 1 | 0 | 1 |" in why and "| learned[a] | 2 | 1 | 1 |" in why and "| learned[b] | 1 | 0 | 1 |" in why
 
 
 def test_report_prints_the_percentiles_and_draws_the_cdfs(tmp_path):
