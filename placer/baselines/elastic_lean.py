@@ -4,7 +4,8 @@ and takes them back to admit.
 - *Admission and degree*: ``lean``'s (its size admission ``admit=Q:free=F``, its ``cap=K``, the least device-time over
   every degree and placement rule, ``+RULE`` first among equals) on the devices free now.
 - *Shrink to admit*: when lean finds nothing feasible on the free devices, running jobs that were *grown* (they hold more
-  devices than lean started them on) give devices back: each to the smallest degree that still meets its deadline (its
+  devices than lean started them on; with ``shrink=all``, as ElasticFlow, every job on more than one device) give devices
+  back: each to the smallest degree that still meets its deadline (its
   :func:`~placer.baselines.elasticflow.min_share`, the pause counted), on the fastest subset of its own devices, the one
   that loses least time per device freed first, until lean's choice on the devices so freed is feasible; then each of
   them keeps the most devices that still admit the job. The arriving job is declined when even all of them cannot.
@@ -38,9 +39,11 @@ Choice = tuple[tuple[int, ...], float]  # devices and the iteration (s) there
 
 @dataclass
 class ElasticLean(Lean):
-    """``elastic_lean`` (module docstring); ``lean``'s options (``cap``, ``admit``, ``admit_free``, ``rule``)."""
+    """``elastic_lean`` (module docstring); ``lean``'s options (``cap``, ``admit``, ``admit_free``, ``rule``), and
+    ``shrink_all`` (``shrink=all``): to admit, any running job may give devices back, not only those it grew."""
 
     elastic: ClassVar[bool] = True
+    shrink_all: bool = False
     _started: dict[int, int] = field(default_factory=dict, repr=False)  # running job id -> the degree it started at
     _shrinks: dict[str, int] = field(default_factory=dict, repr=False)  # arrivals admitted or declined after trying to shrink
 
@@ -64,7 +67,7 @@ class ElasticLean(Lean):
         chosen = self.thrifty(job, view)
         if chosen is not None:
             decision: Decision = chosen.place()
-        elif view.elastic and any(r.degree > self._started.get(r.job.job_id, r.degree) for r in view.running_jobs):
+        elif view.elastic and any(self._shrinkable(r) for r in view.running_jobs):
             decision = self._shrink_to_admit(job, view)
             key = "admitted" if isinstance(decision, Place) else "declined"
             self._shrinks[key] = self._shrinks.get(key, 0) + 1
@@ -112,8 +115,8 @@ class ElasticLean(Lean):
         order: list[tuple[float, int, int]] = []  # (seconds lost per device freed, job id, its floor)
         meeting: dict[int, set[int]] = {}  # grown job -> the degrees at which it meets its deadline
         for jid, r in running.items():
-            if r.degree <= self._started.get(jid, r.degree):
-                continue  # never grown
+            if not self._shrinkable(r):
+                continue  # never grown (or on one device)
             own = np.zeros(view.cluster.num_devices, dtype=bool)
             own[list(r.devices)] = True
             smaller[jid] = fastest(view.cost, r.job.graph, own, range(1, r.degree), self.rules_in_preference(), r.devices)
@@ -139,6 +142,11 @@ class ElasticLean(Lean):
         if chosen is None or not _valid(view, running, resizes):
             return Reject()
         return Place(chosen.place().devices, resizes)
+
+    def _shrinkable(self, running: RunningJob) -> bool:
+        """Whether ``running`` may give devices back to admit: grown beyond its start (``shrink_all``: on 2 or more)."""
+        floor = 1 if self.shrink_all else self._started.get(running.job.job_id, running.degree)
+        return running.degree > floor
 
     def _admits(
         self, job: Job, view: ClusterView, running: dict[int, RunningJob], smaller: dict[int, dict[int, Choice]], targets: dict[int, int]

@@ -85,7 +85,7 @@ def make_heuristic(spec: str | PolicySpec, *, max_degree: int = DEFAULT_MAX_DEGR
         return Switch(**common, quiet_free=spec.value)
     lean: dict[str, Any] = {"cap": options.get("cap"), "admit": _admission(options.get("admit")), "admit_free": options.get("free", 0.5)}
     if spec.kind == "elastic_lean":
-        return ElasticLean(**common, **lean)
+        return ElasticLean(**common, **lean, shrink_all=options.get("shrink") == "all")
     if spec.kind == "lean":
         return BestLean(**common, **(lean | {"admit": None})) if options.get("admit") == "best" else Lean(**common, **lean)
     planner: dict[str, Any] = {_PLANNER_FIELDS[key]: value for key, value in options.items() if key in _PLANNER_FIELDS}

@@ -29,7 +29,8 @@ LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # what a label may be: no charac
 _RULE_OPTIONS = [f"+{rule}" for rule in PLACEMENT_RULES]
 HEURISTIC_USAGE = (
     "para_max, para_min, fixed:K, random, lean, lean:cap=K:admit=Q:free=F (Q: a quantile, auto or best), eff:E, switch:U, "
-    "best, single-best, adaptive, elasticflow, chronus, elastic-best, elastic_lean (lean's options but Q: a quantile or auto), "
+    "best, single-best, adaptive, elasticflow, chronus, elastic-best, elastic_lean (lean's options but Q: a quantile or auto; "
+    "shrink=all: shrinks any job to admit, not only those it grew), "
     "lookahead:k=K:h=H:m=M or hindsight:h=H:m=M, "
     f"optionally {', '.join(_RULE_OPTIONS[:-1])} or {_RULE_OPTIONS[-1]} and @fifo, @edf or @sjf (-bf)"
 )
@@ -99,6 +100,13 @@ def _online_admission(text: str) -> float | str:
     return _admission(text)
 
 
+def _shrink_scope(text: str) -> str:
+    """Which running jobs ``elastic_lean`` may shrink to admit: ``grown`` (those it grew) or ``all``."""
+    if text not in ("grown", "all"):
+        raise ValueError(text)
+    return text
+
+
 Converter = Callable[[str], Any]
 _LEAN: dict[str, Converter] = {"cap": positive_int, "admit": _admission, "free": _fraction}
 _PLANNER: dict[str, Converter] = {**_LEAN, "admit": _online_admission, "h": positive_int, "m": _non_negative}
@@ -117,7 +125,7 @@ HEURISTIC_KINDS: dict[str, tuple[dict[str, Converter], Converter | None]] = {
     "adaptive": ({}, None),
     "elasticflow": ({}, None),
     "chronus": ({}, None),
-    "elastic_lean": ({**_LEAN, "admit": _online_admission}, None),
+    "elastic_lean": ({**_LEAN, "admit": _online_admission, "shrink": _shrink_scope}, None),
     "lookahead": ({**_PLANNER, "k": positive_int}, None),
     "hindsight": (_PLANNER, None),
 }
@@ -126,7 +134,8 @@ _KIND_USAGE = {  # what each heuristic kind with arguments takes (the others tak
     "lean": "lean:cap=K:admit=Q:free=F, each optional and once (Q: a quantile in (0, 1], auto or best; F in [0, 1])",
     "eff": "eff:E (a parallel efficiency in (0, 1])",
     "switch": "switch:U (a utilisation in [0, 1])",
-    "elastic_lean": "elastic_lean:cap=K:admit=Q:free=F, each optional and once (Q: a quantile in (0, 1] or auto)",
+    "elastic_lean": "elastic_lean:cap=K:admit=Q:free=F:shrink=S, each optional and once (Q: a quantile in (0, 1] or auto; "
+    "S: grown, the default, or all)",
     "lookahead": "lookahead:k=K:h=H:m=M and lean's cap, admit (a quantile or auto) and free, each optional and once",
     "hindsight": "hindsight:h=H:m=M and lean's cap, admit (a quantile or auto) and free, each optional and once",
 }

@@ -15,7 +15,8 @@ from placer.cli.figures.core import Rendered
 from placer.cli.figures.regimes import FIELD, TOLD, _mean, _paired, _runs, _signed, commands_of, reads
 from placer.cli.figures.render import Renderer, _commands
 
-ADMITTED = ("para_min", "lean", TOLD, "fixed:8", "elasticflow", "chronus", "elastic_lean")  # the admission table's columns
+RESIZING = ("elasticflow", "elastic_lean", "elastic_lean:shrink=all")  # the admission table's elastic policies
+ADMITTED = ("para_min", "lean", TOLD, "fixed:8", "chronus", *RESIZING)  # its columns
 
 
 def elastic_table(evaluations: dict[str, tuple[str, ...]], learned: str) -> Renderer:
@@ -53,18 +54,18 @@ def elastic_table(evaluations: dict[str, tuple[str, ...]], learned: str) -> Rend
 def admission_table(name: str) -> Renderer:
     """ElasticFlow's headline in its own terms, from one evaluation's result file ``name`` (the loss system, so an admitted
     job is one that meets its deadline): per load, the jobs each of :data:`ADMITTED` admitted over every run (summed over
-    seeds), the two elastic policies' admissions over ``best``'s, and the share of avoidable jobs each blocked (mean over runs)."""
+    seeds), the elastic policies' admissions over ``best``'s, and the share of avoidable jobs each blocked (mean over runs)."""
 
     def render(folder: Path) -> Rendered:
         runs = json.loads((folder / name).read_text())["runs"]
-        blocked = ("best", "elasticflow", "chronus", "elastic_lean")
-        head = [*ADMITTED, "elasticflow / best", "elastic_lean / best", "avoidable blocked: " + ", ".join(blocked)]
+        blocked = (TOLD, "chronus", *RESIZING)
+        head = [*ADMITTED, *(f"{p} / {TOLD}" for p in RESIZING), "avoidable blocked: " + ", ".join(blocked)]
         lines = ["| load | " + " | ".join(head) + " |", "| --- |" + " --- |" * len(head)]
         for load in dict.fromkeys(r["load"] for r in runs):
             at = [r for r in runs if r["load"] == load]
             admitted = {p: sum(r["accepted"] for r in at if r["policy"] == p) for p in ADMITTED}
             shares = [_mean(at, p, "avoidable_blocking_rate", load) for p in blocked]
-            ratios = [f"{admitted[p] / admitted[TOLD]:.2f}" for p in ("elasticflow", "elastic_lean")]
+            ratios = [f"{admitted[p] / admitted[TOLD]:.2f}" for p in RESIZING]
             cells = [f"{load}", *(str(admitted[p]) for p in ADMITTED), *ratios, ", ".join(f"{x:.3f}" for x in shares)]
             lines.append("| " + " | ".join(cells) + " |")
         jobs = sum(r["jobs"] for r in runs if r["policy"] == TOLD and r["load"] == runs[0]["load"])

@@ -38,7 +38,8 @@ def test_the_elastic_table_pairs_each_policy_with_best_and_shows_its_mean_jct_be
 
 
 def test_the_admission_table_sums_each_policys_admitted_jobs_over_seeds_and_divides_by_best(tmp_path):
-    admitted = {"para_min": 60, "lean": 62, "best": 64, "fixed:8": 50, "elasticflow": 80, "chronus": 66, "elastic_lean": 72}
+    admitted = {"para_min": 60, "lean": 62, "best": 64, "fixed:8": 50, "chronus": 66, "elasticflow": 80, "elastic_lean": 72}
+    admitted["elastic_lean:shrink=all"] = 76
     runs = [
         {"policy": p, "seed": s, "beta_dist": "A", "load": load, "jobs": 100, "accepted": n // 2 + s - (load > 1),
          "avoidable_blocking_rate": 0.1 * s + (0.3 if load > 1 else 0.0)}
@@ -47,7 +48,7 @@ def test_the_admission_table_sums_each_policys_admitted_jobs_over_seeds_and_divi
     (tmp_path / "results.json").write_text(json.dumps({"runs": runs}))
     (tmp_path / "figure.json").write_text(json.dumps({"commands": ["placer evaluate X"]}))
     markdown = admission_table("results.json")(tmp_path).markdown
-    assert markdown.startswith("    placer evaluate X\n\nJobs admitted out of 200 a load:\n\n| load | para_min | lean | best |")
+    assert markdown.startswith("    placer evaluate X\n\nJobs admitted out of 200 a load:\n\n| load | para_min | lean | best | fixed:8 |")
     # each policy admits n // 2 and n // 2 + 1 at 0.9 (n + 1 in all), one fewer on each seed at 1.5 (n - 1)
-    assert "| 0.9 | 61 | 63 | 65 | 51 | 81 | 67 | 73 | 1.25 | 1.12 | 0.050, 0.050, 0.050, 0.050 |" in markdown
-    assert "| 1.5 | 59 | 61 | 63 | 49 | 79 | 65 | 71 | 1.25 | 1.13 | 0.350, 0.350, 0.350, 0.350 |" in markdown
+    assert "| 0.9 | 61 | 63 | 65 | 51 | 67 | 81 | 73 | 77 | 1.25 | 1.12 | 1.18 | 0.050, 0.050, 0.050, 0.050, 0.050 |" in markdown
+    assert "| 1.5 | 59 | 61 | 63 | 49 | 65 | 79 | 71 | 75 | 1.25 | 1.13 | 1.19 | 0.350, 0.350, 0.350, 0.350, 0.350 |" in markdown
