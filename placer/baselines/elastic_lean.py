@@ -109,11 +109,12 @@ class ElasticLean(Lean):
         return resizes if _valid(view, running, resizes) else ()
 
     def _shrink_to_admit(self, job: Job, view: ClusterView) -> Decision:
-        """Take devices back from grown jobs to admit ``job`` (module docstring), or decline it."""
+        """Take devices back from shrinkable jobs (grown ones; ``shrink_all``: any on 2 or more) to admit ``job`` (module
+        docstring), or decline it."""
         running = {r.job.job_id: r for r in view.running_jobs}
-        smaller: dict[int, dict[int, Choice]] = {}  # grown job -> degree -> its devices there (a subset of its own)
+        smaller: dict[int, dict[int, Choice]] = {}  # shrinkable job -> degree -> its devices there (a subset of its own)
         order: list[tuple[float, int, int]] = []  # (seconds lost per device freed, job id, its floor)
-        meeting: dict[int, set[int]] = {}  # grown job -> the degrees at which it meets its deadline
+        meeting: dict[int, set[int]] = {}  # shrinkable job -> the degrees at which it meets its deadline
         for jid, r in running.items():
             if not self._shrinkable(r):
                 continue  # never grown (or on one device)

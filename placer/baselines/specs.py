@@ -101,8 +101,8 @@ def _online_admission(text: str) -> float | str:
 
 
 def _shrink_scope(text: str) -> str:
-    """Which running jobs ``elastic_lean`` may shrink to admit: ``grown`` (those it grew) or ``all``."""
-    if text not in ("grown", "all"):
+    """``elastic_lean``'s ``shrink=all`` (any running job may shrink to admit; without it, only those it grew)."""
+    if text != "all":
         raise ValueError(text)
     return text
 
@@ -134,8 +134,8 @@ _KIND_USAGE = {  # what each heuristic kind with arguments takes (the others tak
     "lean": "lean:cap=K:admit=Q:free=F, each optional and once (Q: a quantile in (0, 1], auto or best; F in [0, 1])",
     "eff": "eff:E (a parallel efficiency in (0, 1])",
     "switch": "switch:U (a utilisation in [0, 1])",
-    "elastic_lean": "elastic_lean:cap=K:admit=Q:free=F:shrink=S, each optional and once (Q: a quantile in (0, 1] or auto; "
-    "S: grown, the default, or all)",
+    "elastic_lean": "elastic_lean:cap=K:admit=Q:free=F:shrink=all, each optional and once (Q: a quantile in (0, 1] or auto; "
+    "shrink=all: any running job may shrink to admit, not only those it grew)",
     "lookahead": "lookahead:k=K:h=H:m=M and lean's cap, admit (a quantile or auto) and free, each optional and once",
     "hindsight": "hindsight:h=H:m=M and lean's cap, admit (a quantile or auto) and free, each optional and once",
 }

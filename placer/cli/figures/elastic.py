@@ -14,6 +14,7 @@ from pathlib import Path
 from placer.cli.figures.core import Rendered
 from placer.cli.figures.regimes import FIELD, TOLD, _mean, _paired, _runs, _signed, commands_of, reads
 from placer.cli.figures.render import Renderer, _commands
+from placer.common.errors import FigureError
 
 RESIZING = ("elasticflow", "elastic_lean", "elastic_lean:shrink=all")  # the admission table's elastic policies
 ADMITTED = ("para_min", "lean", TOLD, "fixed:8", "chronus", *RESIZING)  # its columns
@@ -58,6 +59,9 @@ def admission_table(name: str) -> Renderer:
 
     def render(folder: Path) -> Rendered:
         runs = json.loads((folder / name).read_text())["runs"]
+        missing = [p for p in ADMITTED if not any(r["policy"] == p for r in runs)]
+        if missing:
+            raise FigureError(f"{folder / name}: no runs of {', '.join(missing)}; run the figure's command again")
         blocked = (TOLD, "chronus", *RESIZING)
         head = [*ADMITTED, *(f"{p} / {TOLD}" for p in RESIZING), "avoidable blocked: " + ", ".join(blocked)]
         lines = ["| load | " + " | ".join(head) + " |", "| --- |" + " --- |" * len(head)]
@@ -65,7 +69,7 @@ def admission_table(name: str) -> Renderer:
             at = [r for r in runs if r["load"] == load]
             admitted = {p: sum(r["accepted"] for r in at if r["policy"] == p) for p in ADMITTED}
             shares = [_mean(at, p, "avoidable_blocking_rate", load) for p in blocked]
-            ratios = [f"{admitted[p] / admitted[TOLD]:.2f}" for p in RESIZING]
+            ratios = [f"{admitted[p] / admitted[TOLD]:.2f}" if admitted[TOLD] else "-" for p in RESIZING]
             cells = [f"{load}", *(str(admitted[p]) for p in ADMITTED), *ratios, ", ".join(f"{x:.3f}" for x in shares)]
             lines.append("| " + " | ".join(cells) + " |")
         jobs = sum(r["jobs"] for r in runs if r["policy"] == TOLD and r["load"] == runs[0]["load"])

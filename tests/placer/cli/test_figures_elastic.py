@@ -1,6 +1,9 @@
 import json
 
+import pytest
+
 from placer.cli.figures.elastic import admission_table, elastic_table
+from placer.common.errors import FigureError
 
 
 def _run(policy, seed, avoidable, jct, load=0.9, resizes=0):
@@ -42,13 +45,21 @@ def test_the_admission_table_sums_each_policys_admitted_jobs_over_seeds_and_divi
     admitted["elastic_lean:shrink=all"] = 76
     runs = [
         {"policy": p, "seed": s, "beta_dist": "A", "load": load, "jobs": 100, "accepted": n // 2 + s - (load > 1),
-         "avoidable_blocking_rate": 0.1 * s + (0.3 if load > 1 else 0.0)}
-        for load in (0.9, 1.5) for p, n in admitted.items() for s in (0, 1)
+         "avoidable_blocking_rate": 0.1 * s + (0.3 if load > 1 else 0.0) + 0.001 * i}
+        for load in (0.9, 1.5) for i, (p, n) in enumerate(admitted.items()) for s in (0, 1)
     ]  # fmt: skip
     (tmp_path / "results.json").write_text(json.dumps({"runs": runs}))
     (tmp_path / "figure.json").write_text(json.dumps({"commands": ["placer evaluate X"]}))
     markdown = admission_table("results.json")(tmp_path).markdown
     assert markdown.startswith("    placer evaluate X\n\nJobs admitted out of 200 a load:\n\n| load | para_min | lean | best | fixed:8 |")
-    # each policy admits n // 2 and n // 2 + 1 at 0.9 (n + 1 in all), one fewer on each seed at 1.5 (n - 1)
-    assert "| 0.9 | 61 | 63 | 65 | 51 | 67 | 81 | 73 | 77 | 1.25 | 1.12 | 1.18 | 0.050, 0.050, 0.050, 0.050, 0.050 |" in markdown
-    assert "| 1.5 | 59 | 61 | 63 | 49 | 65 | 79 | 71 | 75 | 1.25 | 1.13 | 1.19 | 0.350, 0.350, 0.350, 0.350, 0.350 |" in markdown
+    # each policy admits n // 2 and n // 2 + 1 at 0.9 (n + 1 in all), one fewer on each seed at 1.5 (n - 1); the shares
+    # blocked are best's, chronus's, elasticflow's, elastic_lean's and shrink=all's (policies 2, 4, 5, 6, 7: + 0.001 each)
+    assert "| 0.9 | 61 | 63 | 65 | 51 | 67 | 81 | 73 | 77 | 1.25 | 1.12 | 1.18 | 0.052, 0.054, 0.055, 0.056, 0.057 |" in markdown
+    assert "| 1.5 | 59 | 61 | 63 | 49 | 65 | 79 | 71 | 75 | 1.25 | 1.13 | 1.19 | 0.352, 0.354, 0.355, 0.356, 0.357 |" in markdown
+    for run in runs:
+        run["accepted"] = 0 if run["policy"] == "best" else run["accepted"]
+    (tmp_path / "results.json").write_text(json.dumps({"runs": runs}))
+    assert "| 0.9 | 61 | 63 | 0 | 51 | 67 | 81 | 73 | 77 | - | - | - |" in admission_table("results.json")(tmp_path).markdown
+    (tmp_path / "results.json").write_text(json.dumps({"runs": [r for r in runs if r["policy"] != "chronus"]}))
+    with pytest.raises(FigureError, match="no runs of chronus"):
+        admission_table("results.json")(tmp_path)
