@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+RAY = "ray"  # the xdist group of every test that starts Ray
 
 
 @pytest.fixture
@@ -15,18 +16,11 @@ def pipedream_dir() -> Path:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``pytest -n N`` (pytest-xdist, ``--dist loadgroup``) every test that starts Ray runs in one worker: the
-    tests of the package-scoped real Ray cluster, and those that start their own instance (``--ray local``, the README's
-    Ray block), so that no two Ray instances share the machine (two did, and a resize's DDP workers hung past 240 s)."""
+    """Under ``pytest -n N`` (pytest-xdist, ``--dist loadgroup``) the tests of one real Ray cluster run in one worker:
+    its fixture is package-scoped, and a second worker would start a second cluster beside it. A test elsewhere that
+    starts a Ray instance of its own joins them with ``@pytest.mark.xdist_group(RAY)``, so that no two Ray instances
+    share the machine (two did, and a resize's DDP workers hung past 240 s)."""
     ray_tests = REPO / "tests" / "placer" / "ray"
     for item in items:
-        if ray_tests in item.path.parents or _starts_ray(item):
-            item.add_marker(pytest.mark.xdist_group("ray"))
-
-
-def _starts_ray(item: pytest.Item) -> bool:
-    """A test outside ``tests/placer/ray`` that starts a Ray instance of its own."""
-    if item.name == "test_ray_gives_the_serial_results":
-        return True
-    code = getattr(getattr(item, "callspec", None), "params", {}).get("code")
-    return item.path.name == "test_readme.py" and isinstance(code, str) and "placer.ray" in code
+        if ray_tests in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group(RAY))

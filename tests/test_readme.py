@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RAY
+
 REPO = Path(__file__).resolve().parents[1]
 BLOCKS = re.findall(r"^```python\n(.*?)^```", (REPO / "README.md").read_text(), flags=re.S | re.M)
 FAILED = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(Error|Exception)\b")  # also one logged, not raised
@@ -40,7 +42,11 @@ def test_the_checks_see_a_failure(tmp_path):
     assert pasted.returncode == 0 and FAILED.search(pasted.stderr)
 
 
-@pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
+@pytest.mark.parametrize(
+    "code",
+    [pytest.param(code, marks=[pytest.mark.xdist_group(RAY)] if "placer.ray" in code else []) for code in BLOCKS],
+    ids=[f"block{i}" for i in range(len(BLOCKS))],
+)
 def test_readme_block_runs(code, tmp_path):
     script = run_block(code, tmp_path, pasted=False)
     assert script.returncode == 0, script.stderr[-2000:]

@@ -242,16 +242,6 @@ def _jobs_table(samples, fmt: TableFormat) -> None:
     _reasons_table(samples, fmt)
 
 
-BLOCK_MEANING = {  # BlockReason's value -> what it means, as the reasons table says it
-    "rejected": "the policy declined",
-    "no_capacity": "too few free devices for the placement chosen",
-    "out_of_memory": "a shard did not fit on its device",
-    "deadline": "no placement chosen met its deadline",
-    "queue_full": "no waiting place left",
-    "expired": "waited until its deadline could no longer be met",
-}
-
-
 def _reasons_table(samples, fmt: TableFormat) -> None:
     """Per policy, its blocked jobs by why (each reason some policy's jobs were blocked for, in BlockReason's order): a
     policy that trades one reason for another (jobs expiring in the queue for a full queue) shows it here."""
@@ -260,8 +250,9 @@ def _reasons_table(samples, fmt: TableFormat) -> None:
     seen = {reason for counts in samples.reasons.values() for reason in counts}
     if not seen:
         return
-    shown = [r.value for r in BlockReason if r.value in seen] + sorted(seen - {r.value for r in BlockReason})
-    meanings = "; ".join(f"{r}: {BLOCK_MEANING[r]}" for r in shown if r in BLOCK_MEANING)
+    known = [r for r in BlockReason if r.value in seen]
+    shown = [r.value for r in known] + sorted(seen - set(BlockReason))
+    meanings = "; ".join(f"{r.value}: {r.meaning}" for r in known)
     say(f"\nWhy the blocked jobs were blocked (jobs; {meanings}):\n", fmt)
     body = [[policy, str(samples.blocked[policy]), *(str(samples.reasons[policy][r]) for r in shown)] for policy in samples.values]
     emit(["policy", "blocked", *shown], body, fmt)

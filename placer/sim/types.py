@@ -81,12 +81,28 @@ class Outcome(StrEnum):
 
 
 class BlockReason(StrEnum):
-    REJECTED = "rejected"  # the policy declined
-    NO_CAPACITY = "no_capacity"  # devices busy, unknown, repeated, or too few
-    OUT_OF_MEMORY = "out_of_memory"  # a shard does not fit on its device
-    DEADLINE = "deadline"  # predicted JCT exceeds beta x sequential JCT (less the time waited)
-    QUEUE_FULL = "queue_full"  # no waiting place left
-    EXPIRED = "expired"  # waited until its deadline could no longer be met
+    """Why a job was blocked; :attr:`meaning` says it in words."""
+
+    REJECTED = "rejected"
+    NO_CAPACITY = "no_capacity"
+    OUT_OF_MEMORY = "out_of_memory"
+    DEADLINE = "deadline"
+    QUEUE_FULL = "queue_full"
+    EXPIRED = "expired"
+
+    @property
+    def meaning(self) -> str:
+        return _BLOCK_MEANING[self]
+
+
+_BLOCK_MEANING = {
+    BlockReason.REJECTED: "the policy declined",
+    BlockReason.NO_CAPACITY: "devices busy, unknown, repeated, or too few",
+    BlockReason.OUT_OF_MEMORY: "a shard does not fit on its device",
+    BlockReason.DEADLINE: "predicted JCT over beta x sequential JCT, less the time waited",
+    BlockReason.QUEUE_FULL: "no waiting place left",
+    BlockReason.EXPIRED: "waited until its deadline could no longer be met",
+}
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ def admission_table(name: str) -> Renderer:
         for load in dict.fromkeys(r["load"] for r in runs):
             at = [r for r in runs if r["load"] == load]
             admitted = {p: sum(r["accepted"] for r in at if r["policy"] == p) for p in ADMITTED}
-            shares = [_mean(at, p, "avoidable_blocking_rate", load) for p in blocked]
+            shares = [_mean(at, p, "avoidable_blocking_rate") for p in blocked]
             ratios = [f"{admitted[p] / admitted[TOLD]:.2f}" if admitted[TOLD] else "-" for p in RESIZING]
             cells = [f"{load}", *(str(admitted[p]) for p in ADMITTED), *ratios, ", ".join(f"{x:.3f}" for x in shares)]
             lines.append("| " + " | ".join(cells) + " |")

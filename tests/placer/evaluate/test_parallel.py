@@ -5,6 +5,7 @@ import json
 import pytest
 
 from placer.evaluate import EvaluationConfig, evaluate, tasks
+from tests.conftest import RAY
 
 CONFIG = EvaluationConfig(
     cluster="dgx8x8",
@@ -37,6 +38,7 @@ def test_a_process_pool_gives_the_serial_results():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(RAY)  # starts its own Ray instance: not beside the Ray tests' cluster
 def test_ray_gives_the_serial_results(monkeypatch):
     import ray  # in the all extra: CI runs this
 
