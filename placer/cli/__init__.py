@@ -49,7 +49,7 @@ def main() -> None:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except ValidationError as exc:
-        err_console.print(f"[red]error:[/red] {escape(validation_message(exc))}", highlight=False)
+        err_console.print(f"[red]error:[/red] {escape(validation_message(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -22,8 +22,9 @@ if _option_type_rich is not None:
 app = typer.Typer(add_completion=False, help="Partition and place DNN training jobs on a GPU cluster.")
 import_app = typer.Typer(no_args_is_help=True, help="Convert job graphs from other formats.")
 app.add_typer(import_app, name="import")
-console = Console()
-err_console = Console(stderr=True)
+# emoji off: a user's ``:100:`` or ``:ok:`` (policy options, paths) is quoted back as typed, not as a picture
+console = Console(emoji=False)
+err_console = Console(stderr=True, emoji=False)
 
 
 def _print_version(value: bool) -> None:

@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from placer.cli.app import app, console, progress_bar
-from placer.cli.options import FirstSeed, check_seed_range, checked_cluster, model_options
+from placer.cli.options import FirstSeed, OutFolder, check_seed_range, checked_cluster, model_options
 from placer.sim.workload import WorkloadSpec
 from placer.workloads.generator import check_load
 
@@ -30,7 +30,7 @@ def bound(
     max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
     strategy: Annotated[str, typer.Option(help="cost model: auto, dp, tp, pp, or sipml")] = "auto",
     time_limit: Annotated[float, typer.Option(min=1, help="seconds of solver time per run")] = 60.0,
-    out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/bound"),
+    out: OutFolder = Path("runs/bound"),
     verbose: Annotated[bool, typer.Option("--verbose", help="show the solver's log (quiet otherwise)")] = False,
 ) -> None:
     """The clairvoyant bound of the loss system on the job streams 'evaluate' draws with the same options.

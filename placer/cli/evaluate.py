@@ -9,9 +9,9 @@ import typer
 from rich.table import Table
 
 from placer.cli.app import app, console, progress_bar, split_list, warn
-from placer.cli.options import INPUT_FILE, INPUT_FOLDER, FirstSeed, check_seed_range, checked_cluster, model_options
+from placer.cli.options import INPUT_FILE, INPUT_FOLDER, FirstSeed, OutFolder, check_seed_range, checked_cluster, model_options
 from placer.cli.tables import terminal_table
-from placer.common.errors import OutputError, ResultsError, UsageError
+from placer.common.errors import ResultsError, UsageError
 from placer.evaluate.stats import per_hour, plus_minus
 from placer.sim.workload import WorkloadSpec
 
@@ -42,7 +42,7 @@ def evaluate(
     strategy: Annotated[str, typer.Option(help="cost model: auto (data x tensor x pipeline), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
     workers: Annotated[int, typer.Option(min=1, help="local processes to spread the runs over (same results)")] = 1,
     ray: Annotated[str | None, typer.Option(help="spread the runs over a Ray cluster: its address, or 'local'")] = None,
-    out: Annotated[Path, typer.Option(help="output folder")] = Path("runs/eval"),
+    out: OutFolder = Path("runs/eval"),
 ) -> None:
     """Compare policies on the same simulated job streams; write results, summary and plots.
 
@@ -56,14 +56,15 @@ def evaluate(
     --workers N or --ray ADDRESS run the (distribution, seed, policy) runs in parallel, with the same results.
     Beside results.json, jobs.csv holds one row per (policy, run, job): placer report --jobs summarises it.
     """
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"--out {str(out)!r} is a file, not a folder")
     from placer.evaluate import EvaluationConfig, total_decisions, write_results
     from placer.evaluate import evaluate as run_evaluation
+    from placer.evaluate.identity import reads_policy_file
     from placer.evaluate.jobs import JOBS_FILE
-    from placer.evaluate.plots import plot_all
+    from placer.evaluate.plots import plot_all, stale_plots
 
     check_seed_range(first_seed, seeds)
+    if trace is not None and (overridden := replaced_by_trace(workload, load)):
+        raise UsageError(f"a replayed --trace has its own arrival times, job lengths and deadlines: drop {', '.join(overridden)}")
     loads = parse_loads(load)
     config = EvaluationConfig(
         cluster=str(cluster),
@@ -79,6 +80,9 @@ def evaluate(
         policy_file=str(policy_file) if policy_file else None,
         strategy=strategy,
     )
+    if config.policy_file and not reads_policy_file(config):
+        unread = f"--policy-file {config.policy_file!r} is not read: no policy evaluated is a plain 'learned'"
+        warn(f"{unread} (learned:NAME and learned=LABEL:PATH name their own)")
     parallel = workers > 1 or ray is not None
     created = not out.exists()
     try:
@@ -103,7 +107,24 @@ def evaluate(
     paths = write_results(result, out) + [out / JOBS_FILE] + plot_all(result, out)
     console.print(summary_table(result))
     console.print("wrote " + ", ".join(str(p) for p in paths))
+    if stale := stale_plots(out, paths):
+        for path in stale:
+            path.unlink()
+        earlier = f"removed {len(stale)} plots of an earlier evaluation in {str(out)!r} ({stale[0].name}, ...)"
+        warn(f"{earlier}: they no longer matched results.json", "note")
     warn_meaningless(result)
+
+
+TRACE_REPLACES = {"jobs": "--jobs", "structure": "--structure", "size": "--size", "beta_dists": "--beta-dist", "arrival": "--arrival"}
+
+
+def replaced_by_trace(workload: dict, load: str) -> list[str]:
+    """The options a replayed trace replaces (its rows give the arrivals, lengths and deadlines) that were given a value
+    other than their default: with ``--trace`` they would be recorded and printed but not used."""
+    defaults = {name: WorkloadSpec.model_fields[name].default for name in TRACE_REPLACES} | {"jobs": 1000}
+    listed = {name: tuple(v) if isinstance(v, list | tuple) else v for name, v in workload.items()}
+    given = [flag for name, flag in TRACE_REPLACES.items() if name in listed and listed[name] != defaults[name]]
+    return (["--load"] if load.strip() != "0.9" else []) + given
 
 
 def warn_meaningless(result) -> None:

@@ -49,7 +49,7 @@ def import_trace(
     file: Annotated[Path, typer.Argument(help="the trace file (pai: the folder of its tables, or its job table); see docs/traces.md")],
     out: Annotated[Path, typer.Option(help="CSV to write (arrival_s,graph,beta,iterations), for evaluate --trace")],
     beta_dist: Annotated[str, typer.Option(help="deadlines drawn from this beta distribution (all but philly)")] = "C",
-    seed: Annotated[int, typer.Option(help="seed of the beta draws")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="seed of the beta draws")] = 0,
     cluster: Annotated[str, typer.Option(help="cluster whose sequential times set the iterations (all but gavel)")] = "dgx8x8",
     graphs: Annotated[str, typer.Option(help="graphs to bucket jobs into by GPU time (all but gavel)")] = ",".join(PACML_GRAPHS),
     by_name: Annotated[bool, typer.Option(help="a job naming a known model runs its graph (pollux, pai, acme)")] = True,
@@ -64,6 +64,13 @@ def import_trace(
     from placer.workloads.traces import convert_gavel, write_trace
     from placer.workloads.traces.formats import trace_format
 
+    unused = {
+        "gavel": {"--cluster": cluster != "dgx8x8", "--graphs": graphs != ",".join(PACML_GRAPHS), "--no-by-name": not by_name},
+        "philly": {"--beta-dist": beta_dist != "C", "--seed": seed != 0, "--no-by-name": not by_name},
+    }.get(kind, {})
+    if given := [flag for flag, differs in unused.items() if differs]:
+        own = "maps each job to its own model's graph" if kind == "gavel" else "takes each job's deadline from its observed duration"
+        raise UsageError(f"{kind}'s importer {own}: drop {', '.join(given)}")
     if kind == "gavel":
         if vc is not None or start is not None:  # its arrivals are hours from the trace's start: no calendar, no clusters
             raise UsageError(f"gavel's trace has no {'virtual clusters' if vc is not None else 'calendar'}: drop --vc and --start")

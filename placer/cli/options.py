@@ -11,6 +11,7 @@ import inspect
 import types
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -31,6 +32,21 @@ def checked_cluster(value: str) -> str:
 
     load_cluster(value)  # a few TOML lines: cheap, and its errors are the ones loading it later would give
     return value
+
+
+def checked_out_folder(value: Path) -> Path:
+    """``--out``'s callback: a folder, or a path where one can be made (nothing on it, or above it, is a file), else one
+    line now, before any run whose results it would hold."""
+    from placer.common.errors import OutputError
+
+    for path in (value, *value.parents):
+        if path.exists() and not path.is_dir():
+            what = "is a file" if path == value else f"is under {str(path)!r}, a file"
+            raise OutputError(f"--out {str(value)!r} {what}, not a folder")
+    return value
+
+
+OutFolder = Annotated[Path, typer.Option(help="output folder", callback=checked_out_folder)]
 
 
 def check_seed_range(first_seed: int, seeds: int) -> None:

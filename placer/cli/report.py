@@ -19,6 +19,8 @@ from placer.common.errors import ResultsError, UsageError
 from placer.common.textfile import read_text
 from placer.evaluate.stats import per_hour, per_hour_spec, plus_minus
 
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+
 
 @app.command()
 def report(
@@ -39,7 +41,8 @@ def report(
         bool, typer.Option(help="also print each policy's p50/p90/p99 of JCT, wait and slowdown over its completed jobs (jobs.csv)")
     ] = False,
     plot_cdf: Annotated[
-        Path | None, typer.Option(help="draw each policy's CDF of JCT, wait and slowdown over its completed jobs (jobs.csv) into this PNG")
+        Path | None,
+        typer.Option(help="draw each policy's CDF of JCT, wait and slowdown over its completed jobs (jobs.csv) into this .png/.pdf/.svg"),
     ] = None,
 ) -> None:
     """Print an evaluation's summary (blocking rate and throughput, mean ± 95% CI) as markdown, CSV or a terminal table.
@@ -50,10 +53,13 @@ def report(
     """
     paths = [_results_file(folder) for folder in results]  # every argument checked before anything is loaded
     if plot_cdf is not None:
+        if plot_cdf.suffix.lower() not in PLOT_SUFFIXES:
+            raise UsageError(f"--plot-cdf {str(plot_cdf)!r}: name a {', '.join(PLOT_SUFFIXES)} file (its suffix is the format)")
         check_writable(plot_cdf, what="plot")
     import json
 
     from placer.evaluate import merge_results, read_results
+    from placer.evaluate.results import runs_problem
     from placer.evaluate.sanity import meaningless
 
     loaded = []
@@ -63,6 +69,8 @@ def report(
             loaded.append(read_results(json.loads(text), path.parent))
         except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValueError, ValidationError) as exc:
             raise ResultsError(f"{path}: not an evaluation results file ({type(exc).__name__})") from None
+        if (problem := runs_problem(loaded[-1].runs, outcomes)) is not None:
+            raise ResultsError(f"{path}: {problem}")
         loaded[-1].timelines = _timelines(path.parent / "timelines.json") if plots else []
     result = merge_results(loaded, _labels(paths))
     for note in result.notes:

@@ -27,6 +27,12 @@ def policy_file(config: EvaluationConfig, name: str) -> Path | None:
     return Path(config.policy_file) if config.policy_file else default_policy_file()
 
 
+def reads_policy_file(config: EvaluationConfig) -> bool:
+    """Whether some evaluated policy reads ``config.policy_file`` (a ``learned`` that names no file or shipped policy)."""
+    specs = (PolicySpec.parse(config.spec_of(name)) for name in config.policies)
+    return any(spec.kind not in HEURISTIC_KINDS and spec.positional is None for spec in specs)
+
+
 def file_text(config: EvaluationConfig, name: str) -> str:
     """The policy file of ``name`` as results written before files were hashed name it: the path as given, or
     ``the shipped default`` for ``learned`` without ``--policy-file``."""

@@ -186,7 +186,8 @@ def plot_job_cdfs(result: EvaluationResult, samples: JobSamples, path: Path) -> 
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("share of completed jobs")
-    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="policy (completed jobs)", title_fontsize=7)
+    if axes[0, -1].get_legend_handles_labels()[0]:  # no policy completed a job: no curve to name
+        axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="policy (completed jobs)", title_fontsize=7)
     seeds = result.config.seeds
     fig.suptitle(f"per-job CDFs: {setting(result)}, {seeds} seed{'s' if seeds > 1 else ''} pooled", fontsize=9)
     fig.tight_layout()
@@ -208,6 +209,17 @@ def plot_all(result: EvaluationResult, out: Path) -> list[Path]:
     if len(result.config.load_values) > 1:
         return [path for load in result.config.load_values for path in _plot_one_load(at_load(result, load), out, f"load{load}_")]
     return _plot_one_load(result, out)
+
+
+PLOT_NAMES = ("blocking_rate", "throughput", "avoidable_blocking_rate", "utilization", "blocking_over_time")
+
+
+def stale_plots(out: Path, written: list[Path]) -> list[Path]:
+    """The plots of an earlier evaluation in ``out`` that :func:`plot_all` did not write this time (another set of loads,
+    or one load where there were several): named as it names plots, not among ``written``."""
+    names = {f"{name}.png" for name in PLOT_NAMES}
+    plots = [p for p in out.glob("*.png") if p.name in names or (p.name.startswith("load") and p.name.partition("_")[2] in names)]
+    return sorted(set(plots) - set(written))
 
 
 def _plot_one_load(result: EvaluationResult, out: Path, prefix: str = "") -> list[Path]:

@@ -92,6 +92,26 @@ def read_results(data: dict, folder: Path) -> EvaluationResult:
     return EvaluationResult(config, list(data["runs"]), jobs=tables, policy_files=files)
 
 
+def runs_problem(runs: object, outcomes: bool = False) -> str | None:
+    """What makes ``runs`` (a results file's ``runs``) unreportable, or None: no runs, a run that is not a table of its
+    policy, beta distribution, seed and :data:`SUMMARY_METRICS` as numbers (null where nothing was measured), or, with
+    ``outcomes``, a run without :data:`OUTCOME_METRICS` (written before placer measured them)."""
+    if not isinstance(runs, list) or not runs:
+        return "holds no runs"
+    for i, run in enumerate(runs):
+        if not isinstance(run, dict) or not isinstance(run.get("policy"), str) or not isinstance(run.get("beta_dist"), str):
+            return f"run {i} names no policy and beta distribution"
+        for metric in SUMMARY_METRICS + (OUTCOME_METRICS if outcomes else ()):
+            value = run.get(metric)
+            if metric not in run and metric in OUTCOME_METRICS:
+                return "its runs predate the outcome metrics (avoidable blocking, p95 JCT, slowdown): evaluate again for --outcomes"
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+                return f"run {i} ({run['policy']}, beta {run['beta_dist']}): {metric} is {value!r}, not a number"
+            if metric not in run:
+                return f"run {i} ({run['policy']}, beta {run['beta_dist']}) has no {metric}"
+    return None
+
+
 def write_results(result: EvaluationResult, out: Path) -> list[Path]:
     """Write ``results.json``, ``summary.csv`` and ``timelines.json`` into ``out``; ``results.json`` names the per-job
     table (``record.jobs``: its file, rows and sha256) when the evaluation wrote one, and records its policy files."""

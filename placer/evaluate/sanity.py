@@ -1,6 +1,6 @@
 """Evaluations whose numbers mean nothing, said in words: no job served by any policy, every job unavoidable, a
-policy's mean JCT that is NaN (it served no job). Each warning names the cause where one can be found, e.g. a graph
-that no placement of the cluster has memory for.
+policy's mean JCT that is NaN (it served no job), a throughput of 0 from jobs that ended after the measurement window.
+Each warning names the cause where one can be found, e.g. a graph that no placement of the cluster has memory for.
 
 The checks read only the runs; the cause is looked for (the cluster and graphs loaded again) only when one fires.
 """
@@ -34,6 +34,13 @@ def meaningless(result: EvaluationResult) -> list[str]:
         if where:
             settings = ", ".join(_setting(result.config, r) for r in where)
             lines.append(f"{policy} served no job ({settings}): its mean JCT is nan")
+    if empty := [r for r in runs if r["accepted"] and not r.get("completed_in_window", 1)]:
+        policies = ", ".join(dict.fromkeys(r["policy"] for r in empty))
+        shortest = min(r.get("window_s", math.nan) for r in empty)
+        lines.append(
+            f"jobs/hour is 0 in {len(empty)} of {len(runs)} runs ({policies}): none of the jobs they accepted completed within the "
+            f"stream's measurement window (the shortest {shortest:.3g} s); more --jobs or a lower --load widen it"
+        )
     return lines
 
 

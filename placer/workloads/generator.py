@@ -295,7 +295,7 @@ def _trace_graph(name: str, known: dict[str, JobGraph], resolve, where: str) -> 
         try:
             graph = resolve(base)
         except Exception as exc:  # resolve raises the catalog's own error: keep its message
-            raise WorkloadError(f"{where}: unknown graph {base!r}: {exc}") from None
+            raise WorkloadError(f"{where}: {exc}") from None
     if graph is None:
         raise WorkloadError(f"{where}: unknown graph {base!r}")
     if not batch:

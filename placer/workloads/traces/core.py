@@ -8,6 +8,7 @@ turns the jobs into :class:`TraceRow` records, the same way for every format.
 from __future__ import annotations
 
 import csv
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,10 @@ SLURM_STATUS: dict[str, JobStatus] = {
 }
 
 
+MAX_GPUS = 1e6  # more GPUs than any cluster a trace was taken on: a corrupt field
+MAX_DURATION_S = 1e9  # 31 years
+
+
 @dataclass(frozen=True)
 class TraceJob:
     """One job of a public trace, in the units every importer shares.
@@ -56,6 +61,14 @@ class TraceJob:
     name: str | None = None
     status: JobStatus = "completed"
     vc: str | None = None
+
+    def __post_init__(self) -> None:
+        """ValueError (the row is ``unparsable``) for a time, GPU count or run time that is no finite number, a negative
+        count or run time, or one beyond any cluster's (:data:`MAX_GPUS`, :data:`MAX_DURATION_S`)."""
+        if not all(math.isfinite(x) for x in (self.submit_s, self.gpus, self.duration_s)):
+            raise ValueError("a trace job's times and GPUs are finite numbers")
+        if not (0 <= self.gpus <= MAX_GPUS and 0 <= self.duration_s <= MAX_DURATION_S):
+            raise ValueError(f"a trace job asks for at most {MAX_GPUS:g} GPUs for at most {MAX_DURATION_S:g} s")
 
     @property
     def gpu_s(self) -> float:

@@ -7,7 +7,9 @@ here, read by its module and mapped by :func:`~placer.workloads.traces.mapping.c
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import NoReturn
 
 from placer.common.errors import WorkloadError
 from placer.workloads.traces import acme, helios, openb, pai, philly_log, pollux
@@ -26,16 +28,21 @@ def trace_format(kind: str) -> TraceFormat:
 
 
 def start_seconds(start: str, fmt: TraceFormat) -> float:
-    """``--start`` on the trace's wall clock: an ISO date or time (``2020-04-01``, ``2020-04-01 08:00``), or a number of
-    seconds as the trace's time column writes them."""
+    """``--start`` on the trace's wall clock: an ISO date or time (``2020-04-01``, ``2020-04-01 08:00``), or a finite number
+    of seconds as the trace's time column writes them."""
     try:
-        return float(start) + fmt.clock_shift_s
+        seconds = float(start)
+        return seconds + fmt.clock_shift_s if math.isfinite(seconds) else _bad_start(start)
     except ValueError:
         pass
     try:
         return wall_seconds(start)
     except ValueError:
-        raise WorkloadError(f"bad --start {start!r}: use an ISO date or time (2020-04-01 08:00) or seconds of the trace's clock") from None
+        return _bad_start(start)
+
+
+def _bad_start(start: str) -> NoReturn:
+    raise WorkloadError(f"bad --start {start!r}: use an ISO date or time (2020-04-01 08:00) or seconds of the trace's clock")
 
 
 def import_trace(

@@ -49,10 +49,21 @@ def test_deadlines_no_placement_meets_are_named_as_the_cause():
 
 
 def test_a_sound_evaluation_gets_no_warning_and_a_policy_that_served_none_gets_one():
-    result = evaluate(config("pacml", graphs=["alexnet", "resnet18"], beta_dists=["C"]))
+    result = evaluate(config("pacml", graphs=["alexnet", "resnet18"], beta_dists=["C"], jobs=30))
     assert meaningless(result) == []
     runs = [r | {"accepted": 0, "mean_jct_s": None} if r["policy"] == "para_max" else r for r in result.runs]
     assert meaningless(EvaluationResult(result.config, runs)) == ["para_max served no job (beta C): its mean JCT is nan"]
     unavoidable = [r | {"unavoidable_share": 1.0} for r in result.runs]
     (line,) = meaningless(EvaluationResult(result.config, unavoidable))
     assert line.startswith("every job was unavoidable")
+
+
+def test_a_throughput_of_0_from_jobs_that_ended_after_the_window_is_named():
+    result = evaluate(config("pacml", graphs=["alexnet", "resnet18"], beta_dists=["C"], load=99.0, jobs=20))
+    assert all(r["accepted"] > 0 and r["completed_in_window"] == 0 for r in result.runs)  # jobs/hour 0.0, though jobs ran
+    (line,) = meaningless(result)
+    window = min(r["window_s"] for r in result.runs)
+    assert line == (
+        "jobs/hour is 0 in 2 of 2 runs (lean, para_max): none of the jobs they accepted completed within the stream's "
+        f"measurement window (the shortest {window:.3g} s); more --jobs or a lower --load widen it"
+    )

@@ -187,3 +187,23 @@ def test_options_that_do_not_apply_are_refused():
         run("helios", "helios_cluster_log.csv", vc="nobody")
     with pytest.raises(WorkloadError, match="unknown trace kind 'slurm'"):
         run("slurm", "helios_cluster_log.csv")
+
+
+@pytest.mark.parametrize(
+    ("gpus", "duration"),
+    [("inf", "3600"), ("1", "inf"), ("1", "1e300"), ("-4", "3600"), ("2", "-3600"), ("1e7", "60")],
+)
+def test_a_row_whose_gpus_or_run_time_no_cluster_could_have_is_unparsable(gpus, duration, tmp_path):
+    header, good = (FIXTURES / "helios_cluster_log.csv").read_text().splitlines()[:2]
+    bad = good.split(",")
+    bad[3], bad[10] = gpus, duration
+    (tmp_path / "log.csv").write_text("\n".join([header, good, ",".join(bad)]) + "\n")
+    rows, report = import_trace("helios", tmp_path / "log.csv", mapping(), DeadlineRule(BetaDistribution("const:0.5")))
+    assert (report.rows, report.kept, report.dropped) == (2, 1, {"unparsable": 1})
+    assert [r.arrival_s for r in rows] == [8 * HOUR]  # the good row alone
+
+
+@pytest.mark.parametrize("start", ["nan", "inf", "-inf"])
+def test_a_start_that_is_no_finite_time_is_one_error(start):
+    with pytest.raises(WorkloadError, match=f"bad --start '{start}': use an ISO date or time"):
+        run("pollux", "pollux_workload.csv", start=start)
