@@ -3,7 +3,8 @@
     python benchmarks/bench_training.py [--steps 2048] [--threads 1] [--config data/configs/pacml.toml] [--net-arch 128] [--smoke]
 
 Builds the model of ``--config`` (default ``data/configs/pacml.toml``, ``learned:pacml``'s: 4 envs,
-minibatches of 256, PAC-ML's and three more graphs; ``--net-arch``: another option-scorer width), collects
+minibatches of 256, PAC-ML's and three more graphs; of a recipe such as ``data/configs/placer.toml``, its first RL
+stage, started fresh; ``--net-arch``: another option-scorer width), collects
 ``--steps`` environment steps with and without the rollout cache of graph encodings (the weights are fixed
 during a rollout), times one of the rollouts' environments alone (``--steps`` random valid actions, its caches
 as warm as the rollouts'), then times PPO's update on that rollout buffer with the graph deduplication off
@@ -43,11 +44,22 @@ import numpy as np
 import torch
 
 from envs.env import ClusterPlacementEnv
+from placer.common.errors import PlacerError
 from placer.common.shipped import data_dir
-from policies.config import load_train_config
+from policies.config import TrainConfig, load_train_config
+from policies.recipe import is_recipe, load_recipe
 from policies.train import build_model
 
 ISSUE_29_TARGET = 3000.0  # end-to-end timesteps/s on the 2-core machine
+
+
+def training_config(path: Path) -> TrainConfig:
+    """The config to time: a training config, or a recipe's first RL stage (its PPO run, the recipe's longest), started
+    fresh rather than from the clone the recipe's first stage would have written."""
+    if not is_recipe(path):
+        return load_train_config(path)
+    stage = load_recipe(path, Path(tempfile.gettempdir()) / "bench-recipe").rl[0].config
+    return stage.model_copy(update={"train": stage.train.model_copy(update={"init_policy": None})})
 
 
 def main() -> None:
@@ -66,7 +78,10 @@ def main() -> None:
     if args.smoke:
         args.steps = 32
     torch.set_num_threads(args.threads)
-    config = load_train_config(args.config)
+    try:
+        config = training_config(args.config)
+    except PlacerError as exc:
+        parser.exit(2, f"error: {exc}\n")
     n_steps = max(args.steps // config.ppo.n_envs, 8)
     config = config.model_copy(update={"ppo": config.ppo.model_copy(update={"n_steps": n_steps})})
     if args.net_arch is not None:  # how much of the update is the option scorer's width

@@ -62,3 +62,14 @@ def test_training_ceiling_line_names_the_bound_the_environment_sets():
     assert slow.startswith("ceiling (the network free): 1500 timesteps/s, 0.50x issue 29's 3000: out of reach without a faster environment")
     assert slow.endswith("all but the environment is 60% of a step's time now")
     assert "reachable only with a faster network" in _ceiling(6000.0, 600.0)
+
+
+def test_training_speed_of_a_recipe_times_its_first_rl_stage_and_a_bad_config_is_one_line(tmp_path):
+    done = _script("bench_training.py", "--smoke", "--config", str(REPO / "data" / "configs" / "placer.toml"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "environment alone (random valid actions)" in done.stdout
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[train]\nno_such_key = 1\n")
+    done = _script("bench_training.py", "--smoke", "--config", str(bad))
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert len(done.stderr.strip().splitlines()) == 1
