@@ -34,14 +34,16 @@ if TYPE_CHECKING:
 
 def validation_configs(env: EnvConfig, episodes: int, policy: str | PolicySpec) -> Iterator[EvaluationConfig]:
     """The evaluations that make up a validation of ``policy``: one per cluster x queue x size x structure of ``env`` (of
-    each of its settings in turn), each once: a setting listed twice (to weigh it more in training) would count its
-    streams twice and make every paired interval look narrower than its streams warrant."""
+    each of its settings in turn), each once, each beta distribution once: a setting listed twice (to weigh it more in
+    training) would count its streams twice and make every paired interval look narrower than its streams warrant."""
     seen: set[str] = set()
     for variant in env.variants:
         w = variant.workload
+        betas = tuple(dict.fromkeys(w.beta_dists))
         for cluster, queue, size, structure in itertools.product(variant.clusters, w.queue, w.size, w.structure):
             config = EvaluationConfig(
-                cluster=cluster, workload=w.model_copy(update={"queue": (queue,), "size": (size,), "structure": (structure,)}),
+                cluster=cluster,
+                workload=w.model_copy(update={"queue": (queue,), "size": (size,), "structure": (structure,), "beta_dists": betas}),
                 seeds=episodes, first_seed=VALIDATION_SEED, policies=[str(policy)], max_degree=env.max_degree,
                 strategy=env.strategy, loads=variant.loads,
             )  # fmt: skip

@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from placer.cli.app import app, console, progress_bar
-from placer.cli.options import FirstSeed, OutFolder, check_seed_range, checked_cluster, model_options
+from placer.cli.options import FirstSeed, OutFolder, check_distinct_betas, check_seed_range, checked_cluster, model_options
 from placer.sim.workload import WorkloadSpec
 from placer.workloads.generator import check_load
 
@@ -45,6 +45,7 @@ def bound(
     from placer.evaluate import EvaluationConfig, Runner
 
     check_seed_range(first_seed, seeds)
+    check_distinct_betas(workload.get("beta_dists", ()))
     if "load" in workload:
         check_load(workload["load"], what="--load")  # the rule of every --load, in its words (not the config's)
     config = EvaluationConfig(

@@ -9,7 +9,16 @@ import typer
 from rich.table import Table
 
 from placer.cli.app import app, console, progress_bar, split_list, warn
-from placer.cli.options import INPUT_FILE, INPUT_FOLDER, FirstSeed, OutFolder, check_seed_range, checked_cluster, model_options
+from placer.cli.options import (
+    INPUT_FILE,
+    INPUT_FOLDER,
+    FirstSeed,
+    OutFolder,
+    check_distinct_betas,
+    check_seed_range,
+    checked_cluster,
+    model_options,
+)
 from placer.cli.tables import terminal_table
 from placer.common.errors import ResultsError, UsageError
 from placer.evaluate.stats import per_hour, plus_minus
@@ -63,6 +72,7 @@ def evaluate(
     from placer.evaluate.plots import plot_all, stale_plots
 
     check_seed_range(first_seed, seeds)
+    check_distinct_betas(workload.get("beta_dists", ()))
     if trace is not None and (overridden := replaced_by_trace(workload, load)):
         raise UsageError(f"a replayed --trace has its own arrival times, job lengths and deadlines: drop {', '.join(overridden)}")
     loads = parse_loads(load)
@@ -115,7 +125,14 @@ def evaluate(
     warn_meaningless(result)
 
 
-TRACE_REPLACES = {"jobs": "--jobs", "structure": "--structure", "size": "--size", "beta_dists": "--beta-dist", "arrival": "--arrival"}
+TRACE_REPLACES = {
+    "jobs": "--jobs",
+    "structure": "--structure",
+    "size": "--size",
+    "beta_dists": "--beta-dist",
+    "arrival": "--arrival",
+    "iterations": "--iterations",
+}
 
 
 def replaced_by_trace(workload: dict, load: str) -> list[str]:

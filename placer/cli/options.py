@@ -10,7 +10,7 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -47,6 +47,21 @@ def checked_out_folder(value: Path) -> Path:
 
 
 OutFolder = Annotated[Path, typer.Option(help="output folder", callback=checked_out_folder)]
+
+
+def check_distinct_betas(specs: Sequence[str]) -> None:
+    """``--beta-dist`` names each distribution once (a repeat would be another column of the same distribution, its
+    streams pooled with the first's as if more seeds), or a one-line error."""
+    from placer.workloads.generator import BetaDistribution
+
+    seen: dict[tuple, str] = {}
+    for spec in specs:
+        parsed = BetaDistribution(spec).parsed
+        if parsed in seen:
+            first = seen[parsed]
+            same = f"{spec!r} is given twice" if first == spec else f"{first!r} and {spec!r} are one distribution"
+            raise UsageError(f"beta distributions must be distinct: {same}")
+        seen[parsed] = spec
 
 
 def check_seed_range(first_seed: int, seeds: int) -> None:

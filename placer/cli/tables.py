@@ -62,7 +62,7 @@ def emit(header: list[str], rows: list[list[str]], fmt: TableFormat, *, bold: Ab
             cells = [f"**{c}**" if (i, j) in bold else c for j, c in enumerate(row)]
             typer.echo("| " + " | ".join(cells) + " |")
     else:
-        Console().print(terminal_table(header, rows, bold=bold))
+        Console(emoji=False).print(terminal_table(header, rows, bold=bold))
 
 
 def terminal_table(

@@ -52,18 +52,6 @@ class EvaluationConfig(BaseModel):
             raise ValueError(f"loads must be distinct positive numbers below {MAX_LOAD:g}, got {', '.join(map(str, value))}")
         return value
 
-    @model_validator(mode="after")
-    def _distinct_betas(self) -> EvaluationConfig:
-        """Each beta distribution once: a repeated one would be the same streams counted as more seeds."""
-        seen: dict[tuple, str] = {}
-        for beta in self.workload.betas:
-            if beta.parsed in seen:
-                first = seen[beta.parsed]
-                same = f"{beta.spec!r} is given twice" if first == beta.spec else f"{first!r} and {beta.spec!r} are one distribution"
-                raise ValueError(f"beta distributions must be distinct: {same}")
-            seen[beta.parsed] = beta.spec
-        return self
-
     @model_validator(mode="before")
     @classmethod
     def _nest_workload(cls, data: Any) -> Any:

@@ -92,6 +92,9 @@ def read_results(data: dict, folder: Path) -> EvaluationResult:
     return EvaluationResult(config, list(data["runs"]), jobs=tables, policy_files=files)
 
 
+OUTCOMES_NAMED = "avoidable blocking, unavoidable share, slowdown, device-hours"
+
+
 def runs_problem(runs: object, outcomes: bool = False) -> str | None:
     """What makes ``runs`` (a results file's ``runs``) unreportable, or None: no runs, a run that is not a table of its
     policy, beta distribution, seed and :data:`SUMMARY_METRICS` as numbers (null where nothing was measured), or, with
@@ -104,7 +107,7 @@ def runs_problem(runs: object, outcomes: bool = False) -> str | None:
         for metric in SUMMARY_METRICS + (OUTCOME_METRICS if outcomes else ()):
             value = run.get(metric)
             if metric not in run and metric in OUTCOME_METRICS:
-                return "its runs predate the outcome metrics (avoidable blocking, p95 JCT, slowdown): evaluate again for --outcomes"
+                return f"its runs predate the outcome metrics ({OUTCOMES_NAMED}): evaluate again for --outcomes"
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
                 return f"run {i} ({run['policy']}, beta {run['beta_dist']}): {metric} is {value!r}, not a number"
             if metric not in run:

@@ -37,9 +37,10 @@ def meaningless(result: EvaluationResult) -> list[str]:
     if empty := [r for r in runs if r["accepted"] and not r.get("completed_in_window", 1)]:
         policies = ", ".join(dict.fromkeys(r["policy"] for r in empty))
         shortest = min(r.get("window_s", math.nan) for r in empty)
+        widen = "a longer trace" if result.config.trace else "more --jobs or a lower --load"
         lines.append(
             f"jobs/hour is 0 in {len(empty)} of {len(runs)} runs ({policies}): none of the jobs they accepted completed within the "
-            f"stream's measurement window (the shortest {shortest:.3g} s); more --jobs or a lower --load widen it"
+            f"stream's measurement window (the shortest {shortest:.3g} s); {widen} widens it"
         )
     return lines
 

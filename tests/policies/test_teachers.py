@@ -249,3 +249,10 @@ def test_on_a_cluster_file_the_teachers_find_it_by_its_path_though_regimes_name_
     assert group_digest(config, [row]) != group_digest(CONFIG.with_changes(loads=(0.9,)), regimes(CONFIG.with_changes(loads=(0.9,))))
     teachers = Teachers("best", 16, {row.key: "learned:default"}, clusters=config.all_clusters)
     assert teachers.for_episode(row.as_info()).name == "learned:default"
+
+
+def test_a_beta_distribution_weighed_twice_in_training_is_validated_once():
+    from policies.validation import validation_configs
+
+    (evaluation,) = validation_configs(CONFIG.with_changes(beta_dists=("A", "D", "D")), 2, "lean")
+    assert evaluation.workload.beta_dists == ("A", "D")  # D's streams once: no interval narrower than its streams warrant

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from placer.evaluate.results import runs_problem
+from placer.evaluate.results import OUTCOMES_NAMED, runs_problem
 from tests.placer.cli.test_honest_edges import run
 
 SHIPPED = Path(__file__).resolve().parents[3] / "data" / "policies" / "placer.pt"
@@ -40,8 +40,9 @@ def test_an_out_folder_that_is_a_file_or_under_one_is_refused_before_any_run(com
         ),
     ],
 )
-def test_a_beta_distribution_given_twice_is_refused_not_counted_as_more_seeds(betas, message, tmp_path):
-    result = run("evaluate", "--jobs", "5", "--seeds", "1", "--beta-dist", betas, "--policies", "lean", "--out", str(tmp_path / "o"))
+@pytest.mark.parametrize("command", ["evaluate", "bound"])
+def test_a_beta_distribution_given_twice_is_refused_not_counted_as_more_seeds(command, betas, message, tmp_path):
+    result = run(command, "--jobs", "5", "--seeds", "1", "--beta-dist", betas, "--out", str(tmp_path / "o"))
     assert result.returncode == 2 and result.stderr.strip() == message
     assert not (tmp_path / "o").exists()
 
@@ -83,7 +84,7 @@ def tampered(evaluation, tmp_path, change) -> str:
         (
             lambda d: [run.pop("avoidable_blocking_rate") for run in d["runs"]],
             ["--outcomes"],
-            "its runs predate the outcome metrics (avoidable blocking, p95 JCT, slowdown): evaluate again for --outcomes",
+            f"its runs predate the outcome metrics ({OUTCOMES_NAMED}): evaluate again for --outcomes",
         ),
     ],
 )

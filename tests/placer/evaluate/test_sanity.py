@@ -65,5 +65,5 @@ def test_a_throughput_of_0_from_jobs_that_ended_after_the_window_is_named():
     window = min(r["window_s"] for r in result.runs)
     assert line == (
         "jobs/hour is 0 in 2 of 2 runs (lean, para_max): none of the jobs they accepted completed within the stream's "
-        f"measurement window (the shortest {window:.3g} s); more --jobs or a lower --load widen it"
+        f"measurement window (the shortest {window:.3g} s); more --jobs or a lower --load widens it"
     )
