@@ -52,6 +52,7 @@ def check_writable(path: str | Path, *, what: str = "output") -> None:
         raise OutputError(f"cannot write {what} {str(target)!r}: it is a folder")
     folder = target.parent
     if not folder.is_dir():
-        raise OutputError(f"cannot write {what} {str(target)!r}: folder {str(folder)!r} does not exist")
+        missing = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise OutputError(f"cannot write {what} {str(target)!r}: folder {str(folder)!r} {missing}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputError(f"cannot write {what} {str(target)!r}: permission denied")

@@ -21,6 +21,8 @@ def shipped_graph_names() -> list[str]:
 
 def resolve_graph(ref: str | Path) -> JobGraph:
     """Load a graph from a JSON path, or by name from the shipped graphs."""
+    if not str(ref).strip():
+        raise GraphValidationError(f"an empty graph name: name a shipped graph ({', '.join(shipped_graph_names())}) or a JSON file")
     path = Path(ref)
     if path.suffix == ".json" or path.exists():
         return load_job_graph(path)

@@ -289,7 +289,7 @@ def trace_load(jobs: Sequence[JobSpec], sequential_jct_s: Callable[[JobGraph, in
 
 
 def _trace_graph(name: str, known: dict[str, JobGraph], resolve, where: str) -> JobGraph:
-    base, _, batch = name.partition("@")
+    base, at, batch = name.partition("@")
     graph = known.get(base)
     if graph is None and resolve is not None:
         try:
@@ -298,7 +298,7 @@ def _trace_graph(name: str, known: dict[str, JobGraph], resolve, where: str) -> 
             raise WorkloadError(f"{where}: {exc}") from None
     if graph is None:
         raise WorkloadError(f"{where}: unknown graph {base!r}")
-    if not batch:
+    if not at:
         return graph
     if not batch.isdigit() or int(batch) < 1:
         raise WorkloadError(f"{where}: bad batch size in {name!r} (use NAME@BATCH, BATCH >= 1)")

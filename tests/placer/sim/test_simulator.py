@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from placer.baselines.registry import make_heuristic
 from placer.cost import CostModel
+from placer.graphs.catalog import resolve_graph
 from placer.sim.metrics import mean_utilization
 from placer.sim.rollout import simulate
 from placer.sim.simulator import Simulator
@@ -135,10 +136,12 @@ def test_trace_replay_and_its_errors(tmp_path):
         ("arrival_s,graph,beta,iterations\n2,toy,0.5,1\n1,toy,0.5,1\n", "non-decreasing"),
         ("arrival_s,graph\n1,toy\n", "need arrival_s, graph, beta, iterations"),
         ("arrival_s,graph,beta,iterations\n", "trace has no jobs"),
+        ("arrival_s,graph,beta,iterations\n1,toy@,0.5,1\n", r"bad batch size in 'toy@' \(use NAME@BATCH"),
+        ("arrival_s,graph,beta,iterations\n1,@32,0.5,1\n", "an empty graph name"),
     ]:
         trace.write_text(body)
         with pytest.raises(WorkloadError, match=message):
-            read_trace(trace, {"toy": chain()})
+            read_trace(trace, {"toy": chain()}, resolve_graph)
 
 
 def test_blocking_series_by_hand():
