@@ -24,14 +24,17 @@ from placer.common.errors import ResultsError, UsageError
 from placer.evaluate.stats import per_hour, plus_minus
 from placer.sim.workload import WorkloadSpec
 
+DEFAULTS = {"jobs": 1000}  # the workload options whose default here is not WorkloadSpec's
+DEFAULT_LOAD = "0.9"
+
 
 @app.command()
-@model_options(WorkloadSpec, "workload", defaults={"jobs": 1000}, names={"beta_dists": "--beta-dist"}, exclude=("load",))
+@model_options(WorkloadSpec, "workload", defaults=DEFAULTS, names={"beta_dists": "--beta-dist"}, exclude=("load",))
 def evaluate(
     workload: dict,
     load: Annotated[
         str, typer.Option(help="offered load (arrived work / cluster capacity), or several comma-separated: each on the same seeds")
-    ] = "0.9",
+    ] = DEFAULT_LOAD,
     cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file", callback=checked_cluster)] = "pacml",
     graphs_dir: Annotated[
         Path | None, typer.Option(help="use every *.json graph in this folder instead of --graphs", **INPUT_FOLDER)
@@ -138,10 +141,10 @@ TRACE_REPLACES = {
 def replaced_by_trace(workload: dict, load: str) -> list[str]:
     """The options a replayed trace replaces (its rows give the arrivals, lengths and deadlines) that were given a value
     other than their default: with ``--trace`` they would be recorded and printed but not used."""
-    defaults = {name: WorkloadSpec.model_fields[name].default for name in TRACE_REPLACES} | {"jobs": 1000}
+    defaults = {name: WorkloadSpec.model_fields[name].default for name in TRACE_REPLACES} | DEFAULTS
     listed = {name: tuple(v) if isinstance(v, list | tuple) else v for name, v in workload.items()}
     given = [flag for name, flag in TRACE_REPLACES.items() if name in listed and listed[name] != defaults[name]]
-    return (["--load"] if load.strip() != "0.9" else []) + given
+    return (["--load"] if load.strip() != DEFAULT_LOAD else []) + given
 
 
 def warn_meaningless(result) -> None:

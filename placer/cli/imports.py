@@ -41,6 +41,8 @@ def import_pipedream(
 
 
 TRACE_KINDS = "gavel, philly, philly-log, helios, pai, openb, acme, pollux"
+# import trace's defaults: an importer that reads none of them refuses any other value
+DEFAULT_BETA, DEFAULT_CLUSTER, DEFAULT_GRAPHS = "C", "dgx8x8", ",".join(PACML_GRAPHS)
 
 
 @import_app.command("trace")
@@ -48,10 +50,10 @@ def import_trace(
     kind: Annotated[str, typer.Argument(help=f"trace format: {TRACE_KINDS}")],
     file: Annotated[Path, typer.Argument(help="the trace file (pai: the folder of its tables, or its job table); see docs/traces.md")],
     out: Annotated[Path, typer.Option(help="CSV to write (arrival_s,graph,beta,iterations), for evaluate --trace")],
-    beta_dist: Annotated[str, typer.Option(help="deadlines drawn from this beta distribution (all but philly)")] = "C",
+    beta_dist: Annotated[str, typer.Option(help="deadlines drawn from this beta distribution (all but philly)")] = DEFAULT_BETA,
     seed: Annotated[int, typer.Option(min=0, help="seed of the beta draws")] = 0,
-    cluster: Annotated[str, typer.Option(help="cluster whose sequential times set the iterations (all but gavel)")] = "dgx8x8",
-    graphs: Annotated[str, typer.Option(help="graphs to bucket jobs into by GPU time (all but gavel)")] = ",".join(PACML_GRAPHS),
+    cluster: Annotated[str, typer.Option(help="cluster whose sequential times set the iterations (all but gavel)")] = DEFAULT_CLUSTER,
+    graphs: Annotated[str, typer.Option(help="graphs to bucket jobs into by GPU time (all but gavel)")] = DEFAULT_GRAPHS,
     by_name: Annotated[bool, typer.Option(help="a job naming a known model runs its graph (pollux, pai, acme)")] = True,
     vc: Annotated[str | None, typer.Option(help="only this virtual cluster (philly, philly-log, helios)")] = None,
     start: Annotated[str | None, typer.Option(help="first submission and arrival 0, e.g. 2017-10-09 (default: the first midnight)")] = None,
@@ -65,8 +67,8 @@ def import_trace(
     from placer.workloads.traces.formats import trace_format
 
     unused = {
-        "gavel": {"--cluster": cluster != "dgx8x8", "--graphs": graphs != ",".join(PACML_GRAPHS), "--no-by-name": not by_name},
-        "philly": {"--beta-dist": beta_dist != "C", "--seed": seed != 0, "--no-by-name": not by_name},
+        "gavel": {"--cluster": cluster != DEFAULT_CLUSTER, "--graphs": graphs != DEFAULT_GRAPHS, "--no-by-name": not by_name},
+        "philly": {"--beta-dist": beta_dist != DEFAULT_BETA, "--seed": seed != 0, "--no-by-name": not by_name},
     }.get(kind, {})
     if given := [flag for flag, differs in unused.items() if differs]:
         own = "maps each job to its own model's graph" if kind == "gavel" else "takes each job's deadline from its observed duration"

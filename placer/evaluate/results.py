@@ -104,14 +104,15 @@ def runs_problem(runs: object, outcomes: bool = False) -> str | None:
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or not isinstance(run.get("policy"), str) or not isinstance(run.get("beta_dist"), str):
             return f"run {i} names no policy and beta distribution"
+        where = f"run {i} ({run['policy']}, beta {run['beta_dist']})"
         for metric in SUMMARY_METRICS + (OUTCOME_METRICS if outcomes else ()):
-            value = run.get(metric)
-            if metric not in run and metric in OUTCOME_METRICS:
-                return f"its runs predate the outcome metrics ({OUTCOMES_NAMED}): evaluate again for --outcomes"
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-                return f"run {i} ({run['policy']}, beta {run['beta_dist']}): {metric} is {value!r}, not a number"
             if metric not in run:
-                return f"run {i} ({run['policy']}, beta {run['beta_dist']}) has no {metric}"
+                if metric in OUTCOME_METRICS:
+                    return f"its runs predate the outcome metrics ({OUTCOMES_NAMED}): evaluate again for --outcomes"
+                return f"{where} has no {metric}"
+            value = run[metric]
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+                return f"{where}: {metric} is {value!r}, not a number"
     return None
 
 

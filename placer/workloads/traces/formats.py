@@ -32,13 +32,14 @@ def start_seconds(start: str, fmt: TraceFormat) -> float:
     of seconds as the trace's time column writes them."""
     try:
         seconds = float(start)
-        return seconds + fmt.clock_shift_s if math.isfinite(seconds) else _bad_start(start)
     except ValueError:
-        pass
-    try:
-        return wall_seconds(start)
-    except ValueError:
-        return _bad_start(start)
+        try:
+            return wall_seconds(start)
+        except ValueError:
+            _bad_start(start)
+    if not math.isfinite(seconds):
+        _bad_start(start)
+    return seconds + fmt.clock_shift_s
 
 
 def _bad_start(start: str) -> NoReturn:
