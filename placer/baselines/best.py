@@ -27,6 +27,7 @@ import numpy as np
 from placer.baselines.policy import Policy, Tuning
 from placer.baselines.specs import PolicySpec
 from placer.common.errors import PolicyError
+from placer.sim.engine.program import Program
 from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Resize
@@ -79,6 +80,10 @@ class Best(Policy):
 
     def stats(self) -> dict[str, Any] | None:
         return None if self.chosen is None else {"chosen": self.chosen, "tuning_blocking": self.tuning_blocking}
+
+    def program(self) -> Program | None:
+        """The chosen candidate's program (None before tuning: its decide says why)."""
+        return self._policy.program() if self._policy is not None else None
 
 
 @dataclass

@@ -45,6 +45,7 @@ from placer.baselines.policy import Policy, Tuning
 from placer.baselines.specs import PolicySpec
 from placer.cluster.placement import DEFAULT_RULE, PLACEMENT_RULES
 from placer.common.errors import PolicyError
+from placer.sim.engine.program import Program
 from placer.sim.history import ArrivalHistory
 from placer.sim.options import DEFAULT_MAX_DEGREE, Option, OptionTable, any_feasible, degrees_for
 from placer.sim.simulator import ClusterView
@@ -79,14 +80,23 @@ class Heuristic(Policy):
         """The option to take from ``table`` (:func:`~placer.sim.options.options`' order; each built when first read)."""
         raise NotImplementedError
 
+    def _program(self, kind: str, **params) -> Program:
+        return Program(kind, (self.rule,), self.max_degree, **params)
+
 
 class ParaMax(Heuristic):
+    def program(self) -> Program | None:
+        return self._program("para_max") if type(self) is ParaMax else None
+
     def choose(self, job, view, table):
         return next((o for o in reversed(table) if o.fits), None)
 
 
 class ParaMin(Heuristic):
     feasible_only = True
+
+    def program(self) -> Program | None:
+        return self._program("para_min") if type(self) is ParaMin else None
 
     def choose(self, job, view, table):
         return next((o for o in table if o.feasible), None)
@@ -95,6 +105,9 @@ class ParaMin(Heuristic):
 @dataclass
 class Fixed(Heuristic):
     degree: int = 1
+
+    def program(self) -> Program | None:
+        return self._program("fixed", fixed=self.degree) if type(self) is Fixed else None
 
     def choose(self, job, view, table):
         return next((o for o in table if o.degree == self.degree and o.devices is not None), None)
@@ -112,6 +125,9 @@ class Efficient(Heuristic):
 
     efficiency: float = 0.5
     feasible_only = True
+
+    def program(self) -> Program | None:
+        return self._program("eff", efficiency=self.efficiency) if type(self) is Efficient else None
 
     def choose(self, job, view, table):
         feasible = [o for o in table if o.feasible]
@@ -148,6 +164,17 @@ class Lean(Heuristic):
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
         self._sizes, self._seen, self._arrival_history = [], set(), ArrivalHistory()
+
+    def program(self) -> Program | None:
+        """Lean's program (with a fixed admission quantile; the online one, ``admit=auto``, has none)."""
+        if type(self) not in (Lean, BestLean, Switch) or isinstance(self.admit, AutoAdmission):
+            return None
+        if type(self) is BestLean and self.admit is None:
+            return None  # untuned: its decide says so
+        kind = "switch" if isinstance(self, Switch) else "lean"
+        quiet = self.quiet_free if isinstance(self, Switch) else 0.0
+        return Program(kind, self.rules_in_preference(), self.max_degree, cap=self.cap or 0, quiet_free=quiet, admit=self.admit,
+                       admit_free=self.admit_free, tie=LEAN_TIE)  # fmt: skip
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
         if self.admit is not None and self._large(job, view, self.admit):

@@ -20,6 +20,7 @@ import numpy as np
 
 from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
 from placer.cost import CostModel
+from placer.sim.engine.program import Program
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import RunResult, simulate
 from placer.sim.simulator import ClusterView
@@ -65,6 +66,11 @@ class Policy:
         """A planner's candidates at the last offer with their estimated cost (jobs blocked); empty for rules."""
         return ()
 
+    def program(self) -> Program | None:
+        """The rule-based program that decides as this policy does, for the compiled engine (None: none does, the
+        reference simulator runs it)."""
+        return None
+
     def queue(self, queue: QueueConfig) -> QueueConfig:
         """The queue a run of this policy uses: ``queue`` in the discipline the policy's name asks for (``@edf``)."""
         return self.spec.queue(queue) if self.spec is not None else queue
@@ -81,6 +87,15 @@ def run_policy(
     """One run of ``policy`` on ``jobs``: reset with ``rng``, told the stream (a clairvoyant reference uses it), simulated."""
     policy.reset(rng)
     policy.foresee(jobs)
+    program = None if policy.elastic else policy.program()
+    if program is not None:
+        from placer.sim.engine.stream import run_program, supported  # numba loads with the first compiled run
+
+        if supported(cost, jobs, program):
+            result = run_program(cost, jobs, program, policy.queue(queue))
+            for _ in result.records if on_job is not None else ():
+                on_job()  # type: ignore[misc]
+            return result
     return simulate(cost, jobs, policy.decide, on_job, policy.queue(queue), policy.rebalance if policy.elastic else None)
 
 

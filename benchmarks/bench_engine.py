@@ -1,0 +1,108 @@
+"""The compiled engine against the reference simulator (e897caf's, still in placer.sim.simulator), in the same run.
+
+    python benchmarks/bench_engine.py [--jobs 200] [--streams 4] [--smoke]
+
+Prints, on one core:
+- **the tuning stage as `best` runs it** (every candidate of ``BEST_CANDIDATES`` on each tuning stream of one regime:
+  ``dgx8x8``, the EDF queue with backfilling, load 0.9, beta C, job lengths spread 100-fold), end to end with one cost
+  model per path, as ``placer evaluate`` and the recipe's tuning use it: seconds and the ratio;
+- **decisions per second** of ``lean`` on ``dgx8x8`` (bench_simulator's case: PAC-ML's graphs, beta A, load 0.9, the
+  loss system) with the cost model's prices cold (a fresh cost model: the pricing bounds both paths) and warm (the
+  prices known, as on every stream after a regime's first);
+and checks that both paths gave the same records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from placer import BetaDistribution, CostModel, Workload, load_cluster, make_heuristic, resolve_graph
+from placer.baselines.best import BEST_CANDIDATES
+from placer.baselines.policy import TUNING_SEED, run_policy
+from placer.graphs.catalog import PACML_GRAPHS
+from placer.sim.engine.stream import run_program
+from placer.sim.queueing import QueueConfig
+from placer.sim.rollout import simulate
+from placer.workloads.generator import SizeDistribution
+
+TARGET_DECISIONS_PER_S = 20_000.0
+
+
+def tuning_stage(jobs: int, streams: int, engine: bool) -> tuple[float, list]:
+    """Seconds to run every ``best`` candidate on ``streams`` tuning streams (a fresh cost model), and the records."""
+    cluster = load_cluster("dgx8x8")
+    cost = CostModel(cluster)
+    graphs = [resolve_graph(g) for g in PACML_GRAPHS]
+    size = SizeDistribution("loguniform:0.1:10")
+    workload = Workload(graphs, BetaDistribution("C"), 0.9, cluster.num_devices, jobs, sequential_iteration_s=cost.sequential_iteration_s,
+                        size=size)  # fmt: skip
+    queue = QueueConfig.parse("edf-bf")
+    drawn = [list(workload.jobs(np.random.default_rng([TUNING_SEED + k, 0]))) for k in range(streams)]
+    records = []
+    start = time.perf_counter()
+    for name in BEST_CANDIDATES:
+        for k, stream in enumerate(drawn):
+            policy, rng = make_heuristic(name), np.random.default_rng([TUNING_SEED + k, 1])
+            if engine:
+                run = run_policy(policy, cost, stream, queue, rng)
+            else:
+                policy.reset(rng)
+                run = simulate(cost, stream, policy.decide, queue=queue)
+            records.append(run.records)
+    return time.perf_counter() - start, records
+
+
+def decisions_per_second(arrivals: int, engine: bool, warm: bool) -> float:
+    cluster = load_cluster("dgx8x8")
+    graphs = [resolve_graph(g) for g in PACML_GRAPHS]
+    cost = CostModel(cluster)
+    seq = cost.sequential_iteration_s
+    workload = Workload(graphs, BetaDistribution("A"), 0.9, cluster.num_devices, arrivals, sequential_iteration_s=seq)
+    jobs = list(workload.jobs(np.random.default_rng(0)))
+
+    def once() -> float:
+        policy = make_heuristic("lean")
+        start = time.perf_counter()
+        if engine:
+            run_program(cost, jobs, policy.program())  # type: ignore[arg-type]
+        else:
+            simulate(cost, jobs, policy.decide)
+        return time.perf_counter() - start
+
+    if warm:
+        once()
+        return arrivals / min(once() for _ in range(3))
+    return arrivals / once()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=200, help="jobs per tuning stream")
+    parser.add_argument("--streams", type=int, default=4, help="tuning streams (TUNING_STREAMS: 4)")
+    parser.add_argument("--arrivals", type=int, default=1000, help="arrivals of the decisions-per-second stream")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks it runs, times nothing worth reading")
+    args = parser.parse_args()
+    if args.smoke:
+        args.jobs, args.streams, args.arrivals = 20, 1, 30
+    tuning_stage(5, 1, engine=True)  # load (or compile, once per install) the engine before timing it
+    reference_s, reference = tuning_stage(args.jobs, args.streams, engine=False)
+    engine_s, engine = tuning_stage(args.jobs, args.streams, engine=True)
+    runs = len(BEST_CANDIDATES) * args.streams
+    print(f"tuning stage ({len(BEST_CANDIDATES)} candidates x {args.streams} streams x {args.jobs} jobs, dgx8x8 edf-bf load 0.9):")
+    print(f"  reference {reference_s:6.2f} s, engine {engine_s:6.2f} s: {reference_s / engine_s:.1f}x; same records: {engine == reference}")
+    print(f"  ({runs} runs; {runs * args.jobs / engine_s:,.0f} jobs/s through the engine)")
+    for warm in (False, True):
+        ref = decisions_per_second(args.arrivals, engine=False, warm=warm)
+        eng = decisions_per_second(args.arrivals, engine=True, warm=warm)
+        label = "warm prices" if warm else "cold prices"
+        print(
+            f"lean on dgx8x8, {label}: reference {ref:7,.0f}/s, engine {eng:7,.0f}/s: {eng / ref:.1f}x "
+            f"({eng / TARGET_DECISIONS_PER_S:.2f}x the 20,000/s target)"
+        )
+
+
+if __name__ == "__main__":
+    main()

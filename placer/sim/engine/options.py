@@ -1,0 +1,336 @@
+"""The compiled option table and decision programs: the placement rules of :mod:`placer.cluster.placement`, the
+shapes of :mod:`placer.cost.tables` as exact keys, and the heuristics of :mod:`placer.baselines.heuristics` as arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .codes import (  # noqa: F401  (the kernels read them as compile-time constants)
+    ACCEPTED,
+    ARRIVAL,
+    BEST_FIT,
+    BLOCKED,
+    COMPLETION,
+    DEADLINE,
+    DONE,
+    EFFICIENT,
+    EXPIRED,
+    EXPIRY,
+    F_NOW,
+    FIRST_FIT,
+    FIXED,
+    GROW,
+    KEY_BITS,
+    KEY_WORDS,
+    LEAN,
+    MAX_KEY_DEGREE,
+    N_STATE,
+    NEED,
+    NO_CAPACITY,
+    OUT_OF_MEMORY,
+    P_CAP,
+    P_FIXED,
+    P_KIND,
+    P_MAX_DEGREE,
+    P_NRULES,
+    P_RULES,
+    PARA_MAX,
+    PARA_MIN,
+    Q_ADMIT,
+    Q_ADMIT_FREE,
+    Q_EFF,
+    Q_QUIET,
+    Q_TIE,
+    QUEUE_FULL,
+    REJECTED,
+    S_ARRIVAL_QUEUED,
+    S_HEAP,
+    S_NEXT,
+    S_NFREE,
+    S_NNEED,
+    S_NOFFERS,
+    S_NREC,
+    S_NSHAPES,
+    S_NSIZES,
+    S_NTL,
+    S_NWAIT,
+    S_OFFER_AT,
+    S_PENDING,
+    S_PHASE,
+    S_SEQ,
+    S_VERSION,
+    SPREAD,
+    SWITCH,
+    TOLERANCE,
+)
+
+
+# -- placement rules on the free devices ----------------------------------------------------------------------------
+@njit(cache=True)
+def free_runs(free, server_of, ids, run_start, run_count, run_server, place):
+    """The free device ids ascending (``ids``), each server's run of them (start, count, server) and each free id's run
+    (``place``); returns (number free, number of runs)."""
+    n_free, n_runs, last = 0, 0, -1
+    for d in range(free.shape[0]):
+        if free[d]:
+            s = server_of[d]
+            if s != last:
+                run_start[n_runs], run_count[n_runs], run_server[n_runs] = n_free, 0, s
+                n_runs += 1
+                last = s
+            run_count[n_runs - 1] += 1
+            ids[n_free] = d
+            place[n_free] = n_runs - 1
+            n_free += 1
+    return n_free, n_runs
+
+
+@njit(cache=True)
+def rule_positions(rule, degree, n_free, n_runs, run_start, run_count, out, scratch):
+    """Positions (ascending, into the free ids) of ``degree`` devices by ``rule``
+    (:func:`placer.cluster.placement.rule_indices`) into ``out``; False when fewer are free."""
+    if degree > n_free:
+        return False
+    if rule == FIRST_FIT:
+        for i in range(degree):
+            out[i] = i
+        return True
+    if rule == BEST_FIT:
+        holder, tight = -1, 1 << 62
+        for k in range(n_runs):  # the tightest server that holds it, ties to the lower
+            if degree <= run_count[k] < tight:
+                holder, tight = k, run_count[k]
+        if holder >= 0:
+            for i in range(degree):
+                out[i] = run_start[holder] + i
+            return True
+        order = np.argsort(-run_count[:n_runs], kind="mergesort")  # most free first, ties to the lower
+        n = 0
+        for k in order:
+            for i in range(run_count[k]):
+                if n == degree:
+                    break
+                scratch[n] = run_start[k] + i
+                n += 1
+            if n == degree:
+                break
+    else:  # SPREAD: round-robin over servers, one device each per round
+        n, depth = 0, 0
+        while n < degree:
+            for k in range(n_runs):
+                if run_count[k] > depth and n < degree:
+                    scratch[n] = run_start[k] + depth
+                    n += 1
+            depth += 1
+    out[:degree] = np.sort(scratch[:degree])
+    return True
+
+
+@njit(cache=True)
+def shape_key(positions, degree, ids, place, dev_rate, dev_kind, dev_mem, n_mem, counts):
+    """A placement's shape as an exact key: its devices per server largest first (a partition, in bits), the kind of
+    its slowest device (the first of the lowest rate) and its smallest memory (:class:`~placer.cost.shape.PlacementShape`)."""
+    n_parts, last = 0, -1
+    slowest, mem = ids[positions[0]], n_mem
+    for i in range(degree):
+        d = ids[positions[i]]
+        if place[positions[i]] != last:
+            counts[n_parts] = 0
+            n_parts += 1
+            last = place[positions[i]]
+        counts[n_parts - 1] += 1
+        if dev_rate[d] < dev_rate[slowest]:
+            slowest = d
+        mem = min(mem, dev_mem[d])
+    for i in range(1, n_parts):  # largest first (insertion sort: a handful of parts)
+        value, at = counts[i], i
+        while at > 0 and counts[at - 1] < value:
+            counts[at] = counts[at - 1]
+            at -= 1
+        counts[at] = value
+    w0, w1, w2, bit = 0, 0, 0, 0
+    for p in range(n_parts):
+        for _ in range(counts[p]):
+            word, shift = bit // KEY_BITS, bit % KEY_BITS
+            if word == 0:
+                w0 |= 1 << shift
+            elif word == 1:
+                w1 |= 1 << shift
+            else:
+                w2 |= 1 << shift
+            bit += 1
+        bit += 1  # a zero ends each part
+    return (w0, w1, w2, dev_kind[slowest] * (n_mem + 1) + mem)
+
+
+# -- the option table -----------------------------------------------------------------------------------------------
+@njit(cache=True)
+def build_table(g, limit, rules, n_rules, iters, ist, free, server_of, dev_rate, dev_kind, dev_mem, n_mem, shapes, rep_dev,
+                rep_deg, price, fits, need_g, need_s, w):
+    """The options of graph ``g`` at degrees 1..``limit`` x ``rules[:n_rules]``, degree-major (the reference's
+    :class:`~placer.sim.options.OptionTable`), into the work arrays ``w`` (:class:`Work`). Returns the number of
+    options, -1 when prices are wanted (``need_g``/``need_s``; ``ist[S_NNEED]`` of them) or -2 when the shape table is
+    full."""
+    signature = rules[0] * 9 + (rules[1] * 3 if n_rules > 1 else 0) + (rules[2] if n_rules > 2 else 0)
+    if not (w.meta[0] == ist[S_VERSION] and w.meta[1] == limit and w.meta[2] == n_rules and w.meta[3] == signature):
+        n = _structure(limit, rules, n_rules, ist, free, server_of, dev_rate, dev_kind, dev_mem, n_mem, shapes, rep_dev, rep_deg, w)
+        if n < 0:
+            return -2
+        w.meta[0], w.meta[1], w.meta[2], w.meta[3], w.meta[4] = ist[S_VERSION], limit, n_rules, signature, n
+    n = w.meta[4]
+    ist[S_NNEED] = 0
+    for i in range(n):
+        w.jct[i], w.fits[i] = np.inf, False
+        sid = w.shape[i]
+        if sid < 0:
+            continue
+        if np.isnan(price[g, sid]):
+            k = ist[S_NNEED]
+            need_g[k], need_s[k] = g, sid
+            ist[S_NNEED] += 1
+        elif fits[g, sid]:
+            w.fits[i] = True
+            w.jct[i] = price[g, sid] * iters
+    return -1 if ist[S_NNEED] > 0 else n
+
+
+@njit(cache=True)
+def _structure(limit, rules, n_rules, ist, free, server_of, dev_rate, dev_kind, dev_mem, n_mem, shapes, rep_dev, rep_deg, w):
+    """The table's placements on the free devices (positions, repeats, shape ids; new shapes keyed): its number of
+    options, or -1 when the shape table is full. It depends on the free devices alone, not on the job."""
+    ids, place, run_start, run_count, run_server = w.ids, w.place, w.run_start, w.run_count, w.run_server
+    n_free, n_runs = free_runs(free, server_of, ids, run_start, run_count, run_server, place)
+    n = 0
+    for degree in range(1, limit + 1):
+        for r in range(n_rules):
+            w.deg[n], w.valid[n], w.repeat[n], w.shape[n] = degree, False, False, -1
+            if rule_positions(rules[r], degree, n_free, n_runs, run_start, run_count, w.pos[n], w.scratch):
+                w.valid[n] = True
+                for earlier in range(n - r, n):  # an earlier rule's same devices at this degree
+                    if w.valid[earlier] and np.array_equal(w.pos[earlier, :degree], w.pos[n, :degree]):
+                        w.repeat[n] = True
+                        break
+                key = shape_key(w.pos[n], degree, ids, place, dev_rate, dev_kind, dev_mem, n_mem, w.scratch)
+                if key in shapes:
+                    sid = shapes[key]
+                else:
+                    sid = ist[S_NSHAPES]
+                    if sid >= rep_deg.shape[0]:
+                        w.meta[0] = -1
+                        return -1
+                    shapes[key] = sid
+                    ist[S_NSHAPES] += 1
+                    rep_deg[sid] = degree
+                    for i in range(degree):
+                        rep_dev[sid, i] = ids[w.pos[n, i]]
+                w.shape[n] = sid
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def meets(jct, deadline):
+    """meets_deadline for a finite JCT (an option without devices or memory has JCT inf: never)."""
+    return np.isfinite(jct) and jct <= deadline * (1 + TOLERANCE)
+
+
+@njit(cache=True)
+def thriftiest(n, deadline, tie, w):
+    """``lean``'s option (:meth:`~placer.sim.options.OptionTable.thriftiest`): -1 when none is feasible."""
+    least = np.inf
+    for i in range(n):
+        if not w.repeat[i] and meets(w.jct[i], deadline):
+            least = min(least, w.deg[i] * w.jct[i])
+    if least == np.inf:
+        return -1
+    best = -1
+    for i in range(n):
+        if w.repeat[i] or not meets(w.jct[i], deadline):
+            continue
+        seconds = w.deg[i] * w.jct[i]
+        if seconds > least * (1 + tie):
+            continue
+        if best < 0 or w.deg[i] < w.deg[best] or (w.deg[i] == w.deg[best] and (w.jct[i] < w.jct[best] or (
+            w.jct[i] == w.jct[best] and seconds < w.deg[best] * w.jct[best]))):
+            best = i  # the fewest devices, then the shortest JCT, then the fewest device-seconds, then the first
+    return best
+
+
+# -- decision programs (placer.baselines.heuristics, as arrays) -----------------------------------------------------
+@njit(cache=True)
+def large(j, pi, pf, ist, seq_jct, seen, sizes):
+    """Lean's size admission (``Lean._large``): True when job ``j`` should wait."""
+    if not seen[j]:
+        seen[j] = True
+        n = ist[S_NSIZES]
+        at = np.searchsorted(sizes[:n], seq_jct[j], side="right")  # bisect.insort
+        sizes[at + 1 : n + 1] = sizes[at:n].copy()
+        sizes[at] = seq_jct[j]
+        ist[S_NSIZES] = n + 1
+    n = ist[S_NSIZES]
+    threshold = sizes[min(n - 1, int(pf[Q_ADMIT] * n))]
+    if seq_jct[j] <= threshold:
+        return False
+    return ist[S_NWAIT] > 1 or ist[S_NFREE] < pf[Q_ADMIT_FREE] * free_total(ist)
+
+
+@njit(cache=True)
+def free_total(ist):
+    return ist[N_STATE - 1]  # the cluster's number of devices, set once
+
+
+@njit(cache=True)
+def decide(j, pi, pf, ist, deadline, c, w):
+    """Program ``pi``/``pf``'s decision for job ``j`` with ``deadline`` seconds left: the chosen option's index, -1 to
+    reject, -2 when prices are wanted, -3 when the shape table is full. ``c``: the run's arrays (:class:`Arrays`)."""
+    kind, n_devices = pi[P_KIND], free_total(ist)
+    limit = min(pi[P_MAX_DEGREE], n_devices)
+    if kind == LEAN or kind == SWITCH:
+        quiet = ist[S_NWAIT] <= 1 and ist[S_NFREE] > pf[Q_QUIET] * n_devices
+        if kind == LEAN or not quiet:
+            if pf[Q_ADMIT] >= 0 and large(j, pi, pf, ist, c.seq_jct, c.seen, c.sizes):
+                return -1
+            cap = pi[P_CAP] if pi[P_CAP] > 0 else pi[P_MAX_DEGREE]
+            n = _table(j, min(min(pi[P_MAX_DEGREE], cap), n_devices), pi[P_RULES:], pi[P_NRULES], ist, c, w)
+            return n if n < -1 else thriftiest(n, deadline, pf[Q_TIE], w)
+    n = _table(j, limit, pi[P_RULES:], 1, ist, c, w)
+    if n < -1:
+        return n
+    if kind == EFFICIENT:
+        return _efficient(n, deadline, pf[Q_EFF], c.seq_jct[j], w)
+    if kind == PARA_MIN or kind == SWITCH:  # the first feasible; a quiet switch: the last (the widest)
+        chosen = -1
+        for i in range(n):
+            if meets(w.jct[i], deadline):
+                if kind == PARA_MIN:
+                    return i
+                chosen = i
+        return chosen
+    if kind == PARA_MAX:
+        for i in range(n - 1, -1, -1):
+            if w.fits[i]:
+                return i
+        return -1
+    k = pi[P_FIXED]  # FIXED
+    return k - 1 if 1 <= k <= limit and w.valid[k - 1] else -1
+
+
+@njit(cache=True)
+def _efficient(n, deadline, efficiency, seq, w):
+    """``eff:E``: the last feasible option at least that efficient, else the first feasible one."""
+    first, last = -1, -1
+    for i in range(n):
+        if meets(w.jct[i], deadline):
+            if first < 0:
+                first = i
+            if seq >= efficiency * w.deg[i] * w.jct[i]:
+                last = i
+    return last if last >= 0 else first
+
+
+@njit(cache=True)
+def _table(j, limit, rules, n_rules, ist, c, w):
+    n = build_table(c.graph[j], limit, rules, n_rules, c.iters[j], ist, c.free, c.server_of, c.dev_rate, c.dev_kind, c.dev_mem,
+                    c.n_mem[0], c.shapes, c.rep_dev, c.rep_deg, c.price, c.fits, c.need_g, c.need_s, w)
+    return -2 if n == -1 else -3 if n == -2 else n

@@ -1,0 +1,87 @@
+"""The price book: each placement shape the compiled engine meets, its id, and each graph's prediction on it.
+
+The engine keys a shape exactly (:func:`~placer.sim.engine.kernels.shape_key`: devices per server, the slowest device's
+kind, the smallest memory) and gives it an id; a graph's price on a shape id is asked of the cost model once
+(:meth:`~placer.cost.CostModel.predict`, the same prediction the reference simulator uses) and kept here, per cost
+model, so tuning's many runs on one model price each (graph, shape) once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from weakref import WeakKeyDictionary
+
+import numpy as np
+from numba import types
+from numba.typed import Dict
+
+from placer.cost import CostModel
+from placer.graphs.job_graph import JobGraph
+
+from .kernels import KEY_WORDS
+
+_KEY = types.UniTuple(types.int64, KEY_WORDS + 1)
+_BOOKS: WeakKeyDictionary[CostModel, PriceBook] = WeakKeyDictionary()
+
+
+@dataclass
+class PriceBook:
+    """Shapes and prices on one cost model's cluster.
+
+    ``price[g, s]``: graph row ``g``'s seconds per iteration on shape ``s`` (NaN: not asked yet); ``fits[g, s]`` whether
+    it fits in memory there; ``rep_dev[s, :rep_deg[s]]``: devices of a placement with that shape (the first seen);
+    ``servers[s]`` the servers it spans; ``labels[g, s]`` the cost model's split (``Strategy.label``) or None.
+    """
+
+    cost: CostModel
+    degree_width: int
+    shapes: Dict = field(default_factory=lambda: Dict.empty(key_type=_KEY, value_type=types.int64))
+    rows: dict[str, int] = field(default_factory=dict)
+    graphs: list[JobGraph] = field(default_factory=list)
+    price: np.ndarray = field(default_factory=lambda: np.full((4, 256), np.nan))
+    fits: np.ndarray = field(default_factory=lambda: np.zeros((4, 256), dtype=np.bool_))
+    rep_dev: np.ndarray = field(default_factory=lambda: np.zeros((256, 1), dtype=np.int64))
+    rep_deg: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
+    servers: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
+    labels: dict[tuple[int, int], str | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.rep_dev = np.zeros((self.rep_deg.shape[0], self.degree_width), dtype=np.int64)
+
+    @classmethod
+    def of(cls, cost: CostModel, degree_width: int) -> PriceBook:
+        """The book of ``cost`` (one per cost model, kept while it lives) holding placements of up to ``degree_width``."""
+        book = _BOOKS.get(cost)
+        if book is None or book.degree_width < degree_width:
+            book = _BOOKS[cost] = cls(cost, degree_width)
+        return book
+
+    def row(self, graph: JobGraph) -> int:
+        """``graph``'s row of :attr:`price` (added on first use)."""
+        row = self.rows.get(graph.key)
+        if row is None:
+            row = self.rows[graph.key] = len(self.graphs)
+            self.graphs.append(graph)
+            if row >= self.price.shape[0]:
+                self.price = np.vstack([self.price, np.full_like(self.price, np.nan)])
+                self.fits = np.vstack([self.fits, np.zeros_like(self.fits)])
+        return row
+
+    def fill(self, rows: np.ndarray, shape_ids: np.ndarray) -> None:
+        """Price each (graph row, shape id) pair with the cost model."""
+        for g, s in zip(rows.tolist(), shape_ids.tolist(), strict=True):
+            devices = tuple(self.rep_dev[s, : self.rep_deg[s]].tolist())
+            shape = self.cost.shape(devices)
+            prediction = self.cost.predict(self.graphs[g], shape)
+            self.price[g, s], self.fits[g, s] = prediction.iteration_s, prediction.fits
+            self.servers[s] = shape.servers
+            self.labels[g, s] = prediction.strategy.label if prediction.strategy else None
+
+    def grow(self) -> None:
+        """Twice the room for shapes."""
+        n = self.rep_deg.shape[0]
+        self.price = np.hstack([self.price, np.full_like(self.price, np.nan)])
+        self.fits = np.hstack([self.fits, np.zeros_like(self.fits)])
+        self.rep_dev = np.vstack([self.rep_dev, np.zeros_like(self.rep_dev)])
+        self.rep_deg = np.concatenate([self.rep_deg, np.zeros(n, dtype=np.int64)])
+        self.servers = np.concatenate([self.servers, np.zeros(n, dtype=np.int64)])

@@ -1,0 +1,255 @@
+"""Run one job stream through the compiled engine: arrays in, :class:`~placer.sim.rollout.RunResult` out.
+
+:func:`run_program` gives the records, busy timeline and metrics that :func:`placer.sim.rollout.simulate` gives with
+the heuristic the :class:`Program` describes (the differential tests hold the two equal on generated streams).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from placer.cost import CostModel
+from placer.sim.fastest import fastest_iteration_s, servable
+from placer.sim.metrics import compute_metrics
+from placer.sim.queueing import QueueConfig
+from placer.sim.rollout import RunResult
+from placer.sim.types import BlockReason, Job, JobRecord, Outcome
+from placer.workloads.generator import JobSpec
+
+from . import kernels as k
+from .prices import PriceBook
+from .program import Program
+
+_REASONS = (
+    BlockReason.REJECTED, BlockReason.NO_CAPACITY, BlockReason.OUT_OF_MEMORY, BlockReason.DEADLINE, BlockReason.QUEUE_FULL,
+    BlockReason.EXPIRED,
+)  # fmt: skip
+_DISCIPLINES = {"fifo": 0, "edf": 1, "sjf": 2}
+
+
+class Work(NamedTuple):
+    """One decision's option table (``R x D`` options, degree-major) and the free devices it was built on."""
+
+    ids: np.ndarray
+    place: np.ndarray
+    run_start: np.ndarray
+    run_count: np.ndarray
+    run_server: np.ndarray
+    scratch: np.ndarray
+    pos: np.ndarray
+    deg: np.ndarray
+    valid: np.ndarray
+    repeat: np.ndarray
+    shape: np.ndarray
+    jct: np.ndarray
+    fits: np.ndarray
+    meta: np.ndarray  # the table's (free version, degree limit, rules, rule code, options) it was built for
+
+
+class Arrays(NamedTuple):
+    """A run's inputs, state and records (the kernels' ``c``)."""
+
+    graph: np.ndarray
+    iters: np.ndarray
+    arrival: np.ndarray
+    beta: np.ndarray
+    seq_jct: np.ndarray
+    fastest: np.ndarray
+    qi: np.ndarray
+    free: np.ndarray
+    free_at: np.ndarray
+    server_of: np.ndarray
+    dev_rate: np.ndarray
+    dev_kind: np.ndarray
+    dev_mem: np.ndarray
+    n_mem: np.ndarray
+    shapes: object
+    rep_dev: np.ndarray
+    rep_deg: np.ndarray
+    price: np.ndarray
+    fits: np.ndarray
+    need_g: np.ndarray
+    need_s: np.ndarray
+    seen: np.ndarray
+    sizes: np.ndarray
+    ht: np.ndarray
+    hk: np.ndarray
+    hs: np.ndarray
+    hp: np.ndarray
+    wait_ids: np.ndarray
+    in_wait: np.ndarray
+    offers: np.ndarray
+    run_dev: np.ndarray
+    run_deg: np.ndarray
+    rec_job: np.ndarray
+    rec_outcome: np.ndarray
+    rec_reason: np.ndarray
+    rec_deg: np.ndarray
+    rec_dev: np.ndarray
+    rec_jct: np.ndarray
+    rec_finish: np.ndarray
+    rec_shape: np.ndarray
+    rec_wait: np.ndarray
+    tl_time: np.ndarray
+    tl_busy: np.ndarray
+
+
+def supported(cost: CostModel, jobs: Sequence[JobSpec], program: Program) -> bool:
+    """Whether the engine runs this stream: every job with its own iterations, arrivals in order, degrees it can key."""
+    width = min(program.max_degree, cost.cluster.num_devices)
+    if width > k.MAX_KEY_DEGREE or not jobs:
+        return False
+    arrivals = [spec.arrival_s for spec in jobs]
+    return all(spec.iterations > 0 for spec in jobs) and all(a <= b for a, b in zip(arrivals, arrivals[1:], strict=False))
+
+
+def run_program(cost: CostModel, jobs: Iterable[JobSpec], program: Program, queue: QueueConfig | None = None) -> RunResult:
+    """The run of ``program`` on ``jobs`` (sorted by arrival, each with iterations > 0: :func:`supported`) with ``queue``
+    (the loss system by default): what :func:`~placer.sim.rollout.simulate` gives for the heuristic it describes."""
+    specs = list(jobs)
+    queue = queue or QueueConfig()
+    n_devices = cost.cluster.num_devices
+    width = min(program.max_degree, n_devices)
+    book = PriceBook.of(cost, width)
+    ist, fst = np.zeros(k.N_STATE, dtype=np.int64), np.zeros(1)
+    ist[k.S_PENDING], ist[k.N_STATE - 1], ist[k.S_NFREE], ist[k.S_NTL] = -1, n_devices, n_devices, 1
+    c = _arrays(cost, specs, book, queue, width)
+    w = _work(n_devices, width, len(program.rules))
+    pi, pf = program.arrays()
+    entry = None
+    while True:
+        ist[k.S_NSHAPES] = len(book.shapes)
+        c = c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
+        args = (ist, fst, pi, pf, c, w)
+        entry = entry or _compiled(args)
+        status = entry(*args)
+        if status == k.NEED:
+            n = ist[k.S_NNEED]
+            book.fill(c.need_g[:n], c.need_s[:n])
+        elif status == k.GROW:
+            book.grow()
+        else:
+            break
+    records = _records(cost, specs, book, c, ist[k.S_NREC])
+    timeline = list(zip(c.tl_time[: ist[k.S_NTL]].tolist(), c.tl_busy[: ist[k.S_NTL]].tolist(), strict=True))
+    return RunResult(records, timeline, compute_metrics(records, timeline, n_devices))
+
+
+def _compiled(args: tuple):
+    """The compiled :func:`~placer.sim.engine.kernels.run` for these arguments' types: typed once per stream, not at every
+    call (a stream returns for prices many times; numba's dispatcher would type its ~60 arrays each time)."""
+    signature = tuple(k.run.typeof_pyval(a) for a in args)
+    if signature not in k.run.overloads:
+        k.run.compile(signature)  # or loads it from the cache beside the package
+    return getattr(k.run.overloads[signature], "entry_point")  # noqa: B009  (numba's stubs do not name it)
+
+
+def _arrays(cost: CostModel, specs: list[JobSpec], book: PriceBook, queue: QueueConfig, width: int) -> Arrays:
+    n, cluster = len(specs), cost.cluster
+    rows = np.array([book.row(spec.graph) for spec in specs], dtype=np.int64)
+    fastest_per_graph = {s.graph.key: fastest_iteration_s(cost, s.graph) for s in specs}
+    kinds, rate, memory = _device_kinds(cost)
+    n_devices = cluster.num_devices
+    i8, f8, b1 = np.int64, np.float64, np.bool_
+    return Arrays(
+        graph=rows,
+        iters=np.array([float(s.iterations) for s in specs], dtype=f8),
+        arrival=np.array([s.arrival_s for s in specs], dtype=f8),
+        beta=np.array([s.beta for s in specs], dtype=f8),
+        seq_jct=np.array([cost.sequential_jct_s(s.graph, s.iterations) for s in specs], dtype=f8),
+        fastest=np.array([fastest_per_graph[s.graph.key] * s.iterations for s in specs], dtype=f8),
+        qi=np.array([queue.capacity, _DISCIPLINES[queue.discipline], int(queue.backfill)], dtype=i8),
+        free=np.ones(n_devices, dtype=b1),
+        free_at=np.zeros(n_devices, dtype=f8),
+        server_of=np.asarray(cluster.server_of, dtype=i8),
+        dev_rate=rate,
+        dev_kind=kinds,
+        dev_mem=memory,
+        n_mem=np.array([int(memory.max()) + 1], dtype=i8),
+        shapes=book.shapes,
+        rep_dev=book.rep_dev,
+        rep_deg=book.rep_deg,
+        price=book.price,
+        fits=book.fits,
+        need_g=np.zeros(width * 3 + 1, dtype=i8),
+        need_s=np.zeros(width * 3 + 1, dtype=i8),
+        seen=np.zeros(n, dtype=b1),
+        sizes=np.zeros(n, dtype=f8),
+        ht=np.zeros(3 * n + 4, dtype=f8),
+        hk=np.zeros(3 * n + 4, dtype=i8),
+        hs=np.zeros(3 * n + 4, dtype=i8),
+        hp=np.zeros(3 * n + 4, dtype=i8),
+        wait_ids=np.zeros(n, dtype=i8),
+        in_wait=np.zeros(n, dtype=b1),
+        offers=np.zeros(n, dtype=i8),
+        run_dev=np.zeros((n, width), dtype=i8),
+        run_deg=np.zeros(n, dtype=i8),
+        rec_job=np.zeros(n, dtype=i8),
+        rec_outcome=np.zeros(n, dtype=i8),
+        rec_reason=np.zeros(n, dtype=i8),
+        rec_deg=np.zeros(n, dtype=i8),
+        rec_dev=np.zeros((n, width), dtype=i8),
+        rec_jct=np.zeros(n, dtype=f8),
+        rec_finish=np.zeros(n, dtype=f8),
+        rec_shape=np.zeros(n, dtype=i8),
+        rec_wait=np.zeros(n, dtype=f8),
+        tl_time=np.zeros(3 * n + 4, dtype=f8),
+        tl_busy=np.zeros(3 * n + 4, dtype=i8),
+    )
+
+
+def _work(n_devices: int, width: int, n_rules: int) -> Work:
+    m, i8 = width * n_rules, np.int64
+    return Work(
+        ids=np.zeros(n_devices, dtype=i8),
+        place=np.zeros(n_devices, dtype=i8),
+        run_start=np.zeros(n_devices, dtype=i8),
+        run_count=np.zeros(n_devices, dtype=i8),
+        run_server=np.zeros(n_devices, dtype=i8),
+        scratch=np.zeros(max(width, 1), dtype=i8),
+        pos=np.zeros((m, max(width, 1)), dtype=i8),
+        deg=np.zeros(m, dtype=i8),
+        valid=np.zeros(m, dtype=np.bool_),
+        repeat=np.zeros(m, dtype=np.bool_),
+        shape=np.zeros(m, dtype=i8),
+        jct=np.zeros(m),
+        fits=np.zeros(m, dtype=np.bool_),
+        meta=np.full(5, -1, dtype=i8),
+    )
+
+
+def _device_kinds(cost: CostModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each device's kind (its speed, model and compute scale: what a shape takes from its slowest device), its
+    sustained rate (speed x compute_scale, the cost model's) and the rank of its memory among the cluster's."""
+    cluster = cost.cluster
+    kinds = list(zip(cluster.speed.tolist(), cluster.device_model, cluster.compute_scale, strict=True))
+    kind_ids = {kind: i for i, kind in enumerate(dict.fromkeys(kinds))}
+    memory = cluster.memory_bytes.tolist()
+    ranks = {m: i for i, m in enumerate(sorted(set(memory)))}
+    rate = np.array([s * scale for s, _, scale in kinds], dtype=np.float64)
+    return np.array([kind_ids[kind] for kind in kinds], dtype=np.int64), rate, np.array([ranks[m] for m in memory], dtype=np.int64)
+
+
+def _records(cost: CostModel, specs: list[JobSpec], book: PriceBook, c: Arrays, n: int) -> list[JobRecord]:
+    out = []
+    for r in range(n):
+        j = int(c.rec_job[r])
+        spec, seq, fastest = specs[j], float(c.seq_jct[j]), float(c.fastest[j])
+        accepted = c.rec_outcome[r] == k.ACCEPTED
+        shape, g = int(c.rec_shape[r]), int(c.graph[j])
+        job = Job(j, spec.graph, spec.arrival_s, spec.beta, spec.iterations, seq, fastest)
+        out.append(
+            JobRecord(
+                job_id=j, graph=spec.graph.name, arrival_s=spec.arrival_s, beta=spec.beta, iterations=spec.iterations,
+                sequential_jct_s=seq, deadline_s=job.deadline_s, outcome=Outcome.ACCEPTED if accepted else Outcome.BLOCKED,
+                reason=None if accepted else _REASONS[int(c.rec_reason[r])], degree=int(c.rec_deg[r]),
+                devices=tuple(c.rec_dev[r, : c.rec_deg[r]].tolist()), jct_s=float(c.rec_jct[r]) if accepted else None,
+                finish_s=float(c.rec_finish[r]) if accepted else None, strategy=book.labels.get((g, shape)) if accepted else None,
+                servers=int(book.servers[shape]) if accepted else 0, wait_s=float(c.rec_wait[r]), fastest_jct_s=fastest,
+                avoidable=servable(job, fastest),
+            )  # fmt: skip
+        )
+    return out
