@@ -20,6 +20,7 @@ from placer.cli.options import (
     model_options,
 )
 from placer.cli.tables import terminal_table
+from placer.cli.trained import outside_training
 from placer.common.errors import ResultsError, UsageError
 from placer.evaluate.stats import per_hour, plus_minus
 from placer.sim.workload import WorkloadSpec
@@ -96,6 +97,8 @@ def evaluate(
     if config.policy_file and not reads_policy_file(config):
         unread = f"--policy-file {config.policy_file!r} is not read: no policy evaluated is a plain 'learned'"
         warn(f"{unread} (learned:NAME and learned=LABEL:PATH name their own)")
+    if outside := outside_training(config):
+        warn(outside)
     parallel = workers > 1 or ray is not None
     created = not out.exists()
     try:
