@@ -45,3 +45,44 @@ def test_the_cards_trained_regimes_are_its_settings_merged_into_its_base():
         {"cluster": ["p"], "size": ["const"], "queue": ["none"], "loads": [0.9]},
     ]
     assert trained_regimes({}) == []
+
+
+def paired_folder(folder, blocking: dict) -> None:
+    """An evaluation written by hand: ``blocking[policy][load]`` the blocking rate of seeds 0, 1, 2, beta A."""
+    from placer.evaluate import EvaluationConfig, EvaluationResult, write_results
+    from placer.sim.metrics import compute_metrics
+    from tests.placer.evaluate.test_jobs import LEAN
+
+    loads = sorted({load for per in blocking.values() for load in per})
+    config = EvaluationConfig.model_validate(
+        {"cluster": "dgx8x8", "policies": list(blocking), "seeds": 3, "workload": {"jobs": 3, "beta_dists": ["A"]}, "loads": loads}
+    )
+    result = EvaluationResult(config)
+    metrics = compute_metrics(LEAN, [(0.0, 0)], 8).to_dict()
+    for policy, per in blocking.items():
+        for load, rates in per.items():
+            for seed, rate in enumerate(rates):
+                run = {"policy": policy, "seed": seed, "beta_dist": "A", "load": load, "cluster": "dgx8x8", **metrics}
+                result.runs.append(run | {"blocking_rate": rate})
+    write_results(result, folder)
+
+
+def test_report_against_says_who_blocks_fewer_and_whether_the_interval_resolves_it(tmp_path):
+    best = {0.5: [0.05, 0.05, 0.05], 0.9: [0.10, 0.12, 0.14]}
+    learned = {0.5: [0.06, 0.04, 0.08], 0.9: [0.08, 0.10, 0.12]}  # 0.9: 0.02 fewer on every stream; 0.5: +0.01 -0.01 +0.03
+    paired_folder(tmp_path, {"best": best, "learned": learned})
+    result = run("report", str(tmp_path), "--against", "best")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("- learned blocks")]
+    assert lines[:2] == [
+        "- learned blocks 0.010 more than best at load 0.5 (not resolved: the 95% interval -0.040 to +0.060 holds 0)",
+        "- learned blocks 0.020 fewer than best at load 0.9 (resolved: the 95% interval excludes 0)",
+    ]
+    assert lines[2].startswith("- learned blocks 0.005 fewer than best over loads 0.5, 0.9 (not resolved: the 95% interval -0.")
+    assert len(lines) == 3
+
+
+def test_a_verdict_without_an_interval_resolves_nothing():
+    from placer.cli.verdicts import verdict
+
+    assert verdict("a", "b", 0.0, float("nan"), "") == "a blocks as many as b (not resolved: one stream gives no interval)"
