@@ -99,6 +99,8 @@ def evaluate(
         warn(f"{unread} (learned:NAME and learned=LABEL:PATH name their own)")
     if outside := outside_training(config):
         warn(outside)
+    if trace is not None:
+        warn_window(trace, str(cluster))
     parallel = workers > 1 or ray is not None
     created = not out.exists()
     try:
@@ -148,6 +150,17 @@ def replaced_by_trace(workload: dict, load: str) -> list[str]:
     listed = {name: tuple(v) if isinstance(v, list | tuple) else v for name, v in workload.items()}
     given = [flag for name, flag in TRACE_REPLACES.items() if name in listed and listed[name] != defaults[name]]
     return (["--load"] if load.strip() != DEFAULT_LOAD else []) + given
+
+
+def warn_window(trace: Path, cluster: str) -> None:
+    """A note on stderr saying what the replayed window holds, and a warning with what would make it meaningful when most
+    of its work is blocked whatever the policy (:mod:`placer.workloads.traces.window`)."""
+    from placer.workloads.traces.window import advice, describe
+
+    window = describe(trace, cluster)
+    warn(window.line(), "note")
+    if (line := advice(window)) is not None:
+        warn(line)
 
 
 def warn_meaningless(result) -> None:

@@ -73,16 +73,55 @@ def test_report_against_says_who_blocks_fewer_and_whether_the_interval_resolves_
     paired_folder(tmp_path, {"best": best, "learned": learned})
     result = run("report", str(tmp_path), "--against", "best")
     assert result.returncode == 0, result.stderr
-    lines = [line for line in result.stdout.splitlines() if line.startswith("- learned blocks")]
-    assert lines[:2] == [
-        "- learned blocks 0.010 more than best at load 0.5 (not resolved: the 95% interval -0.040 to +0.060 holds 0)",
-        "- learned blocks 0.020 fewer than best at load 0.9 (resolved: the 95% interval excludes 0)",
-    ]
-    assert lines[2].startswith("- learned blocks 0.005 fewer than best over loads 0.5, 0.9 (not resolved: the 95% interval -0.")
-    assert len(lines) == 3
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("- learned against best")]
+    assert line == (
+        "- learned against best, blocking: load 0.5 0.010 more (not resolved); load 0.9 0.020 fewer (resolved); "
+        "all loads 0.005 fewer (not resolved)"
+    )
+    assert "- (resolved: the paired 95% interval excludes 0; one stream gives no interval)" in result.stdout.splitlines()
 
 
 def test_a_verdict_without_an_interval_resolves_nothing():
-    from placer.cli.verdicts import verdict
+    from placer.cli.verdicts import cell
 
-    assert verdict("a", "b", 0.0, float("nan"), "") == "a blocks as many as b (not resolved: one stream gives no interval)"
+    assert cell(0.0, float("nan")) == ("as many", "not resolved")
+    assert cell(-0.02, 0.0) == ("0.020 fewer", "resolved") and cell(0.01, 0.05) == ("0.010 more", "not resolved")
+
+
+PHILLY = """timestamp,duration,num_gpus,gpu_time,cluster
+2017-10-01 00:00:00,2592000.0,1,2592000.0,a
+2017-10-01 01:00:00,3600.0,1,3600.0,b
+2017-10-01 02:00:00,3600.0,1,3600.0,b
+2017-10-01 03:00:00,3600.0,1,3600.0,b
+"""
+WINDOW_ADVICE = (
+    "warning: most of this window's work is blocked whatever the policy: one virtual cluster's jobs (import with --vc b, "
+    "3 of these jobs) or a later --start (a trace's first rows hold the jobs already running when it began) makes it "
+    "meaningful (docs/traces.md)"
+)
+
+
+def test_a_raw_trace_window_says_what_it_holds_and_proposes_a_virtual_cluster(tmp_path):
+    (tmp_path / "philly.csv").write_text(PHILLY)
+    out = tmp_path / "replay.csv"
+    raw = run("import", "trace", "philly", str(tmp_path / "philly.csv"), "--out", str(out))
+    assert raw.returncode == 0, raw.stderr
+    window = "the window: 4 jobs over 3.0 h (1.3 an hour), 25% of them longer than a day on one GPU; offered load 2.82 on 64 GPUs"
+    assert window in raw.stdout.splitlines()
+    assert raw.stderr.strip().splitlines() == [WINDOW_ADVICE]
+    one = run("import", "trace", "philly", str(tmp_path / "philly.csv"), "--vc", "b", "--out", str(out))
+    assert one.returncode == 0 and one.stderr == ""
+    assert "the window: 3 jobs over 2.0 h (1.5 an hour), 0% of them longer than a day on one GPU; offered load 0.02 on 64 GPUs" in one.stdout
+
+
+def test_evaluate_trace_notes_the_window_and_warns_when_it_means_little(tmp_path):
+    from placer.workloads.traces.window import Window, advice
+
+    (tmp_path / "philly.csv").write_text(PHILLY)
+    assert run("import", "trace", "philly", str(tmp_path / "philly.csv"), "--out", str(tmp_path / "r.csv")).returncode == 0
+    result = run("evaluate", "--cluster", "dgx8x8", "--trace", str(tmp_path / "r.csv"), "--seeds", "1", "--policies", "lean", "--out", str(tmp_path / "ev"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert "note: the window: 4 jobs over 3.0 h (1.3 an hour), 25% of them longer than a day on one GPU; offered load 2.82 on 64 GPUs" in lines
+    assert any(line.startswith("warning: most of this window's work is blocked whatever the policy: one virtual cluster's jobs (import with --vc NAME)") for line in lines)
+    assert advice(Window(10, 5.0, 0.0, 0.9, 64)) is None
