@@ -185,9 +185,10 @@ def parse_loads(text: str) -> tuple[float, ...]:
     return tuple(check_load(load, what="--load") for load in loads)
 
 
-def summary_table(result) -> Table:
+def summary_table(result, width: int | None = None) -> Table:
     """The evaluation's summary for the terminal: one row per (load, beta, policy), the best blocking rate in bold;
-    ``avoidable``: blocked among the jobs some policy could accept (placer.sim.metrics)."""
+    ``avoidable``: blocked among the jobs some policy could accept (placer.sim.metrics). It fits ``width`` columns
+    (default: the terminal's; :func:`~placer.cli.tables.terminal_table`); a replayed trace's rows say ``trace``."""
     c = result.config
     w = c.workload
     several = len(c.load_values) > 1
@@ -212,5 +213,5 @@ def summary_table(result) -> Table:
                 f"{row['utilization']:.3f}",
             ]
         )
-    header = ["load"] * several + ["beta", "policy", "blocking", "avoidable", "jobs/hour", "JCT (s)", "util."]
-    return terminal_table(header, body, title=f"{setting}, {c.seeds} seeds (mean ± 95% CI)", bold=bold)
+    header = ["load"] * several + ["beta", "policy", "blocking", "avoid.", "jobs/h", "JCT s", "util."]
+    return terminal_table(header, body, title=f"{setting}, {c.seeds} seeds (mean ± 95% CI)", bold=bold, width=width or console.width)

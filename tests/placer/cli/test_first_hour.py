@@ -125,3 +125,37 @@ def test_evaluate_trace_notes_the_window_and_warns_when_it_means_little(tmp_path
     assert "note: the window: 4 jobs over 3.0 h (1.3 an hour), 25% of them longer than a day on one GPU; offered load 2.82 on 64 GPUs" in lines
     assert any(line.startswith("warning: most of this window's work is blocked whatever the policy: one virtual cluster's jobs (import with --vc NAME)") for line in lines)
     assert advice(Window(10, 5.0, 0.0, 0.9, 64)) is None
+
+
+def rendered(table, width: int) -> list[str]:
+    from rich.console import Console
+
+    console = Console(width=width, record=True, emoji=False)
+    console.print(table)
+    return console.export_text().splitlines()
+
+
+def test_the_multi_load_evaluate_table_fits_80_columns_its_ci_on_a_second_line(tmp_path):
+    from placer.cli.evaluate import summary_table
+    from placer.evaluate import read_results
+    import json
+
+    names = ["learned", "best", "lean:admit=0.9+best_fit"]
+    paired_folder(tmp_path, {name: {0.5: [0.05, 0.06, 0.07], 0.9: [0.10, 0.121, 0.14], 1.3: [0.2, 0.3, 0.25]} for name in names})
+    result = read_results(json.loads((tmp_path / "results.json").read_text()), tmp_path)
+    lines = rendered(summary_table(result, width=80), 80)
+    assert max(map(len, lines)) <= 80 and not any("…" in line for line in lines)
+    assert lines[1].split() == ["load", "beta", "policy", "blocking", "avoid.", "jobs/h", "JCT", "s", "util."]
+    assert [line.split()[2] for line in lines[3::2]] == names * 3  # every name whole, its row's CI on the line below
+    assert all(line.split()[0] == "±" for line in lines[4::2]) and len(lines) == 3 + 2 * 9
+    wide = rendered(summary_table(result, width=200), 200)
+    assert "0.060 ± 0.025" in wide[3] and len(wide) == 3 + 9  # one line a row where it fits
+
+
+def test_placer_graphs_keeps_every_name_whole_in_80_columns():
+    from placer.cli.catalog import graphs_table
+    from placer.graphs.catalog import shipped_graph_names
+
+    lines = rendered(graphs_table(width=80), 80)
+    assert max(map(len, lines)) <= 80 and not any("…" in line for line in lines)
+    assert [line.split()[0] for line in lines[2:]] == list(shipped_graph_names())
