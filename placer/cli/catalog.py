@@ -27,15 +27,17 @@ def graphs_table(width: int | None = None) -> Table:
     rows = []
     for name in shipped_graph_names():
         g = resolve_graph(name)
-        rows.append([
-            name,
-            str(g.num_ops),
-            str(g.num_edges),
-            f"{g.sequential_iteration_s:.3g}",
-            f"{g.parameter_bytes / 1e6:.0f}",
-            f"{g.activation_bytes / 1e9:.1f}",
-            str(g.iterations),
-        ])
+        rows.append(
+            [
+                name,
+                str(g.num_ops),
+                str(g.num_edges),
+                f"{g.sequential_iteration_s:.3g}",
+                f"{g.parameter_bytes / 1e6:.0f}",
+                f"{g.activation_bytes / 1e9:.1f}",
+                str(g.iterations),
+            ]
+        )
     return terminal_table(header, rows, width=width or console.width)
 
 

@@ -192,7 +192,8 @@ def summary_table(result, width: int | None = None) -> Table:
     c = result.config
     w = c.workload
     several = len(c.load_values) > 1
-    setting = f"{c.cluster}, load {', '.join(map(str, c.load_values))}" + (f", queue {w.queue[0]}" if w.queue[0] != "none" else "")
+    source = f"trace {Path(c.trace).name}" if c.trace else f"load {', '.join(map(str, c.load_values))}"  # a trace has its own arrivals
+    setting = f"{c.cluster}, {source}" + (f", queue {w.queue[0]}" if w.queue[0] != "none" else "")
     setting += f", size {w.size[0]}" if w.size[0] != "const" else ""
     setting += f", structure {w.structure[0]}" if w.structure[0] != "iid" else ""
     rows = result.summary()

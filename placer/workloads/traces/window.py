@@ -34,7 +34,8 @@ class Window:
         """``the window: N jobs over H h (R an hour), S % of them longer than a day on one GPU; offered load L on D GPUs``."""
         rate = f" ({self.jobs / self.span_h:.2g} an hour)" if self.span_h > 0 else ""
         load = f"offered load {self.load:.2f} on {self.devices} GPUs" if self.load is not None else "no offered load (one arrival time)"
-        return f"the window: {self.jobs} jobs over {self.span_h:.1f} h{rate}, {self.long_share:.0%} of them longer than a day on one GPU; {load}"
+        long = f"{self.long_share:.0%} of them longer than a day on one GPU"
+        return f"the window: {self.jobs} jobs over {self.span_h:.1f} h{rate}, {long}; {load}"
 
     @property
     def meaningless(self) -> bool:

@@ -111,7 +111,9 @@ def test_a_raw_trace_window_says_what_it_holds_and_proposes_a_virtual_cluster(tm
     assert raw.stderr.strip().splitlines() == [WINDOW_ADVICE]
     one = run("import", "trace", "philly", str(tmp_path / "philly.csv"), "--vc", "b", "--out", str(out))
     assert one.returncode == 0 and one.stderr == ""
-    assert "the window: 3 jobs over 2.0 h (1.5 an hour), 0% of them longer than a day on one GPU; offered load 0.02 on 64 GPUs" in one.stdout
+    assert (
+        "the window: 3 jobs over 2.0 h (1.5 an hour), 0% of them longer than a day on one GPU; offered load 0.02 on 64 GPUs" in one.stdout
+    )
 
 
 def test_evaluate_trace_notes_the_window_and_warns_when_it_means_little(tmp_path):
@@ -119,11 +121,30 @@ def test_evaluate_trace_notes_the_window_and_warns_when_it_means_little(tmp_path
 
     (tmp_path / "philly.csv").write_text(PHILLY)
     assert run("import", "trace", "philly", str(tmp_path / "philly.csv"), "--out", str(tmp_path / "r.csv")).returncode == 0
-    result = run("evaluate", "--cluster", "dgx8x8", "--trace", str(tmp_path / "r.csv"), "--seeds", "1", "--policies", "lean", "--out", str(tmp_path / "ev"))
+    result = run(
+        "evaluate",
+        "--cluster",
+        "dgx8x8",
+        "--trace",
+        str(tmp_path / "r.csv"),
+        "--seeds",
+        "1",
+        "--policies",
+        "lean",
+        "--out",
+        str(tmp_path / "ev"),
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
-    assert "note: the window: 4 jobs over 3.0 h (1.3 an hour), 25% of them longer than a day on one GPU; offered load 2.82 on 64 GPUs" in lines
-    assert any(line.startswith("warning: most of this window's work is blocked whatever the policy: one virtual cluster's jobs (import with --vc NAME)") for line in lines)
+    assert (
+        "note: the window: 4 jobs over 3.0 h (1.3 an hour), 25% of them longer than a day on one GPU; offered load 2.82 on 64 GPUs" in lines
+    )
+    assert any(
+        line.startswith(
+            "warning: most of this window's work is blocked whatever the policy: one virtual cluster's jobs (import with --vc NAME)"
+        )
+        for line in lines
+    )
     assert advice(Window(10, 5.0, 0.0, 0.9, 64)) is None
 
 
@@ -136,9 +157,10 @@ def rendered(table, width: int) -> list[str]:
 
 
 def test_the_multi_load_evaluate_table_fits_80_columns_its_ci_on_a_second_line(tmp_path):
+    import json
+
     from placer.cli.evaluate import summary_table
     from placer.evaluate import read_results
-    import json
 
     names = ["learned", "best", "lean:admit=0.9+best_fit"]
     paired_folder(tmp_path, {name: {0.5: [0.05, 0.06, 0.07], 0.9: [0.10, 0.121, 0.14], 1.3: [0.2, 0.3, 0.25]} for name in names})
@@ -159,3 +181,77 @@ def test_placer_graphs_keeps_every_name_whole_in_80_columns():
     lines = rendered(graphs_table(width=80), 80)
     assert max(map(len, lines)) <= 80 and not any("…" in line for line in lines)
     assert [line.split()[0] for line in lines[2:]] == list(shipped_graph_names())
+
+
+def test_docs_and_the_checker_agree_that_speed_is_required_beside_a_model(tmp_path):
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "clusters.md").read_text()
+    (row,) = [line for line in docs.splitlines() if line.startswith("| `device_types.NAME.speed`")]
+    assert "(required)" in row and "required even beside a `model`" in row and "`speed` is not used" not in docs
+    cluster = tmp_path / "c.toml"
+    cluster.write_text('name = "c"\n[device_types.g]\nmemory_bytes = 80e9\nmodel = "H100-SXM"\n[[servers]]\ncount = 1\ndevices = {g = 2}\n')
+    result = run("clusters", "check", str(cluster))
+    assert result.returncode == 2 and "speed" in result.stderr
+
+
+def test_a_trace_evaluation_is_titled_by_its_trace_and_a_multi_load_plot_by_every_load(tmp_path):
+    import json
+
+    from placer.cli.evaluate import summary_table
+    from placer.evaluate import read_results
+    from placer.evaluate.plots import setting
+
+    paired_folder(tmp_path, {"lean": {0.5: [0.1, 0.1, 0.1], 0.9: [0.2, 0.2, 0.2]}})
+    result = read_results(json.loads((tmp_path / "results.json").read_text()), tmp_path)
+    assert setting(result) == "dgx8x8, loads 0.5, 0.9, queue none, size const, auto cost model"  # the CDFs pool them all
+    traced = result.config.model_copy(update={"trace": "runs/philly.csv", "loads": ()})
+    result.config = traced
+    assert summary_table(result, width=200).title.startswith("dgx8x8, trace philly.csv, ")
+    assert setting(result).startswith("dgx8x8, trace philly.csv, ")
+
+
+def test_help_texts_show_no_rest_backticks_and_import_names_traces():
+    from typer.testing import CliRunner
+
+    from placer.cli import _register_plugins, app
+
+    _register_plugins()
+    for command in (["clusters", "--help"], ["--help"], ["import", "--help"]):
+        result = CliRunner().invoke(app, command, env={"COLUMNS": "200"})
+        assert result.exit_code == 0 and "``" not in result.output
+    top = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    assert "placer clusters check FILE reads" in CliRunner().invoke(app, ["clusters", "--help"], env={"COLUMNS": "200"}).output
+    assert "public cluster traces" in top
+
+
+def test_progress_bars_are_off_where_their_stream_is_no_terminal():
+    import io
+
+    from tqdm.auto import tqdm
+
+    from placer.cli.app import progress_bar
+    from placer.common.progress import bar_off
+
+    assert bar_off(False) is True and bar_off(True) is None
+    log = io.StringIO()
+    for _ in tqdm(range(3), file=log, disable=bar_off(True)):
+        pass
+    assert log.getvalue() == ""  # a log (no terminal) gets no carriage returns
+    assert progress_bar().disable  # the CLI's bar: stderr is no terminal under pytest
+
+
+def test_a_folder_named_placer_that_shadows_the_package_is_one_clear_line(monkeypatch, tmp_path):
+    import sys
+    import types
+
+    from placer.cli import shadowed
+
+    assert shadowed() is None
+    fake = types.ModuleType("placer")
+    fake.__path__ = [str(tmp_path / "placer")]  # a namespace package: no __file__, no API
+    monkeypatch.setitem(sys.modules, "placer", fake)
+    assert shadowed() == (
+        f"a folder named placer ({tmp_path / 'placer'}) shadows the installed package: 'import placer' finds it, not placer's API; "
+        "run from another directory or rename the folder"
+    )
