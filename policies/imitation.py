@@ -35,6 +35,7 @@ from envs.config import EnvConfig
 from envs.env import ClusterPlacementEnv
 from envs.resize import ResizeOffer, ShrinkOffer, rebalance_choice
 from placer.common.pool import spawn_pool
+from placer.common.progress import bar_off
 from placer.sim.types import Place
 from policies.demonstrations import Demonstrations, Kept, Spool, merge
 from policies.teachers import Teachers
@@ -120,7 +121,7 @@ def collect(
     spooled = Spool(spool) if spool is not None else None
     kept = spooled.kept() if spooled is not None else Kept([])
     parts, count = kept.parts, sum(map(len, kept.parts))  # each episode's decisions, and how many in all
-    bar = tqdm(total=steps, initial=count, desc=f"recording {teacher}", unit="decision", disable=not progress, leave=False)
+    bar = tqdm(total=steps, initial=count, desc=f"recording {teacher}", unit="decision", disable=bar_off(progress), leave=False)
     if ticks is not None and count:
         ticks.put(count)
     obs, info = env.reset(seed=seed)
@@ -293,7 +294,7 @@ def _collect_in_processes(
 
 def _show_ticks(ticks: Queue, futures: list[Future], total: int, desc: str) -> None:
     """A progress bar of the decisions the workers report on ``ticks`` until every future is done (or one failed)."""
-    with tqdm(total=total, desc=desc, unit="decision", leave=False) as bar:
+    with tqdm(total=total, desc=desc, unit="decision", leave=False, disable=bar_off(True)) as bar:
         while not all(f.done() for f in futures) and not any(f.done() and f.exception() for f in futures):
             try:
                 bar.update(ticks.get(timeout=0.5))
@@ -324,7 +325,12 @@ def clone(
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     batches = epochs * max(1, len(data) // batch_size)
     bar = tqdm(
-        _minibatches(rng, len(data), epochs, batch_size), total=batches, desc="cloning", unit="batch", disable=not progress, leave=False
+        _minibatches(rng, len(data), epochs, batch_size),
+        total=batches,
+        desc="cloning",
+        unit="batch",
+        disable=bar_off(progress),
+        leave=False,
     )
     for index in bar:
         logits = _masked_logits(policy, data.batch(index), torch.from_numpy(data.masks[index]))

@@ -32,6 +32,7 @@ from placer.cluster.topology import Cluster, load_cluster
 from placer.common.atomic import write_atomic
 from placer.common.errors import EnvConfigError, PlacerError, PolicyError
 from placer.common.pool import spawn_pool
+from placer.common.progress import bar_off
 from placer.cost import CostModel
 from placer.evaluate.stats import mean_ci95
 from placer.graphs.catalog import resolve_graph
@@ -252,7 +253,7 @@ def regime_members(
     tuned = tuned or FamilyTunings()
     digests = [group_digest(config, rows, teacher) for rows in groups.values()]
     jobs = [(config, rows, tuple(candidates), policy_file, tuned.get(d), teacher) for rows, d in zip(groups.values(), digests, strict=True)]
-    bar = dict(total=len(jobs), desc="tuning best per regime", unit="regime", disable=not progress, leave=False)
+    bar = dict(total=len(jobs), desc="tuning best per regime", unit="regime", disable=bar_off(progress), leave=False)
     scored: list[Scored] = []
     for digest, (score, families) in zip(digests, tqdm(_mapped(_score_group, jobs, workers), **bar), strict=True):
         tuned.put(digest, families)  # kept now: a run stopped later does not tune this group again

@@ -22,6 +22,7 @@ from envs.config import EnvConfig
 from envs.regime import POOLED, Regime
 from placer.baselines.policy import Policy
 from placer.baselines.specs import PolicySpec
+from placer.common.progress import bar_off
 from placer.evaluate.config import VALIDATION_SEED, EvaluationConfig
 from placer.evaluate.parallel import run_tasks
 from placer.evaluate.runner import Runner, tasks
@@ -75,7 +76,7 @@ def config_rates(
     measured). A config naming a ``policy_file`` runs ``learned`` from that file over ``workers`` processes."""
     name = policy.name if isinstance(policy, Policy) else policy
     total = sum(len(tasks(c)) for c in configs)
-    with tqdm(total=total, desc=f"validating {name}", unit="stream", disable=not progress, leave=False) as bar:
+    with tqdm(total=total, desc=f"validating {name}", unit="stream", disable=bar_off(progress), leave=False) as bar:
         for config in configs:
             if workers > 1 and not isinstance(policy, Policy):
                 done = run_tasks(config, tasks(config), workers=workers, on_task=lambda _: bar.update())

@@ -32,15 +32,47 @@ __all__ = ["app", "main"]
 
 
 def _register_plugins() -> None:
+    """Add the plug-ins' commands, then make every command's help plain text (:func:`plain_help`)."""
     for ep in entry_points(group="placer.cli"):
         try:
             register = ep.load()
         except ImportError:
             continue  # optional packages missing: the command is simply absent
         register(app)
+    plain_help(app)
+
+
+def plain_help(typer_app: typer.Typer) -> None:
+    """Every command's help (its docstring where it gives none) without reST's double backticks: ``placer x`` -> placer
+    x, as a terminal shows it; in the groups too."""
+    import inspect
+    import re
+
+    for info in typer_app.registered_commands:
+        text = info.help if info.help is not None else inspect.getdoc(info.callback) if info.callback else None
+        if text is not None:
+            info.help = re.sub(r"``(.+?)``", r"\1", text, flags=re.DOTALL)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            plain_help(group.typer_instance)
+
+
+def shadowed() -> str | None:
+    """A line when the module ``placer`` Python imported is not this package (a folder named placer in the current
+    directory, a namespace package without placer's API, found first on the path), else None."""
+    package = sys.modules.get("placer")
+    if package is not None and getattr(package, "__file__", None) is not None and hasattr(package, "place"):
+        return None
+    where = next(iter(getattr(package, "__path__", None) or []), "the current directory")
+    return (
+        f"a folder named placer ({where}) shadows the installed package: 'import placer' finds it, not placer's API; "
+        "run from another directory or rename the folder"
+    )
 
 
 def main() -> None:
+    if (line := shadowed()) is not None:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
     _register_plugins()
     try:
         with sigterm_as_interrupt():  # SIGTERM ends a command as Ctrl-C does: its process pools end their workers first

@@ -20,7 +20,10 @@ if _option_type_rich is not None:
     typer.core.TyperOption.display_type_rich = _flag_type_rich  # type: ignore[method-assign]  # a deliberate patch of typer
 
 app = typer.Typer(add_completion=False, help="Partition and place DNN training jobs on a GPU cluster.")
-import_app = typer.Typer(no_args_is_help=True, help="Convert job graphs from other formats.")
+import_app = typer.Typer(
+    no_args_is_help=True,
+    help="Import job graphs (PipeDream, PyTorch) and public cluster traces (Gavel, Philly, Helios, ...) from other formats.",
+)
 app.add_typer(import_app, name="import")
 # emoji off: a user's ``:100:`` or ``:ok:`` (policy options, paths) is quoted back as typed, not as a picture
 console = Console(emoji=False)

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from placer.cli.app import app, console
+from placer.cli.tables import terminal_table
 from placer.cluster.topology import load_cluster, preset_names
 from placer.common.errors import UsageError
 from placer.graphs.catalog import resolve_graph, shipped_graph_names
@@ -17,19 +18,27 @@ from placer.graphs.catalog import resolve_graph, shipped_graph_names
 @app.command("graphs")
 def list_graphs() -> None:
     """List the shipped job graphs."""
-    table = Table("graph", "ops", "edges", "s/iteration", "params (MB)", "activations (GB)", "iterations")
+    console.print(graphs_table())
+
+
+def graphs_table(width: int | None = None) -> Table:
+    """The shipped graphs, a row each, every name whole within ``width`` columns (default: the terminal's)."""
+    header = ["graph", "ops", "edges", "s/iter", "params MB", "activ. GB", "iters"]
+    rows = []
     for name in shipped_graph_names():
         g = resolve_graph(name)
-        table.add_row(
-            name,
-            str(g.num_ops),
-            str(g.num_edges),
-            f"{g.sequential_iteration_s:.3g}",
-            f"{g.parameter_bytes / 1e6:.0f}",
-            f"{g.activation_bytes / 1e9:.1f}",
-            str(g.iterations),
+        rows.append(
+            [
+                name,
+                str(g.num_ops),
+                str(g.num_edges),
+                f"{g.sequential_iteration_s:.3g}",
+                f"{g.parameter_bytes / 1e6:.0f}",
+                f"{g.activation_bytes / 1e9:.1f}",
+                str(g.iterations),
+            ]
         )
-    console.print(table)
+    return terminal_table(header, rows, width=width or console.width)
 
 
 @app.command("clusters")

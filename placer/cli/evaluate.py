@@ -20,6 +20,7 @@ from placer.cli.options import (
     model_options,
 )
 from placer.cli.tables import terminal_table
+from placer.cli.trained import outside_training
 from placer.common.errors import ResultsError, UsageError
 from placer.evaluate.stats import per_hour, plus_minus
 from placer.sim.workload import WorkloadSpec
@@ -96,6 +97,10 @@ def evaluate(
     if config.policy_file and not reads_policy_file(config):
         unread = f"--policy-file {config.policy_file!r} is not read: no policy evaluated is a plain 'learned'"
         warn(f"{unread} (learned:NAME and learned=LABEL:PATH name their own)")
+    if outside := outside_training(config):
+        warn(outside)
+    if trace is not None:
+        warn_window(trace, str(cluster))
     parallel = workers > 1 or ray is not None
     created = not out.exists()
     try:
@@ -147,6 +152,17 @@ def replaced_by_trace(workload: dict, load: str) -> list[str]:
     return (["--load"] if load.strip() != DEFAULT_LOAD else []) + given
 
 
+def warn_window(trace: Path, cluster: str) -> None:
+    """A note on stderr saying what the replayed window holds, and a warning with what would make it meaningful when most
+    of its work is blocked whatever the policy (:mod:`placer.workloads.traces.window`)."""
+    from placer.workloads.traces.window import advice, describe
+
+    window = describe(trace, cluster)
+    warn(window.line(), "note")
+    if (line := advice(window)) is not None:
+        warn(line)
+
+
 def warn_meaningless(result) -> None:
     """A warning line on stderr per way the evaluation's numbers mean nothing (:func:`placer.evaluate.sanity.meaningless`)."""
     from placer.evaluate.sanity import meaningless
@@ -169,13 +185,15 @@ def parse_loads(text: str) -> tuple[float, ...]:
     return tuple(check_load(load, what="--load") for load in loads)
 
 
-def summary_table(result) -> Table:
+def summary_table(result, width: int | None = None) -> Table:
     """The evaluation's summary for the terminal: one row per (load, beta, policy), the best blocking rate in bold;
-    ``avoidable``: blocked among the jobs some policy could accept (placer.sim.metrics)."""
+    ``avoidable``: blocked among the jobs some policy could accept (placer.sim.metrics). It fits ``width`` columns
+    (default: the terminal's; :func:`~placer.cli.tables.terminal_table`); a replayed trace's rows say ``trace``."""
     c = result.config
     w = c.workload
     several = len(c.load_values) > 1
-    setting = f"{c.cluster}, load {', '.join(map(str, c.load_values))}" + (f", queue {w.queue[0]}" if w.queue[0] != "none" else "")
+    source = f"trace {Path(c.trace).name}" if c.trace else f"load {', '.join(map(str, c.load_values))}"  # a trace has its own arrivals
+    setting = f"{c.cluster}, {source}" + (f", queue {w.queue[0]}" if w.queue[0] != "none" else "")
     setting += f", size {w.size[0]}" if w.size[0] != "const" else ""
     setting += f", structure {w.structure[0]}" if w.structure[0] != "iid" else ""
     rows = result.summary()
@@ -196,5 +214,5 @@ def summary_table(result) -> Table:
                 f"{row['utilization']:.3f}",
             ]
         )
-    header = ["load"] * several + ["beta", "policy", "blocking", "avoidable", "jobs/hour", "JCT (s)", "util."]
-    return terminal_table(header, body, title=f"{setting}, {c.seeds} seeds (mean ± 95% CI)", bold=bold)
+    header = ["load"] * several + ["beta", "policy", "blocking", "avoid.", "jobs/h", "JCT s", "util."]
+    return terminal_table(header, body, title=f"{setting}, {c.seeds} seeds (mean ± 95% CI)", bold=bold, width=width or console.width)

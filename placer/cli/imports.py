@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from placer.cli.app import console, import_app, split_list
+from placer.cli.app import console, import_app, split_list, warn
 from placer.cluster.topology import load_cluster
 from placer.common.errors import GraphImportError, MissingDependencyError, UsageError
 from placer.graphs.catalog import PACML_GRAPHS, resolve_graph
@@ -66,6 +66,7 @@ def import_trace(
     from placer.workloads.traces import convert_gavel, write_trace
     from placer.workloads.traces.formats import trace_format
 
+    vcs: Counter[str] = Counter()  # the kept jobs by virtual cluster, where the importer counts them (philly)
     unused = {
         "gavel": {"--cluster": cluster != DEFAULT_CLUSTER, "--graphs": graphs != DEFAULT_GRAPHS, "--no-by-name": not by_name},
         "philly": {"--beta-dist": beta_dist != DEFAULT_BETA, "--seed": seed != 0, "--no-by-name": not by_name},
@@ -82,11 +83,26 @@ def import_trace(
         if kind != "philly":
             trace_format(kind)  # an unknown kind is refused before the cluster and graphs load
         mapping = _mapping(cluster, graphs, by_name)
-        rows, report = _import(kind, file, mapping, beta_dist, seed, vc=vc, start=start, jobs=jobs)
+        rows, report = _import(kind, file, mapping, beta_dist, seed, vcs, vc=vc, start=start, jobs=jobs)
     write_trace(rows, out)
     span = rows[-1].arrival_s - rows[0].arrival_s
     console.print(f"wrote {out}: {len(rows)} jobs over {span / 3600:.1f} h, {len({r.graph for r in rows})} distinct graphs")
     console.print(_report_table(report, rows))
+    from placer.workloads.traces.window import VC_KINDS
+
+    say_window(out, cluster, kind in VC_KINDS and vc is None, vcs)
+
+
+def say_window(trace: Path, cluster: str, offer_vc: bool = True, vcs: Counter[str] | None = None) -> None:
+    """The replay trace's window in one line (:mod:`placer.workloads.traces.window`) on stdout, and a warning with what
+    would make it meaningful (``offer_vc``: one virtual cluster among them) when most of its work is blocked whatever
+    the policy."""
+    from placer.workloads.traces.window import advice, describe
+
+    window = describe(trace, cluster)
+    console.print(window.line(), highlight=False, soft_wrap=True)
+    if (line := advice(window, offer_vc, vcs)) is not None:
+        warn(line)
 
 
 def _mapping(cluster: str, graphs: str, by_name: bool) -> GraphMapping:
@@ -98,14 +114,16 @@ def _mapping(cluster: str, graphs: str, by_name: bool) -> GraphMapping:
     return GraphMapping(models, CostModel(loaded).sequential_iteration_s, fastest_device(loaded.device_model), by_name=by_name)
 
 
-def _import(kind: str, file: Path, mapping: GraphMapping, beta_dist: str, seed: int, **options: Any) -> tuple[list[TraceRow], ImportReport]:
+def _import(
+    kind: str, file: Path, mapping: GraphMapping, beta_dist: str, seed: int, vcs: Counter[str], **options: Any
+) -> tuple[list[TraceRow], ImportReport]:
     from placer.workloads.generator import BetaDistribution
     from placer.workloads.traces import DeadlineRule, convert_philly, import_trace
 
     if kind != "philly":
         return import_trace(kind, file, mapping, DeadlineRule(BetaDistribution(beta_dist), seed), **options)
     dropped: Counter[str] = Counter()
-    rows = convert_philly(file, mapping.graphs, mapping.sequential_iteration_s, dropped=dropped, **options)
+    rows = convert_philly(file, mapping.graphs, mapping.sequential_iteration_s, dropped=dropped, vcs=vcs, **options)
     return rows, _legacy_report(kind, rows, dropped, "by GPU time")
 
 

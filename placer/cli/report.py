@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from placer.cli.app import app, err_console, warn
 from placer.cli.tables import TableFormat, emit, emit_by_beta, say
+from placer.cli.verdicts import verdict_lines
 from placer.common.atomic import check_writable
 from placer.common.errors import ResultsError, UsageError
 from placer.common.textfile import read_text
@@ -285,7 +286,8 @@ def _timelines(path: Path) -> list[dict]:
 
 
 def _paired_table(result, rows, against: str, fmt: TableFormat, metric: str = "blocking_rate") -> None:
-    """Each policy's ``metric`` minus ``against``'s, paired by seed (and load), per beta distribution."""
+    """Each policy's ``metric`` minus ``against``'s, paired by seed (and load), per beta distribution; then a line per
+    row (and per load) saying which blocks fewer and whether the paired interval resolves it (:mod:`placer.cli.verdicts`)."""
     if against not in result.config.policies:
         raise UsageError(f"--against {against!r} is not one of the evaluated policies: {', '.join(result.config.policies)}")
     betas = result.config.beta_labels
@@ -304,6 +306,8 @@ def _paired_table(result, rows, against: str, fmt: TableFormat, metric: str = "b
             cells.append(plus_minus(mean, half, "+.3f").replace("± +", "± ") + relative)
         body.append([policy, *cells])
     emit_by_beta(body, betas, [f"minus {against}"], fmt)
+    bullet = "- " if fmt == TableFormat.markdown else ""
+    say("\n" + "\n".join(bullet + line for line in verdict_lines(result, against, metric)), fmt)
 
 
 def _gap_table(result, against: str, reference: str, fmt: TableFormat) -> None:

@@ -12,6 +12,7 @@ from enum import StrEnum
 import typer
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 
@@ -65,17 +66,40 @@ def emit(header: list[str], rows: list[list[str]], fmt: TableFormat, *, bold: Ab
         Console(emoji=False).print(terminal_table(header, rows, bold=bold))
 
 
+WHOLE = ("beta", "policy", "graph", "cluster")  # text columns whose names are never wrapped or cut
+
+
 def terminal_table(
-    header: list[str], rows: list[list[str]], *, title: str | None = None, bold: AbstractSet[tuple[int, int]] = frozenset()
+    header: list[str],
+    rows: list[list[str]],
+    *,
+    title: str | None = None,
+    bold: AbstractSet[tuple[int, int]] = frozenset(),
+    width: int | None = None,
 ) -> Table:
-    """A rich table whose text columns (beta, policy) never wrap or cut; the numbers wrap if they must."""
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    """A rich table whose text columns (:data:`WHOLE`) never wrap or cut. Where it is wider than ``width`` (default: the
+    terminal's) on one line a row, each ``mean ± half`` cell puts its ``± half`` on a second line, so that no number
+    falls under the next column; the numbers wrap only if even that does not fit."""
+    table = _table(header, rows, title, bold)
+    if _natural_width(table) > (width or Console(emoji=False).width):
+        table = _table(header, [[c.replace(" ± ", "\n± ") for c in row] for row in rows], title, bold)
+    return table
+
+
+def _table(header: list[str], rows: list[list[str]], title: str | None, bold: AbstractSet[tuple[int, int]]) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False)
     for name in header:
-        text = name in ("beta", "policy")
+        text = name in WHOLE
         table.add_column(name, no_wrap=text, justify="left" if text else "right", overflow="fold")
     for i, row in enumerate(rows):
         table.add_row(*(f"[bold green]{c}[/]" if (i, j) in bold else c for j, c in enumerate(row)))
     return table
+
+
+def _natural_width(table: Table) -> int:
+    """The width ``table`` takes with every cell on one line."""
+    wide = Console(width=10_000, emoji=False)
+    return Measurement.get(wide, wide.options, table).maximum
 
 
 def _numeric(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:

@@ -34,7 +34,8 @@ def setting(result: EvaluationResult) -> str:
     """The evaluation's setting for a title: cluster, load or trace, queue and size spread."""
     c = result.config
     w = c.workload
-    source = f"trace {Path(c.trace).name}" if c.trace else f"load {w.load}"
+    loads = c.load_values  # every load evaluated: a plot of them all (the per-job CDFs pool them) names them all
+    source = f"trace {Path(c.trace).name}" if c.trace else f"load{'s' if len(loads) > 1 else ''} {', '.join(map(str, loads))}"
     return f"{c.cluster}, {source}, queue {w.queue[0]}, size {w.size[0]}, {c.strategy} cost model"
 
 

@@ -39,8 +39,10 @@ def convert_philly(
     start: str | None = None,
     jobs: int | None = None,
     dropped: Counter[str] | None = None,
+    vcs: Counter[str] | None = None,
 ) -> list[TraceRow]:
-    """Replay rows of the Pollux Philly summary; the rows left out are counted by reason in ``dropped`` when given."""
+    """Replay rows of the Pollux Philly summary; the rows left out are counted by reason in ``dropped`` when given, the
+    jobs kept by virtual cluster in ``vcs``."""
     dropped = Counter() if dropped is None else dropped
     reader = csv.DictReader(read_text(path, what="trace", error=WorkloadError).splitlines())
     try:
@@ -57,7 +59,7 @@ def convert_philly(
             raise WorkloadError(f"{path}:{line_no}: need timestamp, duration, gpu_time") from None
         reason = _drop_reason(row, stamp, gpu_time, vc, first)
         if reason is None:
-            records.append((stamp, duration, gpu_time))
+            records.append((stamp, duration, gpu_time, row.get("cluster") or "?"))
         else:
             dropped[reason] += 1
     records.sort()
@@ -66,8 +68,10 @@ def convert_philly(
         records = records[:jobs]
     if not records:
         raise WorkloadError(f"{path}: no jobs match (vc={vc!r}, start={start!r})")
+    if vcs is not None:
+        vcs.update(record[3] for record in records)
     t0 = records[0][0]
-    chosen = size_buckets(graphs, sequential_iteration_s, [g for _, _, g in records])
+    chosen = size_buckets(graphs, sequential_iteration_s, [record[2] for record in records])
     return [
         TraceRow(
             (stamp - t0).total_seconds(),
@@ -75,7 +79,7 @@ def convert_philly(
             float(np.clip(duration / gpu_time, BETA_FLOOR, 1.0)),
             iterations_for(gpu_time, sequential_iteration_s(graph)),
         )
-        for (stamp, duration, gpu_time), graph in zip(records, chosen, strict=True)
+        for (stamp, duration, gpu_time, _), graph in zip(records, chosen, strict=True)
     ]
 
 
