@@ -190,6 +190,16 @@ class CostModel:
         """The job's own corrections: those of its content key (what the service fits) else of its name (a cluster file's)."""
         return (self.jobs.get(graph.key) or self.jobs.get(graph.name)) if self.jobs else None
 
+    @property
+    def pricing_key(self) -> tuple:
+        """Everything a prediction reads besides the graph and the shape: two cost models with equal keys predict alike
+        (the compiled engine's price book is kept by it, so the runs of one cluster share their prices)."""
+        cluster = self.cluster
+        arrays = (cluster.speed.tobytes(), cluster.memory_bytes.tobytes(), tuple(cluster.compute_scale), tuple(cluster.device_model))
+        jobs = tuple(sorted((name, repr(job)) for name, job in self.jobs.items())) if self.jobs else ()
+        settings = (self.strategy, self.param_state_factor, self.micro_batches, self.recompute)
+        return (cluster.spec.model_dump_json(), arrays, repr(self.fabric), repr(self.overheads), jobs, settings)
+
     def retuned(self, fabric: Fabric, overheads: Overheads, jobs: dict[str, JobCalibration]) -> CostModel:
         """This model with other links, overheads and per-job corrections; graph-side caches are shared, predictions are not."""
         twin = copy.copy(self)

@@ -3,25 +3,28 @@
 The engine keys a shape exactly (:func:`~placer.sim.engine.kernels.shape_key`: devices per server, the slowest device's
 kind, the smallest memory) and gives it an id; a graph's price on a shape id is asked of the cost model once
 (:meth:`~placer.cost.CostModel.predict`, the same prediction the reference simulator uses) and kept here, per cost
-model, so tuning's many runs on one model price each (graph, shape) once.
+model's :attr:`~placer.cost.CostModel.pricing_key` (everything a prediction reads besides the graph and the shape), so
+every run on one cluster prices each (graph, shape) once, whichever of its cost models asks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from weakref import WeakKeyDictionary
 
 import numpy as np
 from numba import types
 from numba.typed import Dict
 
+from placer.common.lru import LRUCache
 from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
+from placer.sim.fastest import fastest_iteration_s
 
 from .kernels import KEY_WORDS
 
 _KEY = types.UniTuple(types.int64, KEY_WORDS + 1)
-_BOOKS: WeakKeyDictionary[CostModel, PriceBook] = WeakKeyDictionary()
+MAX_BOOKS = 16  # price books kept (one per pricing key: a cluster, its calibration and the model's settings)
+_BOOKS: LRUCache[tuple, PriceBook] = LRUCache(MAX_BOOKS)  # an exact memo: a book's prices are a pure function of its key
 
 
 @dataclass
@@ -44,17 +47,27 @@ class PriceBook:
     rep_deg: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
     servers: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
     labels: dict[tuple[int, int], str | None] = field(default_factory=dict)
+    fastest: dict[str, float] = field(default_factory=dict)  # graph key -> its fastest iteration on the idle cluster (s)
 
     def __post_init__(self) -> None:
         self.rep_dev = np.zeros((self.rep_deg.shape[0], self.degree_width), dtype=np.int64)
 
     @classmethod
     def of(cls, cost: CostModel, degree_width: int) -> PriceBook:
-        """The book of ``cost`` (one per cost model, kept while it lives) holding placements of up to ``degree_width``."""
-        book = _BOOKS.get(cost)
+        """The book of ``cost``'s pricing key holding placements of up to ``degree_width`` devices (the last
+        :data:`MAX_BOOKS` keys asked for are kept)."""
+        key = cost.pricing_key
+        book = _BOOKS.get(key)
         if book is None or book.degree_width < degree_width:
-            book = _BOOKS[cost] = cls(cost, degree_width)
+            book = _BOOKS[key] = cls(cost, degree_width)
         return book
+
+    def fastest_iteration_s(self, graph: JobGraph) -> float:
+        """:func:`~placer.sim.fastest.fastest_iteration_s` of ``graph``, kept."""
+        found = self.fastest.get(graph.key)
+        if found is None:
+            found = self.fastest[graph.key] = fastest_iteration_s(self.cost, graph)
+        return found
 
     def row(self, graph: JobGraph) -> int:
         """``graph``'s row of :attr:`price` (added on first use)."""

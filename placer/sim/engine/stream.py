@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from placer.cost import CostModel
-from placer.sim.fastest import fastest_iteration_s, servable
+from placer.sim.fastest import servable
 from placer.sim.metrics import compute_metrics
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import RunResult
@@ -150,7 +150,7 @@ def _compiled(args: tuple):
 def _arrays(cost: CostModel, specs: list[JobSpec], book: PriceBook, queue: QueueConfig, width: int) -> Arrays:
     n, cluster = len(specs), cost.cluster
     rows = np.array([book.row(spec.graph) for spec in specs], dtype=np.int64)
-    fastest_per_graph = {s.graph.key: fastest_iteration_s(cost, s.graph) for s in specs}
+    fastest_per_graph = {s.graph.key: book.fastest_iteration_s(s.graph) for s in specs}
     kinds, rate, memory = _device_kinds(cost)
     n_devices = cluster.num_devices
     i8, f8, b1 = np.int64, np.float64, np.bool_
@@ -159,7 +159,7 @@ def _arrays(cost: CostModel, specs: list[JobSpec], book: PriceBook, queue: Queue
         iters=np.array([float(s.iterations) for s in specs], dtype=f8),
         arrival=np.array([s.arrival_s for s in specs], dtype=f8),
         beta=np.array([s.beta for s in specs], dtype=f8),
-        seq_jct=np.array([cost.sequential_jct_s(s.graph, s.iterations) for s in specs], dtype=f8),
+        seq_jct=np.array([book.cost.sequential_jct_s(s.graph, s.iterations) for s in specs], dtype=f8),
         fastest=np.array([fastest_per_graph[s.graph.key] * s.iterations for s in specs], dtype=f8),
         qi=np.array([queue.capacity, _DISCIPLINES[queue.discipline], int(queue.backfill)], dtype=i8),
         free=np.ones(n_devices, dtype=b1),
