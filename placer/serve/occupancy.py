@@ -54,7 +54,7 @@ from placer.serve.schemas import (
     stored_answer,
 )
 from placer.serve.settings import ServiceSettings
-from placer.serve.tenants import DEFAULT_TENANT, Tenant
+from placer.serve.tenants import DEFAULT_TENANT, Tenant, legacy_key
 
 Answer = TypeVar("Answer", bound=BaseModel)
 
@@ -273,6 +273,8 @@ class Occupancy:
 
         ``digest``: the sha256 of the request now; ``given``: the key as the client gave it (for the message)."""
         stored = self.store.answer(key)
+        if stored is None and (legacy := legacy_key(key)) is not None:  # the single tenant's, stored before keys were scoped
+            stored = self.store.answer(legacy)
         if stored is None:
             return None
         if stored[0] != digest:
