@@ -228,11 +228,12 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
         if wait > 0:
             raise ReportsTooFrequentError(f"too many step-time reports from this client: at most {settings.report_rate_per_s:g}/s", wait)
         state.report(job_id, report, _tenant(request))
-        return state.refitter.state
+        return state.refitter.view(_tenant(request))
 
     @app.get("/v1/calibration", response_model=CalibrationState)
-    def calibration() -> CalibrationState:
-        return state.refitter.state
+    def calibration(request: Request) -> CalibrationState:
+        """What the refits fitted: the shared constants and, but to an admin, the requesting tenant's own graphs' only."""
+        return state.refitter.view(_tenant(request))
 
     @app.delete("/v1/jobs/{job_id}", response_model=RunningJob)
     def release_job(job_id: str, request: Request) -> RunningJob:

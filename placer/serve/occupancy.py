@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
-import re
 import threading
 import time
 import uuid
@@ -17,7 +15,7 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from placer.api.session import Placer
 from placer.api.types import PlacementDecision
@@ -26,13 +24,9 @@ from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.common.lru import LRUCache
 from placer.cost import CostModel
-from placer.graphs.document import MAX_NAMING_BYTES, describe
 from placer.graphs.job_graph import JobGraph, job_graph_from_document
-from placer.serve.bodyscan import MAX_UNKNOWN_KEYS, max_values, scan
 from placer.serve.errors import (
-    GraphTooLargeError,
     IdempotencyConflictError,
-    InvalidRequestError,
     JobGraphUnavailableError,
     LeaseExpiredError,
     NoLeaseError,
@@ -40,7 +34,8 @@ from placer.serve.errors import (
     UnknownGraphKeyError,
     UnknownJobError,
 )
-from placer.serve.graphs import GraphPool
+from placer.serve.graphs import GraphPool, TenantGraph, graph_owner
+from placer.serve.parsing import parse_request
 from placer.serve.refit import Refitter, graph_document
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.schemas import (
@@ -50,7 +45,6 @@ from placer.serve.schemas import (
     PlacementRequest,
     RunningJob,
     StepTimeReport,
-    bounded_request,
     stored_answer,
 )
 from placer.serve.settings import ServiceSettings
@@ -100,8 +94,11 @@ class Occupancy:
             raise
         self.lock = threading.Lock()
         try:
-            trusted = settings.access().trusted
-            self.refitter = Refitter(cluster, self.store, self._use, self._recent, self.placer.cost, trusted, graphs=self.graphs)
+            access = settings.access()
+            names = frozenset(t.name for t in access.tenants)
+            self.refitter = Refitter(
+                cluster, self.store, self._use, self._recent, self.placer.cost, access.trusted, graphs=self.graphs, tenants=names
+            )
         except PlacerError:
             self.store.close()
             raise
@@ -154,49 +151,25 @@ class Occupancy:
 
     # -- requests ---------------------------------------------------------------------
     def parse(self, body: bytes) -> PlacementRequest:
-        """The request in ``body`` (JSON), validated as it is parsed; :class:`GraphTooLargeError` for a graph over
-        ``max_graph_ops`` ops or ``max_graph_edges`` edges."""
-        for part, limit in (("ops", self.max_graph_ops), ("edges", self.max_graph_edges)):
-            if _more_keys_than(body, _COUNTED[part], limit):  # before parsing: a huge graph costs one scan of its bytes
-                raise self._too_large(part)
-        model = bounded_request(self.max_graph_ops, self.max_graph_edges)
-        if (counts := scan(body, model, self.max_graph_ops, self.max_graph_edges)) is not None:  # bounded parsing (bodyscan)
-            raise self._shapeless(*counts)
-        try:  # the op and edge counts stop validation at max + 1
-            return model.model_validate_json(body)
-        except ValidationError as exc:
-            for e in exc.errors(include_url=False, include_input=False):
-                if e["type"] == "too_long" and tuple(e["loc"])[:2] == ("graph", "graph") and len(e["loc"]) == 3:
-                    raise self._too_large("ops" if e["loc"][2] == "nodes" else "edges") from None
-            raise _invalid(exc, body) from None
+        """The request in ``body`` (:func:`placer.serve.parsing.parse_request` under this server's graph limits)."""
+        return parse_request(body, self.max_graph_ops, self.max_graph_edges)
 
-    def _shapeless(self, unknown: int, values: int) -> PlacerError:
-        """The refusal of a body :func:`~placer.serve.bodyscan.scan` found too many unknown keys or JSON values in."""
-        if unknown > MAX_UNKNOWN_KEYS:
-            why = f"{unknown} keys that are no field of a placement request (at most {MAX_UNKNOWN_KEYS})"
-            return InvalidRequestError(f"invalid request: {why}")
-        limit = max_values(self.max_graph_ops, self.max_graph_edges)
-        return GraphTooLargeError(
-            f"request body holds {values} JSON values, more than a graph of {self.max_graph_ops} ops and {self.max_graph_edges} edges"
-            f" can ({limit}; --max-graph-ops, --max-graph-edges)"
-        )
-
-    def _too_large(self, part: str) -> GraphTooLargeError:
-        limit = self.max_graph_ops if part == "ops" else self.max_graph_edges
-        return GraphTooLargeError(f"graph has more than {limit} {part}; this server accepts at most {limit} (--max-graph-{part})")
-
-    def graph(self, request: PlacementRequest, holder: str) -> JobGraph:
-        """The request's graph, built from its document or looked up by key, held by ``holder`` in :attr:`graphs` (the
-        one copy of its content key); :class:`GraphMemoryFullError` if the held graphs leave it no room."""
+    def graph(self, request: PlacementRequest, holder: str, tenant: Tenant = DEFAULT_TENANT) -> JobGraph:
+        """The request's graph as ``tenant``'s (:class:`~placer.serve.graphs.TenantGraph`: its key, caches and fitted
+        constants its own), built from its document or looked up by key, held by ``holder`` in :attr:`graphs` (the one copy
+        of its key); another tenant's key is unknown to it, answered as a key never seen;
+        :class:`GraphMemoryFullError` if the held graphs leave it no room."""
         if request.graph_key is not None:
             graph = self.graphs.get(request.graph_key)
-            if graph is None:
+            if graph is None or graph_owner(graph, DEFAULT_TENANT.name) != tenant.name:
                 raise UnknownGraphKeyError(f"unknown graph_key {request.graph_key!r}: send the graph")
             return self.graphs.admit(graph, holder)
         if request.graph is None:  # the schema asks for a graph or a graph_key; this method drops the graph once read
             raise RuntimeError("the request's graph was already read")
         graph = job_graph_from_document(request.graph, source="graph")  # a PlacerError (bad input) if it is not a valid graph
         request.graph = None  # the document's dicts now belong to the graph: drop the other reference
+        if tenant.name != DEFAULT_TENANT.name:  # (the single tenant of a server without tenants keeps content keys)
+            graph = TenantGraph.of(graph, tenant.name)
         graph = self.graphs.admit(graph, holder)  # a copy kept before is used, this one dropped
         self._warm(graph)
         return graph
@@ -220,7 +193,7 @@ class Occupancy:
             if first is not None:
                 return first
         holder = f"placing {uuid.uuid4().hex}"  # holds the graph while it is placed, then the job (if accepted) does
-        graph = self.graph(request, holder)
+        graph = self.graph(request, holder, tenant)
         try:
             return self._decide(request, graph, tenant, idempotency_key, digest, given)
         finally:
@@ -422,29 +395,3 @@ def _running(r: Reservation) -> RunningJob:
         expires_at_s=r.expires_at_s,
         owner=r.owner,
     )
-
-
-_COUNTED = {"ops": b'"pass"', "edges": b'"target"'}  # a key every op (edge) has and no other part of a graph needs
-
-
-def _more_keys_than(body: bytes, key: bytes, limit: int) -> bool:
-    """Whether ``body`` holds more than ``limit`` JSON keys ``key`` (``"pass"``: every op has one; ``"target"``: every
-    edge): a JSON string cannot hold the key's bytes, so more means more than ``limit`` ops or edges (or free-form
-    ``graph`` metadata full of such keys). One scan of the bytes, nothing parsed."""
-    if body.count(key) <= limit:  # a fast upper bound (values equal to the key count too): most bodies stop here
-        return False
-    pattern = re.compile(re.escape(key) + rb"\s*:")
-    return sum(1 for _, _ in zip(pattern.finditer(body), range(limit + 1), strict=False)) > limit
-
-
-def _invalid(exc: ValidationError, body: bytes) -> InvalidRequestError:
-    """A request that does not validate: one line for the graph document's first problem, else pydantic's error list."""
-    errors = exc.errors(include_url=False, include_input=False)  # (inputs are never shown: not made Python objects either)
-    first = errors[0]
-    if first["loc"][:1] == ("graph",) and len(first["loc"]) > 1 and first["type"] != "json_invalid":
-        try:
-            data = json.loads(body).get("graph") if len(body) <= MAX_NAMING_BYTES else None  # "node #i" beyond
-        except (ValueError, AttributeError):
-            data = None
-        return InvalidRequestError(f"graph: {describe(exc, data, strip=1)}")
-    return InvalidRequestError(f"invalid request ({len(errors)} errors)", [{**e, "loc": ("body", *e["loc"])} for e in errors])

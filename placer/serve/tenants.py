@@ -169,7 +169,9 @@ def load_tenants(path: Path) -> Tenants:
         except ValidationError:
             raise TenantsFileError(f"{where}: tenant name {name[:80]!r} must be 1 to 64 letters, digits, '_', '.' or '-'") from None
         if name in RESERVED_NAMES:
-            raise TenantsFileError(f"{where}: tenant name {name!r} is reserved (the single tenant of a server without tenants): pick another")
+            raise TenantsFileError(
+                f"{where}: tenant name {name!r} is reserved (the single tenant of a server without tenants): pick another"
+            )
         if (why := weak_token(entry.token)) is not None:
             raise TenantsFileError(f"{where}: the token of tenant {name!r} {why}")
         if entry.token in seen:
