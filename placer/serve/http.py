@@ -63,6 +63,7 @@ from placer.api.types import PlacementDecision
 from placer.baselines.policy import Policy
 from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
+from placer.serve.clock import Clock
 from placer.serve.docs import add_docs
 from placer.serve.errors import (
     DevicesBusyError,
@@ -142,10 +143,11 @@ def error_status(exc: PlacerError) -> int:
     return next(ERROR_STATUS[kind] for kind in type(exc).__mro__ if kind in ERROR_STATUS)
 
 
-def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | None = None) -> FastAPI:
-    """The service app: ``policy`` decides on ``cluster`` under ``settings`` (default: :class:`ServiceSettings`'s)."""
+def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | None = None, clock: Clock | None = None) -> FastAPI:
+    """The service app: ``policy`` decides on ``cluster`` under ``settings`` (default: :class:`ServiceSettings`'s);
+    ``clock``: the leases' clocks (:class:`~placer.serve.clock.Clock`: monotonic deadlines, wall times stored)."""
     settings = settings or ServiceSettings()
-    state = Occupancy(cluster, policy, settings)
+    state = Occupancy(cluster, policy, settings, clock)
     instance = {"instance_id": uuid.uuid4().hex, "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
 
     @asynccontextmanager

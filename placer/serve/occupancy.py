@@ -9,7 +9,6 @@ import contextlib
 import hashlib
 import logging
 import threading
-import time
 import uuid
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -25,6 +24,7 @@ from placer.common.errors import PlacerError
 from placer.common.lru import LRUCache
 from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph, job_graph_from_document
+from placer.serve.clock import Clock
 from placer.serve.errors import (
     IdempotencyConflictError,
     JobGraphUnavailableError,
@@ -65,9 +65,12 @@ class Occupancy:
     :class:`PlacerError` for bad input); it knows nothing of HTTP.
     """
 
-    def __init__(self, cluster: Cluster, policy: Policy, settings: ServiceSettings | None = None) -> None:
+    def __init__(self, cluster: Cluster, policy: Policy, settings: ServiceSettings | None = None, clock: Clock | None = None) -> None:
+        """``clock``: leases' deadlines (monotonic) and stored times (wall); :class:`~placer.serve.clock.Clock`'s by default."""
         settings = settings or ServiceSettings()
         self.cluster, self.policy, self.settings = cluster, policy, settings
+        self.clock = clock or Clock()
+        self.deadlines: dict[str, float] = {}  # job id -> the monotonic time its lease runs out (leased jobs only)
         self.max_graph_ops, self.max_graph_edges = settings.max_graph_ops, settings.max_graph_edges
         self.max_cached_graphs = settings.max_cached_graphs
         self.cache_bytes = settings.cache_bytes
@@ -109,6 +112,8 @@ class Occupancy:
         self.store.check_answers(stored_answer)  # a placement's or a resize's
         for r in self.store.load():
             self._hold(r)
+            if r.lease_s is not None and r.expires_at_s is not None:  # the remaining lease, never longer than granted
+                self.deadlines[r.job_id] = self.clock.restored(r.expires_at_s, r.lease_s)
         for job_id, expires_at_s, owner in self.store.expired():  # leases that ran out before it: 410, not 404
             self.expired[job_id] = (expires_at_s, owner)
 
@@ -142,6 +147,7 @@ class Occupancy:
 
     def _free(self, job_id: str) -> RunningJob:
         job = self.jobs.pop(job_id)
+        self.deadlines.pop(job_id, None)
         graph = self.job_graphs.pop(job_id, None)
         if graph is not None:
             self.graphs.let_go(graph.key, job_id)
@@ -206,7 +212,7 @@ class Occupancy:
             if idempotency_key is not None and digest is not None and (first := self._answered(idempotency_key, digest, given)) is not None:
                 return first  # a concurrent retry answered while this one parsed
             self._expire_leases()
-            now = time.time()
+            now = self.clock.wall()
             free = np.array([h is None for h in self.holder])
             free_in = np.zeros(len(free))
             for job in self.jobs.values():
@@ -218,6 +224,7 @@ class Occupancy:
                 assert decision.predicted_jct_s is not None  # an accepted decision carries its JCT
                 decision.job_id = uuid.uuid4().hex
                 lease = request.lease_s
+                deadline, expires = (None, None) if lease is None else self.clock.deadline(lease)
                 reservation = Reservation(
                     decision.job_id,
                     graph.name,
@@ -226,7 +233,7 @@ class Occupancy:
                     decision.predicted_jct_s,
                     graph.key,
                     lease,
-                    None if lease is None else now + lease,
+                    expires,
                     tenant.name,
                 )
             answer = None if idempotency_key is None or digest is None else (idempotency_key, digest, decision.model_dump_json())
@@ -234,6 +241,8 @@ class Occupancy:
                 self._saved().add(reservation, answer=answer)  # committed before anyone hears of it
             if reservation is not None:
                 self._hold(reservation)
+                if deadline is not None:
+                    self.deadlines[reservation.job_id] = deadline
                 self.job_graphs[reservation.job_id] = graph
                 self.graphs.hold(graph.key, reservation.job_id)
         return decision
@@ -270,8 +279,9 @@ class Occupancy:
             lease = renewal.lease_s or job.lease_s
             if lease is None:
                 raise NoLeaseError(f"job {job_id!r} has no lease: give lease_s to start one")
-            expires = time.time() + lease
+            deadline, expires = self.clock.deadline(lease)
             self._saved().renew(job_id, lease, expires)
+            self.deadlines[job_id] = deadline
             self.jobs[job_id] = job.model_copy(update={"lease_s": lease, "expires_at_s": expires})
             return self.jobs[job_id]
 
@@ -311,7 +321,7 @@ class Occupancy:
         if document is None:
             document = self._documents[graph.key] = graph_document(graph)
         with self.lock:
-            self.refitter.keep(row, time.time(), document)
+            self.refitter.keep(row, self.clock.wall(), document)
 
     def _running_or_raise(self, job_id: str, tenant: Tenant) -> RunningJob:
         """The running job ``job_id`` if ``tenant`` may act on it; another tenant's job is unknown to it (404, as a job that
@@ -333,8 +343,9 @@ class Occupancy:
         """Free the jobs whose lease ran out (caller holds the lock); their ids, logged. Never refused by the state file:
         expiries it cannot take now (a full disk) wait in memory, so reads go on, and :meth:`_saved` writes them before
         any other write (a restart before that expires those leases again, from the file)."""
-        now = time.time()
-        expiry = {j.job_id: j.expires_at_s or now for j in self.jobs.values() if j.expires_at_s is not None and j.expires_at_s <= now}
+        now, wall = self.clock.monotonic(), self.clock.wall()
+        due = [job_id for job_id, deadline in self.deadlines.items() if deadline <= now]
+        expiry = {job_id: wall - (now - self.deadlines[job_id]) for job_id in due}  # when it ran out, on the wall clock
         for job_id, expires_at_s in expiry.items():
             owner = self.jobs[job_id].owner
             job = self._free(job_id)
