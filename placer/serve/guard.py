@@ -28,18 +28,18 @@ from collections import Counter
 from typing import Protocol
 
 
-def _answer(status: bytes, detail: bytes, extra: bytes = b"") -> bytes:
+def raw_answer(status: bytes, detail: bytes, extra: bytes = b"") -> bytes:
     """A whole HTTP/1.1 answer that closes the connection: ``{"detail": detail}`` (JSON) with ``extra`` header lines."""
     body = b'{"detail":"%s"}' % detail
     head = b"HTTP/1.1 %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%sconnection: close\r\n\r\n"
     return head % (status, len(body), extra) + body
 
 
-REFUSED = _answer(b"503 Service Unavailable", b"too many connections; retry shortly", b"retry-after: 1\r\n")
-REFUSED_CLIENT = _answer(
+REFUSED = raw_answer(b"503 Service Unavailable", b"too many connections; retry shortly", b"retry-after: 1\r\n")
+REFUSED_CLIENT = raw_answer(
     b"503 Service Unavailable", b"too many connections from this address, all busy; retry shortly", b"retry-after: 1\r\n"
 )
-EVICTED = _answer(b"408 Request Timeout", b"request not received fast enough: closed to admit another connection")
+EVICTED = raw_answer(b"408 Request Timeout", b"request not received fast enough: closed to admit another connection")
 PROGRESS_FLOOR_S = 1.0  # a request's rate is its bytes over at least this many seconds: a new one is not slow yet
 
 

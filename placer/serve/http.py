@@ -80,6 +80,7 @@ from placer.serve.errors import (
     UnknownGraphKeyError,
     UnknownJobError,
 )
+from placer.serve.logtext import escape_logs
 from placer.serve.middleware import BearerToken, BodyLimit, JsonOnly, RequestLimit, SameSiteWrites
 from placer.serve.occupancy import Occupancy
 from placer.serve.ratelimit import RateLimiter
@@ -147,6 +148,7 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     """The service app: ``policy`` decides on ``cluster`` under ``settings`` (default: :class:`ServiceSettings`'s);
     ``clock``: the leases' clocks (:class:`~placer.serve.clock.Clock`: monotonic deadlines, wall times stored)."""
     settings = settings or ServiceSettings()
+    escape_logs(log.name)  # graph names and job ids in the service's log lines are user text
     state = Occupancy(cluster, policy, settings, clock)
     instance = {"instance_id": uuid.uuid4().hex, "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
 
