@@ -32,6 +32,8 @@ class TenantGraph(JobGraph):
     another tenant's key is unknown to it, and its reports never move another tenant's predictions."""
 
     __slots__ = ("_tenant", "_content_key")
+    _tenant: str
+    _content_key: str
 
     @classmethod
     def of(cls, graph: JobGraph, tenant: str) -> TenantGraph:

@@ -98,9 +98,9 @@ class Occupancy:
         self.lock = threading.Lock()
         try:
             access = settings.access()
-            names = frozenset(t.name for t in access.tenants)
+            tenant_names = frozenset(t.name for t in access.tenants)
             self.refitter = Refitter(
-                cluster, self.store, self._use, self._recent, self.placer.cost, access.trusted, graphs=self.graphs, tenants=names
+                cluster, self.store, self._use, self._recent, self.placer.cost, access.trusted, graphs=self.graphs, tenants=tenant_names
             )
         except PlacerError:
             self.store.close()
