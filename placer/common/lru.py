@@ -36,6 +36,13 @@ class LRUCache(Generic[K, V]):
             self._data.move_to_end(key)
             return value
 
+    def __getitem__(self, key: K) -> V:
+        """The value of ``key`` (now the most recent); :class:`KeyError` if it is not kept."""
+        with self._lock:
+            value = self._data[key]
+            self._data.move_to_end(key)
+            return value
+
     def __setitem__(self, key: K, value: V) -> None:
         max_bytes = self.max_bytes
         if self.sizeof is None or max_bytes is None:  # by count only (both or neither): the cost model's hot path

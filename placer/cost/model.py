@@ -106,7 +106,7 @@ class CostModel:
         self._rate = [v * c for v, c in zip(self._speed, cluster.compute_scale, strict=True)]
         self._predictions: LRUCache[tuple, Prediction] = LRUCache(max_predictions)
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
-        self._placed = Placements(cluster, self._rate, self._speed, cluster.memory_bytes.tolist())
+        self._placed = Placements(cluster, self._rate, self._speed, cluster.memory_bytes.tolist(), max_graphs)
         self._by_shape: LRUCache[str, dict[PlacementShape, Prediction]] = LRUCache(max_graphs)  # graph key -> shape -> prediction
         return self
 

@@ -27,6 +27,8 @@ MAX_SHAPES = 200_000
 MAX_TABLES = 2048  # tables by free counts
 MAX_MASKS = 16_384  # free-device mask -> its free counts (a table's key)
 MAX_DEVICE_TABLES = 1024  # a mask's table with its devices (:meth:`Placements.entries`)
+MAX_TABLE_GRAPHS = 512  # graphs whose predictions a table keeps (least recently used out; the cost model's max_graphs)
+DERIVED_PER_GRAPH = 4  # a table's ``derived`` entries per graph it keeps
 
 
 class PlacementEntry(NamedTuple):
@@ -46,18 +48,22 @@ class PlacementTable:
     ``repeats[i]`` whether an earlier rule gave the same devices at that degree, ``breaks[i]`` the wholly free servers it
     takes devices from. ``num_free`` and ``whole`` (wholly free servers) describe the masks. ``predicted`` / ``best``:
     graph key -> its predictions on ``shapes`` / its fastest fitting iteration (s); ``derived``: what callers compute
-    from the table, by their own key."""
+    from the table, by their own key. Those three are :class:`~placer.common.lru.LRUCache` mappings (``get``, ``[key]``,
+    ``[key] = value``, ``in``) of at most ``max_graphs`` graphs (``derived``: :data:`DERIVED_PER_GRAPH` entries per graph):
+    a service that sees graph after graph keeps the most recent, its memory flat."""
 
-    def __init__(self, degrees: tuple[int, ...], rules: tuple[str, ...], num_free: int, whole: int) -> None:
+    def __init__(
+        self, degrees: tuple[int, ...], rules: tuple[str, ...], num_free: int, whole: int, max_graphs: int = MAX_TABLE_GRAPHS
+    ) -> None:
         self.degrees, self.rules, self.num_free, self.whole = degrees, rules, num_free, whole
         self.indices: list[tuple[int, ...] | None] = []
         self.slots: list[int] = []
         self.repeats: list[bool] = []
         self.breaks: list[int] = []
         self.shapes: list[PlacementShape] = []
-        self.predicted: dict[str, tuple[Prediction, ...]] = {}
-        self.best: dict[str, float] = {}
-        self.derived: dict[Any, Any] = {}
+        self.predicted: LRUCache[str, tuple[Prediction, ...]] = LRUCache(max_graphs)
+        self.best: LRUCache[str, float] = LRUCache(max_graphs)
+        self.derived: LRUCache[Any, Any] = LRUCache(DERIVED_PER_GRAPH * max_graphs)
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -83,10 +89,14 @@ class PlacementTable:
 
 
 class Placements:
-    """Placement shapes and tables on ``cluster`` (its devices' ``rate``, speed x compute_scale; ``speed``; ``memory``)."""
+    """Placement shapes and tables on ``cluster`` (its devices' ``rate``, speed x compute_scale; ``speed``; ``memory``);
+    each table keeps the predictions of at most ``max_graphs`` graphs."""
 
-    def __init__(self, cluster: Cluster, rate: list[float], speed: list[float], memory: list[float]) -> None:
+    def __init__(
+        self, cluster: Cluster, rate: list[float], speed: list[float], memory: list[float], max_graphs: int = MAX_TABLE_GRAPHS
+    ) -> None:
         self.cluster, self._rate, self._speed, self._memory = cluster, rate, speed, memory
+        self.max_graphs = max_graphs
         self._server_of = cluster.server_list
         self._sizes = np.bincount(cluster.server_of, minlength=cluster.num_servers).tolist()
         self._starts = np.searchsorted(cluster.server_of, np.arange(cluster.num_servers)).astype(np.int64)
@@ -179,7 +189,7 @@ class Placements:
         (starts, counts), ids, sizes, server_of = free.runs, free.ids, self._sizes, self._server_of
         whole = [count == sizes[server_of[ids[start]]] for start, count in zip(starts, counts, strict=True)]  # per server with free
         place = [k for k, count in enumerate(counts) for _ in range(count)]  # per free id: its server's place among those
-        table = PlacementTable(degrees, rules, free.count, sum(whole))
+        table = PlacementTable(degrees, rules, free.count, sum(whole), self.max_graphs)
         columns = [rule_indices(starts, counts, rule, degrees) for rule in rules]
         slot_of: dict[int, int] = {}  # id(shape) -> its place in shapes
         indices, slots, repeats, breaks, shapes = table.indices, table.slots, table.repeats, table.breaks, table.shapes

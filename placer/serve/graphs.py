@@ -15,6 +15,7 @@ the whole budget is refused the same way, without ``Retry-After``. Thread-safe.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 
@@ -23,6 +24,53 @@ from placer.serve.errors import GraphMemoryFullError
 
 BYTES_PER_GRAPH_ELEMENT = 500  # a JobGraph in memory, per op or edge (measured 493: python benchmarks/bench_service.py --large-only)
 MIB = 1024 * 1024
+
+
+class TenantGraph(JobGraph):
+    """A graph as one tenant's: the same ops (shared, not copied), keyed by :func:`tenant_graph_key` of the tenant and the
+    content key, so each tenant's ``graph_key``, cost-model caches and fitted own constants (``jobs.KEY.*``) are its own:
+    another tenant's key is unknown to it, and its reports never move another tenant's predictions."""
+
+    __slots__ = ("_tenant", "_content_key")
+    _tenant: str
+    _content_key: str
+
+    @classmethod
+    def of(cls, graph: JobGraph, tenant: str) -> TenantGraph:
+        """``graph`` (a plain graph: its key is its content's) as ``tenant``'s."""
+        twin = object.__new__(cls)
+        for slot in JobGraph.__slots__:
+            setattr(twin, slot, getattr(graph, slot))
+        twin._content_key = graph.key
+        twin._key = tenant_graph_key(tenant, graph.key)
+        twin._tenant = tenant
+        return twin
+
+    @property
+    def tenant(self) -> str:
+        return self._tenant
+
+    @property
+    def content_key(self) -> str:
+        """The key of the graph's content (every tenant's graph of that content has it)."""
+        return self._content_key
+
+
+def content_key(graph: JobGraph) -> str:
+    """The key of ``graph``'s content, whoever's graph it is (the evidence rules count graphs by content)."""
+    return graph.content_key if isinstance(graph, TenantGraph) else graph.key
+
+
+def tenant_graph_key(tenant: str, content_key: str) -> str:
+    """The key of the graph of ``content_key`` as ``tenant``'s: 16 hex digits of a SHA-256 of both (a tenant's name holds
+    no NUL byte), as long as a content key and as unguessable without the content."""
+    return hashlib.sha256(f"placer tenant graph\0{tenant}\0{content_key}".encode()).hexdigest()[:16]
+
+
+def graph_owner(graph: JobGraph, single: str) -> str:
+    """The tenant whose graph ``graph`` is: a :class:`TenantGraph`'s, else ``single`` (the single tenant of a server without
+    tenants keeps content keys, as before tenants: no other tenant shares that server)."""
+    return graph.tenant if isinstance(graph, TenantGraph) else single
 
 
 def graph_bytes(graph: JobGraph) -> float:

@@ -18,6 +18,13 @@ is sent, its pipelined requests unanswered (a client resends those). When no con
 closed the new one is answered 503 with ``Retry-After``. So peers trickling headers or bodies, or
 not reading, from any number of addresses, never keep a new connection out, and a team behind one
 address gets answers or 503s, never resets.
+
+Past the global cap admission is also fair per address: each address's share is the cap over the addresses holding
+connections (the new one's counted; trusted proxies aside). A new connection of an address at or over its share may
+take the place of its own connections only; one of an address under it takes the place of a connection of the
+addresses over theirs (the one holding most first), and, when all of those are being answered, tells one of the
+address holding most to close once its answer is sent. So churn from a few addresses, however busy it keeps every
+connection, never keeps a client on an address of its own out.
 """
 
 from __future__ import annotations
@@ -28,18 +35,18 @@ from collections import Counter
 from typing import Protocol
 
 
-def _answer(status: bytes, detail: bytes, extra: bytes = b"") -> bytes:
+def raw_answer(status: bytes, detail: bytes, extra: bytes = b"") -> bytes:
     """A whole HTTP/1.1 answer that closes the connection: ``{"detail": detail}`` (JSON) with ``extra`` header lines."""
     body = b'{"detail":"%s"}' % detail
     head = b"HTTP/1.1 %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%sconnection: close\r\n\r\n"
     return head % (status, len(body), extra) + body
 
 
-REFUSED = _answer(b"503 Service Unavailable", b"too many connections; retry shortly", b"retry-after: 1\r\n")
-REFUSED_CLIENT = _answer(
+REFUSED = raw_answer(b"503 Service Unavailable", b"too many connections; retry shortly", b"retry-after: 1\r\n")
+REFUSED_CLIENT = raw_answer(
     b"503 Service Unavailable", b"too many connections from this address, all busy; retry shortly", b"retry-after: 1\r\n"
 )
-EVICTED = _answer(b"408 Request Timeout", b"request not received fast enough: closed to admit another connection")
+EVICTED = raw_answer(b"408 Request Timeout", b"request not received fast enough: closed to admit another connection")
 PROGRESS_FLOOR_S = 1.0  # a request's rate is its bytes over at least this many seconds: a new one is not slow yet
 
 
@@ -91,7 +98,7 @@ class ConnectionGuard:
         self.open: dict[Connection, None] = {}  # insertion order: oldest first
         self.by_client: Counter[str | None] = Counter()
         self.lingering: dict[Connection, None] = {}  # closed, reading what their clients still send; oldest first
-        self.evicted = self.evicted_slow = self.evicted_stalled = self.evicted_pipelining = 0
+        self.evicted = self.evicted_slow = self.evicted_stalled = self.evicted_pipelining = self.evicted_busy = 0
         self.refused = self.timed_out = self.send_timed_out = 0
 
     def is_proxy(self, address: str | None) -> bool:
@@ -135,6 +142,9 @@ class ConnectionGuard:
             elif victim.pipelining:
                 self.evicted_pipelining += 1
                 victim.leave()
+            elif not (victim.idle or victim.receiving):  # being answered: of the address holding most (fairness)
+                self.evicted_busy += 1
+                victim.leave()
             elif victim.idle and not victim.received:  # its request may be on the way: it reads why it was not answered
                 self.evicted += 1
                 victim.linger(REFUSED_CLIENT if over_client else REFUSED)
@@ -152,12 +162,32 @@ class ConnectionGuard:
     def _victim(self, conn: Connection, over_client: bool) -> Connection | None:
         now = conn.loop.time()
         pool = [c for c in self.open if c.address == conn.address] if over_client else list(self.open)
+        if over_client:
+            stalled = [c for c in pool if c.stalled]
+            if stalled:
+                return min(stalled, key=lambda c: c.paused_since or now)
+            # never a connection receiving a request: only one that has received nothing of its next one
+            unstarted = (c for c in pool if c.idle and not c.received and not c.unread_in_kernel(default=False))
+            return min(unstarted, key=lambda c: (now - c.since < PROGRESS_FLOOR_S, c.since), default=None)
+        if self.is_proxy(conn.address):
+            return self._closable(pool, now)
+        counts = {a: n for a, n in self.by_client.items() if not self.is_proxy(a)}
+        share = max(1, self.max_open // len(counts.keys() | {conn.address}))  # each address's fair share of the connections
+        if counts.get(conn.address, 0) >= share:  # at or over its share: it may take the place of its own only
+            return self._closable([c for c in pool if c.address == conn.address], now)
+        over = sorted((a for a, n in counts.items() if n > share), key=lambda a: -counts[a])
+        if not over:
+            return self._closable(pool, now)
+        heaviest = [c for c in pool if c.address == over[0]]
+        found = self._closable(heaviest, now) or self._closable([c for c in pool if c.address in over], now)
+        busy = (c for c in heaviest if not (c.idle or c.receiving))  # being answered: closed once that answer is sent
+        return found or max(busy, key=lambda c: (c.served, now - c.since), default=None)
+
+    def _closable(self, pool: list[Connection], now: float) -> Connection | None:
+        """Past the global cap, the connection of ``pool`` to close (:meth:`admit`), or None."""
         stalled = [c for c in pool if c.stalled]
         if stalled:
             return min(stalled, key=lambda c: c.paused_since or now)
-        if over_client:  # never a connection receiving a request: only one that has received nothing of its next one
-            unstarted = (c for c in pool if c.idle and not c.received and not c.unread_in_kernel(default=False))
-            return min(unstarted, key=lambda c: (now - c.since < PROGRESS_FLOOR_S, c.since), default=None)
         candidates = (c for c in pool if c.idle or c.receiving)
         waiting = min(candidates, key=lambda c: (now - c.since < PROGRESS_FLOOR_S, c.rate(now)), default=None)
         if waiting is not None and now - waiting.since >= PROGRESS_FLOOR_S:

@@ -63,6 +63,7 @@ from placer.api.types import PlacementDecision
 from placer.baselines.policy import Policy
 from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
+from placer.serve.clock import Clock
 from placer.serve.docs import add_docs
 from placer.serve.errors import (
     DevicesBusyError,
@@ -79,6 +80,7 @@ from placer.serve.errors import (
     UnknownGraphKeyError,
     UnknownJobError,
 )
+from placer.serve.logtext import escape_logs
 from placer.serve.middleware import BearerToken, BodyLimit, JsonOnly, RequestLimit, SameSiteWrites
 from placer.serve.occupancy import Occupancy
 from placer.serve.ratelimit import RateLimiter
@@ -86,6 +88,7 @@ from placer.serve.resizing import proposal, resize
 from placer.serve.schemas import (
     CalibrationState,
     ClusterOccupancy,
+    ErrorBody,
     LeaseRenewal,
     PlacementRequest,
     ResizeDecision,
@@ -113,6 +116,21 @@ ERROR_STATUS: dict[type[PlacerError], int] = {
     ReportsTooFrequentError: 429,
     StateUnavailableError: 503,
 }
+ERROR_MEANINGS = {  # every error answer's body is an ErrorBody; which statuses a route declares: _errors
+    400: "a malformed request: two Authorization headers, a Host not allowed, ambiguous framing",
+    401: "a missing or wrong bearer token",
+    403: "a cross-site write from a browser",
+    404: "no such job or graph_key (another tenant's answers the same)",
+    408: "the body did not arrive in time",
+    409: "devices held by another job, or a job whose graph this server does not know",
+    410: "the job's lease ran out",
+    413: "a body or graph larger than this server accepts, or graph memory full (Retry-After)",
+    415: "a POST that is not Content-Type: application/json",
+    422: "a request that is not valid: detail is one line, or the list of what is wrong",
+    429: "too many step-time reports (Retry-After)",
+    503: "too many requests or connections, or the state file cannot be written (Retry-After)",
+}
+COMMON_ERRORS = (400, 401, 408, 503)
 MAX_ERROR_CHARS = 1000  # per message in an error body
 MAX_ERRORS = 20  # validation errors listed in one body
 SMALL_BODY_BYTES = 4096  # any body but a placement's (a lease renewal, a step-time report: tens of bytes)
@@ -137,15 +155,26 @@ def _validation_errors(errors) -> list[dict]:
     return out
 
 
+def _errors(*statuses: int, common: tuple[int, ...] = COMMON_ERRORS) -> dict[int | str, dict[str, Any]]:
+    """FastAPI ``responses=`` of a route: ``common`` and ``statuses``, each an :class:`ErrorBody`."""
+    return {code: {"model": ErrorBody, "description": ERROR_MEANINGS[code]} for code in sorted({*common, *statuses})}
+
+
+WRITE = (403, 404, 413, 415, 422)  # a POST's errors besides the common ones (413: over the small body limit)
+JOB = (404, 410)
+
+
 def error_status(exc: PlacerError) -> int:
     """The HTTP status of a domain error: the :data:`ERROR_STATUS` row of its nearest class."""
     return next(ERROR_STATUS[kind] for kind in type(exc).__mro__ if kind in ERROR_STATUS)
 
 
-def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | None = None) -> FastAPI:
-    """The service app: ``policy`` decides on ``cluster`` under ``settings`` (default: :class:`ServiceSettings`'s)."""
+def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | None = None, clock: Clock | None = None) -> FastAPI:
+    """The service app: ``policy`` decides on ``cluster`` under ``settings`` (default: :class:`ServiceSettings`'s);
+    ``clock``: the leases' clocks (:class:`~placer.serve.clock.Clock`: monotonic deadlines, wall times stored)."""
     settings = settings or ServiceSettings()
-    state = Occupancy(cluster, policy, settings)
+    escape_logs(log.name)  # graph names and job ids in the service's log lines are user text
+    state = Occupancy(cluster, policy, settings, clock)
     instance = {"instance_id": uuid.uuid4().hex, "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
 
     @asynccontextmanager
@@ -187,6 +216,7 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     @app.post(
         "/v1/placements",
         response_model=PlacementDecision,
+        responses=_errors(*WRITE, 409),
         openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": _schema_ref(PlacementRequest)}}}},
     )
     async def create_placement(
@@ -197,12 +227,12 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
         body = await request.body()  # parsed and validated in one pass, off the event loop
         return await run_in_threadpool(state.place, body, idempotency_key, _tenant(request))
 
-    @app.post("/v1/jobs/{job_id}/lease", response_model=RunningJob)
+    @app.post("/v1/jobs/{job_id}/lease", response_model=RunningJob, responses=_errors(*WRITE, *JOB))
     def renew_lease(job_id: str, request: Request, renewal: LeaseRenewal | None = None) -> RunningJob:
         """Renew a job's lease from now (by its own lease_s unless another is given)."""
         return state.renew(job_id, renewal or LeaseRenewal(), _tenant(request))
 
-    @app.post("/v1/jobs/{job_id}/resize", response_model=ResizeDecision)
+    @app.post("/v1/jobs/{job_id}/resize", response_model=ResizeDecision, responses=_errors(*WRITE, *JOB, 409))
     def resize_job(
         job_id: str,
         move: ResizeRequest,
@@ -213,13 +243,13 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
         reservation is swapped at once; the answer gives the new step time and the pause the move costs."""
         return resize(state, job_id, move, idempotency_key, _tenant(request))
 
-    @app.get("/v1/jobs/{job_id}/resize-proposal", response_model=ResizeDecision)
+    @app.get("/v1/jobs/{job_id}/resize-proposal", response_model=ResizeDecision, responses=_errors(*JOB, 409, 422))
     def resize_proposal(job_id: str, request: Request) -> ResizeDecision:
         """The degree at which the job would finish earliest on its own and the idle devices, pause included (``moved``
         false: where it is); nothing is changed."""
         return proposal(state, job_id, _tenant(request))
 
-    @app.post("/v1/jobs/{job_id}/step-times", response_model=CalibrationState, status_code=202)
+    @app.post("/v1/jobs/{job_id}/step-times", response_model=CalibrationState, status_code=202, responses=_errors(*WRITE, *JOB, 409, 429))
     def report_step_time(job_id: str, report: StepTimeReport, request: Request) -> CalibrationState:
         """Report a running job's measured seconds per step; a refit is queued (GET /v1/calibration). A client sends at most
         ``report_rate_per_s`` a second (after a burst of ``report_burst``): 429 with Retry-After past that. (A client is its
@@ -228,23 +258,24 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
         if wait > 0:
             raise ReportsTooFrequentError(f"too many step-time reports from this client: at most {settings.report_rate_per_s:g}/s", wait)
         state.report(job_id, report, _tenant(request))
-        return state.refitter.state
+        return state.refitter.view(_tenant(request))
 
-    @app.get("/v1/calibration", response_model=CalibrationState)
-    def calibration() -> CalibrationState:
-        return state.refitter.state
+    @app.get("/v1/calibration", response_model=CalibrationState, responses=_errors())
+    def calibration(request: Request) -> CalibrationState:
+        """What the refits fitted: the shared constants and, but to an admin, the requesting tenant's own graphs' only."""
+        return state.refitter.view(_tenant(request))
 
-    @app.delete("/v1/jobs/{job_id}", response_model=RunningJob)
+    @app.delete("/v1/jobs/{job_id}", response_model=RunningJob, responses=_errors(403, *JOB, 422))
     def release_job(job_id: str, request: Request) -> RunningJob:
         """Release a job's devices."""
         return state.release(job_id, _tenant(request))
 
-    @app.get("/v1/cluster", response_model=ClusterOccupancy)
+    @app.get("/v1/cluster", response_model=ClusterOccupancy, responses=_errors())
     def cluster_occupancy(request: Request) -> ClusterOccupancy:
         """Devices and jobs: a plain tenant sees its own jobs and the devices others hold as busy, without their ids."""
         return state.snapshot(_tenant(request))
 
-    @app.get("/v1/health")
+    @app.get("/v1/health", responses=_errors(common=(400, 503)))
     def health() -> dict:
         return {"status": "ok", "cluster": cluster.name, "policy": policy.name, "jobs": len(state.jobs), **instance}
 

@@ -215,7 +215,8 @@ class RequestLimit:
 
 
 class BearerToken:
-    """Every route but the health check needs ``Authorization: Bearer TOKEN`` of one of ``tenants`` (401 otherwise); the
+    """Every route but the health check needs ``Authorization: Bearer TOKEN`` of one of ``tenants`` (401 otherwise; a request
+    with two ``Authorization`` headers gets 400 on every route, and its connection is closed); the
     request's :class:`~placer.serve.tenants.Tenant` is resolved here, once, and put on ``request.state.tenant`` (a
     tokenless server's one tenant on every route)."""
 
@@ -226,7 +227,10 @@ class BearerToken:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            tenant = self.tenants.resolve(dict(scope.get("headers", [])).get(b"authorization", b""))
+            given = [value for name, value in scope.get("headers", []) if name == b"authorization"]
+            if len(given) > 1:  # which one a proxy in front read is unknowable: neither is believed
+                return await _reject(send, 400, "more than one Authorization header")
+            tenant = self.tenants.resolve(given[0] if given else b"")
             if tenant is None and scope["path"] not in self.OPEN_PATHS:
                 headers = {"WWW-Authenticate": "Bearer"}
                 response = JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401, headers=headers)

@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
-import re
 import threading
-import time
 import uuid
 from datetime import UTC, datetime
 from typing import TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from placer.api.session import Placer
 from placer.api.types import PlacementDecision
@@ -26,13 +23,10 @@ from placer.cluster.topology import Cluster
 from placer.common.errors import PlacerError
 from placer.common.lru import LRUCache
 from placer.cost import CostModel
-from placer.graphs.document import MAX_NAMING_BYTES, describe
 from placer.graphs.job_graph import JobGraph, job_graph_from_document
-from placer.serve.bodyscan import MAX_UNKNOWN_KEYS, max_values, scan
+from placer.serve.clock import Clock
 from placer.serve.errors import (
-    GraphTooLargeError,
     IdempotencyConflictError,
-    InvalidRequestError,
     JobGraphUnavailableError,
     LeaseExpiredError,
     NoLeaseError,
@@ -40,7 +34,8 @@ from placer.serve.errors import (
     UnknownGraphKeyError,
     UnknownJobError,
 )
-from placer.serve.graphs import GraphPool
+from placer.serve.graphs import GraphPool, TenantGraph, graph_owner
+from placer.serve.parsing import parse_request
 from placer.serve.refit import Refitter, graph_document
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.schemas import (
@@ -50,11 +45,10 @@ from placer.serve.schemas import (
     PlacementRequest,
     RunningJob,
     StepTimeReport,
-    bounded_request,
     stored_answer,
 )
 from placer.serve.settings import ServiceSettings
-from placer.serve.tenants import DEFAULT_TENANT, Tenant
+from placer.serve.tenants import DEFAULT_TENANT, Tenant, legacy_key
 
 Answer = TypeVar("Answer", bound=BaseModel)
 
@@ -71,9 +65,12 @@ class Occupancy:
     :class:`PlacerError` for bad input); it knows nothing of HTTP.
     """
 
-    def __init__(self, cluster: Cluster, policy: Policy, settings: ServiceSettings | None = None) -> None:
+    def __init__(self, cluster: Cluster, policy: Policy, settings: ServiceSettings | None = None, clock: Clock | None = None) -> None:
+        """``clock``: leases' deadlines (monotonic) and stored times (wall); :class:`~placer.serve.clock.Clock`'s by default."""
         settings = settings or ServiceSettings()
         self.cluster, self.policy, self.settings = cluster, policy, settings
+        self.clock = clock or Clock()
+        self.deadlines: dict[str, float] = {}  # job id -> the monotonic time its lease runs out (leased jobs only)
         self.max_graph_ops, self.max_graph_edges = settings.max_graph_ops, settings.max_graph_edges
         self.max_cached_graphs = settings.max_cached_graphs
         self.cache_bytes = settings.cache_bytes
@@ -100,8 +97,11 @@ class Occupancy:
             raise
         self.lock = threading.Lock()
         try:
-            trusted = settings.access().trusted
-            self.refitter = Refitter(cluster, self.store, self._use, self._recent, self.placer.cost, trusted, graphs=self.graphs)
+            access = settings.access()
+            tenant_names = frozenset(t.name for t in access.tenants)
+            self.refitter = Refitter(
+                cluster, self.store, self._use, self._recent, self.placer.cost, access.trusted, graphs=self.graphs, tenants=tenant_names
+            )
         except PlacerError:
             self.store.close()
             raise
@@ -112,6 +112,8 @@ class Occupancy:
         self.store.check_answers(stored_answer)  # a placement's or a resize's
         for r in self.store.load():
             self._hold(r)
+            if r.lease_s is not None and r.expires_at_s is not None:  # the remaining lease, never longer than granted
+                self.deadlines[r.job_id] = self.clock.restored(r.expires_at_s, r.lease_s)
         for job_id, expires_at_s, owner in self.store.expired():  # leases that ran out before it: 410, not 404
             self.expired[job_id] = (expires_at_s, owner)
 
@@ -145,6 +147,7 @@ class Occupancy:
 
     def _free(self, job_id: str) -> RunningJob:
         job = self.jobs.pop(job_id)
+        self.deadlines.pop(job_id, None)
         graph = self.job_graphs.pop(job_id, None)
         if graph is not None:
             self.graphs.let_go(graph.key, job_id)
@@ -154,49 +157,25 @@ class Occupancy:
 
     # -- requests ---------------------------------------------------------------------
     def parse(self, body: bytes) -> PlacementRequest:
-        """The request in ``body`` (JSON), validated as it is parsed; :class:`GraphTooLargeError` for a graph over
-        ``max_graph_ops`` ops or ``max_graph_edges`` edges."""
-        for part, limit in (("ops", self.max_graph_ops), ("edges", self.max_graph_edges)):
-            if _more_keys_than(body, _COUNTED[part], limit):  # before parsing: a huge graph costs one scan of its bytes
-                raise self._too_large(part)
-        model = bounded_request(self.max_graph_ops, self.max_graph_edges)
-        if (counts := scan(body, model, self.max_graph_ops, self.max_graph_edges)) is not None:  # bounded parsing (bodyscan)
-            raise self._shapeless(*counts)
-        try:  # the op and edge counts stop validation at max + 1
-            return model.model_validate_json(body)
-        except ValidationError as exc:
-            for e in exc.errors(include_url=False, include_input=False):
-                if e["type"] == "too_long" and tuple(e["loc"])[:2] == ("graph", "graph") and len(e["loc"]) == 3:
-                    raise self._too_large("ops" if e["loc"][2] == "nodes" else "edges") from None
-            raise _invalid(exc, body) from None
+        """The request in ``body`` (:func:`placer.serve.parsing.parse_request` under this server's graph limits)."""
+        return parse_request(body, self.max_graph_ops, self.max_graph_edges)
 
-    def _shapeless(self, unknown: int, values: int) -> PlacerError:
-        """The refusal of a body :func:`~placer.serve.bodyscan.scan` found too many unknown keys or JSON values in."""
-        if unknown > MAX_UNKNOWN_KEYS:
-            why = f"{unknown} keys that are no field of a placement request (at most {MAX_UNKNOWN_KEYS})"
-            return InvalidRequestError(f"invalid request: {why}")
-        limit = max_values(self.max_graph_ops, self.max_graph_edges)
-        return GraphTooLargeError(
-            f"request body holds {values} JSON values, more than a graph of {self.max_graph_ops} ops and {self.max_graph_edges} edges"
-            f" can ({limit}; --max-graph-ops, --max-graph-edges)"
-        )
-
-    def _too_large(self, part: str) -> GraphTooLargeError:
-        limit = self.max_graph_ops if part == "ops" else self.max_graph_edges
-        return GraphTooLargeError(f"graph has more than {limit} {part}; this server accepts at most {limit} (--max-graph-{part})")
-
-    def graph(self, request: PlacementRequest, holder: str) -> JobGraph:
-        """The request's graph, built from its document or looked up by key, held by ``holder`` in :attr:`graphs` (the
-        one copy of its content key); :class:`GraphMemoryFullError` if the held graphs leave it no room."""
+    def graph(self, request: PlacementRequest, holder: str, tenant: Tenant = DEFAULT_TENANT) -> JobGraph:
+        """The request's graph as ``tenant``'s (:class:`~placer.serve.graphs.TenantGraph`: its key, caches and fitted
+        constants its own), built from its document or looked up by key, held by ``holder`` in :attr:`graphs` (the one copy
+        of its key); another tenant's key is unknown to it, answered as a key never seen;
+        :class:`GraphMemoryFullError` if the held graphs leave it no room."""
         if request.graph_key is not None:
             graph = self.graphs.get(request.graph_key)
-            if graph is None:
+            if graph is None or graph_owner(graph, DEFAULT_TENANT.name) != tenant.name:
                 raise UnknownGraphKeyError(f"unknown graph_key {request.graph_key!r}: send the graph")
             return self.graphs.admit(graph, holder)
         if request.graph is None:  # the schema asks for a graph or a graph_key; this method drops the graph once read
             raise RuntimeError("the request's graph was already read")
         graph = job_graph_from_document(request.graph, source="graph")  # a PlacerError (bad input) if it is not a valid graph
         request.graph = None  # the document's dicts now belong to the graph: drop the other reference
+        if tenant.name != DEFAULT_TENANT.name:  # (the single tenant of a server without tenants keeps content keys)
+            graph = TenantGraph.of(graph, tenant.name)
         graph = self.graphs.admit(graph, holder)  # a copy kept before is used, this one dropped
         self._warm(graph)
         return graph
@@ -220,7 +199,7 @@ class Occupancy:
             if first is not None:
                 return first
         holder = f"placing {uuid.uuid4().hex}"  # holds the graph while it is placed, then the job (if accepted) does
-        graph = self.graph(request, holder)
+        graph = self.graph(request, holder, tenant)
         try:
             return self._decide(request, graph, tenant, idempotency_key, digest, given)
         finally:
@@ -233,7 +212,7 @@ class Occupancy:
             if idempotency_key is not None and digest is not None and (first := self._answered(idempotency_key, digest, given)) is not None:
                 return first  # a concurrent retry answered while this one parsed
             self._expire_leases()
-            now = time.time()
+            now = self.clock.wall()
             free = np.array([h is None for h in self.holder])
             free_in = np.zeros(len(free))
             for job in self.jobs.values():
@@ -245,6 +224,7 @@ class Occupancy:
                 assert decision.predicted_jct_s is not None  # an accepted decision carries its JCT
                 decision.job_id = uuid.uuid4().hex
                 lease = request.lease_s
+                deadline, expires = (None, None) if lease is None else self.clock.deadline(lease)
                 reservation = Reservation(
                     decision.job_id,
                     graph.name,
@@ -253,7 +233,7 @@ class Occupancy:
                     decision.predicted_jct_s,
                     graph.key,
                     lease,
-                    None if lease is None else now + lease,
+                    expires,
                     tenant.name,
                 )
             answer = None if idempotency_key is None or digest is None else (idempotency_key, digest, decision.model_dump_json())
@@ -261,6 +241,8 @@ class Occupancy:
                 self._saved().add(reservation, answer=answer)  # committed before anyone hears of it
             if reservation is not None:
                 self._hold(reservation)
+                if deadline is not None:
+                    self.deadlines[reservation.job_id] = deadline
                 self.job_graphs[reservation.job_id] = graph
                 self.graphs.hold(graph.key, reservation.job_id)
         return decision
@@ -273,6 +255,8 @@ class Occupancy:
 
         ``digest``: the sha256 of the request now; ``given``: the key as the client gave it (for the message)."""
         stored = self.store.answer(key)
+        if stored is None and (legacy := legacy_key(key)) is not None:  # the single tenant's, stored before keys were scoped
+            stored = self.store.answer(legacy)
         if stored is None:
             return None
         if stored[0] != digest:
@@ -295,8 +279,9 @@ class Occupancy:
             lease = renewal.lease_s or job.lease_s
             if lease is None:
                 raise NoLeaseError(f"job {job_id!r} has no lease: give lease_s to start one")
-            expires = time.time() + lease
+            deadline, expires = self.clock.deadline(lease)
             self._saved().renew(job_id, lease, expires)
+            self.deadlines[job_id] = deadline
             self.jobs[job_id] = job.model_copy(update={"lease_s": lease, "expires_at_s": expires})
             return self.jobs[job_id]
 
@@ -336,7 +321,7 @@ class Occupancy:
         if document is None:
             document = self._documents[graph.key] = graph_document(graph)
         with self.lock:
-            self.refitter.keep(row, time.time(), document)
+            self.refitter.keep(row, self.clock.wall(), document)
 
     def _running_or_raise(self, job_id: str, tenant: Tenant) -> RunningJob:
         """The running job ``job_id`` if ``tenant`` may act on it; another tenant's job is unknown to it (404, as a job that
@@ -358,8 +343,9 @@ class Occupancy:
         """Free the jobs whose lease ran out (caller holds the lock); their ids, logged. Never refused by the state file:
         expiries it cannot take now (a full disk) wait in memory, so reads go on, and :meth:`_saved` writes them before
         any other write (a restart before that expires those leases again, from the file)."""
-        now = time.time()
-        expiry = {j.job_id: j.expires_at_s or now for j in self.jobs.values() if j.expires_at_s is not None and j.expires_at_s <= now}
+        now, wall = self.clock.monotonic(), self.clock.wall()
+        due = [job_id for job_id, deadline in self.deadlines.items() if deadline <= now]
+        expiry = {job_id: wall - (now - self.deadlines[job_id]) for job_id in due}  # when it ran out, on the wall clock
         for job_id, expires_at_s in expiry.items():
             owner = self.jobs[job_id].owner
             job = self._free(job_id)
@@ -420,29 +406,3 @@ def _running(r: Reservation) -> RunningJob:
         expires_at_s=r.expires_at_s,
         owner=r.owner,
     )
-
-
-_COUNTED = {"ops": b'"pass"', "edges": b'"target"'}  # a key every op (edge) has and no other part of a graph needs
-
-
-def _more_keys_than(body: bytes, key: bytes, limit: int) -> bool:
-    """Whether ``body`` holds more than ``limit`` JSON keys ``key`` (``"pass"``: every op has one; ``"target"``: every
-    edge): a JSON string cannot hold the key's bytes, so more means more than ``limit`` ops or edges (or free-form
-    ``graph`` metadata full of such keys). One scan of the bytes, nothing parsed."""
-    if body.count(key) <= limit:  # a fast upper bound (values equal to the key count too): most bodies stop here
-        return False
-    pattern = re.compile(re.escape(key) + rb"\s*:")
-    return sum(1 for _, _ in zip(pattern.finditer(body), range(limit + 1), strict=False)) > limit
-
-
-def _invalid(exc: ValidationError, body: bytes) -> InvalidRequestError:
-    """A request that does not validate: one line for the graph document's first problem, else pydantic's error list."""
-    errors = exc.errors(include_url=False, include_input=False)  # (inputs are never shown: not made Python objects either)
-    first = errors[0]
-    if first["loc"][:1] == ("graph",) and len(first["loc"]) > 1 and first["type"] != "json_invalid":
-        try:
-            data = json.loads(body).get("graph") if len(body) <= MAX_NAMING_BYTES else None  # "node #i" beyond
-        except (ValueError, AttributeError):
-            data = None
-        return InvalidRequestError(f"graph: {describe(exc, data, strip=1)}")
-    return InvalidRequestError(f"invalid request ({len(errors)} errors)", [{**e, "loc": ("body", *e["loc"])} for e in errors])

@@ -67,11 +67,11 @@ from placer.common.errors import PlacerError
 from placer.cost.model import CostModel
 from placer.graphs.job_graph import JobGraph, job_graph_from_json
 from placer.serve.errors import GraphMemoryFullError, ReservationStateError, StateUnavailableError
-from placer.serve.graphs import MIB, GraphPool, graph_bytes
+from placer.serve.graphs import MIB, GraphPool, TenantGraph, graph_bytes, graph_owner
 from placer.serve.refit_worker import RefitJob, RefitOutcome, RefitProcess
 from placer.serve.reservations import MAX_MEASUREMENTS, ReservationStore, StoredMeasurement
 from placer.serve.schemas import CalibrationState, SuspectReport
-from placer.serve.tenants import DEFAULT_TENANT
+from placer.serve.tenants import DEFAULT_TENANT, Tenant
 
 log = logging.getLogger("placer.serve")
 
@@ -92,7 +92,8 @@ class Refitter:
     of the worker's model), and returns it: reports are judged against it. ``recent()``: the graphs to price on a
     refitted model before it is used; ``model``: the model in use at start (default: a new one of ``cluster``);
     ``trusted``: the tenants trusted for calibration (default: a single-tenant server's one tenant); ``graphs``: the
-    service's graphs, where the kept reports' graphs are held (default: a pool of its own, unbounded).
+    service's graphs, where the kept reports' graphs are held (default: a pool of its own, unbounded); ``tenants``: the
+    names of the server's tenants (a stored graph's key is its owner's: :class:`~placer.serve.graphs.TenantGraph`).
     """
 
     def __init__(
@@ -104,11 +105,13 @@ class Refitter:
         model: CostModel | None = None,
         trusted: frozenset[str] = frozenset({DEFAULT_TENANT.name}),
         graphs: GraphPool | None = None,
+        tenants: frozenset[str] = frozenset(),
     ) -> None:
         self.base, self.store, self.use, self.recent = cluster, store, use, recent
         self.graphs = graphs if graphs is not None else GraphPool(float("inf"), 512)  # (an empty pool is falsy: no `or`)
         self.max_bytes = self.graphs.max_bytes * REPORTED_SHARE  # estimated bytes of the kept reports' graphs
         self.trusted = trusted  # tenants whose reports alone may move the shared constants
+        self.tenants = tenants  # every tenant's name: whose a stored graph is, at start (its key is the owner's)
         self.rows: list[Row] = []
         self.suspects: list[tuple[Row, float, float]] = []  # (row, predicted, ratio), oldest first
         self.model = model or CostModel(cluster)  # the model in use (reports are judged against it)
@@ -144,14 +147,18 @@ class Refitter:
     def _restore_graphs(self, kept: list[StoredMeasurement]) -> dict[str, JobGraph]:
         """The stored graphs of ``kept``, read newest report first while they fit :attr:`max_bytes`; the reports of the
         others (older) are dropped from the file, with one log line. Each document is read and parsed once."""
+        reporter = {m.graph_key: m.tenant for m in kept}
         order = list(dict.fromkeys(m.graph_key for m in reversed(kept)))
         graphs: dict[str, JobGraph] = {}
-        total = 0.0
+        total, unowned = 0.0, []
         for i, key in enumerate(order):
             document = self.store.graph_document(key)
             if document is None:
                 raise ReservationStateError(f"reservation state {str(self.store.path)!r}: measurement of graph {key!r} without its graph")
-            graph = job_graph_from_json(document, source=f"stored graph {key}")
+            graph = self._owned(job_graph_from_json(document, source=f"stored graph {key}"), key, reporter[key])
+            if graph is None:
+                unowned.append(key)
+                continue
             if total + graph_bytes(graph) > self.max_bytes:
                 log.warning(
                     "reservation state %s: reports of %d graph(s) dropped, oldest first: past %.0f MiB of kept reports' graphs",
@@ -165,7 +172,36 @@ class Refitter:
             total += graph_bytes(graph)
             graphs[key] = graph
             self.graphs.hold(key, REPORTED, graph)
+        if unowned:  # a tenant no longer in the tenants file: no one may see or use its graphs' fits
+            log.warning("reservation state %s: reports of %d graph(s) of tenants no longer known dropped", self.store.path, len(unowned))
+            with suppress(StateUnavailableError):
+                self.store.forget_graphs(unowned)
         return graphs
+
+    def _owned(self, graph: JobGraph, key: str, reporter: str) -> JobGraph | None:
+        """``graph`` (read back, a plain graph) as the graph stored under ``key``: itself (a content key: the single
+        tenant's, or a file's of before graphs were scoped), or some tenant's :class:`TenantGraph` (its reporter's first);
+        None if no tenant of this server has that key."""
+        if graph.key == key:
+            return graph
+        for name in dict.fromkeys([reporter, *sorted(self.tenants)]):
+            if name and (twin := TenantGraph.of(graph, name)).key == key:
+                return twin
+        return None
+
+    def view(self, tenant: Tenant) -> CalibrationState:
+        """The calibration state as ``tenant`` may see it: an admin all of it; another the shared constants and its own
+        graphs' fitted constants (``jobs.KEY.*``) and suspects, never another tenant's graph keys or names (the counts and
+        errors are the server's)."""
+        with self._lock:
+            state, suspects = self.state, list(self.suspects)
+            owners = {r.graph.key: graph_owner(r.graph, DEFAULT_TENANT.name) for r in [*self.rows, *(s[0] for s in suspects)]}
+        if tenant.admin:
+            return state
+        mine = {key for key, owner in owners.items() if owner == tenant.name}
+        fitted = {p: v for p, v in state.fitted.items() if not p.startswith("jobs.") or p.split(".")[1] in mine}
+        shown = [shown for shown, (row, _, _) in zip(state.suspects, suspects, strict=False) if row.graph.key in mine]
+        return state.model_copy(update={"fitted": fitted, "suspects": shown})
 
     def _row(self, graph: JobGraph, devices: tuple[str, ...], step_time_s: float, source: str) -> Row:
         """A report as a row: its job's own constants are its graph's content key's (a name proves nothing), ``source`` the

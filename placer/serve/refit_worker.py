@@ -34,6 +34,7 @@ from placer.common.errors import PlacerError
 from placer.common.pool import spawn_executor
 from placer.cost.model import CostModel
 from placer.graphs.job_graph import JobGraph
+from placer.serve.graphs import content_key
 from placer.sim.fastest import fastest_iteration_s
 
 MIN_JOBS = 5
@@ -103,8 +104,8 @@ def _refit(job: RefitJob) -> RefitOutcome:
         return RefitOutcome({"needed": needed}, pid=os.getpid())
     chosen = fit_rows(job.held, rows, source="reported step times", shared=False)
     evident, whose = shared_evidence(rows, job.trusted)
-    jobs = {(r.graph.key, r.devices) for r in evident}
-    graphs = {r.graph.key for r in evident}
+    jobs = {(content_key(r.graph), r.devices) for r in evident}  # by content: one graph placed by several tenants is one
+    graphs = {content_key(r.graph) for r in evident}
     shared = f"held: reports {whose}: {len(jobs)} job(s) of {len(graphs)} graph(s); they move on {MIN_JOBS}+ jobs of {MIN_GRAPHS}+ graphs"
     moved: Calibration | None = None
     if len(jobs) >= MIN_JOBS and len(graphs) >= MIN_GRAPHS and len(evident) >= constants_needed(base, evident) + 1:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -132,7 +131,7 @@ def _decision(state: Occupancy, job: RunningJob, graph: JobGraph, own: tuple[int
     before, after = _prediction(state, graph, own), _prediction(state, graph, devices)
     moved = set(devices) != set(own)
     pause = resize_pause_s(state.cluster, graph) if moved else 0.0
-    now = time.time()
+    now = state.clock.wall()
     ratio = after.iteration_s / before.iteration_s if 0 < before.iteration_s < math.inf else 1.0
     left_s = max(job.reserved_at_s + job.predicted_jct_s - now, 0.0) * ratio
     names = [state.cluster.device_name(d) for d in devices] if moved else list(job.devices)

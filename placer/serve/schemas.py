@@ -15,14 +15,33 @@ MAX_LEASE_S = 30 * 24 * 3600.0  # a month
 MIN_LEASE_S = 1.0
 
 
+def exactly_one_of(first: str, second: str) -> dict:
+    """A JSON schema ``oneOf`` saying an object gives exactly one of two nullable fields (the other absent or null)."""
+    return {
+        "oneOf": [
+            {"required": [given], "properties": {given: {"not": {"type": "null"}}, other: {"type": "null"}}}
+            for given, other in ((first, second), (second, first))
+        ]
+    }
+
+
+def _graph_or_name(schema: dict) -> None:
+    """``graph``'s schema: a graph document, or the name of a shipped graph (placer.serve.parsing), or null."""
+    schema["anyOf"] = [*schema.get("anyOf", []), {"type": "string", "description": "the name of a shipped graph, e.g. resnet50"}]
+
+
 class PlacementRequest(BaseModel):
-    """A job to place: ``graph`` (the whole graph) or ``graph_key`` (one this server has seen).
+    """A job to place: ``graph`` (the whole graph, or a shipped graph's name) or ``graph_key`` (one this server has seen).
 
     Types are strict: ``"beta": "0.5"`` or ``true`` is refused, not coerced.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True)
-    graph: GraphDocument | None = Field(default=None, description="a job graph document (placer.graphs.document)")
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=exactly_one_of("graph", "graph_key"))
+    graph: GraphDocument | None = Field(
+        default=None,
+        description="a job graph document (placer.graphs.document) or a shipped graph's name",
+        json_schema_extra=_graph_or_name,
+    )
     graph_key: str | None = Field(default=None, max_length=64, description="the graph_key of an earlier response, instead of graph")
     beta: float = Field(gt=0, le=1, allow_inf_nan=False, description="deadline = beta x sequential JCT")
     iterations: int | None = Field(default=None, ge=1, le=MAX_ITERATIONS, description="training iterations (default: the graph's)")
@@ -80,7 +99,7 @@ MAX_DEGREE = 4096  # devices a resize may name (a cluster of more is refused at 
 class ResizeRequest(BaseModel):
     """A running job's new placement: ``degree`` (the service picks the devices) or ``devices`` (by name)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=exactly_one_of("degree", "devices"))
     degree: int | None = Field(default=None, ge=1, le=MAX_DEGREE, description="devices to run on; the service picks which")
     devices: list[Annotated[str, Field(max_length=64)]] | None = Field(
         default=None, min_length=1, max_length=MAX_DEGREE, description="the devices to run on, by name"
@@ -174,3 +193,18 @@ class CalibrationState(BaseModel):
     cv_error: float | None = Field(None, description="median cross-validated |error| of the model in use (a placement shape held out)")
     shared: str | None = Field(None, description="why the cluster's shared constants (links, overheads) moved or were held")
     suspects: list[SuspectReport] = Field(default_factory=list, description="reports held out of the fit (the newest)")
+
+
+class ValidationIssue(BaseModel):
+    """One reason a request did not validate: where (``loc``, from ``body``, ``query``, ``header`` or ``path``), what."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorBody(BaseModel):
+    """Every error answer's body: ``detail`` is one line of text, or (a request that did not validate field by field, 422)
+    the list of what is wrong, at most 20 items."""
+
+    detail: str | list[ValidationIssue]

@@ -50,7 +50,8 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from placer.serve.guard import PROGRESS_FLOOR_S, REFUSED, REFUSED_CLIENT, ConnectionGuard
+from placer.serve.guard import PROGRESS_FLOOR_S, REFUSED, REFUSED_CLIENT, ConnectionGuard, raw_answer
+from placer.serve.logtext import escape_logs
 from placer.serve.settings import ServiceSettings
 
 HEALTH_SLOTS = 4  # connections beyond max_connections, usable only by the health check in practice
@@ -62,11 +63,17 @@ SEND_BUFFER_BYTES = 64 * 1024  # each connection's kernel send buffer (SO_SNDBUF
 
 log = logging.getLogger("placer.serve")
 
+AMBIGUOUS_FRAMING = raw_answer(
+    b"400 Bad Request", b"a request may not carry both Content-Length and Transfer-Encoding (RFC 9112, 6.1): refused, connection closed"
+)
+CHUNK_TOO_LARGE = raw_answer(b"413 Content Too Large", b"a chunk larger than this server accepts for a whole body: refused")
+
 
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol under a :class:`~placer.serve.guard.ConnectionGuard` (``guard``: set by :func:`guarded_protocol`)."""
 
     guard: ConnectionGuard
+    max_body_bytes: int = 8 * 1024 * 1024  # a chunk declared larger is refused at once (set by guarded_protocol)
 
     @property
     def address(self) -> str | None:
@@ -121,6 +128,7 @@ class GuardedH11Protocol(H11Protocol):
         self.since, self._received = self.loop.time(), 0  # when the current request could begin: opening, or the last answer
         self.served = 0  # answers completed on this connection
         self._leaving = False  # to close once the answer in progress is sent (see leave)
+        self._checked: object = None  # the request cycle whose headers' framing was checked
         if not self.guard.admit(self):
             self.linger(REFUSED_CLIENT if self.guard.over_client(self.address) else REFUSED)
             return
@@ -139,6 +147,26 @@ class GuardedH11Protocol(H11Protocol):
             return  # closed: what the client still sends is read only to be discarded
         self._received += len(data)
         super().data_received(data)
+        refusal = self._framing_refusal()
+        if refusal is not None:
+            self.linger(refusal)
+
+    def _framing_refusal(self) -> bytes | None:
+        """The answer to a request whose framing is refused, once h11 has read its headers, else None: both
+        ``Content-Length`` and ``Transfer-Encoding`` (which one a proxy in front believed is unknowable: request
+        smuggling; RFC 9112 lets a server refuse it, then close), or a chunk declared larger than a whole body may be (its
+        bytes would only be waited for until the body timeout)."""
+        cycle = self.cycle
+        if cycle is None or cycle.response_started or self.lingering:
+            return None
+        if self._checked is not cycle:
+            self._checked = cycle
+            names = [name for name, _ in cycle.scope["headers"]]
+            if b"content-length" in names and b"transfer-encoding" in names:
+                return AMBIGUOUS_FRAMING
+        if getattr(getattr(self.conn, "_reader", None), "_bytes_in_chunk", 0) > self.max_body_bytes:  # h11's chunk reader
+            return CHUNK_TOO_LARGE
+        return None
 
     def on_response_complete(self) -> None:
         self.since, self._received = self.loop.time(), 0  # before the base class starts a pipelined request
@@ -325,7 +353,7 @@ def guarded_protocol(settings: ServiceSettings) -> type[GuardedH11Protocol]:
         settings.send_timeout_s,
         settings.trusted_proxies,
     )
-    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"guard": guard})
+    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"guard": guard, "max_body_bytes": settings.max_body_bytes})
 
 
 class GuardedServer(uvicorn.Server):
@@ -344,6 +372,7 @@ def make_server(app, settings: ServiceSettings, host: str = "127.0.0.1", port: i
     with none, they are ignored.
     """
     protocol = guarded_protocol(settings)
+    escape_logs("uvicorn.access", "uvicorn.error")  # a request's path is user text (percent-decoded: %0a is a newline)
     proxies = list(settings.trusted_proxies)
     options = {"log_level": "info", "timeout_keep_alive": 5, **options, "proxy_headers": bool(proxies), "forwarded_allow_ips": proxies}
     config = uvicorn.Config(app, host=host, port=port, http=protocol, limit_concurrency=None, **options)

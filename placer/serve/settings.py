@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from placer.serve.tenants import Tenant, Tenants
+from placer.serve.tenants import RESERVED_NAMES, Tenant, Tenants
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # a 20,000-op graph is 4.4 MB of compact JSON
 DEFAULT_MAX_GRAPH_OPS = 20_000  # ops (forward + backward): parsed and compiled in < 2 s, < 100 MB (bench_service.py)
@@ -74,6 +74,9 @@ class ServiceSettings(BaseModel):
     def _one_way_in(self) -> ServiceSettings:
         if self.token is not None and self.tenants is not None:
             raise ValueError("give a token or tenants, not both")
+        reserved = sorted({t.name for t in self.tenants or ()} & RESERVED_NAMES)
+        if reserved:
+            raise ValueError(f"tenant name {reserved[0]!r} is reserved (the single tenant of a server without tenants)")
         return self
 
     def access(self) -> Tenants:

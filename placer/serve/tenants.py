@@ -18,7 +18,7 @@ What the file may not hold, each refused at start in one line (:class:`TenantsFi
 group or others may read or write, a token of fewer than :data:`MIN_TOKEN_BITS` bits (judged by its
 length and alphabet: 22 URL-safe base64 characters, 32 hex digits) or of fewer than
 :data:`MIN_DISTINCT_CHARS` distinct characters, a token two tenants share, a name that is not
-:data:`NAME_PATTERN`, an unknown key.
+:data:`NAME_PATTERN` or is reserved (:data:`RESERVED_NAMES`: ``default``, the single tenant's), an unknown key.
 """
 
 from __future__ import annotations
@@ -62,11 +62,23 @@ class Tenant(BaseModel):
         return self.admin or owner == self.name
 
     def scoped(self, idempotency_key: str) -> str:
-        """``idempotency_key`` in this tenant's scope, as stored (the single tenant's keys unchanged, as before tenants)."""
-        return idempotency_key if self.name == DEFAULT_TENANT.name else f"{self.name}/{idempotency_key}"
+        """``idempotency_key`` in this tenant's scope, as stored: ``NAME KEY``, every tenant's, the single tenant's too.
+
+        A name holds no space (:data:`NAME_PATTERN`), so the stored key's first space ends the name: no tenant's scoped
+        key equals another's, whatever the keys (a client's may hold ``/``, or look like another's scoped key)."""
+        return f"{self.name} {idempotency_key}"
 
 
 DEFAULT_TENANT = Tenant(name="default", admin=True, calibration="trusted")
+RESERVED_NAMES = frozenset({DEFAULT_TENANT.name})  # a tenants file may not name these: the single tenant's, admin and trusted
+
+
+def legacy_key(scoped: str) -> str | None:
+    """The key a stored answer of the same request had before every key was scoped, or None: only the single tenant's
+    (:data:`DEFAULT_TENANT`, which no tenants file may name) were stored unscoped, and only a server of that one tenant
+    reads them back; other tenants' earlier ``NAME/KEY`` answers are not read (a retry across the upgrade is placed anew)."""
+    name, _, key = scoped.partition(" ")
+    return key if name == DEFAULT_TENANT.name and key else None
 
 
 class _TenantEntry(BaseModel):
@@ -156,6 +168,10 @@ def load_tenants(path: Path) -> Tenants:
             tenant = Tenant(name=name, **entry.model_dump())
         except ValidationError:
             raise TenantsFileError(f"{where}: tenant name {name[:80]!r} must be 1 to 64 letters, digits, '_', '.' or '-'") from None
+        if name in RESERVED_NAMES:
+            raise TenantsFileError(
+                f"{where}: tenant name {name!r} is reserved (the single tenant of a server without tenants): pick another"
+            )
         if (why := weak_token(entry.token)) is not None:
             raise TenantsFileError(f"{where}: the token of tenant {name!r} {why}")
         if entry.token in seen:

@@ -90,15 +90,15 @@ def test_a_state_file_whose_stored_idempotent_answer_was_altered_is_refused_at_s
         server.wait(10)
     state = tmp_path / "state.sqlite3"
     with sqlite3.connect(state) as db:
-        stored = json.loads(db.execute("SELECT response FROM idempotency WHERE key = 'k-1'").fetchone()[0])
-        db.execute("UPDATE idempotency SET response = ? WHERE key = 'k-1'", (json.dumps({**stored, "accepted": "maybe"}),))
+        stored = json.loads(db.execute("SELECT response FROM idempotency WHERE key = 'default k-1'").fetchone()[0])
+        db.execute("UPDATE idempotency SET response = ? WHERE key = 'default k-1'", (json.dumps({**stored, "accepted": "maybe"}),))
     again = subprocess.run(
         [sys.executable, "-m", "placer", "serve", "--cluster", str(tmp_path / "toy.toml"), "--port", "0", "--state", str(state)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert again.returncode == 2, again.stderr[-2000:]
     assert len(again.stderr.strip().splitlines()) == 1 and "Traceback" not in again.stderr
-    assert f"reservation state {str(state)!r}, idempotency key 'k-1': the stored answer is not a placement decision" in again.stderr
+    assert f"reservation state {str(state)!r}, idempotency key 'default k-1': the stored answer is not a placement decision" in again.stderr
 
 
 class _FullDisk:

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from placer.baselines.registry import make_heuristic
-from placer.serve import occupancy as occupancy_module
+from placer.serve.clock import Clock
 from placer.serve.graphs import BYTES_PER_GRAPH_ELEMENT
 from placer.serve.http import create_app
 from placer.serve.settings import ServiceSettings
@@ -19,9 +19,14 @@ from tests.placer.toys import chain, toy_cluster
 CLUSTER = toy_cluster(1, 4)
 
 
-def _client(tmp_path=None, **kwargs) -> TestClient:
+def _client(tmp_path=None, clock=None, **kwargs) -> TestClient:
     state = {"state_path": tmp_path / "s.sqlite3"} if tmp_path is not None else {}
-    return TestClient(create_app(CLUSTER, make_heuristic("fixed:1"), ServiceSettings(**state, **kwargs)))
+    return TestClient(create_app(CLUSTER, make_heuristic("fixed:1"), ServiceSettings(**state, **kwargs), clock))
+
+
+def _clock(now: list[float]) -> Clock:
+    """Both clocks at ``now[0]`` (a clock that steps: :mod:`tests.placer.serve.test_service_clock`)."""
+    return Clock(monotonic=lambda: now[0], wall=lambda: now[0])
 
 
 def _matmul_chain(name: str) -> dict:
@@ -70,10 +75,9 @@ def test_a_bad_idempotency_key_is_refused(key):
         assert client.get("/v1/cluster").json()["devices_free"] == 4
 
 
-def test_a_lease_not_renewed_frees_the_devices_and_is_logged(monkeypatch, caplog):
+def test_a_lease_not_renewed_frees_the_devices_and_is_logged(caplog):
     now = [1000.0]
-    monkeypatch.setattr(occupancy_module.time, "time", lambda: now[0])
-    with _client() as client:
+    with _client(clock=_clock(now)) as client:
         job = _place(client, lease_s=10.0).json()
         held = client.get("/v1/cluster").json()["jobs"][0]
         assert (held["lease_s"], held["expires_at_s"]) == (10.0, 1010.0)
@@ -91,14 +95,13 @@ def test_a_lease_not_renewed_frees_the_devices_and_is_logged(monkeypatch, caplog
         assert client.delete("/v1/jobs/never").status_code == 404
 
 
-def test_expired_leases_are_freed_at_start_too(tmp_path, monkeypatch):
+def test_expired_leases_are_freed_at_start_too(tmp_path):
     now = [1000.0]
-    monkeypatch.setattr(occupancy_module.time, "time", lambda: now[0])
-    with _client(tmp_path) as client:
+    with _client(tmp_path, _clock(now)) as client:
         _place(client, lease_s=5.0)
         _place(client)  # no lease: held until released
     now[0] = 2000.0
-    with _client(tmp_path) as client:
+    with _client(tmp_path, _clock(now)) as client:
         jobs = client.get("/v1/cluster").json()["jobs"]
         assert [j["lease_s"] for j in jobs] == [None]
 

@@ -108,17 +108,17 @@ def test_an_idempotent_retry_is_matched_on_its_json_not_its_bytes():
         assert other.status_code == 422
 
 
-def test_a_lease_that_ran_out_before_a_restart_is_410_after_it(tmp_path, monkeypatch):
-    import placer.serve.occupancy as occupancy_module
+def test_a_lease_that_ran_out_before_a_restart_is_410_after_it(tmp_path):
+    from placer.serve.clock import Clock
 
     now = [1000.0]
-    monkeypatch.setattr(occupancy_module.time, "time", lambda: now[0])
+    clock = Clock(monotonic=lambda: now[0], wall=lambda: now[0])
     settings = ServiceSettings(state_path=tmp_path / "s.sqlite3")
-    with TestClient(create_app(CLUSTER, make_heuristic("fixed:1"), settings)) as client:
+    with TestClient(create_app(CLUSTER, make_heuristic("fixed:1"), settings, clock)) as client:
         job = client.post("/v1/placements", json={"graph": chain().to_dict(), "beta": 1.0, "lease_s": 5.0}).json()
         now[0] = 1010.0
         assert client.delete(f"/v1/jobs/{job['job_id']}").status_code == 410  # freed by this server
-    with TestClient(create_app(CLUSTER, make_heuristic("fixed:1"), settings)) as client:
+    with TestClient(create_app(CLUSTER, make_heuristic("fixed:1"), settings, clock)) as client:
         assert client.delete(f"/v1/jobs/{job['job_id']}").status_code == 410  # and still known after a restart
         assert client.delete("/v1/jobs/never").status_code == 404
 
