@@ -20,7 +20,7 @@ import numpy as np
 
 from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
 from placer.cost import CostModel
-from placer.sim.engine.program import Program
+from placer.sim.engine.program import Program, external
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import RunResult, simulate
 from placer.sim.simulator import ClusterView
@@ -87,15 +87,12 @@ def run_policy(
     """One run of ``policy`` on ``jobs``: reset with ``rng``, told the stream (a clairvoyant reference uses it), simulated."""
     policy.reset(rng)
     policy.foresee(jobs)
-    program = None if policy.elastic else policy.program()
-    if program is not None:
-        from placer.sim.engine.stream import run_program, supported  # numba loads with the first compiled run
+    if not policy.elastic:
+        from placer.sim.engine.stream import run_program, supported  # numba loads with the first run
 
+        program = policy.program() or external(cost.cluster.num_devices)
         if supported(cost, jobs, program):
-            result = run_program(cost, jobs, program, policy.queue(queue))
-            for _ in result.records if on_job is not None else ():
-                on_job()  # type: ignore[misc]
-            return result
+            return run_program(cost, jobs, program, policy.queue(queue), policy.decide, on_job)
     return simulate(cost, jobs, policy.decide, on_job, policy.queue(queue), policy.rebalance if policy.elastic else None)
 
 

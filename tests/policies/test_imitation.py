@@ -18,6 +18,13 @@ from policies.train import reproducible_torch
 CONFIG = EnvConfig(clusters=("dgx8x8",), graphs=("alexnet", "gnmt"), episode_jobs=40, max_nodes=64, max_edges=128)
 TABLE = GraphTable.from_config(CONFIG)  # the graphs the observations' ids index
 
+@pytest.fixture
+def bars_shown(monkeypatch):
+    """Progress bars drawn although stderr is captured (no terminal): they are what these tests read."""
+    for module in ('policies.imitation',):
+        monkeypatch.setattr(f"{module}.bar_off", lambda progress: not progress)
+
+
 
 def test_teacher_actions_are_feasible_and_reproduce_the_teachers_devices():
     env = envs.ClusterPlacementEnv(CONFIG)
@@ -36,7 +43,7 @@ def test_teacher_actions_are_feasible_and_reproduce_the_teachers_devices():
 
 
 @pytest.mark.slow
-def test_cloning_learns_the_teacher(capsys):
+def test_cloning_learns_the_teacher(capsys, bars_shown):
     data = collect(CONFIG, "para_min+best_fit", 300, seed=0)
     assert len(data) >= 300 and data.masks[np.arange(len(data)), data.actions].all()
     assert set(data.dynamic["graph"][:, 0]) == {0, 1} and "nodes" not in data.dynamic  # graphs by id, no arrays per sample
@@ -47,7 +54,7 @@ def test_cloning_learns_the_teacher(capsys):
     assert "cloning" in capsys.readouterr().err
 
 
-def test_recording_in_processes_adds_up_the_workers_shares(capsys):
+def test_recording_in_processes_adds_up_the_workers_shares(capsys, bars_shown):
     from policies.imitation import collect
 
     data = collect(CONFIG, "lean", 90, seed=3, workers=2, progress=True)

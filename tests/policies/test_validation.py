@@ -1,10 +1,19 @@
 import numpy as np
+import pytest
 
 from envs.config import EnvConfig
 from policies.validation import validation_rates
 
 
-def test_validation_in_processes_gives_the_same_rates_in_the_same_order(capsys):
+@pytest.fixture
+def bars_shown(monkeypatch):
+    """Progress bars drawn although stderr is captured (no terminal): they are what these tests read."""
+    for module in ('policies.validation',):
+        monkeypatch.setattr(f"{module}.bar_off", lambda progress: not progress)
+
+
+
+def test_validation_in_processes_gives_the_same_rates_in_the_same_order(capsys, bars_shown):
     # two clusters x two loads x beta A-D: 16 streams, each a task whose result depends only on its seed
     env = EnvConfig(
         clusters=("pacml", "dgx8x8"), graphs=["alexnet", "gnmt"], episode_jobs=24, loads=(0.7, 1.3), max_nodes=64, max_edges=128

@@ -1,11 +1,12 @@
 """The compiled engine's codes: statuses, event kinds, programs, outcomes and state slots (plain ints, no numba)."""
 
 # -- status of a run ------------------------------------------------------------------------------------------------
-DONE, NEED, GROW = 0, 1, 2  # finished; prices wanted (need_g, need_s); the shape table is full (grow it)
+DONE, NEED, GROW, ASK = 0, 1, 2, 3  # finished; prices wanted (need_g, need_s); the shape table is full (grow it); a
+# job waits for the caller's decision (an EXTERNAL program: answer in ext / ext_dev, S_ANSWERED set)
 # -- event kinds (the reference's priorities) -----------------------------------------------------------------------
 COMPLETION, ARRIVAL, EXPIRY = 0, 1, 2
 # -- decision programs ----------------------------------------------------------------------------------------------
-PARA_MAX, PARA_MIN, FIXED, EFFICIENT, LEAN, SWITCH = 0, 1, 2, 3, 4, 5
+PARA_MAX, PARA_MIN, FIXED, EFFICIENT, LEAN, SWITCH, EXTERNAL = 0, 1, 2, 3, 4, 5, 6  # EXTERNAL: the caller decides
 FIRST_FIT, BEST_FIT, SPREAD = 0, 1, 2
 # program ints: kind, max_degree, cap (0: none), fixed degree, n_rules, rules[0..2]
 P_KIND, P_MAX_DEGREE, P_CAP, P_FIXED, P_NRULES, P_RULES = 0, 1, 2, 3, 4, 5
@@ -18,6 +19,7 @@ REJECTED, NO_CAPACITY, OUT_OF_MEMORY, DEADLINE, QUEUE_FULL, EXPIRED = 0, 1, 2, 3
 S_HEAP, S_SEQ, S_NEXT, S_ARRIVAL_QUEUED, S_PENDING, S_NWAIT, S_NOFFERS, S_OFFER_AT = 0, 1, 2, 3, 4, 5, 6, 7
 S_NREC, S_NTL, S_NSIZES, S_NNEED, S_NSHAPES, S_PHASE, S_NFREE = 8, 9, 10, 11, 12, 13, 14
 S_VERSION = 15  # bumped whenever a device frees or is taken: an option table's structure holds within one
+S_ANSWERED, S_NRUNNING = 16, 17  # the caller's answer waits in ext (EXTERNAL); jobs running
 N_STATE = 20  # the last slot holds the cluster's number of devices
 F_NOW = 0
 TOLERANCE = 1e-9  # placer.sim.types.DEADLINE_TOLERANCE

@@ -19,6 +19,7 @@ from numba import njit
 from .codes import (  # noqa: F401  (the kernels read them as compile-time constants)
     ACCEPTED,
     ARRIVAL,
+    ASK,
     BEST_FIT,
     BLOCKED,
     COMPLETION,
@@ -27,6 +28,7 @@ from .codes import (  # noqa: F401  (the kernels read them as compile-time const
     EFFICIENT,
     EXPIRED,
     EXPIRY,
+    EXTERNAL,
     F_NOW,
     FIRST_FIT,
     FIXED,
@@ -54,6 +56,7 @@ from .codes import (  # noqa: F401  (the kernels read them as compile-time const
     Q_TIE,
     QUEUE_FULL,
     REJECTED,
+    S_ANSWERED,
     S_ARRIVAL_QUEUED,
     S_HEAP,
     S_NEXT,
@@ -61,6 +64,7 @@ from .codes import (  # noqa: F401  (the kernels read them as compile-time const
     S_NNEED,
     S_NOFFERS,
     S_NREC,
+    S_NRUNNING,
     S_NSHAPES,
     S_NSIZES,
     S_NTL,
@@ -74,7 +78,7 @@ from .codes import (  # noqa: F401  (the kernels read them as compile-time const
     SWITCH,
     TOLERANCE,
 )
-from .options import decide, free_total, meets  # noqa: F401
+from .options import decide, external_answer, free_total, meets  # noqa: F401
 
 
 @njit(cache=True)
@@ -132,7 +136,8 @@ def pop(ist, ht, hk, hs, hp):
 # -- the event loop (placer.sim.simulator.Simulator, without snapshots or resizes) ---------------------------------
 @njit(cache=True)
 def run(ist, fst, pi, pf, c, w):
-    """Run the stream to its end or to a decision that wants prices: :data:`DONE`, :data:`NEED` or :data:`GROW`."""
+    """Run the stream to its end, to a decision that wants prices or to one the caller makes: :data:`DONE`, :data:`NEED`,
+    :data:`GROW` or :data:`ASK` (answer it with :func:`~placer.sim.engine.options.external_answer`'s inputs)."""
     if ist[S_PHASE] == 0:
         _push_next_arrival(ist, c)
         ist[S_PHASE] = 1
@@ -145,13 +150,21 @@ def run(ist, fst, pi, pf, c, w):
                 ist[S_PHASE] = 2
                 return DONE
         j = ist[S_PENDING]
-        choice = decide(j, pi, pf, ist, _remaining(c, j, fst[F_NOW]), c, w)
+        if pi[P_KIND] == EXTERNAL:
+            if ist[S_ANSWERED] == 0:
+                return ASK
+            choice = external_answer(j, ist, c, w)
+        else:
+            choice = decide(j, pi, pf, ist, _remaining(c, j, fst[F_NOW]), c, w)
         if choice == -2:
             return NEED
         if choice == -3:
             return GROW
-        ist[S_PENDING] = -1
-        _apply(j, choice, ist, fst, c, w)
+        ist[S_PENDING], ist[S_ANSWERED] = -1, 0
+        if choice == -5:
+            _leave(j, NO_CAPACITY, ist, fst, c, w, 0)
+        else:
+            _apply(j, choice, ist, fst, c, w)
 
 
 @njit(cache=True)
@@ -220,6 +233,7 @@ def _start(j, choice, jct, sid, ist, fst, c, w):
     c.run_deg[j] = degree
     ist[S_NFREE] -= degree
     ist[S_VERSION] += 1
+    ist[S_NRUNNING] += 1
     _unwait(j, ist, c)
     push(ist, c.ht, c.hk, c.hs, c.hp, finish, COMPLETION, j)
     _mark_busy(ist, fst, c)
@@ -278,6 +292,7 @@ def _step(ist, fst, c, w):
             c.free_at[c.run_dev[j, i]] = fst[F_NOW]
         ist[S_NFREE] += degree
         ist[S_VERSION] += 1
+        ist[S_NRUNNING] -= 1
         _mark_busy(ist, fst, c)
     elif kind == ARRIVAL:
         _arrive(j, ist, fst, c, w)

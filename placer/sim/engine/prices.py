@@ -27,6 +27,11 @@ MAX_BOOKS = 16  # price books kept (one per pricing key: a cluster, its calibrat
 _BOOKS: LRUCache[tuple, PriceBook] = LRUCache(MAX_BOOKS)  # an exact memo: a book's prices are a pure function of its key
 
 
+def forget_prices() -> None:
+    """Drop every price book (benchmarks that time the engine with its prices cold)."""
+    _BOOKS.clear()
+
+
 @dataclass
 class PriceBook:
     """Shapes and prices on one cost model's cluster.
@@ -58,8 +63,11 @@ class PriceBook:
         :data:`MAX_BOOKS` keys asked for are kept)."""
         key = cost.pricing_key
         book = _BOOKS.get(key)
-        if book is None or book.degree_width < degree_width:
+        if book is None:
             book = _BOOKS[key] = cls(cost, degree_width)
+        elif book.degree_width < degree_width:
+            book.rep_dev = np.hstack([book.rep_dev, np.zeros((book.rep_dev.shape[0], degree_width - book.degree_width), dtype=np.int64)])
+            book.degree_width = degree_width
         return book
 
     def fastest_iteration_s(self, graph: JobGraph) -> float:

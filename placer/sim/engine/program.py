@@ -12,8 +12,16 @@ import numpy as np
 
 from . import codes as k
 
-KINDS = {"para_max": k.PARA_MAX, "para_min": k.PARA_MIN, "fixed": k.FIXED, "eff": k.EFFICIENT, "lean": k.LEAN, "switch": k.SWITCH}
+KINDS = {
+    "para_max": k.PARA_MAX, "para_min": k.PARA_MIN, "fixed": k.FIXED, "eff": k.EFFICIENT, "lean": k.LEAN, "switch": k.SWITCH,
+    "external": k.EXTERNAL,
+}  # fmt: skip
 RULES = {"first_fit": k.FIRST_FIT, "best_fit": k.BEST_FIT, "spread": k.SPREAD}
+
+
+def external(max_degree: int) -> Program:
+    """The program of a policy that decides in Python (learned, planners): the engine asks it at every offer."""
+    return Program("external", ("first_fit",), max_degree)
 
 
 @dataclass(frozen=True)

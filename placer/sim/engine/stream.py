@@ -6,17 +6,19 @@ the heuristic the :class:`Program` describes (the differential tests hold the tw
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 from placer.cost import CostModel
+from placer.sim.elastic import ResizeError
 from placer.sim.fastest import servable
 from placer.sim.metrics import compute_metrics
 from placer.sim.queueing import QueueConfig
-from placer.sim.rollout import RunResult
-from placer.sim.types import BlockReason, Job, JobRecord, Outcome
+from placer.sim.rollout import DecideFn, RunResult
+from placer.sim.simulator import ClusterView
+from placer.sim.types import BlockReason, Job, JobRecord, Outcome, Place, Reject
 from placer.workloads.generator import JobSpec
 
 from . import kernels as k
@@ -100,15 +102,24 @@ class Arrays(NamedTuple):
 def supported(cost: CostModel, jobs: Sequence[JobSpec], program: Program) -> bool:
     """Whether the engine runs this stream: every job with its own iterations, arrivals in order, degrees it can key."""
     width = min(program.max_degree, cost.cluster.num_devices)
-    if width > k.MAX_KEY_DEGREE or not jobs:
+    if width > k.MAX_KEY_DEGREE or not jobs or (program.kind == "external" and cost.cluster.num_devices > k.MAX_KEY_DEGREE):
         return False
     arrivals = [spec.arrival_s for spec in jobs]
     return all(spec.iterations > 0 for spec in jobs) and all(a <= b for a, b in zip(arrivals, arrivals[1:], strict=False))
 
 
-def run_program(cost: CostModel, jobs: Iterable[JobSpec], program: Program, queue: QueueConfig | None = None) -> RunResult:
+def run_program(
+    cost: CostModel,
+    jobs: Iterable[JobSpec],
+    program: Program,
+    queue: QueueConfig | None = None,
+    decide: DecideFn | None = None,
+    on_job: Callable[[], None] | None = None,
+) -> RunResult:
     """The run of ``program`` on ``jobs`` (sorted by arrival, each with iterations > 0: :func:`supported`) with ``queue``
-    (the loss system by default): what :func:`~placer.sim.rollout.simulate` gives for the heuristic it describes."""
+    (the loss system by default): what :func:`~placer.sim.rollout.simulate` gives for the heuristic it describes, or with
+    :data:`EXTERNAL` for ``decide`` (a policy's, asked at each offer with a :class:`~placer.sim.simulator.ClusterView` as
+    the reference simulator gives it). ``on_job``: called once per job decided for good."""
     specs = list(jobs)
     queue = queue or QueueConfig()
     n_devices = cost.cluster.num_devices
@@ -119,23 +130,70 @@ def run_program(cost: CostModel, jobs: Iterable[JobSpec], program: Program, queu
     c = _arrays(cost, specs, book, queue, width)
     w = _work(n_devices, width, len(program.rules))
     pi, pf = program.arrays()
-    entry = None
+    asker = _Asker(cost, specs, queue, c, decide) if decide is not None else None
+    entry, reported = None, 0
     while True:
         ist[k.S_NSHAPES] = len(book.shapes)
         c = c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
         args = (ist, fst, pi, pf, c, w)
         entry = entry or _compiled(args)
         status = entry(*args)
+        if on_job is not None:
+            for _ in range(ist[k.S_NREC] - reported):
+                on_job()
+            reported = int(ist[k.S_NREC])
         if status == k.NEED:
             n = ist[k.S_NNEED]
             book.fill(c.need_g[:n], c.need_s[:n])
         elif status == k.GROW:
             book.grow()
+        elif status == k.ASK and asker is not None:
+            asker.answer(ist, fst, w)
         else:
             break
     records = _records(cost, specs, book, c, ist[k.S_NREC])
     timeline = list(zip(c.tl_time[: ist[k.S_NTL]].tolist(), c.tl_busy[: ist[k.S_NTL]].tolist(), strict=True))
     return RunResult(records, timeline, compute_metrics(records, timeline, n_devices))
+
+
+class _Asker:
+    """Asks ``decide`` for the pending job's decision on the engine's state, as the reference simulator's view shows it,
+    and writes the answer where :func:`~placer.sim.engine.options.external_answer` reads it."""
+
+    def __init__(self, cost: CostModel, specs: list[JobSpec], queue: QueueConfig, c: Arrays, decide: DecideFn) -> None:
+        self.cost, self.specs, self.queue, self.c, self.decide = cost, specs, queue, c, decide
+        self.jobs: dict[int, Job] = {}
+
+    def job(self, j: int) -> Job:
+        found = self.jobs.get(j)
+        if found is None:
+            spec, c = self.specs[j], self.c
+            fastest = float(c.fastest[j]) if self.queue.enabled else 0.0
+            found = self.jobs[j] = Job(j, spec.graph, spec.arrival_s, spec.beta, spec.iterations, float(c.seq_jct[j]), fastest)
+        return found
+
+    def answer(self, ist: np.ndarray, fst: np.ndarray, w: Work) -> None:
+        c = self.c
+        free, free_at = c.free.copy(), c.free_at.copy()
+        free.flags.writeable = free_at.flags.writeable = False
+        waiting = tuple(self.job(int(j)) for j in c.wait_ids[: ist[k.S_NWAIT]])
+        view = ClusterView(self.cost, float(fst[k.F_NOW]), free, free_at, int(ist[k.S_NRUNNING]), waiting, self.queue)
+        decision = self.decide(self.job(int(ist[k.S_PENDING])), view)
+        if isinstance(decision, Place):
+            if decision.resizes:
+                raise ResizeError("this simulator is not elastic: jobs keep their devices (hand it a rebalance callable)")
+            devices = decision.devices
+            degree = len(devices)
+            if degree > w.ids.shape[0] or any(not isinstance(d, int | np.integer) for d in devices):
+                devices, degree = (-1,), 1  # more devices than the cluster has, or no ids: no placement either way
+            w.deg[0] = degree
+            w.ids[:degree] = devices
+            w.pos[0, :degree] = np.arange(degree)
+        elif isinstance(decision, Reject):
+            w.deg[0] = -1
+        else:
+            raise TypeError(f"decision must be Reject or Place, got {decision!r}")
+        ist[k.S_ANSWERED] = 1
 
 
 def _compiled(args: tuple):

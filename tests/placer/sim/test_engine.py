@@ -140,15 +140,21 @@ def test_heap_pops_in_the_reference_order(events):
     assert popped == [heapq.heappop(reference)[3] for _ in range(n)]
 
 
-def test_run_policy_takes_the_engine_for_programs_and_the_reference_otherwise(monkeypatch):
+def test_run_policy_takes_the_engine_but_for_elastic_runs_and_streams_it_cannot_key(monkeypatch):
+    from placer.baselines.registry import PolicyContext, make_policy
+
     cost = CostModel(toy_cluster(2, 2), strategy="sipml")
     jobs = _specs(*((float(t), 1.0) for t in range(6)))
     calls = []
     monkeypatch.setattr("placer.baselines.policy.simulate", lambda *a, **kw: calls.append("reference") or rollout.simulate(*a, **kw))
-    engine = run_policy(make_heuristic("lean"), cost, jobs, QueueConfig(), np.random.default_rng(0))
+    for name in ("lean", "random"):  # a program compiled, a policy asked in Python
+        run_policy(make_heuristic(name), cost, jobs, QueueConfig(), np.random.default_rng(0))
     assert calls == []
-    reference = run_policy(make_heuristic("random"), cost, jobs, QueueConfig(), np.random.default_rng(0))
-    assert calls == ["reference"] and len(engine.records) == len(reference.records) == 6
+    elastic = make_policy("elastic_lean", PolicyContext(cost.cluster, 16))
+    run_policy(elastic, cost, jobs, QueueConfig.parse("edf-bf"), np.random.default_rng(0))
+    assert calls == ["reference"]
+    run_policy(make_heuristic("lean"), cost, [JobSpec(0.0, chain(), 1.0, 0)], QueueConfig(), np.random.default_rng(0))
+    assert calls == ["reference", "reference"]  # iterations 0: the graph's own, which the engine does not read
     assert Policy().program() is None and make_heuristic("lean:admit=auto").program() is None
 
 
@@ -201,3 +207,54 @@ def test_thriftiest_matches_the_reference_on_near_ties(degrees, rules, data, dea
     work = SimpleNamespace(deg=degree.astype(np.int64), jct=jct, repeat=np.array(repeats, dtype=np.bool_))
     got = options.thriftiest.py_func(n, deadline, LEAN_TIE, work)
     assert (None if got < 0 else got) == expected
+
+
+EXTERNAL_POLICIES = ("learned", "random", "lookahead:k=2:h=4", "hindsight:h=4", "learned:pacml")
+EXTERNAL_STREAMS = 24  # x 2 clusters
+
+
+@pytest.mark.parametrize("cluster_name", ["dgx8x8", "mixed"])
+def test_policies_that_decide_in_python_run_on_the_engine_as_on_the_reference(cluster_name):
+    # the engine's event loop asks the policy at each offer with the view the reference gives: same records and metrics
+    from placer.baselines.registry import PolicyContext, make_policy
+
+    cluster = CLUSTERS[cluster_name]()
+    cost = CostModel(cluster)
+    graphs = [resolve_graph(g) for g in PACML_GRAPHS]
+    rng = np.random.default_rng(7)
+    differ = []
+    for k in range(EXTERNAL_STREAMS):
+        name, queue = EXTERNAL_POLICIES[k % len(EXTERNAL_POLICIES)], QUEUES[k % len(QUEUES)]
+        seq = cost.sequential_iteration_s
+        workload = Workload(graphs, BetaDistribution("ABCD"[k % 4]), float(rng.choice([0.5, 0.9, 1.3])), cluster.num_devices,
+                            int(rng.integers(40, 90)), sequential_iteration_s=seq, size=SizeDistribution("loguniform:0.1:10"))  # fmt: skip
+        jobs = list(workload.jobs(np.random.default_rng(k)))
+        config = QueueConfig.parse(queue)
+        reference_policy = make_policy(name, PolicyContext(cluster, 16))
+        assert reference_policy.program() is None
+        reference_policy.reset(np.random.default_rng(k))
+        reference_policy.foresee(jobs)
+        reference = rollout.simulate(cost, jobs, reference_policy.decide, queue=reference_policy.queue(config))
+        engine = run_policy(make_policy(name, PolicyContext(cluster, 16)), cost, jobs, config, np.random.default_rng(k))
+        if (engine.records, engine.busy_timeline, engine.metrics) != (reference.records, reference.busy_timeline, reference.metrics):
+            differ.append((name, queue, k))
+    assert not differ, f"{len(differ)} of {EXTERNAL_STREAMS} streams differ, first: {differ[0]}"
+
+
+def test_an_external_decision_that_is_no_placement_is_blocked_as_the_reference_blocks_it():
+    from placer.sim.engine.program import external
+    from placer.sim.types import Place, Reject
+
+    cost = CostModel(toy_cluster(2, 2), strategy="sipml")
+    answers = [Place((0, 0)), Place((7,)), Place(()), Place((1, 0)), Reject(), Place((2,))]
+    jobs = _specs(*((float(t), 1.0) for t in range(len(answers))))
+
+    def decide(job, view):
+        return answers[job.job_id]
+
+    engine = run_program(cost, jobs, external(4), QueueConfig(), decide)
+    reference = rollout.simulate(cost, jobs, decide)
+    assert engine.records == reference.records
+    reasons = [r.reason for r in engine.records]
+    assert reasons[:3] == [BlockReason.NO_CAPACITY] * 3 and reasons[4] is BlockReason.REJECTED
+    assert engine.records[3].devices == (1, 0) and engine.records[3].outcome is Outcome.ACCEPTED  # in the order given
