@@ -2,7 +2,7 @@
 
 import json
 
-from placer.cli.figures.render import timeline
+from tools.figures.render import timeline
 
 
 def test_the_table_shows_each_calibration_and_the_form_kept_with_both_cross_validated_errors(tmp_path):

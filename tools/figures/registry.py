@@ -7,13 +7,13 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from placer.cli.figures.build import evaluated, slug
-from placer.cli.figures.core import Figure, Step, result_folders
-from placer.cli.figures.elastic import ADMITTED, admission_table
-from placer.cli.figures.field import PHILLY_WINDOWS, elastic_figure, field_files, trace_families
-from placer.cli.figures.regimes import FIELD, reads, regimes
-from placer.cli.figures.render import evaluation, printed, scaling, timeline
-from placer.cli.figures.tradeoff import tradeoff
+from tools.figures.build import evaluated, slug
+from tools.figures.core import Figure, Step, result_folders
+from tools.figures.elastic import ADMITTED, admission_table
+from tools.figures.field import PHILLY_WINDOWS, elastic_figure, field_files, trace_families
+from tools.figures.regimes import FIELD, reads, regimes
+from tools.figures.render import evaluation, printed, scaling, timeline
+from tools.figures.tradeoff import tradeoff
 
 ABCD = "--beta-dist A,B,C,D"
 FIVE, THREE = "--seeds 5 --jobs 1000", "--seeds 3 --jobs 1000"

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from placer.cli.figures.core import META, Rendered, results_dir
+from tools.figures.core import META, Rendered, results_dir
 
 Renderer = Callable[[Path], Rendered]
 
