@@ -293,7 +293,8 @@ def git_commit(root: Path) -> str:
     """The checkout's commit, with ``+dirty`` when tracked files differ from it."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "placer", "data", "benchmarks"], cwd=root).returncode != 0
+        code = ("placer", "data", "benchmarks", "experiments/studies")
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *code], cwd=root).returncode != 0
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")

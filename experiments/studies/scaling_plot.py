@@ -1,6 +1,6 @@
 """Scaling efficiency against degree on a cluster, new cost model (``auto``) against ``sipml``.
 
-    python benchmarks/scaling_plot.py [--cluster dgx8x8] [--out docs/scaling_dgx8x8.png] [--json FILE] [--smoke]
+    python experiments/studies/scaling_plot.py [--cluster dgx8x8] [--out docs/scaling_dgx8x8.png] [--json FILE] [--smoke]
 
 Efficiency = sequential time / (degree x iteration time), each graph at its profiled batch,
 placed packed (fewest servers) on the idle cluster. ``--json`` writes the numbers (the result file
