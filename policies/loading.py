@@ -188,10 +188,9 @@ def greedy_action(policy, obs: dict[str, np.ndarray], mask: np.ndarray, graph: t
 
 
 def shipped_policy_names() -> list[str]:
-    """The names ``learned:NAME`` runs: the policies of ``data/policies`` and, in a checkout, the retired ones of
-    ``experiments/policies`` (:func:`placer.common.shipped.shipped_policy_file`)."""
-    shipped, retired = policy_names()
-    return shipped + retired
+    """The names ``learned:NAME`` runs: the policies of ``data/policies`` (:func:`placer.common.shipped.shipped_policy_file`);
+    any other policy file is named by its path (``learned=LABEL:PATH.pt``)."""
+    return policy_names()
 
 
 def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPolicy | Guarded:
@@ -213,7 +212,7 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
 
     arguments = spec.arguments(GATE_ARGUMENTS, shipped_name, optional=True)
     if arguments is None:
-        names = ", ".join(policy_names()[0])
+        names = ", ".join(policy_names())
         usage = (
             f"use learned (its --policy-file), learned:NAME, NAME one of {names}, or learned:PATH.pt (a file of one's own), "
             "optionally :below=L, :last=K (L, K > 0) and :waiting=W (W >= 1)"

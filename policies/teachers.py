@@ -1,12 +1,11 @@
 """Who demonstrates in the warm start: one heuristic, or ``best``, the heuristic tuned for each episode's regime.
 
-A regime is what an episode of the environment draws (:meth:`envs.env.ClusterPlacementEnv.reset`'s ``info``):
-cluster, offered load, beta distribution, queue, job-length spread and stream structure. For the teacher
-``best`` every regime of the config is tuned before recording, as ``placer evaluate`` tunes ``best``
-(:class:`placer.baselines.best.Best`: the member of every heuristic family with the least avoidable blocking on
-tuning streams apart from any evaluated or training stream); each episode is then demonstrated by its regime's
-member. The teacher is *told* the regime; the student sees only what a deployed policy sees (with
-``meter = true``, the offered load it measures), so it has to learn to read the regime from the stream.
+A regime is what an episode of the environment draws (:meth:`envs.env.ClusterPlacementEnv.reset`'s ``info``): cluster, offered load,
+beta distribution, queue, job-length spread and stream structure. For the teacher ``best`` every regime of the config is tuned before
+recording, as ``placer evaluate`` tunes ``best`` (:class:`placer.baselines.best.Best`: the member of every heuristic family with the
+least avoidable blocking on tuning streams apart from any evaluated or training stream); each episode is then demonstrated by its
+regime's member. The teacher is *told* the regime; the student sees only what a deployed policy sees (with ``meter = true``, the offered
+load it measures), so it has to learn to read the regime from the stream.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from placer.baselines.registry import PolicyContext, make_heuristic, make_policy
 from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
 from placer.cluster.topology import Cluster, load_cluster
 from placer.common.atomic import write_atomic
-from placer.common.errors import EnvConfigError, PlacerError, PolicyError
+from placer.common.errors import EnvConfigError, PlacerError
 from placer.common.pool import spawn_pool
 from placer.common.progress import bar_off
 from placer.cost import CostModel
@@ -39,6 +38,7 @@ from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
 from placer.sim.workload import WorkloadSpec
 from policies.config import REGIME_TEACHERS, TrainConfig, tuned_per_regime
+from policies.run_folder import file_sha256
 
 
 class _Parsed(Protocol):
@@ -398,11 +398,3 @@ def check_baseline_early(config: TrainConfig) -> None:
             check_heuristics(config.env.with_changes(baseline=teacher))
         except PlacerError as exc:
             raise EnvConfigError(f"ppo_baseline: the teacher {teacher!r} cannot be the baseline ({exc})") from None
-
-
-def file_sha256(path: Path) -> str:
-    """The hex SHA-256 of ``path``'s bytes (a policy file named by a config: its content, not its name, is what was tuned)."""
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise PolicyError(f"cannot read policy file {str(path)!r}: {exc.strerror or exc}") from None

@@ -163,7 +163,7 @@ def start_weights(path: str, config: TrainConfig, field: str) -> dict[str, torch
 def recording_env(config: TrainConfig) -> EnvConfig:
     """The env the warm start records in: ``config.env``, without [env.workload]'s replayed arrival structures where
     ``record_replayed`` is false and it has others (a setting's own structure, e.g. PAC-ML's iid, is its own). Replayed
-    arrivals' bursts made the recipe's clone and students imitate worse (experiments/placer-recipe)."""
+    arrivals' bursts made the recipe's clone and students imitate worse (measured when the recipe was made)."""
     structures = config.env.workload.structures
     kept = [s.spec for s in structures if s.replay is None]
     if config.train.record_replayed or len(kept) in (0, len(structures)):

@@ -19,7 +19,21 @@ TREES = ("placer", "envs", "policies")
 PLACER_LAYERS = (
     "common", "cluster", "graphs", "cost", "calibration", "workloads", "sim", "baselines", "evaluate", "api", "serve", "ray", "cli",
 )  # fmt: skip
-MAX_LINES = 450
+MAX_LINES = 400
+MAX_FUNCTION_LINES = 80
+# files another change owns (not split here): the simulator, being rewritten
+LONG_FILES_ALLOWED = {"placer/sim/simulator.py"}
+# issue 80 item 3, not yet split (each to be cut along its concerns, then removed from these lists)
+LONG_FILES_PENDING = {"placer/calibration/fit.py", "placer/cli/report.py"}
+LONG_FUNCTIONS_PENDING = {
+    ("placer/cli/evaluate.py", "evaluate"),
+    ("placer/cli/report.py", "report"),
+    ("placer/cli/serve.py", "serve"),
+    ("placer/graphs/transformer.py", "transformer_graph"),
+    ("placer/serve/http.py", "create_app"),
+    ("policies/cli.py", "register"),
+    ("policies/cli.py", "train"),
+}
 TORCH_READERS = {"placer.graphs.torch_import", "placer.graphs.gavel_models"}  # they exist to read PyTorch models
 
 
@@ -93,7 +107,30 @@ def test_placer_modules_live_in_sub_packages():
 
 @pytest.mark.parametrize("path", source_files(), ids=lambda p: str(p.relative_to(REPO)))
 def test_no_file_is_longer_than_the_limit(path):
+    if path.relative_to(REPO).as_posix() in LONG_FILES_ALLOWED | LONG_FILES_PENDING:
+        return
     assert len(path.read_text().splitlines()) <= MAX_LINES
+
+
+def long_functions() -> set[tuple[str, str]]:
+    """(file, function) of every function (methods and nested ones too) longer than :data:`MAX_FUNCTION_LINES`."""
+    found = set()
+    for path in source_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+                found.add((path.relative_to(REPO).as_posix(), node.name))
+    return found
+
+
+def test_no_function_is_longer_than_the_limit():
+    assert long_functions() - LONG_FUNCTIONS_PENDING == set()
+
+
+def test_the_exceptions_are_still_needed():
+    """An exception that no longer applies is removed from its list, so the lists name only what is long today."""
+    long_files = {p.relative_to(REPO).as_posix() for p in source_files() if len(p.read_text().splitlines()) > MAX_LINES}
+    assert LONG_FILES_ALLOWED | LONG_FILES_PENDING <= long_files
+    assert LONG_FUNCTIONS_PENDING <= long_functions()
 
 
 def test_there_are_no_import_circles():

@@ -1,4 +1,5 @@
-"""Every benchmark script runs in its smoke mode (tiny sizes, nothing timed worth reading), so none can rot unnoticed."""
+"""Every benchmark script (the product's speed and robustness) runs in its smoke mode (tiny sizes, nothing timed worth
+reading), so none can rot unnoticed; the one-off studies of experiments/studies/ are tests/test_experiments_scripts.py's."""
 
 from __future__ import annotations
 
@@ -30,26 +31,6 @@ def test_benchmark_smoke_mode_runs(script):
 def _script(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     return subprocess.run([sys.executable, *args], cwd=REPO / "benchmarks", env=env, capture_output=True, text=True, timeout=600)
-
-
-def test_overrides_by_the_policys_own_placement_under_a_queue_gate():
-    done = _script("overrides.py", "--smoke", "--by", "own", "--waiting", "3", "--first-seed", "7")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "its holds overridden by own while at most 3 jobs wait; Poisson, 1 seed from 7 x 30 jobs" in done.stdout
-
-
-@pytest.mark.parametrize(
-    ("script", "args", "message"),
-    [
-        ("overrides.py", ("--waiting", "0"), "--waiting must be >= 1"),
-        ("overrides.py", ("--first-seed", "9999", "--seeds", "2"), "--first-seed: seeds 0 to 9,999"),
-        ("hold_states.py", ("--load", "nan"), "every --load a number > 0"),
-        ("hold_states.py", ("--cluster", "bogus", "--seeds", "1", "--jobs", "5", "--load", "0.9"), "unknown cluster preset 'bogus'"),
-    ],
-)
-def test_regime_scripts_refuse_bad_input_in_one_line(script, args, message):
-    done = _script(script, *args)
-    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
 
 
 def test_training_ceiling_line_names_the_bound_the_environment_sets():

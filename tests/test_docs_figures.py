@@ -1,6 +1,6 @@
 """The figures of the README and docs/ cannot go stale: each block matches what its committed result files
 render, each result folder was made with today's presets, and changing a preset turns exactly the
-figures that use it red until ``placer figures --run`` makes them again."""
+figures that use it red until ``python -m tools.figures --run`` makes them again."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from placer.cli import app
-from placer.cli.figures import core, stale
-from placer.cli.figures.registry import FIGURES, FOLDERS
-from placer.cli.figures.render import printed
 from placer.common.shipped import data_dir
+from tools.figures import app, core, stale
+from tools.figures.registry import FIGURES, FOLDERS
+from tools.figures.render import printed
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "experiments").glob("*.md"))]
@@ -79,7 +78,7 @@ def test_a_log_figure_read_by_a_docs_figure_keeps_its_results_in_docs():
 
 def test_a_figure_reads_no_result_files_but_its_own_and_those_of_the_figures_it_names(monkeypatch):
     """``reads`` is what decides where a folder lives: every other figure's folder a render opens is named there."""
-    from placer.cli.figures import regimes, tradeoff
+    from tools.figures import regimes, tradeoff
 
     opened: list[tuple[str, str]] = []
 
@@ -131,13 +130,13 @@ def test_changing_sync_s_of_dgx8x8_turns_exactly_its_figures_stale(tmp_path, mon
     assert set(found) == {f.name for f in FIGURES if "dgx8x8" in f.presets}
     assert all(any("preset dgx8x8 changed" in why for why in reasons) for reasons in found.values())
     assert {"readme-pacml", "mixed-loss", "fidelity-gavel"}.isdisjoint(found)  # figures of other presets stay current
-    result = CliRunner().invoke(app, ["figures", "--check"])
+    result = CliRunner().invoke(app, ["--check"])
     assert result.exit_code == 1
     assert "dgx8x8-loss: preset dgx8x8 changed" in result.output
 
 
 def test_the_check_passes_on_todays_presets():
-    result = CliRunner().invoke(app, ["figures", "--check", "readme-pacml", "dgx8x8-loss"])
+    result = CliRunner().invoke(app, ["--check", "readme-pacml", "dgx8x8-loss"])
     assert result.exit_code == 0, result.output
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The recipe-built policy (data/policies/placer.pt, `learned:placer`) on the README's regimes: the commands of
-# `placer figures`' placer-figures (placer/cli/figures/registry.py), the regimes named (default: all six) at once, each
+# `python -m tools.figures`' placer-figures (tools/figures/registry.py), the regimes named (default: all six) at once, each
 # over WORKERS processes, into runs/figures/placer-figures/<slug>/ as the figure keeps them.
 #   bash experiments/placer-recipe/evaluate.sh COPY_DIR WORKERS [SLUG ...]
 # COPY_DIR also receives each regime's results.json as <slug>.json, and evaluate.log the end of each regime's log.

@@ -16,8 +16,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from placer.cli.figures.core import results_dir
 from placer.evaluate.stats import mean_ci95
+from tools.figures.core import results_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 RETIRED = ROOT / "experiments" / "policies"

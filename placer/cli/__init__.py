@@ -23,7 +23,7 @@ import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from placer.cli import bound, calibrate, catalog, demo, evaluate, figures, imports, query, ray_demo, report, serve  # noqa: F401  (each registers its commands)
+from placer.cli import bound, calibrate, catalog, demo, evaluate, imports, query, ray_demo, report, serve  # noqa: F401  (each registers its commands)
 from placer.cli.app import app, err_console
 from placer.common.errors import PlacerError, validation_message
 from placer.common.pool import sigterm_as_interrupt

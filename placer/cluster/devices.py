@@ -21,7 +21,7 @@ from theirs). Matmul efficiencies: V100 fp32 0.35 is what the PipeDream
 ResNet-50 profile itself sustains in its convolutions (12.3 GFLOP per image x 128 images in
 284.7 ms = 5.5 TFLOP/s of 15.7); A100 tf32 and bf16 are calibrated so that the ResNet-50
 profile, moved to an A100, runs at NVIDIA's published 938 (TF32) and 2,470 (AMP) images/s
-(``benchmarks/fidelity.py`` shows the fit). H100, P40 and 16-bit V100 efficiencies are assumed
+(the repository's fidelity study shows the fit). H100, P40 and 16-bit V100 efficiencies are assumed
 equal to their A100 / V100 counterparts (not calibrated); so are those of K80, P100 and T4 (as the
 V100: fp32 0.35, 16-bit tensor cores 0.35) and A10 and L4 (as the A100). They are catalogue
 defaults: ``placer calibrate`` fits a cluster's real rate from measured step times

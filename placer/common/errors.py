@@ -74,10 +74,6 @@ class BoundError(PlacerError):
     """The clairvoyant bound cannot be computed: no jobs, or the solver found no schedule in its time limit."""
 
 
-class FigureError(PlacerError):
-    """A documented figure cannot be regenerated: an unknown name, no result files, no block to fill, a failed step."""
-
-
 class UsageError(PlacerError):
     """A command was called with arguments that do not fit together (the message says which to give)."""
 

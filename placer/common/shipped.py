@@ -29,28 +29,14 @@ DEFAULT_POLICY = "placer"
 # ``learned:pacml`` is PAC-ML's reproduction.
 
 
-def experiments_dir() -> Path | None:
-    """The checkout's ``experiments/`` folder (its configs, retired policies and results), or None in an installed copy."""
-    folder = Path(__file__).resolve().parents[2] / "experiments"
-    return folder if folder.is_dir() else None
-
-
 def shipped_policy_file(name: str) -> Path:
-    """The policy ``learned:NAME``'s file: ``data/policies/NAME.pt``, or in a checkout a retired policy of
-    ``experiments/policies/`` (not installed: kept so that the figures it made reproduce)."""
-    shipped = data_dir() / "policies" / f"{name}.pt"
-    retired = experiments_dir()
-    if not shipped.exists() and retired is not None and (retired / "policies" / f"{name}.pt").exists():
-        return retired / "policies" / f"{name}.pt"
-    return shipped
+    """The policy ``learned:NAME``'s file: ``data/policies/NAME.pt``."""
+    return data_dir() / "policies" / f"{name}.pt"
 
 
-def policy_names() -> tuple[list[str], list[str]]:
-    """The names ``learned:NAME`` accepts: the shipped policies and (in a checkout) the retired ones of ``experiments/``."""
-    shipped = sorted(path.stem for path in (data_dir() / "policies").glob("*.pt"))
-    folder = experiments_dir()
-    retired = sorted(p.stem for p in (folder / "policies").glob("*.pt") if p.stem not in shipped) if folder else []
-    return shipped, retired
+def policy_names() -> list[str]:
+    """The names ``learned:NAME`` accepts: the shipped policies of ``data/policies``."""
+    return sorted(path.stem for path in (data_dir() / "policies").glob("*.pt"))
 
 
 def default_policy_file() -> Path:

@@ -1,6 +1,6 @@
 """The cost model against published measurements: one :class:`Check` per row.
 
-``python benchmarks/fidelity.py`` prints the table; ``tests/placer/cost/test_strategies.py`` asserts
+The repository's fidelity study (not installed) prints the table; ``tests/placer/cost/test_strategies.py`` asserts
 each row within 15 %. Calibration rows (``calibrated=True``) were fitted, not predicted: the
 A100 TF32 and BF16 matmul efficiencies in :mod:`placer.cluster.devices` are set so that the
 single-GPU rows match, and ``dgx8x8``'s ``[overheads] sync_s`` (16 ms) is one constant fitted to

@@ -36,7 +36,7 @@ from placer.serve.errors import (
 )
 from placer.serve.graphs import GraphPool, TenantGraph, graph_owner
 from placer.serve.parsing import parse_request
-from placer.serve.refit import Refitter, graph_document
+from placer.serve.refit import Refitter
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.schemas import (
     ClusterOccupancy,
@@ -48,6 +48,7 @@ from placer.serve.schemas import (
     stored_answer,
 )
 from placer.serve.settings import ServiceSettings
+from placer.serve.stored import graph_document, running_job
 from placer.serve.tenants import DEFAULT_TENANT, Tenant, legacy_key
 
 Answer = TypeVar("Answer", bound=BaseModel)
@@ -141,7 +142,7 @@ class Occupancy:
         return cost
 
     def _hold(self, r: Reservation) -> None:
-        self.jobs[r.job_id] = _running(r)
+        self.jobs[r.job_id] = running_job(r)
         for name in r.devices:
             self.holder[self.cluster.device_index[name]] = r.job_id
 
@@ -391,18 +392,3 @@ class Occupancy:
         self.refitter.close()
         with self.lock:
             self.store.close()
-
-
-def _running(r: Reservation) -> RunningJob:
-    stamp = datetime.fromtimestamp(r.reserved_at_s, UTC).isoformat(timespec="milliseconds")
-    return RunningJob(
-        job_id=r.job_id,
-        graph=r.graph,
-        devices=list(r.devices),
-        reserved_at_s=r.reserved_at_s,
-        reserved_at=stamp,
-        predicted_jct_s=r.predicted_jct_s,
-        lease_s=r.lease_s,
-        expires_at_s=r.expires_at_s,
-        owner=r.owner,
-    )

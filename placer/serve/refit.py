@@ -51,7 +51,6 @@ that died) keeps the model in use and says why in the state's ``last_error``; th
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -396,8 +395,3 @@ def _within(max_bytes: float, rows: list[Row]) -> tuple[list[Row], list[str]]:
             break
         kept.add(graph.key)
     return [r for r in rows if r.graph.key in kept], [g.key for g in order if g.key not in kept]
-
-
-def graph_document(graph: JobGraph) -> str:
-    """The graph as compact JSON, as the store keeps it."""
-    return json.dumps(graph.to_dict(), separators=(",", ":"))

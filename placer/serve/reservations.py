@@ -31,20 +31,19 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
-import math
 import os
 import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from placer.calibration.measurements import MAX_STEP_S
 from placer.common.errors import PlacerError
 from placer.serve.errors import ReservationStateError, StateUnavailableError
+from placer.serve.stored import MAX_TIMESTAMP_S, Reservation, StoredMeasurement, check_number, device_list, parse_row
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -70,8 +69,6 @@ COLUMNS = {  # what each table must have (after the upgrade below)
     "graphs": {"key", "document"},
     "expired": {"job_id", "expires_at_s", "owner"},
 }
-MAX_TIMESTAMP_S = 253_402_300_799.0  # 9999-12-31T23:59:59Z: the latest time a datetime can show
-MAX_DURATION_S = 1e12  # a predicted JCT or a lease: 30,000 years
 ADDED_COLUMNS = {"graph_key": "TEXT", "lease_s": "REAL", "expires_at_s": "REAL", "owner": "TEXT"}  # reservations, since version 2
 LATER_COLUMNS = {"reservations": ADDED_COLUMNS, "measurements": {"tenant": "TEXT"}, "expired": {"owner": "TEXT"}}  # null in older files
 TABLES = {"meta", "reservations"}  # a store has these; the others are made when missing
@@ -83,28 +80,6 @@ log = logging.getLogger("placer.serve")
 RESET_HINT = "--reset-state starts empty over it (its reservations are lost)"
 DROP_HINT = "delete that row of table idempotency (a retry with the key is then placed anew), or " + RESET_HINT
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-@dataclass(frozen=True)
-class Reservation:
-    job_id: str
-    graph: str
-    devices: tuple[str, ...]
-    reserved_at_s: float  # Unix time (wall clock)
-    predicted_jct_s: float
-    graph_key: str | None = None
-    lease_s: float | None = None  # None: held until released
-    expires_at_s: float | None = None  # Unix time the lease runs out unless renewed
-    owner: str | None = None  # the tenant that placed it (None: placed before tenants, by the server's one tenant)
-
-
-@dataclass(frozen=True)
-class StoredMeasurement:
-    graph_key: str
-    devices: tuple[str, ...]
-    step_time_s: float
-    measured_at_s: float
-    tenant: str = ""  # who reported it ("": reported before tenants)
 
 
 class ReservationStore:
@@ -226,7 +201,7 @@ class ReservationStore:
         out = []
         for rowid, *fields in rows:
             where = f"reservation state {str(self.path)!r}, row {rowid}"
-            reservation = _parse_row(where, *fields)
+            reservation = parse_row(where, *fields)
             for name in reservation.devices:
                 if name not in known:
                     raise ReservationStateError(f"{where}: unknown device {name[:64]!r}")
@@ -337,11 +312,11 @@ class ReservationStore:
         out = []
         for rowid, graph_key, devices, step_time_s, measured_at_s, tenant in rows:
             where = f"reservation state {str(self.path)!r}, measurement row {rowid}"
-            names = _device_list(where, devices)
-            _check_number(where, "step_time_s", step_time_s, MAX_STEP_S)
+            names = device_list(where, devices)
+            check_number(where, "step_time_s", step_time_s, MAX_STEP_S)
             if step_time_s == 0:
                 raise ReservationStateError(f"{where}: step_time_s must be > 0")
-            _check_number(where, "measured_at_s", measured_at_s, MAX_TIMESTAMP_S)
+            check_number(where, "measured_at_s", measured_at_s, MAX_TIMESTAMP_S)
             source = tenant if isinstance(tenant, str) else ""
             out.append(StoredMeasurement(str(graph_key), tuple(names), float(step_time_s), float(measured_at_s), source))
         return out
@@ -389,36 +364,6 @@ class ReservationStore:
             self._lock_file = None
 
 
-def _parse_row(where: str, job_id, graph, devices, reserved_at_s, predicted_jct_s, graph_key, lease_s, expires_at_s, owner) -> Reservation:
-    if not isinstance(job_id, str) or not job_id:
-        raise ReservationStateError(f"{where}: job_id must be non-empty text")
-    if not isinstance(graph, str):
-        raise ReservationStateError(f"{where}: graph must be text")
-    if graph_key is not None and not isinstance(graph_key, str):
-        raise ReservationStateError(f"{where}: graph_key must be text or null")
-    if owner is not None and not isinstance(owner, str):
-        raise ReservationStateError(f"{where}: owner must be text or null")
-    names = _device_list(where, devices)
-    _check_number(where, "reserved_at_s", reserved_at_s, MAX_TIMESTAMP_S)
-    _check_number(where, "predicted_jct_s", predicted_jct_s, MAX_DURATION_S)
-    if (lease_s is None) != (expires_at_s is None):
-        raise ReservationStateError(f"{where}: lease_s and expires_at_s must both be set or both be null")
-    if lease_s is not None:
-        _check_number(where, "lease_s", lease_s, MAX_DURATION_S)
-        _check_number(where, "expires_at_s", expires_at_s, MAX_TIMESTAMP_S)
-    return Reservation(
-        job_id,
-        graph,
-        tuple(names),
-        float(reserved_at_s),
-        float(predicted_jct_s),
-        graph_key,
-        None if lease_s is None else float(lease_s),
-        None if expires_at_s is None else float(expires_at_s),
-        owner,
-    )
-
-
 def _private(path: Path) -> TextIO:
     """``path`` opened for appending, made readable and writable by this user only (0600) if it is new."""
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a")
@@ -431,18 +376,3 @@ def _first_error(exc: Exception) -> str:
         first = errors()[0]
         return f"{'.'.join(str(p) for p in first.get('loc', ())) or 'document'}: {first.get('msg', 'invalid')}"[:160]
     return (str(exc).splitlines() or [type(exc).__name__])[0][:160]
-
-
-def _device_list(where: str, devices) -> list[str]:
-    try:
-        names = json.loads(devices) if isinstance(devices, str) else None
-    except json.JSONDecodeError:
-        names = None
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
-        raise ReservationStateError(f"{where}: devices must be a JSON list of distinct device names")
-    return names
-
-
-def _check_number(where: str, field: str, value, upper: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not 0 <= value <= upper:
-        raise ReservationStateError(f"{where}: {field} must be a finite number in [0, {upper:g}]")

@@ -24,8 +24,8 @@ A structure spec is ``iid`` (independent arrivals, the default) or one or more p
 Parts compose: ``daily+sweeps``, ``replay:philly+recurring``. The offered load stays the
 workload's: sweeps slow the rate of arrival events by their mean jobs per event, and recurring
 jobs take their share of the rate. Defaults come from the Philly trace shipped in
-``data/traces/philly_pollux.csv`` (82,247 jobs, 109 days), measured by
-``python benchmarks/trace_structure.py``: the hourly arrival rate fits ``1 + 0.29 cos`` (busiest
+``data/traces/philly_pollux.csv`` (82,247 jobs, 109 days), measured by the
+repository's trace-structure study (not installed): the hourly arrival rate fits ``1 + 0.29 cos`` (busiest
 hour 3.3x the quietest); a day is 6.6 mean job durations (3.6 h); 69 % of jobs arrive within
 10 s (0.00076 mean job durations) of the previous one, in bursts of 5.1 on average. Times are in
 mean job lengths so that they scale with the workload, whose jobs are shorter than Philly's. Helios (Hu et al., SC '21) and Alibaba PAI

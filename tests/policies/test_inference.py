@@ -30,7 +30,8 @@ from policies.policy_file import read_policy_file
 from tests.policies.streams import stream
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = [shipped_policy_file(name) for names in policy_names() for name in names]  # and the retired ones of experiments/
+RETIRED = sorted((REPO / "experiments" / "policies").glob("*.pt"))  # the retired policies, named by their files
+SHIPPED = [shipped_policy_file(name) for name in policy_names()] + RETIRED
 
 
 def _torch_encoding(encoder: GraphEncoder, arrays: dict[str, np.ndarray]) -> np.ndarray:

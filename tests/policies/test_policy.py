@@ -218,15 +218,15 @@ def test_learned_with_a_load_gate_is_the_shipped_policy_guarded_by_adaptive():
     from policies.loading import LearnedPolicy
 
     context = PolicyContext(load_cluster("dgx8x8"))
-    guarded = make_policy("learned:default:below=1.15", context)
-    assert isinstance(guarded, Guarded) and guarded.below == 1.15 and guarded.name == "learned:default:below=1.15"
+    guarded = make_policy("learned:pacml:below=1.15", context)
+    assert isinstance(guarded, Guarded) and guarded.below == 1.15 and guarded.name == "learned:pacml:below=1.15"
     assert isinstance(guarded.policy, LearnedPolicy) and isinstance(guarded.by, Adaptive)
     assert isinstance(make_policy("learned:below=2", context), Guarded)
     slack = make_policy("learned:last=1.5", context)
     assert isinstance(slack, Guarded) and (slack.below, slack.last) == (float("inf"), 1.5)
-    queue = make_policy("learned:default:waiting=3", context)
+    queue = make_policy("learned:pacml:waiting=3", context)
     assert isinstance(queue, Guarded) and (queue.below, queue.last, queue.waiting) == (float("inf"), None, 3)
-    bad_names = ("learned:below=0", "learned:below=inf", "learned:below=x", "learned:default:below=1:below=2", "learned:gate=1")
+    bad_names = ("learned:below=0", "learned:below=inf", "learned:below=x", "learned:pacml:below=1:below=2", "learned:gate=1")
     for bad in (*bad_names, "learned:last=0", "learned:waiting=0", "learned:waiting=1.5"):
         with pytest.raises(PolicyError, match="unknown policy"):
             make_policy(bad, context)

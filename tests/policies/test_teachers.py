@@ -1,5 +1,7 @@
 """The warm start's teachers: one heuristic, or ``best`` tuned per regime and told each episode's regime."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,8 @@ from placer.graphs.catalog import resolve_graph
 from policies.imitation import collect
 from policies.teachers import Teachers, chosen_member, regime_members, regimes, tune_regime, tuned_per_regime
 
+DEFAULT_FILE = Path(__file__).resolve().parents[2] / "experiments" / "policies" / "default.pt"  # retired: named by its file
+DEFAULT = f"learned:{DEFAULT_FILE}"
 CONFIG = EnvConfig(
     clusters=("dgx8x8",), graphs=("alexnet", "gnmt"), loads=(0.5, 1.3), beta_dists=("C",), queue="edf-bf",
     size="loguniform:0.1:10", jobs=40, max_nodes=64, max_edges=128,
@@ -175,16 +179,15 @@ def _tuning_blocking(config, row, policy) -> float:
 def test_a_learned_candidate_teaches_the_regimes_it_is_chosen_for():
     pytest.importorskip("torch")
     import envs
-    from placer.common.shipped import shipped_policy_file
     from policies.imitation import teacher_action
     from policies.loading import LearnedPolicy
 
     low, high = (r.key for r in regimes(CONFIG))
-    teachers = Teachers("best", 16, {low: "lean", high: "learned:default"})
+    teachers = Teachers("best", 16, {low: "lean", high: DEFAULT})
     low_info, high_info = (r.as_info() for r in regimes(CONFIG))
-    assert teachers.for_episode(high_info).name == "learned:default" and teachers.for_episode(low_info).name == "lean"
-    by_table = collect(CONFIG, "best", 1, seed=3, members={low: "learned:default", high: "learned:default"})  # its first episode
-    env, learned = envs.ClusterPlacementEnv(CONFIG), LearnedPolicy.from_file(shipped_policy_file("default"))
+    assert teachers.for_episode(high_info).name == DEFAULT and teachers.for_episode(low_info).name == "lean"
+    by_table = collect(CONFIG, "best", 1, seed=3, members={low: DEFAULT, high: DEFAULT})  # its first episode
+    env, learned = envs.ClusterPlacementEnv(CONFIG), LearnedPolicy.from_file(DEFAULT_FILE)
     env.reset(seed=3)
     learned.reset(np.random.default_rng(3))
     actions, done = [], False
@@ -203,7 +206,7 @@ def test_teacher_candidates_need_a_teacher_tuned_per_regime_and_policy_names():
 
     env = CONFIG
     with pytest.raises(PlacerError, match="not tuned per regime"):
-        TrainConfig(env=env, train=TrainSection(imitation_teacher="lean", teacher_candidates=["learned:default"]))
+        TrainConfig(env=env, train=TrainSection(imitation_teacher="lean", teacher_candidates=[DEFAULT]))
     with pytest.raises(PlacerError):
         TrainConfig(env=env, train=TrainSection(imitation_teacher="best", teacher_candidates=["nonsense:3"]))
     from policies.teachers import check_baseline_early
@@ -247,8 +250,8 @@ def test_on_a_cluster_file_the_teachers_find_it_by_its_path_though_regimes_name_
     (row,) = regimes(config)
     assert row.cluster == "team4x4"
     assert group_digest(config, [row]) != group_digest(CONFIG.with_changes(loads=(0.9,)), regimes(CONFIG.with_changes(loads=(0.9,))))
-    teachers = Teachers("best", 16, {row.key: "learned:default"}, clusters=config.all_clusters)
-    assert teachers.for_episode(row.as_info()).name == "learned:default"
+    teachers = Teachers("best", 16, {row.key: DEFAULT}, clusters=config.all_clusters)
+    assert teachers.for_episode(row.as_info()).name == DEFAULT
 
 
 def test_a_beta_distribution_weighed_twice_in_training_is_validated_once():

@@ -430,7 +430,7 @@ def test_a_tuned_teacher_table_serves_a_config_that_differs_only_in_what_the_stu
 
 
 def test_a_resume_may_spread_the_run_differently_but_not_change_what_it_learns():
-    from policies.train import _without_budget
+    from policies.run_folder import _without_budget
 
     config = tiny_config().model_dump(mode="json")
     spread = {**config, "train": {**config["train"], "eval_workers": 5, "device": "auto", "timesteps": 10**6}}
@@ -441,7 +441,7 @@ def test_a_resume_may_spread_the_run_differently_but_not_change_what_it_learns()
 
 
 def test_a_copied_run_resumes_but_one_whose_policy_file_changed_under_the_same_path_does_not(tmp_path):
-    from policies.train import INPUTS, check_same_config, policy_inputs
+    from policies.run_folder import INPUTS, check_same_config, policy_inputs
 
     def started_from(path):
         config = tiny_config()

@@ -407,7 +407,7 @@ def test_an_error_naming_a_toml_section_keeps_its_brackets(tmp_path):
 def test_report_counts_the_holds_a_gate_placed_per_job():
     from pathlib import Path
 
-    from placer.cli.figures.core import results_dir
+    from tools.figures.core import results_dir
 
     path = Path(__file__).parents[3] / results_dir("guard-tuning") / "mixed-poisson.json"  # learned:default:below=L, evaluated
     report = run("report", str(path))

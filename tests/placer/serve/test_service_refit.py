@@ -78,8 +78,9 @@ def test_shared_constants_move_only_on_several_graphs_and_a_better_cross_validat
     """Three graphs on four placement shapes, all slower across servers by the same link: the inter-server bandwidth moves."""
     from placer.cost.model import CostModel
     from placer.graphs.job_graph import job_graph_from_dict
-    from placer.serve.refit import Refitter, graph_document
+    from placer.serve.refit import Refitter
     from placer.serve.reservations import ReservationStore
+    from placer.serve.stored import graph_document
 
     truth = CostModel(toy_cluster(14, 2, inter=(4e9 / 20, 0.0)))
     store = ReservationStore(None, cluster=CLUSTER.name, devices=[CLUSTER.device_name(d) for d in range(CLUSTER.num_devices)])

@@ -5,7 +5,7 @@ and ``<!-- /figure -->`` (and any PNG it draws). Its result files live in its fo
 (``docs/results/NAME/``, or ``experiments/results/NAME/`` for a figure only the experiments' log shows), beside
 ``figure.json``, which records the commands that made them, the git commit and a fingerprint of the cluster presets
 (and the cost-model constants of their devices) the figure uses. A figure is stale when that fingerprint differs
-from today's presets, or when its block (or a PNG) differs from what its result files render; ``placer figures
+from today's presets, or when its block (or a PNG) differs from what its result files render; ``python -m tools.figures
 --check`` lists them.
 """
 
@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from placer.common.atomic import atomic_path, write_atomic
-from placer.common.errors import FigureError
+from placer.common.errors import PlacerError
+from tools.figures.retired import by_file, recorded_names
 
 RESULTS = Path("docs/results")  # the result folders of the README's and docs/'s figures
 LOG = Path("experiments")  # the experiments' log: its figures' result folders are apart from the docs'
@@ -34,12 +35,22 @@ BLOCK = re.compile(r"<!-- figure: (?P<name>[\w.-]+) -->\n(?P<body>.*?)<!-- /figu
 PNG_KEY = "placer-figure-source"
 
 
+class FigureError(PlacerError):
+    """A documented figure cannot be regenerated: an unknown name, no result files, no block to fill, a failed step."""
+
+
 @dataclass(frozen=True)
 class Step:
-    """One command of a figure, run from the repository root as documented; ``stdout``: a result file that keeps what it prints."""
+    """One command of a figure, run from the repository root as documented; ``stdout``: a result file that keeps what it prints.
+
+    A retired policy in its ``--policies`` (``learned:default``) is named by its file, ``experiments/policies/NAME.pt``
+    (:func:`tools.figures.retired.by_file`): placer's ``learned:NAME`` runs only the shipped ones."""
 
     command: str
     stdout: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "command", by_file(self.command))
 
 
 @dataclass(frozen=True)
@@ -100,12 +111,12 @@ def _in_log(figure: Figure) -> bool:
 
 
 def results_dir(name: str, root: Path | None = None, document: str | None = None) -> Path:
-    """Where figure ``name`` keeps its result files, relative to the checkout at ``root`` (default: the one holding this
-    package): ``experiments/results/NAME`` when that folder is there, or, for a figure not yet run, when its ``document``
+    """Where figure ``name`` keeps its result files, relative to the checkout at ``root`` (default: the one holding
+    ``tools/``): ``experiments/results/NAME`` when that folder is there, or, for a figure not yet run, when its ``document``
     is in the experiments' log; else ``docs/results/NAME``. Read from the folders themselves, so that the code reading a
     figure's files needs no registry; which figure belongs where is :func:`result_folders`' rule, and a test holds the
     registry's folders to it."""
-    root = Path(__file__).resolve().parents[3] if root is None else root
+    root = Path(__file__).resolve().parents[2] if root is None else root
     logged = (root / LOG_RESULTS / name).is_dir()
     if not logged and document is not None and not (root / RESULTS / name).is_dir():
         logged = Path(document).parts[0] == LOG.name
@@ -146,12 +157,12 @@ def problems(root: Path, figure: Figure) -> list[str]:
     meta = read_meta(root, figure)
     if meta is None:
         missing = results_dir(figure.name, root, figure.document) / META
-        return [f"no result files ({missing} missing): run 'placer figures {figure.name} --run'"]
+        return [f"no result files ({missing} missing): run 'python -m tools.figures {figure.name} --run'"]
     found = []
     now = fingerprint(figure.presets)
     changed = sorted(p for p in figure.presets if meta["fingerprint"].get(p) != now[p])
     if changed:
-        found.append(f"preset {', '.join(changed)} changed since its results were made: run 'placer figures {figure.name} --run'")
+        found.append(f"preset {', '.join(changed)} changed since its results were made: run 'python -m tools.figures {figure.name} --run'")
     document = root / figure.document
     body = blocks(document.read_text()).get(figure.name) if document.exists() else None
     folder = root / results_dir(figure.name, root, figure.document)
@@ -159,11 +170,12 @@ def problems(root: Path, figure: Figure) -> list[str]:
     if body is None:
         found.append(f"no '<!-- figure: {figure.name} -->' block in {figure.document}")
     elif body != rendered.markdown:
-        found.append(f"its block in {figure.document} differs from what its result files render: run 'placer figures {figure.name}'")
+        rerender = f"python -m tools.figures {figure.name}"
+        found.append(f"its block in {figure.document} differs from what its result files render: run '{rerender}'")
     stamp = source_hash(folder)
     for image in rendered.images:
         if png_stamp(root / image) != stamp:
-            found.append(f"{image} was not drawn from its current result files: run 'placer figures {figure.name}'")
+            found.append(f"{image} was not drawn from its current result files: run 'python -m tools.figures {figure.name}'")
     return found
 
 
@@ -193,7 +205,7 @@ def render(root: Path, figure: Figure) -> bool:
     """Rewrite the figure's block and PNGs from its result files; True when anything changed."""
     folder = root / results_dir(figure.name, root, figure.document)
     if read_meta(root, figure) is None:
-        raise FigureError(f"figure {figure.name!r} has no result files: run 'placer figures {figure.name} --run'")
+        raise FigureError(f"figure {figure.name!r} has no result files: run 'python -m tools.figures {figure.name} --run'")
     rendered = figure.render(folder)
     document = root / figure.document
     text = document.read_text()
@@ -263,13 +275,14 @@ def run(root: Path, figure: Figure, *, execute: bool = True, commit: str | None 
 
 
 def _keep(source: Path, target: Path) -> None:
-    """Copy a result file; an evaluation's results.json keeps its runs but names a trace by its file name alone."""
+    """Copy a result file; an evaluation's results.json keeps its runs but names a trace by its file name alone, and a
+    retired policy by the name its results were recorded with (:func:`tools.figures.retired.recorded_names`)."""
     if not source.exists():
         raise FigureError(f"the figure's steps left no {source}")
     if source.name != "results.json":
         target.write_bytes(source.read_bytes())
         return
-    data = json.loads(source.read_text())
+    data = recorded_names(json.loads(source.read_text()))
     config = data["record"]["config"]
     if config.get("trace"):
         config["trace"] = Path(config["trace"]).name
@@ -280,7 +293,8 @@ def git_commit(root: Path) -> str:
     """The checkout's commit, with ``+dirty`` when tracked files differ from it."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "placer", "data", "benchmarks"], cwd=root).returncode != 0
+        code = ("placer", "data", "benchmarks", "experiments/studies")
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *code], cwd=root).returncode != 0
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")

@@ -1,8 +1,8 @@
-"""The fidelity-timeline figure: benchmarks/fidelity_timeline.py's --json numbers rendered as docs/cost-model.md's table."""
+"""The fidelity-timeline figure: experiments/studies/fidelity_timeline.py's --json numbers rendered as docs/cost-model.md's table."""
 
 import json
 
-from placer.cli.figures.render import timeline
+from tools.figures.render import timeline
 
 
 def test_the_table_shows_each_calibration_and_the_form_kept_with_both_cross_validated_errors(tmp_path):
@@ -13,9 +13,9 @@ def test_the_table_shows_each_calibration_and_the_form_kept_with_both_cross_vali
         {"label": "one server", **row, "selected_comm": 0.0},  # no form selection: no cross-validated pair
     ]
     (tmp_path / "timeline.json").write_text(json.dumps({"testbeds": testbeds}))
-    (tmp_path / "figure.json").write_text(json.dumps({"commands": ["python benchmarks/fidelity_timeline.py --json t.json"]}))
+    (tmp_path / "figure.json").write_text(json.dumps({"commands": ["python experiments/studies/fidelity_timeline.py --json t.json"]}))
     lines = timeline("timeline.json")(tmp_path).markdown.splitlines()
-    assert lines[:2] == ["    python benchmarks/fidelity_timeline.py --json t.json", ""]
+    assert lines[:2] == ["    python experiments/studies/fidelity_timeline.py --json t.json", ""]
     assert lines[2].startswith("| testbed | file opted in (`kind`) | no opt-in keys, form selected (CV: opted-in / file form) |")
     assert lines[4:] == [
         "| Ethernet-TCP | 8.5 % | 8.5 %, opted-in kept (2.8 % / 20.8 %) | 6.0 % | 78.7 % |",

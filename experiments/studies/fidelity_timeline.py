@@ -27,7 +27,7 @@ of BERT-base and ResNet-50 each; the median |error| on every other shape is repo
   beside it, *file form*: the same file calibrated in its own form only, its shared constants refitted (what ``placer
   calibrate`` did before form selection where that cross-validated better than holding them, as on these rows).
 
-``python benchmarks/fidelity_timeline.py`` (``--smoke``: fewer held-out shapes; ``--json FILE``: also write the numbers,
+``python experiments/studies/fidelity_timeline.py`` (``--smoke``: fewer held-out shapes; ``--json FILE``: also write the numbers,
 per testbed, as the result file of the ``fidelity-timeline`` figure of docs/cost-model.md).
 """
 

@@ -1,6 +1,6 @@
 """Where a learned policy departs from the per-regime ``best`` and which of its extra blocks those departures cause.
 
-    python benchmarks/departures.py [--cluster mixed] [--load 0.5] [--seeds 10] [--jobs 500]
+    python experiments/studies/departures.py [--cluster mixed] [--load 0.5] [--seeds 10] [--jobs 500]
         [--policy-file experiments/policies/default.pt] [--smoke]
 
 On ``--seeds`` paired streams of each beta distribution A-D (an EDF queue with backfilling, job lengths
@@ -33,7 +33,6 @@ from placer.baselines.policy import Policy, run_policy
 from placer.cli.options import check_seed_range
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import PlacerError, validation_message
-from placer.common.shipped import shipped_policy_file
 from placer.evaluate.config import EvaluationConfig
 from placer.evaluate.runner import Runner, Task
 from placer.sim.options import options
@@ -42,6 +41,8 @@ from placer.sim.types import Decision, Job, JobRecord, Outcome, Place
 
 RANK_BINS = (0.5, 0.8, 0.9, 0.95)  # size-rank bins of held jobs: below 0.5, 0.5-0.8, ..., 0.95 and above
 KINDS = ("agree", "both hold", "same degree, other devices", "other degree", "learned holds, best places", "learned places, best holds")
+
+RETIRED_DEFAULT = Path(__file__).resolve().parents[2] / "experiments" / "policies" / "default.pt"  # learned:default, retired
 
 
 def departure(learned: Decision, best: Decision) -> str:
@@ -117,7 +118,7 @@ def families_runner(
     backfilling, job lengths ``loguniform:0.1:10``, ``structure`` arrivals (``iid``: Poisson), ``learned`` from
     ``policy_file`` (None: ``learned:default``'s, the policy these analyses studied), seeds from ``first_seed``."""
     workload = {"jobs": jobs, "queue": "edf-bf", "size": "loguniform:0.1:10", "beta_dists": betas, "structure": [structure]}
-    extra = {"policy_file": str(policy_file or shipped_policy_file("default"))}
+    extra = {"policy_file": str(policy_file or RETIRED_DEFAULT)}
     config = {
         "cluster": cluster,
         "policies": policies,

@@ -1,6 +1,6 @@
 import json
 
-from placer.cli.figures.tradeoff import frontier, pooled, tradeoff
+from tools.figures.tradeoff import frontier, pooled, tradeoff
 
 
 def test_the_frontier_keeps_what_nothing_beats_on_both_by_rising_jct():

@@ -1,6 +1,6 @@
 """Measure the structure of the shipped Philly trace that the workload defaults are set from.
 
-    python benchmarks/trace_structure.py [--smoke]   # --smoke: the first 2,000 jobs only
+    python experiments/studies/trace_structure.py [--smoke]   # --smoke: the first 2,000 jobs only
 
 Prints, for ``data/traces/philly_pollux.csv`` (Pollux's processed Philly trace): the hourly arrival
 profile and the amplitude of ``1 + A cos`` fitted to it (``daily:amp``), a day in mean job durations

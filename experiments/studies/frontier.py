@@ -1,7 +1,7 @@
 """The structured-workload frontier: each policy against the better of ``lean:admit=auto`` and ``lean:admit=best``.
 
-    python benchmarks/frontier.py runs/issue20 [--policies learned,learned:history]
-    python benchmarks/frontier.py --smoke   # evaluates two 20-job streams into a temporary root first
+    python experiments/studies/frontier.py runs/issue20 [--policies learned,learned:history]
+    python experiments/studies/frontier.py --smoke   # evaluates two 20-job streams into a temporary root first
 
 Reads the evaluations ``placer evaluate --out DIR/CLUSTER-STRUCTURE`` wrote (and
 ``DIR/CLUSTER-STRUCTURE-*`` folders of the same streams: a policy evaluated later, and

@@ -1,7 +1,7 @@
 """How decisions change from the old cost model (``sipml``, PAC-ML's op splitting) to the new
 one (``auto``: the fastest data x tensor x pipeline split), on the same job streams.
 
-    python benchmarks/decisions.py [--seeds 3] [--jobs 500] [--policy-file data/policies/pacml.pt] [--smoke]
+    python experiments/studies/decisions.py [--seeds 3] [--jobs 500] [--policy-file data/policies/pacml.pt] [--smoke]
 
 For each cluster, cost model and policy: blocking rate, mean degree of accepted jobs, servers
 spanned per accepted job and the mix of strategies, averaged over beta distributions A-D and seeds.

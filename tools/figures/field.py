@@ -3,10 +3,10 @@ ones tuned on another window of the same log), and the elastic and deadline sche
 
 from __future__ import annotations
 
-from placer.cli.figures.build import evaluated, slug
-from placer.cli.figures.core import Figure, Step
-from placer.cli.figures.elastic import elastic_table
-from placer.cli.figures.regimes import reads
+from tools.figures.build import evaluated, slug
+from tools.figures.core import Figure, Step
+from tools.figures.elastic import elastic_table
+from tools.figures.regimes import reads
 
 # every family, best, adaptive, the shipped learned policy and the field's deadline schedulers on a replayed Philly virtual cluster:
 # its first 600 jobs, the tuned policies tuned on the 600 after them (--tune-trace; --start past the evaluated window's end)

@@ -1,12 +1,13 @@
-"""``placer figures``: every table and plot of the README, ``docs/`` and the experiments' log from the result files beside it.
+"""``python -m tools.figures``: every table and plot of the README, ``docs/`` and the experiments' log from the result files beside it.
 
-    placer figures [NAME ...]           # re-render the blocks and plots from each figure's results folder
-    placer figures [NAME ...] --check   # exit 1 listing the stale figures (presets changed, block differs)
-    placer figures [NAME ...] --run     # rerun the recorded commands, keep their result files, re-render
+    python -m tools.figures [NAME ...]           # re-render the blocks and plots from each figure's results folder
+    python -m tools.figures [NAME ...] --check   # exit 1 listing the stale figures (presets changed, block differs)
+    python -m tools.figures [NAME ...] --run     # rerun the recorded commands, keep their result files, re-render
 
 Each figure's results folder is ``docs/results/NAME/``, or ``experiments/results/NAME/`` for a figure only
-``experiments/*.md`` shows (:func:`placer.cli.figures.core.results_dir`). The registry of figures is
-:mod:`placer.cli.figures.registry`; the rules are in :mod:`placer.cli.figures.core`.
+``experiments/*.md`` shows (:func:`tools.figures.core.results_dir`). The registry of figures is
+:mod:`tools.figures.registry`; the rules are in :mod:`tools.figures.core`. A tool of the repository, run from its
+root: it is not installed with placer (pyproject's packages leave ``tools`` out).
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
-from placer.cli.app import app, err_console
-from placer.cli.figures import core
-from placer.common.errors import FigureError
+from tools.figures import core
+from tools.figures.core import FigureError
+
+app = typer.Typer(add_completion=False, no_args_is_help=False)
+err_console = Console(stderr=True)
 
 
 def repo_root() -> Path:
-    """The checkout whose README and docs/ hold the figures (the package's parent)."""
-    return Path(__file__).resolve().parents[3]
+    """The checkout whose README and docs/ hold the figures (the parent of ``tools/``)."""
+    return Path(__file__).resolve().parents[2]
 
 
 def select(figures: list[core.Figure], names: list[str]) -> list[core.Figure]:
@@ -57,11 +61,11 @@ def figures(
     Each result folder records the commands that made it, the commit and a fingerprint of the cluster
     presets it used; --check fails when a preset changed since, or a block no longer matches its results.
     """
-    from placer.cli.figures.registry import FIGURES
+    from tools.figures.registry import FIGURES
 
     root = repo_root()
     if not (root / "docs").is_dir():
-        raise FigureError(f"placer figures works in a source checkout (no docs/ beside the package at {root})")
+        raise FigureError(f"python -m tools.figures works in a source checkout (no docs/ beside tools/ at {root})")
     chosen = select(list(FIGURES), names or [])
     if check:
         found = stale(root, chosen)

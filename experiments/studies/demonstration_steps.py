@@ -1,7 +1,7 @@
 """How many decisions one teacher episode takes in each regime of a training config: what a warm start's budget of
 ``imitation_steps`` decisions buys in episodes, and so in regimes covered.
 
-    python benchmarks/demonstration_steps.py [--config experiments/configs/clone.toml]
+    python experiments/studies/demonstration_steps.py [--config experiments/configs/clone.toml]
         [--members experiments/policies/clone.imitation.json] [--seed 1] [--smoke]
 
 For each cluster x load of every setting of ``--config`` (beta C, Poisson arrivals: one stream each, seed ``--seed``),
@@ -26,7 +26,7 @@ from policies.config import load_train_config
 from policies.imitation import teacher_action
 from policies.teachers import Teachers
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"  # the retired clone this analysis is of
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"  # the retired clone this analysis is of
 
 
 def regimes_to_play(config: EnvConfig) -> list[EnvConfig]:
@@ -62,7 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, default=EXPERIMENTS / "configs" / "clone.toml")
     parser.add_argument(
-        "--members", type=Path, default=Path(__file__).resolve().parents[1] / "experiments" / "policies" / "clone.imitation.json"
+        "--members", type=Path, default=Path(__file__).resolve().parents[2] / "experiments" / "policies" / "clone.imitation.json"
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--smoke", action="store_true")

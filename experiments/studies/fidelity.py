@@ -1,10 +1,10 @@
 """The cost model against published measurements, and calibration on Gavel's measured throughputs.
 
-    python benchmarks/fidelity.py            # both tables and the calibration timing
-    python benchmarks/fidelity.py --no-gavel # the published rows only
-    python benchmarks/fidelity.py --gavel-only # the Gavel table only (no timing)
-    python benchmarks/fidelity.py --gavel-shapes v100 # one GPU type's rows by model and placement shape
-    python benchmarks/fidelity.py --smoke    # the published rows and one Gavel GPU type, nothing timed
+    python experiments/studies/fidelity.py            # both tables and the calibration timing
+    python experiments/studies/fidelity.py --no-gavel # the published rows only
+    python experiments/studies/fidelity.py --gavel-only # the Gavel table only (no timing)
+    python experiments/studies/fidelity.py --gavel-shapes v100 # one GPU type's rows by model and placement shape
+    python experiments/studies/fidelity.py --smoke    # the published rows and one Gavel GPU type, nothing timed
 
 First table: each published figure, its source, placer's prediction and the relative error
 (calibration rows are marked: they were fitted, not predicted; see :mod:`placer.cost.fidelity`).

@@ -4,7 +4,7 @@ deadline schedulers of :data:`FIELD` where run, paired on the same streams; then
 ``single-best``, with jobs/h and mean JCT.
 
 Rendered from result files of figures (``placer evaluate --load ...`` runs, per cluster and arrival pattern: e.g.
-``FIGURE/results.json`` in that figure's result folder, :func:`~placer.cli.figures.core.results_dir`; several files of
+``FIGURE/results.json`` in that figure's result folder, :func:`~tools.figures.core.results_dir`; several files of
 one evaluation are the same streams, paired), never by running anything.
 """
 
@@ -15,9 +15,9 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
-from placer.cli.figures.core import Rendered, beside
-from placer.cli.figures.render import Renderer, _commands
 from placer.evaluate.stats import mean_ci95, plus_minus
+from tools.figures.core import Rendered, beside
+from tools.figures.render import Renderer, _commands
 
 SHOWN = ("single-best", "best", "adaptive")  # then the learned policies evaluated, in the order run, then FIELD's
 # ElasticFlow, Chronus, lean that grows and shrinks running jobs, and the best of them tuned per regime

@@ -1,6 +1,6 @@
 """The room in a learned policy's holds: the policy with each hold replaced by the placement another policy makes there.
 
-    python benchmarks/overrides.py [--cluster dgx8x8,mixed] [--load 0.5,0.9,1.3] [--by best] [--below L] [--waiting W]
+    python experiments/studies/overrides.py [--cluster dgx8x8,mixed] [--load 0.5,0.9,1.3] [--by best] [--below L] [--waiting W]
         [--structure iid] [--first-seed 0] [--seeds 5] [--jobs 500] [--policy-file experiments/policies/default.pt] [--workers 2] [--smoke]
 
 On the families figures' streams of each cluster and load (``--seeds`` paired streams of each beta distribution A-D,
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-# a sibling script: benchmarks/ is on the path of a script run from it
+# a sibling script: experiments/studies/ is on the path of a script run from it
 from departures import families_runner, regime_arguments, regime_parser, run_regimes
 
 from envs.action import REJECT, action_mask, decision

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from placer.cli.figures.core import META, Rendered, results_dir
+from tools.figures.core import META, Rendered, results_dir
 
 Renderer = Callable[[Path], Rendered]
 
@@ -68,7 +68,7 @@ def printed(name: str) -> Renderer:
 
 
 def timeline(name: str) -> Renderer:
-    """The DDP-timeline fidelity table, from ``benchmarks/fidelity_timeline.py --json``'s numbers: per testbed, the held-out
+    """The DDP-timeline fidelity table, from ``experiments/studies/fidelity_timeline.py --json``'s numbers: per testbed, the held-out
     median error of each calibration (file opted in; no opt-in keys with form selection, in its own form only, links held)."""
 
     def percent(x: float) -> str:
@@ -92,7 +92,7 @@ def timeline(name: str) -> Renderer:
 
 
 def scaling(name: str, image: str, alt: str) -> Renderer:
-    """The scaling table on ``dgx8x8`` and the efficiency plot, from ``benchmarks/scaling_plot.py --json``'s data."""
+    """The scaling table on ``dgx8x8`` and the efficiency plot, from ``experiments/studies/scaling_plot.py --json``'s data."""
 
     def render(folder: Path) -> Rendered:
         data = json.loads((folder / name).read_text())

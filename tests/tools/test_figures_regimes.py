@@ -1,6 +1,6 @@
 import json
 
-from placer.cli.figures.regimes import regimes
+from tools.figures.regimes import regimes
 
 
 def _run(policy, seed, avoidable, load=0.9, beta="A"):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from placer.cli.figures.core import Figure, Step
-from placer.cli.figures.render import evaluation
+from tools.figures.core import Figure, Step
+from tools.figures.render import evaluation
 
 
 def evaluated(name: str, document: str, presets: tuple[str, ...], options: str, *, before: tuple[str, ...] = (), **render) -> Figure:

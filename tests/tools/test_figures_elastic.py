@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from placer.cli.figures.elastic import admission_table, elastic_table
-from placer.common.errors import FigureError
+from tools.figures.core import FigureError
+from tools.figures.elastic import admission_table, elastic_table
 
 
 def _run(policy, seed, avoidable, jct, load=0.9, resizes=0):

@@ -7,13 +7,13 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from placer.cli.figures.build import evaluated, slug
-from placer.cli.figures.core import Figure, Step, result_folders
-from placer.cli.figures.elastic import ADMITTED, admission_table
-from placer.cli.figures.field import PHILLY_WINDOWS, elastic_figure, field_files, trace_families
-from placer.cli.figures.regimes import FIELD, reads, regimes
-from placer.cli.figures.render import evaluation, printed, scaling, timeline
-from placer.cli.figures.tradeoff import tradeoff
+from tools.figures.build import evaluated, slug
+from tools.figures.core import Figure, Step, result_folders
+from tools.figures.elastic import ADMITTED, admission_table
+from tools.figures.field import PHILLY_WINDOWS, elastic_figure, field_files, trace_families
+from tools.figures.regimes import FIELD, reads, regimes
+from tools.figures.render import evaluation, printed, scaling, timeline
+from tools.figures.tradeoff import tradeoff
 
 ABCD = "--beta-dist A,B,C,D"
 FIVE, THREE = "--seeds 5 --jobs 1000", "--seeds 3 --jobs 1000"
@@ -28,6 +28,7 @@ TRACE_QUEUE = "learned,lean,lean@edf,para_min+best_fit,lean:admit=0.9"
 GAVEL_IMPORT = "placer import trace gavel data/traces/gavel_msr_0e4a51.trace --out runs/figures/gavel.csv"
 PHILLY_IMPORT = "placer import trace philly data/traces/philly_pollux.csv --vc 6214e9 --jobs 600 --out runs/figures/philly.csv"
 
+STUDIES = "experiments/studies"  # the one-off analyses some figures print
 RESULTS_MD = "docs/results.md"
 LEARNING_MD = "docs/learning.md"  # the shipped policy: how it is made, where it wins and where it does not
 LEARNING_LOG = "experiments/learning-log.md"  # every earlier experiment's figures, in the order they were made
@@ -267,7 +268,7 @@ _REGISTERED: tuple[Figure, ...] = (
         "hold-states",
         LEARNING_LOG,
         ("dgx8x8", "mixed"),
-        (Step("python benchmarks/hold_states.py", stdout="output.md"),),
+        (Step("python experiments/studies/hold_states.py", stdout="output.md"),),
         printed("output.md"),
     ),
     _apart("gate-waiting", WAITING_GATES, seeds=3, least=True, beside="guard-tuning"),
@@ -275,7 +276,7 @@ _REGISTERED: tuple[Figure, ...] = (
         "never-hold",
         LEARNING_LOG,
         ("dgx8x8", "mixed"),
-        (Step(f"python benchmarks/overrides.py --by own --structure daily --load 0.5,0.9 {NEVER_HOLD_SEEDS}", stdout="output.md"),),
+        (Step(f"python {STUDIES}/overrides.py --by own --structure daily --load 0.5,0.9 {NEVER_HOLD_SEEDS}", stdout="output.md"),),
         printed("output.md"),
     ),
     _beside(  # PPO where the policy lost: chosen on these streams (seeds 100-109)...
@@ -352,70 +353,70 @@ _REGISTERED: tuple[Figure, ...] = (
         "demonstration-steps",
         LEARNING_LOG,
         ("dgx8x8", "mixed", "pacml"),
-        (Step("python benchmarks/demonstration_steps.py", stdout="output.md"),),
+        (Step("python experiments/studies/demonstration_steps.py", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(  # which of the learned policy's departures from best cost it jobs, where it blocks more than best
         "departures",
         LEARNING_LOG,
         ("mixed",),
-        (Step("python benchmarks/departures.py --cluster mixed --load 0.5", stdout="output.md"),),
+        (Step("python experiments/studies/departures.py --cluster mixed --load 0.5", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(  # the same at load 0.9, where the learned policies block more than best on mixed: which jobs they hold
         "departures-busy",
         LEARNING_LOG,
         ("mixed",),
-        (Step("python benchmarks/departures.py --cluster mixed --load 0.9", stdout="output.md"),),
+        (Step("python experiments/studies/departures.py --cluster mixed --load 0.9", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(  # the room in the learned policy's holds: each one best would place, placed as best does
         "overrides",
         LEARNING_LOG,
         ("dgx8x8", "mixed"),
-        (Step("python benchmarks/overrides.py", stdout="output.md"),),
+        (Step("python experiments/studies/overrides.py", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(
         "fidelity-published",
         COST_MD,
         ("dgx8x8",),
-        (Step("python benchmarks/fidelity.py --no-gavel", stdout="output.md"),),
+        (Step("python experiments/studies/fidelity.py --no-gavel", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(
         "fidelity-gavel",
         COST_MD,
         ("testbeds/gavel_k80", "testbeds/gavel_p100", "testbeds/gavel_v100"),
-        (Step("python benchmarks/fidelity.py --gavel-only", stdout="output.md"),),
+        (Step("python experiments/studies/fidelity.py --gavel-only", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(  # why V100's held-out median stays near 19 %: its rows by model and shape
         "fidelity-gavel-shapes",
         COST_MD,
         ("testbeds/gavel_v100",),
-        (Step("python benchmarks/fidelity.py --gavel-shapes v100", stdout="output.md"),),
+        (Step("python experiments/studies/fidelity.py --gavel-shapes v100", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(
         "fidelity-extrapolation",
         COST_MD,
         ("testbeds/gavel_k80", "testbeds/gavel_p100", "testbeds/gavel_v100"),
-        (Step("python benchmarks/fidelity.py --extrapolation-only", stdout="output.md"),),
+        (Step("python experiments/studies/fidelity.py --extrapolation-only", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(
         "fidelity-testbed",
         COST_MD,
         ("testbeds/t4x16",),
-        (Step("python benchmarks/fidelity.py --testbed-only", stdout="output.md"),),
+        (Step("python experiments/studies/fidelity.py --testbed-only", stdout="output.md"),),
         printed("output.md"),
     ),
     Figure(  # the fit judged on a finer model than the one fitted (a DDP timeline); T4s: stale when their constants change
         "fidelity-timeline",
         COST_MD,
         ("testbeds/t4x16",),
-        (Step("python benchmarks/fidelity_timeline.py --json runs/figures/fidelity-timeline/timeline.json"),),
+        (Step("python experiments/studies/fidelity_timeline.py --json runs/figures/fidelity-timeline/timeline.json"),),
         timeline("timeline.json"),
         keep={"timeline.json": "runs/figures/fidelity-timeline/timeline.json"},
     ),
@@ -423,7 +424,7 @@ _REGISTERED: tuple[Figure, ...] = (
         "scaling-dgx8x8",
         COST_MD,
         ("dgx8x8",),
-        (Step("python benchmarks/scaling_plot.py --json runs/figures/scaling-dgx8x8/scaling.json"),),
+        (Step("python experiments/studies/scaling_plot.py --json runs/figures/scaling-dgx8x8/scaling.json"),),
         scaling("scaling.json", "docs/scaling_dgx8x8.png", "scaling efficiency, sipml against auto"),
         keep={"scaling.json": "runs/figures/scaling-dgx8x8/scaling.json"},
     ),
@@ -431,7 +432,7 @@ _REGISTERED: tuple[Figure, ...] = (
         "decisions",
         COST_MD,
         ("pacml", "dgx8x8"),
-        (Step("python benchmarks/decisions.py --seeds 2 --jobs 500", stdout="output.md"),),
+        (Step("python experiments/studies/decisions.py --seeds 2 --jobs 500", stdout="output.md"),),
         printed("output.md"),
     ),
 )

@@ -1,10 +1,10 @@
 """Scaling efficiency against degree on a cluster, new cost model (``auto``) against ``sipml``.
 
-    python benchmarks/scaling_plot.py [--cluster dgx8x8] [--out docs/scaling_dgx8x8.png] [--json FILE] [--smoke]
+    python experiments/studies/scaling_plot.py [--cluster dgx8x8] [--out docs/scaling_dgx8x8.png] [--json FILE] [--smoke]
 
 Efficiency = sequential time / (degree x iteration time), each graph at its profiled batch,
 placed packed (fewest servers) on the idle cluster. ``--json`` writes the numbers (the result file
-``placer figures`` renders the scaling table and plot of docs/cost-model.md from); ``--smoke``
+``python -m tools.figures`` renders the scaling table and plot of docs/cost-model.md from); ``--smoke``
 checks two graphs at degrees up to 4 and writes nothing.
 """
 
@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from placer import load_cluster, resolve_graph
-from placer.cli.figures.render import scaling_plot
 from placer.cluster.placement import best_fit
 from placer.cost import CostModel
+from tools.figures.render import scaling_plot
 
 PLOTTED = ("resnet50", "vgg16", "inception_v3", "gnmt", "gpt2_small", "gpt2_medium", "llama_850m")
 TABLE = ("alexnet", "vgg16", "resnet18", "resnet50", "inception_v3", "gnmt", "gpt2_small", "gpt2_medium", "bert_base", "llama_850m")

@@ -1,6 +1,6 @@
 """The state of the cluster at each hold of the learned policy that another policy would place: what a gate could read.
 
-    python benchmarks/hold_states.py [--cluster dgx8x8,mixed] [--load 0.5,0.9,1.3] [--structure iid,daily] [--by best]
+    python experiments/studies/hold_states.py [--cluster dgx8x8,mixed] [--load 0.5,0.9,1.3] [--structure iid,daily] [--by best]
         [--first-seed 200] [--seeds 4] [--jobs 500] [--policy-file experiments/policies/default.pt] [--workers 2] [--smoke]
 
 On the families figures' streams of each regime (``--seeds`` paired streams from ``--first-seed`` of each beta
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# a sibling script: benchmarks/ is on the path of a script run from it
+# a sibling script: experiments/studies/ is on the path of a script run from it
 from departures import families_runner, regime_arguments, regime_parser, run_regimes
 
 from placer.baselines.policy import Policy, run_policy

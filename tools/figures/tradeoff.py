@@ -3,7 +3,7 @@ beta distributions and seeds, the policies no other beats on both (the measured 
 within a JCT budget (a multiple of the fastest policy's) blocks.
 
 Rendered from other figures' result files (``results.json`` in each one's result folder,
-:func:`~placer.cli.figures.core.results_dir`), never by running anything.
+:func:`~tools.figures.core.results_dir`), never by running anything.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import json
 import math
 from pathlib import Path
 
-from placer.cli.figures.core import Rendered, beside
-from placer.cli.figures.regimes import commands_of
-from placer.cli.figures.render import Renderer
+from tools.figures.core import Rendered, beside
+from tools.figures.regimes import commands_of
+from tools.figures.render import Renderer
 
 BUDGET = 1.25  # the JCT budget, as a multiple of the fastest policy's mean JCT (issue 29's target)
 

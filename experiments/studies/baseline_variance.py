@@ -1,6 +1,6 @@
 """How much of the return the arrivals decide: its variance with and without the input-dependent baseline.
 
-    python benchmarks/baseline_variance.py [--episodes 16] [--policy experiments/policies/regimes.pt] [--smoke]
+    python experiments/studies/baseline_variance.py [--episodes 16] [--policy experiments/policies/regimes.pt] [--smoke]
 
 Plays ``--episodes`` episodes of the policy file's own environment (greedy actions; seeds 10,000 on, apart from
 training's) twice, once with the plain reward and once less what each episode's regime's member of ``best`` earns
@@ -59,7 +59,7 @@ def unexplained(target: np.ndarray, states: np.ndarray) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--episodes", type=int, default=16)
-    parser.add_argument("--policy", type=Path, default=Path(__file__).resolve().parents[1] / "experiments" / "policies" / "regimes.pt")
+    parser.add_argument("--policy", type=Path, default=Path(__file__).resolve().parents[2] / "experiments" / "policies" / "regimes.pt")
     parser.add_argument("--baseline", default="lean:admit=0.9", help="the heuristic when the policy recorded no members")
     parser.add_argument("--gamma", type=float, default=0.99)
     parser.add_argument("--per-arrival", type=float, default=None, help="the potential's discount per arrival (default: --gamma)")

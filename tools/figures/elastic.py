@@ -1,6 +1,6 @@
 """The elastic policies and the field's deadline schedulers beside ``best`` and the shipped learned policy, on the README's
 regime streams: per regime and load, avoidable blocking (mean over beta A-D x seeds, and the paired difference to
-``best``, 95 % interval) beside the mean JCT (and, for :data:`~placer.cli.figures.regimes.FIELD`, the resizes a stream), so
+``best``, 95 % interval) beside the mean JCT (and, for :data:`~tools.figures.regimes.FIELD`, the resizes a stream), so
 that what each buys its blocking with shows in the same cell.
 
 Rendered from result files of figures (several files of one regime are the same streams, paired), never by running anything.
@@ -11,17 +11,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from placer.cli.figures.core import Rendered
-from placer.cli.figures.regimes import FIELD, TOLD, _mean, _paired, _runs, _signed, commands_of, reads
-from placer.cli.figures.render import Renderer, _commands
-from placer.common.errors import FigureError
+from tools.figures.core import FigureError, Rendered
+from tools.figures.regimes import FIELD, TOLD, _mean, _paired, _runs, _signed, commands_of, reads
+from tools.figures.render import Renderer, _commands
 
 RESIZING = ("elasticflow", "elastic_lean", "elastic_lean:shrink=all")  # the admission table's elastic policies
 ADMITTED = ("para_min", "lean", TOLD, "fixed:8", "chronus", *RESIZING)  # its columns
 
 
 def elastic_table(evaluations: dict[str, tuple[str, ...]], learned: str) -> Renderer:
-    """``evaluations``: a regime's label -> its result files (``FIGURE/FILE``, see :func:`~placer.cli.figures.regimes.regimes`)
+    """``evaluations``: a regime's label -> its result files (``FIGURE/FILE``, see :func:`~tools.figures.regimes.regimes`)
     holding :data:`TOLD`, ``learned`` and :data:`FIELD` on the same streams."""
 
     def render(folder: Path) -> Rendered:

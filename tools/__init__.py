@@ -1,0 +1,1 @@
+"""Tools of the repository (run from its root, never installed): ``python -m tools.figures``."""
