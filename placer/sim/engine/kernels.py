@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .answers import external_answer
 from .codes import (  # noqa: F401  (the kernels read them as compile-time constants)
     ACCEPTED,
     ARRIVAL,
@@ -78,7 +79,7 @@ from .codes import (  # noqa: F401  (the kernels read them as compile-time const
     SWITCH,
     TOLERANCE,
 )
-from .options import decide, external_answer, free_total, meets  # noqa: F401
+from .options import decide, free_total, meets  # noqa: F401
 
 
 @njit(cache=True)

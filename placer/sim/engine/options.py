@@ -147,11 +147,11 @@ def shape_key(positions, degree, ids, place, dev_rate, dev_kind, dev_mem, n_mem,
         if dev_rate[d] < dev_rate[slowest]:
             slowest = d
         mem = min(mem, dev_mem[d])
-    return _partition_key(counts, n_parts, dev_kind[slowest] * (n_mem + 1) + mem)
+    return partition_key(counts, n_parts, dev_kind[slowest] * (n_mem + 1) + mem)
 
 
 @njit(cache=True)
-def _partition_key(counts, n_parts, kinds):
+def partition_key(counts, n_parts, kinds):
     """The key of a partition (``counts[:n_parts]``, sorted here largest first) and the slowest device's kinds code."""
     for i in range(1, n_parts):  # largest first (insertion sort: a handful of parts)
         value, at = counts[i], i
@@ -344,61 +344,3 @@ def _table(j, limit, rules, n_rules, ist, c, w):
     n = build_table(c.graph[j], limit, rules, n_rules, c.iters[j], ist, c.free, c.server_of, c.dev_rate, c.dev_kind, c.dev_mem,
                     c.n_mem[0], c.shapes, c.rep_dev, c.rep_deg, c.price, c.fits, c.need_g, c.need_s, w)
     return -2 if n == -1 else -3 if n == -2 else n
-
-
-# -- the caller's decisions (an EXTERNAL program: a learned policy, a planner) --------------------------------------
-@njit(cache=True)
-def external_answer(j, ist, c, w):
-    """The caller's answer to job ``j``, as ``decide`` gives it: -1 to reject; 0 to place on the devices it wrote at
-    ``w.ids[:w.deg[0]]`` (in its order; ``w.pos[0]`` the identity), their shape keyed into ``w.shape[0]``; -5 when they
-    are no placement (none, repeated, unknown or busy: ``no_capacity``); -2 / -3 when prices or shape room are wanted."""
-    degree = w.deg[0]
-    if degree < 0:
-        return -1
-    n = c.free.shape[0]
-    if degree == 0:
-        return -5
-    for i in range(degree):
-        d = w.ids[i]
-        if d < 0 or d >= n or not c.free[d]:
-            return -5
-        for e in range(i):
-            if w.ids[e] == d:
-                return -5
-    key = devices_key(w.ids, degree, c.server_of, c.dev_rate, c.dev_kind, c.dev_mem, c.n_mem[0], w.scratch, w.run_count)
-    if key in c.shapes:
-        sid = c.shapes[key]
-    else:
-        sid = ist[S_NSHAPES]
-        if sid >= c.rep_deg.shape[0]:
-            return -3
-        c.shapes[key] = sid
-        ist[S_NSHAPES] += 1
-        c.rep_deg[sid] = degree
-        c.rep_dev[sid, :degree] = w.ids[:degree]
-    w.shape[0] = sid
-    g = c.graph[j]
-    if np.isnan(c.price[g, sid]):
-        c.need_g[0], c.need_s[0] = g, sid
-        ist[S_NNEED] = 1
-        return -2
-    return 0
-
-
-@njit(cache=True)
-def devices_key(devices, degree, server_of, dev_rate, dev_kind, dev_mem, n_mem, counts, servers):
-    """:func:`shape_key` of a device list in any order (its slowest device: the first of the lowest rate in that order)."""
-    slowest, mem = devices[0], n_mem
-    for i in range(degree):
-        servers[i] = server_of[devices[i]]
-        if dev_rate[devices[i]] < dev_rate[slowest]:
-            slowest = devices[i]
-        mem = min(mem, dev_mem[devices[i]])
-    ordered = np.sort(servers[:degree])
-    n_parts = 0
-    for i in range(degree):
-        if i == 0 or ordered[i] != ordered[i - 1]:
-            counts[n_parts] = 0
-            n_parts += 1
-        counts[n_parts - 1] += 1
-    return _partition_key(counts, n_parts, dev_kind[slowest] * (n_mem + 1) + mem)
