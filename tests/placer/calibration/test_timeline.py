@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import placer
-from benchmarks import fidelity_timeline as timeline
+from experiments.studies import fidelity_timeline as timeline
 from placer.calibration.fit import fit_rows
 from placer.calibration.measurements import read_measurements
 from placer.calibration.toml_writer import cluster_toml
