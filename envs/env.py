@@ -24,6 +24,9 @@ from placer.cluster.topology import load_cluster
 from placer.common.errors import EnvConfigError
 from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
+from placer.sim.engine.program import external
+from placer.sim.engine.session import EngineSimulator
+from placer.sim.engine.stream import supported
 from placer.sim.queueing import QueueConfig
 from placer.sim.simulator import PULL, Simulator
 from placer.sim.types import Decision, Job, Place, Reject
@@ -99,6 +102,15 @@ class _Draws:
     costs: tuple[CostModel, ...]
 
 
+def stepped_simulator(cost: CostModel, stream: Sequence, queue: QueueConfig, elastic: bool) -> Simulator | EngineSimulator:
+    """The simulator an episode steps: the compiled engine's (:class:`~placer.sim.engine.session.EngineSimulator`)
+    wherever it runs the stream, the reference's when resizes are on (the engine has none) or the stream is one it
+    cannot key (:func:`~placer.sim.engine.stream.supported`)."""
+    if not elastic and supported(cost, stream, external(cost.cluster.num_devices)):
+        return EngineSimulator(cost, stream, queue=queue)
+    return Simulator(cost, stream, queue=queue, rebalance=PULL if elastic else None)
+
+
 def _pick(rng: np.random.Generator, items: Sequence[T]) -> T:
     """One of ``items``, uniformly (no draw when there is one: a config's streams do not change when a list of one is
     given)."""
@@ -155,7 +167,7 @@ class ClusterPlacementEnv(gym.Env):
         self.advisers = Advisers(config.advisers, config.max_degree)  # put every offer; their decisions are observed
         self._advice: tuple[Decision, ...] = ()
         self._potential = self._settled_baseline = 0.0  # the baseline's potential at the current state, its reward so far
-        self.sim: Simulator | None = None
+        self.sim: Simulator | EngineSimulator | None = None
         self.stream: tuple = ()
         self.job: Job | None = None
         self._offer: Offer | ResizeOffer | ShrinkOffer | None = None
@@ -194,7 +206,7 @@ class ClusterPlacementEnv(gym.Env):
         devices = self.cost.cluster.num_devices
         workload = w.stream(list(draws.graphs), beta, devices, self.cost.sequential_iteration_s, size, structure, load)
         self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
-        self.sim = Simulator(self.cost, self.stream, queue=queue, rebalance=PULL if self.config.elastic else None)
+        self.sim = stepped_simulator(self.cost, self.stream, queue, self.config.elastic)
         self._history = JobHistory()
         self._round, self._resized = None, 0.0
         self.advisers.reset()

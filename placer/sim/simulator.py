@@ -253,21 +253,7 @@ class Simulator:
 
     def _check(self, job: Job, decision: Decision) -> tuple[BlockReason | None, float | None, Prediction | None]:
         """:meth:`check`, and the prediction on the devices once they fit (the cost model asked once)."""
-        if isinstance(decision, Reject):
-            return BlockReason.REJECTED, None, None
-        if not isinstance(decision, Place):
-            raise TypeError(f"decision must be Reject or Place, got {decision!r}")
-        devices = decision.devices
-        n = self.cost.cluster.num_devices
-        if not devices or len(set(devices)) != len(devices) or any(not (0 <= d < n) for d in devices) or not self.free[list(devices)].all():
-            return BlockReason.NO_CAPACITY, None, None
-        prediction = self.cost.predict(job.graph, devices)
-        if not prediction.fits:
-            return BlockReason.OUT_OF_MEMORY, None, None
-        jct = prediction.iteration_s * (job.iterations or job.graph.iterations)  # CostModel.jct_s
-        if not meets_deadline(jct, job.remaining_s(self.now)):
-            return BlockReason.DEADLINE, jct, prediction
-        return None, jct, prediction
+        return check_decision(self.cost, self.free, self.now, job, decision)
 
     # -- internals --------------------------------------------------------------------
     def _start(self, job: Job, devices: tuple[int, ...], jct: float, prediction: Prediction) -> None:
@@ -412,6 +398,28 @@ class Simulator:
 
 
 RebalanceFn = Callable[[ClusterView], Sequence[Resize]]
+
+
+def check_decision(
+    cost: CostModel, free: np.ndarray, now: float, job: Job, decision: Decision
+) -> tuple[BlockReason | None, float | None, Prediction | None]:
+    """Why ``decision`` would block ``job`` at ``now`` on the free devices ``free`` (None if accepted), its JCT, and
+    the prediction on its devices once they fit (the cost model asked once)."""
+    if isinstance(decision, Reject):
+        return BlockReason.REJECTED, None, None
+    if not isinstance(decision, Place):
+        raise TypeError(f"decision must be Reject or Place, got {decision!r}")
+    devices = decision.devices
+    n = cost.cluster.num_devices
+    if not devices or len(set(devices)) != len(devices) or any(not (0 <= d < n) for d in devices) or not free[list(devices)].all():
+        return BlockReason.NO_CAPACITY, None, None
+    prediction = cost.predict(job.graph, devices)
+    if not prediction.fits:
+        return BlockReason.OUT_OF_MEMORY, None, None
+    jct = prediction.iteration_s * (job.iterations or job.graph.iterations)  # CostModel.jct_s
+    if not meets_deadline(jct, job.remaining_s(now)):
+        return BlockReason.DEADLINE, jct, prediction
+    return None, jct, prediction
 
 
 def _record(

@@ -1,8 +1,9 @@
 """The compiled engine's codes: statuses, event kinds, programs, outcomes and state slots (plain ints, no numba)."""
 
 # -- status of a run ------------------------------------------------------------------------------------------------
-DONE, NEED, GROW, ASK = 0, 1, 2, 3  # finished; prices wanted (need_g, need_s); the shape table is full (grow it); a
-# job waits for the caller's decision (an EXTERNAL program: answer in ext / ext_dev, S_ANSWERED set)
+DONE, NEED, GROW, ASK, APPLIED = 0, 1, 2, 3, 4  # finished; prices wanted (need_g, need_s); the shape table is full (grow it); a
+# job waits for the caller's decision (an EXTERNAL program: answer in the work arrays, S_ANSWERED set); the answer
+# was carried out (S_STOP set: the caller steps one decision at a time)
 # -- event kinds (the reference's priorities) -----------------------------------------------------------------------
 COMPLETION, ARRIVAL, EXPIRY = 0, 1, 2
 # -- decision programs ----------------------------------------------------------------------------------------------
@@ -19,7 +20,7 @@ REJECTED, NO_CAPACITY, OUT_OF_MEMORY, DEADLINE, QUEUE_FULL, EXPIRED = 0, 1, 2, 3
 S_HEAP, S_SEQ, S_NEXT, S_ARRIVAL_QUEUED, S_PENDING, S_NWAIT, S_NOFFERS, S_OFFER_AT = 0, 1, 2, 3, 4, 5, 6, 7
 S_NREC, S_NTL, S_NSIZES, S_NNEED, S_NSHAPES, S_PHASE, S_NFREE = 8, 9, 10, 11, 12, 13, 14
 S_VERSION = 15  # bumped whenever a device frees or is taken: an option table's structure holds within one
-S_ANSWERED, S_NRUNNING = 16, 17  # the caller's answer waits in ext (EXTERNAL); jobs running
+S_ANSWERED, S_NRUNNING, S_STOP = 16, 17, 18  # the caller's answer waits in ext (EXTERNAL); jobs running
 N_STATE = 20  # the last slot holds the cluster's number of devices
 F_NOW = 0
 TOLERANCE = 1e-9  # placer.sim.types.DEADLINE_TOLERANCE

@@ -19,6 +19,7 @@ from numba import njit
 from .answers import external_answer
 from .codes import (  # noqa: F401  (the kernels read them as compile-time constants)
     ACCEPTED,
+    APPLIED,
     ARRIVAL,
     ASK,
     BEST_FIT,
@@ -74,6 +75,7 @@ from .codes import (  # noqa: F401  (the kernels read them as compile-time const
     S_PENDING,
     S_PHASE,
     S_SEQ,
+    S_STOP,
     S_VERSION,
     SPREAD,
     SWITCH,
@@ -166,6 +168,8 @@ def run(ist, fst, pi, pf, c, w):
             _leave(j, NO_CAPACITY, ist, fst, c, w, 0)
         else:
             _apply(j, choice, ist, fst, c, w)
+        if ist[S_STOP]:
+            return APPLIED
 
 
 @njit(cache=True)

@@ -18,7 +18,7 @@ from placer.sim.metrics import compute_metrics
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import DecideFn, RunResult
 from placer.sim.simulator import ClusterView
-from placer.sim.types import BlockReason, Job, JobRecord, Outcome, Place, Reject
+from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject
 from placer.workloads.generator import JobSpec
 
 from . import kernels as k
@@ -120,65 +120,90 @@ def run_program(
     (the loss system by default): what :func:`~placer.sim.rollout.simulate` gives for the heuristic it describes, or with
     :data:`EXTERNAL` for ``decide`` (a policy's, asked at each offer with a :class:`~placer.sim.simulator.ClusterView` as
     the reference simulator gives it). ``on_job``: called once per job decided for good."""
-    specs = list(jobs)
-    queue = queue or QueueConfig()
-    n_devices = cost.cluster.num_devices
-    width = min(program.max_degree, n_devices)
-    book = PriceBook.of(cost, width)
-    ist, fst = np.zeros(k.N_STATE, dtype=np.int64), np.zeros(1)
-    ist[k.S_PENDING], ist[k.N_STATE - 1], ist[k.S_NFREE], ist[k.S_NTL] = -1, n_devices, n_devices, 1
-    c = _arrays(cost, specs, book, queue, width)
-    w = _work(n_devices, width, len(program.rules))
-    pi, pf = program.arrays()
-    asker = _Asker(cost, specs, queue, c, decide) if decide is not None else None
-    entry, reported = None, 0
-    while True:
-        ist[k.S_NSHAPES] = len(book.shapes)
-        c = c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
-        args = (ist, fst, pi, pf, c, w)
-        entry = entry or _compiled(args)
-        status = entry(*args)
-        if on_job is not None:
-            for _ in range(ist[k.S_NREC] - reported):
-                on_job()
-            reported = int(ist[k.S_NREC])
-        if status == k.NEED:
-            n = ist[k.S_NNEED]
-            book.fill(c.need_g[:n], c.need_s[:n])
-        elif status == k.GROW:
-            book.grow()
-        elif status == k.ASK and asker is not None:
-            asker.answer(ist, fst, w)
-        else:
-            break
-    records = _records(cost, specs, book, c, ist[k.S_NREC])
-    timeline = list(zip(c.tl_time[: ist[k.S_NTL]].tolist(), c.tl_busy[: ist[k.S_NTL]].tolist(), strict=True))
-    return RunResult(records, timeline, compute_metrics(records, timeline, n_devices))
+    stream = Stream(cost, list(jobs), program, queue or QueueConfig())
+    while stream.advance(on_job) == k.ASK:
+        if decide is None:
+            raise ValueError("an external program needs the policy's decide")
+        stream.answer(decide(stream.pending_job(), stream.view()))
+    records, timeline = stream.records(0), stream.timeline()
+    return RunResult(records, timeline, compute_metrics(records, timeline, cost.cluster.num_devices))
 
 
-class _Asker:
-    """Asks ``decide`` for the pending job's decision on the engine's state, as the reference simulator's view shows it,
-    and writes the answer where :func:`~placer.sim.engine.options.external_answer` reads it."""
+class Stream:
+    """One stream in the engine: its arrays, price book and compiled entry, run to the next offer the caller answers
+    (:meth:`advance`), answered (:meth:`answer`) and read back (:meth:`records`, :meth:`view`)."""
 
-    def __init__(self, cost: CostModel, specs: list[JobSpec], queue: QueueConfig, c: Arrays, decide: DecideFn) -> None:
-        self.cost, self.specs, self.queue, self.c, self.decide = cost, specs, queue, c, decide
-        self.jobs: dict[int, Job] = {}
+    def __init__(self, cost: CostModel, specs: list[JobSpec], program: Program, queue: QueueConfig) -> None:
+        n_devices = cost.cluster.num_devices
+        width = min(program.max_degree, n_devices)
+        self.cost, self.specs, self.queue = cost, specs, queue
+        self.book = PriceBook.of(cost, width)
+        self.ist, self.fst = np.zeros(k.N_STATE, dtype=np.int64), np.zeros(1)
+        self.ist[k.S_PENDING], self.ist[k.N_STATE - 1], self.ist[k.S_NFREE], self.ist[k.S_NTL] = -1, n_devices, n_devices, 1
+        self.c = _arrays(cost, specs, self.book, queue, width)
+        self.w = _work(n_devices, width, len(program.rules))
+        self.pi, self.pf = program.arrays()
+        self.status = -1
+        self._entry: Callable[..., int] | None = None
+        self._jobs: dict[int, Job] = {}
+        self._reported = 0
+
+    def advance(self, on_job: Callable[[], None] | None = None) -> int:
+        """Run to the end (:data:`DONE`) or to an offer the caller answers (:data:`ASK`), pricing on the way; ``on_job``
+        hears each job recorded meanwhile."""
+        return self._run(on_job, stop_after_answer=False)
+
+    def apply(self) -> int:
+        """Carry out the answer given (:meth:`answer`) and stop (:data:`APPLIED`), pricing on the way."""
+        return self._run(None, stop_after_answer=True)
+
+    def _run(self, on_job: Callable[[], None] | None, *, stop_after_answer: bool) -> int:
+        book, ist = self.book, self.ist
+        ist[k.S_STOP] = int(stop_after_answer)
+        while True:
+            ist[k.S_NSHAPES] = len(book.shapes)
+            self.c = self.c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
+            args = (ist, self.fst, self.pi, self.pf, self.c, self.w)
+            entry = self._entry = self._entry or _compiled(args)
+            status = entry(*args)
+            if on_job is not None:
+                for _ in range(ist[k.S_NREC] - self._reported):
+                    on_job()
+                self._reported = int(ist[k.S_NREC])
+            if status == k.NEED:
+                n = ist[k.S_NNEED]
+                book.fill(self.c.need_g[:n], self.c.need_s[:n])
+            elif status == k.GROW:
+                book.grow()
+            else:
+                self.status = status
+                return status
+
+    def pending_job(self) -> Job:
+        """The job the engine offers (after :data:`ASK`)."""
+        return self.job(int(self.ist[k.S_PENDING]))
 
     def job(self, j: int) -> Job:
-        found = self.jobs.get(j)
+        """Job ``j`` as the reference simulator makes it on arrival."""
+        found = self._jobs.get(j)
         if found is None:
             spec, c = self.specs[j], self.c
             fastest = float(c.fastest[j]) if self.queue.enabled else 0.0
-            found = self.jobs[j] = Job(j, spec.graph, spec.arrival_s, spec.beta, spec.iterations, float(c.seq_jct[j]), fastest)
+            found = self._jobs[j] = Job(j, spec.graph, spec.arrival_s, spec.beta, spec.iterations, float(c.seq_jct[j]), fastest)
         return found
 
-    def answer(self, ist: np.ndarray, fst: np.ndarray, w: Work) -> None:
-        c = self.c
+    def view(self) -> ClusterView:
+        """The view the reference simulator gives a policy now (read-only copies of the device state)."""
+        c, ist = self.c, self.ist
         free, free_at = c.free.copy(), c.free_at.copy()
         free.flags.writeable = free_at.flags.writeable = False
         waiting = tuple(self.job(int(j)) for j in c.wait_ids[: ist[k.S_NWAIT]])
-        view = ClusterView(self.cost, float(fst[k.F_NOW]), free, free_at, int(ist[k.S_NRUNNING]), waiting, self.queue)
-        decision = self.decide(self.job(int(ist[k.S_PENDING])), view)
+        return ClusterView(self.cost, self.now, free, free_at, int(ist[k.S_NRUNNING]), waiting, self.queue)
+
+    def answer(self, decision: Decision) -> None:
+        """Write the caller's decision for the pending job where
+        :func:`~placer.sim.engine.answers.external_answer` reads it."""
+        w = self.w
         if isinstance(decision, Place):
             if decision.resizes:
                 raise ResizeError("this simulator is not elastic: jobs keep their devices (hand it a rebalance callable)")
@@ -193,7 +218,27 @@ class _Asker:
             w.deg[0] = -1
         else:
             raise TypeError(f"decision must be Reject or Place, got {decision!r}")
-        ist[k.S_ANSWERED] = 1
+        self.ist[k.S_ANSWERED] = 1
+
+    @property
+    def now(self) -> float:
+        return float(self.fst[k.F_NOW])
+
+    @property
+    def free(self) -> np.ndarray:
+        return self.c.free
+
+    @property
+    def recorded(self) -> int:
+        return int(self.ist[k.S_NREC])
+
+    def records(self, start: int) -> list[JobRecord]:
+        """The records from the ``start``-th on, as the reference's :class:`JobRecord` s."""
+        return _records(self.specs, self.book, self.c, start, self.recorded)
+
+    def timeline(self) -> list[tuple[float, int]]:
+        n = self.ist[k.S_NTL]
+        return list(zip(self.c.tl_time[:n].tolist(), self.c.tl_busy[:n].tolist(), strict=True))
 
 
 def _compiled(args: tuple):
@@ -291,9 +336,9 @@ def _device_kinds(cost: CostModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.array([kind_ids[kind] for kind in kinds], dtype=np.int64), rate, np.array([ranks[m] for m in memory], dtype=np.int64)
 
 
-def _records(cost: CostModel, specs: list[JobSpec], book: PriceBook, c: Arrays, n: int) -> list[JobRecord]:
+def _records(specs: list[JobSpec], book: PriceBook, c: Arrays, start: int, n: int) -> list[JobRecord]:
     out = []
-    for r in range(n):
+    for r in range(start, n):
         j = int(c.rec_job[r])
         spec, seq, fastest = specs[j], float(c.seq_jct[j]), float(c.fastest[j])
         accepted = c.rec_outcome[r] == k.ACCEPTED
