@@ -225,7 +225,7 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     ) -> PlacementDecision:
         """Decide degree and devices; reserve them when accepted (the response's job_id)."""
         body = await request.body()  # parsed and validated in one pass, off the event loop
-        return await run_in_threadpool(state.place, body, idempotency_key, _tenant(request))
+        return await run_in_threadpool(_place, state, body, idempotency_key, _tenant(request))
 
     @app.post("/v1/jobs/{job_id}/lease", response_model=RunningJob, responses=_errors(*WRITE, *JOB))
     def renew_lease(job_id: str, request: Request, renewal: LeaseRenewal | None = None) -> RunningJob:
@@ -299,6 +299,11 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     if settings.allowed_hosts is not None:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))  # outermost: checked first
     return app
+
+
+def _place(state: Occupancy, body: bytes, idempotency_key: str | None, tenant: Tenant) -> PlacementDecision:
+    """``POST /v1/placements``: the body parsed once, here at the edge, and the typed request placed."""
+    return state.place(state.parse(body), idempotency_key, tenant)
 
 
 def _tenant(request: Request) -> Tenant:
