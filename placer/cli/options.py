@@ -10,7 +10,7 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -82,7 +82,7 @@ def model_options(
     names: dict[str, str] | None = None,
     exclude: tuple[str, ...] = (),
     include: tuple[str, ...] | None = None,
-    units: dict[str, tuple[str, float]] | None = None,
+    units: Mapping[str, tuple[str, float]] | None = None,
     bounded: bool = False,
 ) -> Callable[[Callable], Callable]:
     """Decorate a command so that it takes one option per field of ``model`` and gets them as the dict ``into``.
@@ -106,7 +106,7 @@ def model_options(
             unit, size = units.get(name, ("", 1))
             default = defaults.get(name, field.default)
             default = ",".join(default) if listed and isinstance(default, tuple | list) else default
-            default = default / size if unit and default is not None else default
+            default = float(default) / size if unit and default is not None else default
             kind = str if listed else float if unit else _scalar(field.annotation)
             help_ = (field.description or "") + (f", in {unit}" if unit else "")
             option = typer.Option(
@@ -138,16 +138,21 @@ def option_bounds(field: FieldInfo, size: float = 1) -> dict[str, Any]:
     above = below = None
     for item in field.metadata:
         if isinstance(item, annotated_types.Ge):
-            bounds["min"] = item.ge / size if size != 1 else item.ge
+            bounds["min"] = _scaled(item.ge, size)
         elif isinstance(item, annotated_types.Le):
-            bounds["max"] = item.le / size if size != 1 else item.le
+            bounds["max"] = _scaled(item.le, size)
         elif isinstance(item, annotated_types.Gt):
-            above = item.gt / size
+            above = float(_scaled(item.gt, size))
         elif isinstance(item, annotated_types.Lt):
-            below = item.lt / size
+            below = float(_scaled(item.lt, size))
     if above is not None or below is not None:
         bounds["callback"] = open_bounds(above, below)
     return bounds
+
+
+def _scaled(bound: Any, size: float) -> Any:
+    """A field's bound in units of ``size`` of the field's (itself, an int kept int, in the field's own units)."""
+    return bound if size == 1 else bound / size
 
 
 def open_bounds(above: float | None, below: float | None) -> Callable[[Any], Any]:
