@@ -44,7 +44,7 @@ def main(kind: str, limit: int = DEFAULT_MAX_BODY_BYTES) -> None:
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     try:
-        occupancy.place(body)
+        occupancy.place(occupancy.parse(body))
         outcome = "accepted"
     except Exception as exc:  # the outcome is what is measured
         outcome = f"{type(exc).__name__}: {str(exc)[:120]}"

@@ -140,11 +140,11 @@ def one_large(ops: int) -> None:
     body = json.dumps({"graph": synthetic_graph(ops), "beta": 1.0}).encode()
     gc.collect()
     state = Occupancy(load_cluster("pacml"), make_heuristic("lean"), ServiceSettings(max_graph_ops=10**7, max_graph_edges=10**7))
-    state.place(json.dumps({"graph": resolve_graph("resnet18").to_dict(), "beta": 1.0}).encode())  # warm up the code paths
+    state.place(state.parse(json.dumps({"graph": resolve_graph("resnet18").to_dict(), "beta": 1.0}).encode()))  # warm up the code paths
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     resident = int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
     start = time.perf_counter()
-    decision = state.place(body)
+    decision = state.place(state.parse(body))
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     transient = (peak - max(before, resident)) / 2**20

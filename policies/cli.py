@@ -9,91 +9,111 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
-    def train(
-        config: Annotated[Path | None, typer.Option(help="training config TOML (see data/configs/; --keys lists its keys)")] = None,
-        out: Annotated[Path | None, typer.Option(help="output folder: checkpoints, policy files, TensorBoard logs")] = None,
-        timesteps: Annotated[int | None, typer.Option(help="total environment steps (default: the config's)")] = None,
-        resume: Annotated[bool, typer.Option(help="continue from OUT/checkpoint.pt")] = False,
-        force: Annotated[bool, typer.Option(help="start over in a non-empty OUT (its files are overwritten)")] = False,
-        device: Annotated[
-            str | None, typer.Option(help="PPO's network: auto (CUDA when present), cpu or cuda (default: the config's)")
-        ] = None,
-        cluster: Annotated[
-            str | None, typer.Option(help="a recipe only: train for this cluster (a preset or a cluster file) instead of the recipe's")
-        ] = None,
-        load: Annotated[
-            str | None, typer.Option(help="with --cluster: the offered loads to train and validate at, e.g. 0.5,0.9,1.3")
-        ] = None,
-        graphs: Annotated[str | None, typer.Option(help="with --cluster: the job graphs of the workload (comma-separated)")] = None,
-        workers: Annotated[
-            int | None,
-            typer.Option(min=1, help="a recipe only: processes for tuning and validation, and RL seeds run at once (same policy for any)"),
-        ] = None,
-        promote: Annotated[
-            Path | None, typer.Option(help="copy the final policy here only if it blocks no more jobs than its teacher's online rule")
-        ] = None,
-        keys: Annotated[bool, typer.Option("--keys", help="list every key a training config or recipe may set, and exit")] = False,
-    ) -> None:
-        """Train a placement policy: one run (the final policy in OUT/policy.pt, the best validated one in OUT/best.pt), or a
-        recipe (a config with a recipe table, e.g. data/configs/placer.toml): clone, RL over several seeds, distil and a
-        per-regime validation against best, each stage in its own folder of OUT; the policy that ships (the student or the RL
-        winner, whichever validates better) in OUT/policy.pt and its card in OUT/card.json."""
-        from placer.common.errors import ConfigError, UsageError
-        from policies.promotion import check_promote_target
-        from policies.recipe import for_cluster, is_recipe, load_recipe, parse_loads, run_recipe
+    app.command()(train)
 
-        def report(message: str) -> None:
-            typer.echo(message, err=True)
 
-        if keys:
-            given = (config, out, timesteps, device, cluster, load, graphs, workers, promote)
-            if any(v is not None for v in given) or resume or force:
-                raise UsageError("--keys lists every key a config may set and takes no other option")
-            from policies.keys import keys_as_toml
+def train(
+    config: Annotated[Path | None, typer.Option(help="training config TOML (see data/configs/; --keys lists its keys)")] = None,
+    out: Annotated[Path | None, typer.Option(help="output folder: checkpoints, policy files, TensorBoard logs")] = None,
+    timesteps: Annotated[int | None, typer.Option(help="total environment steps (default: the config's)")] = None,
+    resume: Annotated[bool, typer.Option(help="continue from OUT/checkpoint.pt")] = False,
+    force: Annotated[bool, typer.Option(help="start over in a non-empty OUT (its files are overwritten)")] = False,
+    device: Annotated[str | None, typer.Option(help="PPO's network: auto (CUDA when present), cpu or cuda (default: the config's)")] = None,
+    cluster: Annotated[
+        str | None, typer.Option(help="a recipe only: train for this cluster (a preset or a cluster file) instead of the recipe's")
+    ] = None,
+    load: Annotated[str | None, typer.Option(help="with --cluster: the offered loads to train and validate at, e.g. 0.5,0.9,1.3")] = None,
+    graphs: Annotated[str | None, typer.Option(help="with --cluster: the job graphs of the workload (comma-separated)")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(min=1, help="a recipe only: processes for tuning and validation, and RL seeds run at once (same policy for any)"),
+    ] = None,
+    promote: Annotated[
+        Path | None, typer.Option(help="copy the final policy here only if it blocks no more jobs than its teacher's online rule")
+    ] = None,
+    keys: Annotated[bool, typer.Option("--keys", help="list every key a training config or recipe may set, and exit")] = False,
+) -> None:
+    """Train a placement policy: one run (the final policy in OUT/policy.pt, the best validated one in OUT/best.pt), or a
+    recipe (a config with a recipe table, e.g. data/configs/placer.toml): clone, RL over several seeds, distil and a
+    per-regime validation against best, each stage in its own folder of OUT; the policy that ships (the student or the RL
+    winner, whichever validates better) in OUT/policy.pt and its card in OUT/card.json."""
+    from placer.common.errors import ConfigError, UsageError
+    from policies.promotion import check_promote_target
 
-            typer.echo(keys_as_toml())
-            return
-        if config is None or out is None:
-            raise UsageError("placer train needs --config and --out (or --keys to list a config's keys)")
+    if keys:
+        given = (config, out, timesteps, device, cluster, load, graphs, workers, promote)
+        if any(v is not None for v in given) or resume or force:
+            raise UsageError("--keys lists every key a config may set and takes no other option")
+        from policies.keys import keys_as_toml
 
-        if device is not None and device not in ("auto", "cpu", "cuda"):
-            raise ConfigError(f"--device must be auto, cpu or cuda, got {device!r}")
-        if promote is not None:
-            check_promote_target(promote)  # before anything slow: a bad path is one line now, not after the run
-        if (load or graphs) and not cluster:
-            raise ConfigError("--load and --graphs go with --cluster (train a recipe for your cluster)")
-        if is_recipe(config):
-            changes = None
-            if cluster is not None:
-                from placer.cluster.topology import load_cluster
+        typer.echo(keys_as_toml())
+        return
+    if config is None or out is None:
+        raise UsageError("placer train needs --config and --out (or --keys to list a config's keys)")
 
-                load_cluster(cluster)  # an unreadable cluster file is one line now
-                changes = for_cluster(cluster, parse_loads(load) if load else None, graphs.split(",") if graphs else None)
-            recipe = load_recipe(config, out, changes)
-            if device is not None:
-                recipe = recipe.with_device(device)
-            product = run_recipe(
-                recipe, out, resume=resume, force=force, timesteps=timesteps, report=report, promote=promote, workers=workers
-            )
-            typer.echo(f"wrote {product} and {out / 'card.json'}")
-            return
-        if workers is not None:
-            raise ConfigError(
-                f"--workers spreads a recipe's stages (a config with a [recipe] table); {config} is not one: set its [train] eval_workers"
-            )
-        if cluster is not None:
-            raise ConfigError(
-                f"--cluster trains a recipe (a config with a [recipe] table, e.g. data/configs/placer.toml); {config} is not one"
-            )
-        from policies.config import load_train_config
-        from policies.train import train as run_training
+    if device is not None and device not in ("auto", "cpu", "cuda"):
+        raise ConfigError(f"--device must be auto, cpu or cuda, got {device!r}")
+    if promote is not None:
+        check_promote_target(promote)  # before anything slow: a bad path is one line now, not after the run
+    if (load or graphs) and not cluster:
+        raise ConfigError("--load and --graphs go with --cluster (train a recipe for your cluster)")
+    from policies.recipe import is_recipe
 
-        settings = load_train_config(config)
-        if device is not None:
-            settings = settings.model_copy(update={"train": settings.train.model_copy(update={"device": device})})
-        final = run_training(settings, out, timesteps=timesteps, resume=resume, force=force, report=report, promote=promote)
-        typer.echo(f"wrote {final}")
-        best = out / "best.pt"
-        if best.exists():
-            typer.echo(f"wrote {best} (the policy file validation scored best; {final.name} is the last)")
+    if is_recipe(config):
+        _train_recipe(config, out, timesteps, resume, force, device, cluster, load, graphs, workers, promote)
+        return
+    if workers is not None:
+        raise ConfigError(
+            f"--workers spreads a recipe's stages (a config with a [recipe] table); {config} is not one: set its [train] eval_workers"
+        )
+    if cluster is not None:
+        raise ConfigError(f"--cluster trains a recipe (a config with a [recipe] table, e.g. data/configs/placer.toml); {config} is not one")
+    _train_one(config, out, timesteps, resume, force, device, promote)
+
+
+def _report(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+def _train_recipe(
+    config: Path,
+    out: Path,
+    timesteps: int | None,
+    resume: bool,
+    force: bool,
+    device: str | None,
+    cluster: str | None,
+    load: str | None,
+    graphs: str | None,
+    workers: int | None,
+    promote: Path | None,
+) -> None:
+    """``placer train`` of a recipe: its stages, for ``cluster`` when given; the product and its card."""
+    from policies.recipe import for_cluster, load_recipe, parse_loads, run_recipe
+
+    changes = None
+    if cluster is not None:
+        from placer.cluster.topology import load_cluster
+
+        load_cluster(cluster)  # an unreadable cluster file is one line now
+        changes = for_cluster(cluster, parse_loads(load) if load else None, graphs.split(",") if graphs else None)
+    recipe = load_recipe(config, out, changes)
+    if device is not None:
+        recipe = recipe.with_device(device)
+    product = run_recipe(recipe, out, resume=resume, force=force, timesteps=timesteps, report=_report, promote=promote, workers=workers)
+    typer.echo(f"wrote {product} and {out / 'card.json'}")
+
+
+def _train_one(config: Path, out: Path, timesteps: int | None, resume: bool, force: bool, device: str | None, promote: Path | None) -> None:
+    """``placer train`` of one config: the final policy, and the best validated one beside it."""
+    from policies.config import load_train_config
+    from policies.train import train as run_training
+
+    settings = load_train_config(config)
+    if device is not None:
+        settings = settings.model_copy(update={"train": settings.train.model_copy(update={"device": device})})
+    final = run_training(settings, out, timesteps=timesteps, resume=resume, force=force, report=_report, promote=promote)
+    typer.echo(f"wrote {final}")
+    best = out / "best.pt"
+    if best.exists():
+        typer.echo(f"wrote {best} (the policy file validation scored best; {final.name} is the last)")

@@ -20,7 +20,7 @@ device / job compute rate  log, 2.0        efficiencies vary widely between code
 =========================  ==============  ===============================================
 
 Weak enough to move: each row a fit misses by 2x costs about 26 (the soft-L1 of ``(log 2 / NOISE)^2``,
-in the units of ``fit._Problem.data_cost``), while moving the overlap from 1 to 0 costs 4 of prior and an
+in the units of ``problem.Problem.data_cost``), while moving the overlap from 1 to 0 costs 4 of prior and an
 efficiency 10x below its default about 0.85: rows showing a 2x cross-server slowdown move both.
 
 So a cross-server cost seen only on 2-server rows (where ``2 L`` per message and ``S / B`` per

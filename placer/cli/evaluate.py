@@ -69,11 +69,8 @@ def evaluate(
     --workers N or --ray ADDRESS run the (distribution, seed, policy) runs in parallel, with the same results.
     Beside results.json, jobs.csv holds one row per (policy, run, job): placer report --jobs summarises it.
     """
-    from placer.evaluate import EvaluationConfig, total_decisions, write_results
-    from placer.evaluate import evaluate as run_evaluation
+    from placer.evaluate import EvaluationConfig
     from placer.evaluate.identity import reads_policy_file
-    from placer.evaluate.jobs import JOBS_FILE
-    from placer.evaluate.plots import plot_all, stale_plots
 
     check_seed_range(first_seed, seeds)
     check_distinct_betas(workload.get("beta_dists", ()))
@@ -101,6 +98,17 @@ def evaluate(
         warn(outside)
     if trace is not None:
         warn_window(trace, str(cluster))
+    result = _simulate(config, out, workers=workers, ray=ray)
+    _write(result, out)
+
+
+def _simulate(config, out: Path, *, workers: int, ray: str | None):
+    """The evaluation of ``config`` under a progress bar, its per-job table written into ``out`` (made now) as runs end;
+    a run that fails leaves no empty ``out`` behind."""
+    from placer.evaluate import evaluate as run_evaluation
+    from placer.evaluate import total_decisions
+    from placer.evaluate.jobs import JOBS_FILE
+
     parallel = workers > 1 or ray is not None
     created = not out.exists()
     try:
@@ -109,8 +117,8 @@ def evaluate(
         raise ResultsError(f"cannot write results to {str(out)!r}: {exc.strerror or exc}") from None
     try:
         with progress_bar() as bar:
-            task = bar.add_task("simulating", total=total_decisions(config) if not trace else None)
-            result = run_evaluation(
+            task = bar.add_task("simulating", total=total_decisions(config) if not config.trace else None)
+            return run_evaluation(
                 config,
                 on_job=None if parallel else lambda: bar.advance(task),
                 on_task=(lambda jobs: bar.advance(task, jobs)) if parallel else None,
@@ -122,6 +130,14 @@ def evaluate(
         if created and not any(out.iterdir()):
             out.rmdir()  # a run that fails (a policy file that does not fit) leaves no empty folder behind
         raise
+
+
+def _write(result, out: Path) -> None:
+    """Results, plots and the summary table; plots of an earlier evaluation in ``out`` that no longer match removed."""
+    from placer.evaluate import write_results
+    from placer.evaluate.jobs import JOBS_FILE
+    from placer.evaluate.plots import plot_all, stale_plots
+
     paths = write_results(result, out) + [out / JOBS_FILE] + plot_all(result, out)
     console.print(summary_table(result))
     console.print("wrote " + ", ".join(str(p) for p in paths))

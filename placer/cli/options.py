@@ -10,12 +10,14 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
+import annotated_types
 import typer
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from placer.cli.app import split_list
 from placer.common.errors import UsageError
@@ -79,15 +81,21 @@ def model_options(
     defaults: dict[str, Any] | None = None,
     names: dict[str, str] | None = None,
     exclude: tuple[str, ...] = (),
+    include: tuple[str, ...] | None = None,
+    units: Mapping[str, tuple[str, float]] | None = None,
+    bounded: bool = False,
 ) -> Callable[[Callable], Callable]:
     """Decorate a command so that it takes one option per field of ``model`` and gets them as the dict ``into``.
 
     ``defaults``: the command's own defaults (else the model's); ``names``: option names other than
-    ``--field-name`` (``{"beta_dists": "--beta-dist"}``); ``exclude``: fields that get no option.
+    ``--field-name`` (``{"beta_dists": "--beta-dist"}``); ``exclude``: fields that get no option, ``include``: the only
+    fields that get one (default: all); ``units``: fields given in another unit on the command line, as (unit, its size in
+    the field's: ``{"cache_bytes": ("MiB", 2**20)}``), the default and bounds converted, the value converted back;
+    ``bounded``: the options take the fields' bounds too (:func:`option_bounds`).
     Tuple fields are comma-separated on the command line. Options left at None are left out of the dict.
     """
-    defaults, names = defaults or {}, names or {}
-    fields = {name: field for name, field in model.model_fields.items() if name not in exclude}
+    defaults, names, units = defaults or {}, names or {}, units or {}
+    fields = {name: field for name, field in model.model_fields.items() if name not in exclude and (include is None or name in include)}
 
     def decorate(command: Callable) -> Callable:
         signature = inspect.signature(command, eval_str=True)
@@ -95,10 +103,15 @@ def model_options(
         added = []
         for name, field in fields.items():
             listed = _is_tuple(field.annotation)
+            unit, size = units.get(name, ("", 1))
             default = defaults.get(name, field.default)
             default = ",".join(default) if listed and isinstance(default, tuple | list) else default
-            kind = str if listed else _scalar(field.annotation)
-            option = typer.Option(names.get(name, "--" + name.replace("_", "-")), help=field.description or "")
+            default = float(default) / size if unit and default is not None else default
+            kind = str if listed else float if unit else _scalar(field.annotation)
+            help_ = (field.description or "") + (f", in {unit}" if unit else "")
+            option = typer.Option(
+                names.get(name, "--" + name.replace("_", "-")), help=help_, **(option_bounds(field, size) if bounded else {})
+            )
             added.append(
                 inspect.Parameter(f"{into}_{name}", inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, option])
             )
@@ -107,12 +120,53 @@ def model_options(
         def run(*args: Any, **kwargs: Any) -> Any:
             values = {name: kwargs.pop(f"{into}_{name}") for name in fields}
             values = {name: split_list(v) if _is_tuple(fields[name].annotation) else v for name, v in values.items() if v is not None}
+            for name, (_, size) in units.items():
+                if name in values:
+                    values[name] = _plain(fields[name].annotation)(values[name] * size)
             return command(*args, **kwargs, **{into: values})
 
         run.__signature__ = signature.replace(parameters=own + added)  # type: ignore[attr-defined]
         return run
 
     return decorate
+
+
+def option_bounds(field: FieldInfo, size: float = 1) -> dict[str, Any]:
+    """The ``typer.Option`` arguments that bound an option as ``field`` is bounded (in units of ``size`` of the field's):
+    ``ge``/``le`` as ``min``/``max``, ``gt``/``lt`` (which typer cannot state) as a callback refusing the bound itself."""
+    bounds: dict[str, Any] = {}
+    above = below = None
+    for item in field.metadata:
+        if isinstance(item, annotated_types.Ge):
+            bounds["min"] = _scaled(item.ge, size)
+        elif isinstance(item, annotated_types.Le):
+            bounds["max"] = _scaled(item.le, size)
+        elif isinstance(item, annotated_types.Gt):
+            above = float(_scaled(item.gt, size))
+        elif isinstance(item, annotated_types.Lt):
+            below = float(_scaled(item.lt, size))
+    if above is not None or below is not None:
+        bounds["callback"] = open_bounds(above, below)
+    return bounds
+
+
+def _scaled(bound: Any, size: float) -> Any:
+    """A field's bound in units of ``size`` of the field's (itself, an int kept int, in the field's own units)."""
+    return bound if size == 1 else bound / size
+
+
+def open_bounds(above: float | None, below: float | None) -> Callable[[Any], Any]:
+    """An option's callback: its value if above ``above`` and below ``below`` (each None: unbounded), else typer's one line."""
+
+    def check(value: Any) -> Any:
+        if value is not None and ((above is not None and not value > above) or (below is not None and not value < below)):
+            ranges = [f"x>{above:g}"] if above is not None else []
+            ranges += [f"x<{below:g}"] if below is not None else []
+            raise typer.BadParameter(f"{value} is not in the range {' and '.join(ranges)}.")
+        return value
+
+    check.above, check.below = above, below  # type: ignore[attr-defined]  # (what the tests compare with the model)
+    return check
 
 
 def _is_tuple(annotation: Any) -> bool:

@@ -16,41 +16,43 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from placer.cli.app import app, err_console
+from placer.cli.options import model_options
 from placer.cluster.topology import load_cluster
 from placer.serve.errors import ServeSetupError
+from placer.serve.settings import ServiceSettings
 
 if TYPE_CHECKING:
     from placer.serve.tenants import Tenant
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+MIB = 1024 * 1024
+
+
+# The ServiceSettings fields that are options of placer serve: defaults, bounds and help are the model's
+SETTINGS_OPTIONS = (
+    "max_body_bytes",
+    "max_graph_ops",
+    "max_graph_edges",
+    "body_timeout_s",
+    "header_timeout_s",
+    "send_timeout_s",
+    "max_connections",
+    "max_connections_per_client",
+    "cache_bytes",
+)
+SETTINGS_UNITS = {"max_body_bytes": ("MiB", MIB), "cache_bytes": ("MiB", MIB)}
+SETTINGS_NAMES = {"max_body_bytes": "--max-body-mb", "cache_bytes": "--cache-mb"}
 
 
 @app.command()
+@model_options(ServiceSettings, "limits", include=SETTINGS_OPTIONS, names=SETTINGS_NAMES, units=SETTINGS_UNITS, bounded=True)
 def serve(
+    limits: dict,
     cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file")] = "pacml",
     policy_file: Annotated[Path | None, typer.Option(help="trained policy file (default: the lean heuristic)")] = None,
     heuristic: Annotated[str, typer.Option(help="heuristic used when no policy file is given")] = "lean",
     host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="port to bind (0: any free port)")] = 8000,
-    max_body_mb: Annotated[float, typer.Option(min=0.001, max=1024.0, help="largest request body in MiB")] = 8.0,
-    max_graph_ops: Annotated[int, typer.Option(min=1, help="largest job graph accepted, in ops (forward + backward)")] = 20_000,
-    max_graph_edges: Annotated[int, typer.Option(min=0, help="largest job graph accepted, in edges")] = 60_000,
-    body_timeout_s: Annotated[
-        float, typer.Option(min=0.1, max=3600.0, help="seconds a client has to send a request's body (408 after)")
-    ] = 30.0,
-    header_timeout_s: Annotated[
-        float, typer.Option(min=0.1, max=3600.0, help="seconds a connection has to send a request's headers (closed after)")
-    ] = 5.0,
-    send_timeout_s: Annotated[
-        float,
-        typer.Option(min=0.1, max=3600.0, help="seconds a connection's writes may stay paused, its client not reading (aborted after)"),
-    ] = 10.0,
-    max_connections: Annotated[int, typer.Option(min=1, max=100_000, help="requests served at once; more get 503")] = 64,
-    max_connections_per_client: Annotated[int, typer.Option(min=1, max=100_000, help="open connections per client address")] = 16,
-    cache_mb: Annotated[
-        float,
-        typer.Option(min=1.0, max=65536.0, help="memory for graphs (running, reported, cached: half) and cost-model work (half), MiB"),
-    ] = 256.0,
     state: Annotated[Path | None, typer.Option(help="SQLite file of reservations (default: .placer/<cluster>.sqlite3)")] = None,
     memory_only: Annotated[bool, typer.Option("--memory-only", help="keep reservations in memory: a restart forgets them")] = False,
     reset_state: Annotated[
@@ -79,15 +81,9 @@ def serve(
     from placer.baselines.registry import PolicyContext, make_policy
     from placer.serve.http import create_app
     from placer.serve.server import make_server
-    from placer.serve.settings import ServiceSettings
     from placer.serve.tokens import read_token
 
-    for pattern in allowed_host or []:
-        if "*" in pattern:
-            raise ServeSetupError(
-                f"--allowed-host {pattern!r} would accept Host headers an attacker's DNS name can match (no DNS-rebinding check):"
-                " name each host clients use"
-            )
+    _check_allowed_hosts(allowed_host or [])
     proxies = _proxies(trusted_proxy or [])
     token = read_token(token_file)
     clients = _tenants(tenants, token)
@@ -101,15 +97,7 @@ def serve(
     policy = make_policy("learned" if policy_file else heuristic, context)
     state_path = None if memory_only else (state or Path(".placer") / f"{topology.name}.sqlite3")
     settings = ServiceSettings(
-        max_body_bytes=int(max_body_mb * 1024 * 1024),
-        max_graph_ops=max_graph_ops,
-        max_graph_edges=max_graph_edges,
-        body_timeout_s=body_timeout_s,
-        header_timeout_s=header_timeout_s,
-        send_timeout_s=send_timeout_s,
-        max_connections=max_connections,
-        max_connections_per_client=max_connections_per_client,
-        cache_bytes=cache_mb * 1024 * 1024,
+        **limits,
         state_path=state_path,
         reset_state=reset_state,
         create_state_folder=state is None,  # only the default .placer/ is made; an explicit folder must exist
@@ -126,6 +114,16 @@ def serve(
         f"placer serve: cluster {topology.name}, policy {policy.name or 'learned'}, {where}, {access}, on {_url(host, listener)}"
     )
     make_server(app_, settings, host=host, port=listener.getsockname()[1], access_log=True).run(sockets=[listener])
+
+
+def _check_allowed_hosts(patterns: list[str]) -> None:
+    """One line for an --allowed-host that is a wildcard."""
+    for pattern in patterns:
+        if "*" in pattern:
+            raise ServeSetupError(
+                f"--allowed-host {pattern!r} would accept Host headers an attacker's DNS name can match (no DNS-rebinding check):"
+                " name each host clients use"
+            )
 
 
 def _tenants(path: Path | None, token: str | None) -> tuple[Tenant, ...] | None:

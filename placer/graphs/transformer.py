@@ -37,15 +37,38 @@ def transformer_graph(
     name: str | None = None,
     iterations: int = 1000,
 ) -> JobGraph:
-    model = device_model(device)
-    e = BYTES_PER_ELEMENT[precision]
-    b, s, h, f = batch_size, seq_len, hidden, 4 * hidden
-    tokens = b * s
-    forward = nx.DiGraph()
+    ops = _Ops(device, precision, batch_size * seq_len)
+    tokens, h, e = ops.tokens, hidden, ops.e
+    ops.op("embed", "aten.embedding.default", 0.0, 2 * e * tokens * h, tokens * h, (vocab + seq_len) * h, ())
+    x = "embed"
+    for i in range(layers):
+        x = _block(ops, f"l{i}.", x, batch_size, seq_len, hidden, heads)
+    ops.elementwise("ln_f", "aten.native_layer_norm.default", (x,), tokens * h, 2 * h)
+    ops.matmul("lm_head", "ln_f", h, vocab)
+    ops.elementwise("loss", "aten._log_softmax.default", ("lm_head",), tokens * vocab)
+    return JobGraph(
+        training_graph(ops.forward),
+        name=name or f"gpt_{layers}l_{hidden}h",
+        iterations=iterations,
+        batch_size=batch_size,
+        profiled_on=(device, precision),
+        precision=precision,
+        _owned=True,
+    )
 
-    def op(node: str, kind: str, flops: float, bytes_moved: float, out_elements: float, params: float, inputs: tuple[str, ...]):
-        seconds = max(flops / model.matmul_rate(precision), bytes_moved / (model.memory_bandwidth_Bps * model.bandwidth_efficiency))
-        forward.add_node(
+
+class _Ops:
+    """The forward graph being built: ops timed by the roofline of ``device`` in ``precision``, over ``tokens`` tokens."""
+
+    def __init__(self, device: str, precision: str, tokens: int) -> None:
+        self.model, self.precision, self.tokens = device_model(device), precision, tokens
+        self.e = BYTES_PER_ELEMENT[precision]
+        self.forward = nx.DiGraph()
+
+    def op(self, node: str, kind: str, flops: float, bytes_moved: float, out_elements: float, params: float, inputs: tuple[str, ...]):
+        model = self.model
+        seconds = max(flops / model.matmul_rate(self.precision), bytes_moved / (model.memory_bandwidth_Bps * model.bandwidth_efficiency))
+        self.forward.add_node(
             node,
             name=kind,
             compute_s=seconds,
@@ -53,13 +76,14 @@ def transformer_graph(
             flops=flops,
             backward_flops=2 * flops,
             param_bytes=4.0 * params,
-            activation_bytes=out_elements * e,
+            activation_bytes=out_elements * self.e,
         )
         for src in inputs:
-            forward.add_edge(src, node, tensor_bytes=forward.nodes[src]["activation_bytes"])
+            self.forward.add_edge(src, node, tensor_bytes=self.forward.nodes[src]["activation_bytes"])
 
-    def matmul(node, src, n_in, n_out):
-        op(
+    def matmul(self, node, src, n_in, n_out):
+        tokens, e = self.tokens, self.e
+        self.op(
             node,
             "aten.addmm.default",
             2 * tokens * n_in * n_out,
@@ -69,51 +93,39 @@ def transformer_graph(
             (src,),
         )
 
-    def elementwise(node, kind, inputs, elements, params=0.0):
-        op(node, kind, 0.0, e * elements * (len(inputs) + 1), elements, params, inputs)
+    def elementwise(self, node, kind, inputs, elements, params=0.0):
+        self.op(node, kind, 0.0, self.e * elements * (len(inputs) + 1), elements, params, inputs)
 
-    op("embed", "aten.embedding.default", 0.0, 2 * e * tokens * h, tokens * h, (vocab + s) * h, ())
-    x = "embed"
-    for i in range(layers):
-        p = f"l{i}."
-        elementwise(p + "ln1", "aten.native_layer_norm.default", (x,), tokens * h, 2 * h)
-        matmul(p + "qkv", p + "ln1", h, 3 * h)
-        op(
-            p + "scores",
-            "aten.bmm.default",
-            2 * b * s * s * h,
-            e * (2 * tokens * h + b * heads * s * s),
-            b * heads * s * s,
-            0.0,
-            (p + "qkv",),
-        )
-        elementwise(p + "softmax", "aten._softmax.default", (p + "scores",), b * heads * s * s)
-        op(
-            p + "context",
-            "aten.bmm.default",
-            2 * b * s * s * h,
-            e * (b * heads * s * s + 2 * tokens * h),
-            tokens * h,
-            0.0,
-            (p + "softmax", p + "qkv"),
-        )
-        matmul(p + "proj", p + "context", h, h)
-        elementwise(p + "add1", "aten.add.Tensor", (x, p + "proj"), tokens * h)
-        elementwise(p + "ln2", "aten.native_layer_norm.default", (p + "add1",), tokens * h, 2 * h)
-        matmul(p + "fc1", p + "ln2", h, f)
-        elementwise(p + "gelu", "aten.gelu.default", (p + "fc1",), tokens * f)
-        matmul(p + "fc2", p + "gelu", f, h)
-        elementwise(p + "add2", "aten.add.Tensor", (p + "add1", p + "fc2"), tokens * h)
-        x = p + "add2"
-    elementwise("ln_f", "aten.native_layer_norm.default", (x,), tokens * h, 2 * h)
-    matmul("lm_head", "ln_f", h, vocab)
-    elementwise("loss", "aten._log_softmax.default", ("lm_head",), tokens * vocab)
-    return JobGraph(
-        training_graph(forward),
-        name=name or f"gpt_{layers}l_{hidden}h",
-        iterations=iterations,
-        batch_size=batch_size,
-        profiled_on=(device, precision),
-        precision=precision,
-        _owned=True,
+
+def _block(ops: _Ops, p: str, x: str, b: int, s: int, h: int, heads: int) -> str:
+    """One pre-norm decoder block after op ``x``, its ops named ``p`` + op (module docstring); its last op."""
+    tokens, e, f = ops.tokens, ops.e, 4 * h
+    ops.elementwise(p + "ln1", "aten.native_layer_norm.default", (x,), tokens * h, 2 * h)
+    ops.matmul(p + "qkv", p + "ln1", h, 3 * h)
+    ops.op(
+        p + "scores",
+        "aten.bmm.default",
+        2 * b * s * s * h,
+        e * (2 * tokens * h + b * heads * s * s),
+        b * heads * s * s,
+        0.0,
+        (p + "qkv",),
     )
+    ops.elementwise(p + "softmax", "aten._softmax.default", (p + "scores",), b * heads * s * s)
+    ops.op(
+        p + "context",
+        "aten.bmm.default",
+        2 * b * s * s * h,
+        e * (b * heads * s * s + 2 * tokens * h),
+        tokens * h,
+        0.0,
+        (p + "softmax", p + "qkv"),
+    )
+    ops.matmul(p + "proj", p + "context", h, h)
+    ops.elementwise(p + "add1", "aten.add.Tensor", (x, p + "proj"), tokens * h)
+    ops.elementwise(p + "ln2", "aten.native_layer_norm.default", (p + "add1",), tokens * h, 2 * h)
+    ops.matmul(p + "fc1", p + "ln2", h, f)
+    ops.elementwise(p + "gelu", "aten.gelu.default", (p + "fc1",), tokens * f)
+    ops.matmul(p + "fc2", p + "gelu", f, h)
+    ops.elementwise(p + "add2", "aten.add.Tensor", (p + "add1", p + "fc2"), tokens * h)
+    return p + "add2"

@@ -121,7 +121,9 @@ class LocalService:
         self.state = Occupancy(cluster, make_policy(policy, PolicyContext(cluster)))
 
     def place(self, graph: JobGraph, *, beta: float, lease_s: float | None = None, iterations: int | None = None) -> PlacementDecision:
-        return self.state.place(placement_body(graph, beta, lease_s, iterations))
+        from placer.serve.parsing import graph_placement
+
+        return self.state.place(graph_placement(graph, beta, lease_s, iterations))  # the graph itself: nothing serialised
 
     def renew(self, job_id: str) -> RunningJob:
         with _lease_lost():

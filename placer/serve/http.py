@@ -195,7 +195,17 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
         redoc_url=None,
     )
     app.state.occupancy = state
-    reports = RateLimiter(settings.report_rate_per_s, settings.report_burst)
+    _add_error_handlers(app)
+    _add_write_routes(app, state, settings)
+    _add_read_routes(app, state, cluster, policy, instance)
+    _register_schemas(app, PlacementRequest)
+    add_docs(app)
+    _add_middleware(app, settings)
+    return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every error answer an :class:`ErrorBody`: validation errors without their input, domain errors by :data:`ERROR_STATUS`."""
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -213,6 +223,11 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse({"detail": _text(exc.detail)}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
+
+def _add_write_routes(app: FastAPI, state: Occupancy, settings: ServiceSettings) -> None:
+    """The routes that place, renew, resize and report (and the resize proposal, beside its resize)."""
+    reports = RateLimiter(settings.report_rate_per_s, settings.report_burst)
+
     @app.post(
         "/v1/placements",
         response_model=PlacementDecision,
@@ -225,7 +240,7 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     ) -> PlacementDecision:
         """Decide degree and devices; reserve them when accepted (the response's job_id)."""
         body = await request.body()  # parsed and validated in one pass, off the event loop
-        return await run_in_threadpool(state.place, body, idempotency_key, _tenant(request))
+        return await run_in_threadpool(_place, state, body, idempotency_key, _tenant(request))
 
     @app.post("/v1/jobs/{job_id}/lease", response_model=RunningJob, responses=_errors(*WRITE, *JOB))
     def renew_lease(job_id: str, request: Request, renewal: LeaseRenewal | None = None) -> RunningJob:
@@ -260,6 +275,10 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
         state.report(job_id, report, _tenant(request))
         return state.refitter.view(_tenant(request))
 
+
+def _add_read_routes(app: FastAPI, state: Occupancy, cluster: Cluster, policy: Policy, instance: dict) -> None:
+    """The calibration, the release, the occupancy and the health check."""
+
     @app.get("/v1/calibration", response_model=CalibrationState, responses=_errors())
     def calibration(request: Request) -> CalibrationState:
         """What the refits fitted: the shared constants and, but to an admin, the requesting tenant's own graphs' only."""
@@ -283,8 +302,9 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     def health_head() -> dict:  # health checkers that probe with HEAD (the body is not sent)
         return health()
 
-    _register_schemas(app, PlacementRequest)
-    add_docs(app)
+
+def _add_middleware(app: FastAPI, settings: ServiceSettings) -> None:
+    """The guards around every route, innermost first (the last added runs first)."""
     app.add_middleware(RequestLimit, limit=settings.max_connections)  # inside BodyLimit: counts requests whose bodies are in
     app.add_middleware(
         BodyLimit,
@@ -298,7 +318,11 @@ def create_app(cluster: Cluster, policy: Policy, settings: ServiceSettings | Non
     app.add_middleware(BearerToken, tenants=settings.access())  # resolves the request's tenant (a tokenless server's one)
     if settings.allowed_hosts is not None:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))  # outermost: checked first
-    return app
+
+
+def _place(state: Occupancy, body: bytes, idempotency_key: str | None, tenant: Tenant) -> PlacementDecision:
+    """``POST /v1/placements``: the body parsed once, here at the edge, and the typed request placed."""
+    return state.place(state.parse(body), idempotency_key, tenant)
 
 
 def _tenant(request: Request) -> Tenant:

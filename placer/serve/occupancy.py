@@ -6,7 +6,6 @@ Every method is thread-safe (one lock; per-graph cost-model work and refits run 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import threading
 import uuid
@@ -35,13 +34,15 @@ from placer.serve.errors import (
     UnknownJobError,
 )
 from placer.serve.graphs import GraphPool, TenantGraph, graph_owner
-from placer.serve.parsing import parse_request
+from placer.serve.parsing import check_graph_size, parse_request, request_digest
 from placer.serve.refit import Refitter
 from placer.serve.reservations import Reservation, ReservationStore
 from placer.serve.schemas import (
     ClusterOccupancy,
     DeviceState,
+    GraphPlacement,
     LeaseRenewal,
+    Placement,
     PlacementRequest,
     RunningJob,
     StepTimeReport,
@@ -161,11 +162,13 @@ class Occupancy:
         """The request in ``body`` (:func:`placer.serve.parsing.parse_request` under this server's graph limits)."""
         return parse_request(body, self.max_graph_ops, self.max_graph_edges)
 
-    def graph(self, request: PlacementRequest, holder: str, tenant: Tenant = DEFAULT_TENANT) -> JobGraph:
-        """The request's graph as ``tenant``'s (:class:`~placer.serve.graphs.TenantGraph`: its key, caches and fitted
-        constants its own), built from its document or looked up by key, held by ``holder`` in :attr:`graphs` (the one copy
-        of its key); another tenant's key is unknown to it, answered as a key never seen;
-        :class:`GraphMemoryFullError` if the held graphs leave it no room."""
+    def graph(self, request: Placement, holder: str, tenant: Tenant = DEFAULT_TENANT) -> JobGraph:
+        """The request's graph as ``tenant``'s (:class:`~placer.serve.graphs.TenantGraph`: its key, caches and fitted constants its
+        own), built from its document, looked up by key or given built (:class:`GraphPlacement`), held by ``holder`` in :attr:`graphs`
+        (the one copy of its key); another tenant's key is unknown to it (as a key never seen); :class:`GraphMemoryFullError` if full."""
+        if isinstance(request, GraphPlacement):
+            check_graph_size(request.graph, self.max_graph_ops, self.max_graph_edges)
+            return self._admit(request.graph, holder, tenant)
         if request.graph_key is not None:
             graph = self.graphs.get(request.graph_key)
             if graph is None or graph_owner(graph, DEFAULT_TENANT.name) != tenant.name:
@@ -175,6 +178,10 @@ class Occupancy:
             raise RuntimeError("the request's graph was already read")
         graph = job_graph_from_document(request.graph, source="graph")  # a PlacerError (bad input) if it is not a valid graph
         request.graph = None  # the document's dicts now belong to the graph: drop the other reference
+        return self._admit(graph, holder, tenant)
+
+    def _admit(self, graph: JobGraph, holder: str, tenant: Tenant) -> JobGraph:
+        """``graph``, a request's new graph, as ``tenant``'s, held by ``holder`` (the copy kept before if there is one), warmed."""
         if tenant.name != DEFAULT_TENANT.name:  # (the single tenant of a server without tenants keeps content keys)
             graph = TenantGraph.of(graph, tenant.name)
         graph = self.graphs.admit(graph, holder)  # a copy kept before is used, this one dropped
@@ -187,14 +194,13 @@ class Occupancy:
         cost.sequential_jct_s(graph)
         cost.compile(graph)
 
-    def place(self, body: bytes, idempotency_key: str | None = None, tenant: Tenant = DEFAULT_TENANT) -> PlacementDecision:
-        """Decide for the request in ``body``; reserve when accepted, for ``tenant``. A repeated ``idempotency_key`` (the same
-        tenant's: keys are scoped per tenant) gets the first answer."""
-        request = self.parse(body)
+    def place(self, request: Placement, idempotency_key: str | None = None, tenant: Tenant = DEFAULT_TENANT) -> PlacementDecision:
+        """Decide for ``request`` (parsed by :meth:`parse`, or made in this process); reserve when accepted, for ``tenant``.
+        A repeated ``idempotency_key`` (the same tenant's: keys are scoped per tenant) gets the first answer."""
         digest = None
         given, idempotency_key = idempotency_key, None if idempotency_key is None else tenant.scoped(idempotency_key)
         if idempotency_key is not None:  # a retry matches on the request's parsed JSON, not its bytes (spacing, key order)
-            digest = hashlib.sha256(request.model_dump_json(by_alias=True).encode()).hexdigest()
+            digest = request_digest(request)
             with self.lock:
                 first = self._answered(idempotency_key, digest, given)
             if first is not None:
@@ -207,7 +213,7 @@ class Occupancy:
             self.graphs.let_go(graph.key, holder)
 
     def _decide(
-        self, request: PlacementRequest, graph: JobGraph, tenant: Tenant, idempotency_key: str | None, digest: str | None, given: str | None
+        self, request: Placement, graph: JobGraph, tenant: Tenant, idempotency_key: str | None, digest: str | None, given: str | None
     ) -> PlacementDecision:
         with self.lock:
             if idempotency_key is not None and digest is not None and (first := self._answered(idempotency_key, digest, given)) is not None:

@@ -7,6 +7,7 @@ from placer's own graphs (never a path a request names); an unknown name is one 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -15,9 +16,10 @@ from pydantic import ValidationError
 from placer.common.errors import PlacerError
 from placer.graphs.catalog import graphs_dir, shipped_graph_names
 from placer.graphs.document import MAX_NAMING_BYTES, describe
+from placer.graphs.job_graph import JobGraph
 from placer.serve.bodyscan import MAX_UNKNOWN_KEYS, max_values, scan
 from placer.serve.errors import GraphTooLargeError, InvalidRequestError
-from placer.serve.schemas import PlacementRequest, bounded_request
+from placer.serve.schemas import GraphPlacement, Placement, PlacementRequest, bounded_request
 
 MAX_NAMED_BODY_BYTES = 64 * 1024  # a request naming a shipped graph is read again with the graph put in: a small one only
 
@@ -41,6 +43,38 @@ def parse_request(body: bytes, max_ops: int, max_edges: int) -> PlacementRequest
         if named is not None:
             return parse_request(named, max_ops, max_edges)
         raise _invalid(exc, body) from None
+
+
+def graph_placement(graph: JobGraph, beta: float, lease_s: float | None = None, iterations: int | None = None) -> GraphPlacement:
+    """The placement of ``graph`` asked for in this process; :class:`InvalidRequestError` for terms a request with them
+    would be refused for (the same errors, as :func:`parse_request` gives them)."""
+    terms: dict = {"beta": float(beta)}
+    if lease_s is not None:
+        terms["lease_s"] = float(lease_s)
+    if iterations is not None:
+        terms["iterations"] = int(iterations)
+    try:
+        return GraphPlacement(graph=graph, **terms)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        raise InvalidRequestError(f"invalid request ({len(errors)} errors)", [{**e, "loc": ("body", *e["loc"])} for e in errors]) from None
+
+
+def check_graph_size(graph: JobGraph, max_ops: int, max_edges: int) -> None:
+    """:class:`GraphTooLargeError` for a built graph over ``max_ops`` ops or ``max_edges`` edges (as :func:`parse_request`)."""
+    for part, count, limit in (("ops", graph.num_ops, max_ops), ("edges", graph.num_edges, max_edges)):
+        if count > limit:
+            raise _too_large(part, max_ops, max_edges)
+
+
+def request_digest(request: Placement) -> str:
+    """The sha256 an idempotency key's retry is matched on: a parsed request's JSON (not its bytes: spacing, key order
+    differ); an in-process request's terms and its graph's key."""
+    if isinstance(request, GraphPlacement):
+        text = json.dumps({**request.model_dump(exclude={"graph"}), "graph_key": request.graph.key}, sort_keys=True)
+    else:
+        text = request.model_dump_json(by_alias=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _with_shipped_graph(exc: ValidationError, body: bytes) -> bytes | None:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from placer.api.types import PlacementDecision
 from placer.calibration.measurements import MAX_STEP_S
 from placer.graphs.document import MAX_ITERATIONS, EdgeDocument, GraphBody, GraphDocument, NodeDocument
+from placer.graphs.job_graph import JobGraph
 
 MAX_LEASE_S = 30 * 24 * 3600.0  # a month
 MIN_LEASE_S = 1.0
@@ -30,6 +31,20 @@ def _graph_or_name(schema: dict) -> None:
     schema["anyOf"] = [*schema.get("anyOf", []), {"type": "string", "description": "the name of a shipped graph, e.g. resnet50"}]
 
 
+# A placement's terms, the same for a request over HTTP and one made in this process (:class:`GraphPlacement`).
+Beta = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False, description="deadline = beta x sequential JCT")]
+Iterations = Annotated[int | None, Field(ge=1, le=MAX_ITERATIONS, description="training iterations (default: the graph's)")]
+LeaseSeconds = Annotated[
+    float | None,
+    Field(
+        ge=MIN_LEASE_S,
+        le=MAX_LEASE_S,
+        allow_inf_nan=False,
+        description="hold the devices this long unless renewed (POST /v1/jobs/{id}/lease); null: until released",
+    ),
+]
+
+
 class PlacementRequest(BaseModel):
     """A job to place: ``graph`` (the whole graph, or a shipped graph's name) or ``graph_key`` (one this server has seen).
 
@@ -43,21 +58,29 @@ class PlacementRequest(BaseModel):
         json_schema_extra=_graph_or_name,
     )
     graph_key: str | None = Field(default=None, max_length=64, description="the graph_key of an earlier response, instead of graph")
-    beta: float = Field(gt=0, le=1, allow_inf_nan=False, description="deadline = beta x sequential JCT")
-    iterations: int | None = Field(default=None, ge=1, le=MAX_ITERATIONS, description="training iterations (default: the graph's)")
-    lease_s: float | None = Field(
-        default=None,
-        ge=MIN_LEASE_S,
-        le=MAX_LEASE_S,
-        allow_inf_nan=False,
-        description="hold the devices this long unless renewed (POST /v1/jobs/{id}/lease); null: until released",
-    )
+    beta: Beta
+    iterations: Iterations = None
+    lease_s: LeaseSeconds = None
 
     @model_validator(mode="after")
     def _one_graph(self) -> PlacementRequest:
         if (self.graph is None) == (self.graph_key is None):
             raise ValueError("give exactly one of 'graph' and 'graph_key'")
         return self
+
+
+class GraphPlacement(BaseModel):
+    """A placement asked for in this process (the Ray integration's :class:`~placer.ray.LocalService`): the graph itself,
+    already built, with a :class:`PlacementRequest`'s terms and bounds; nothing to serialise, scan, parse or rebuild."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
+    graph: JobGraph
+    beta: Beta
+    iterations: Iterations = None
+    lease_s: LeaseSeconds = None
+
+
+Placement = PlacementRequest | GraphPlacement  # what the service's state places: a request parsed at the HTTP edge, or one made here
 
 
 @lru_cache(maxsize=8)

@@ -16,6 +16,7 @@ DEFAULT_CACHE_BYTES = 256 * 1024 * 1024  # graphs (held and cached: half) and th
 MAX_BODY_BYTES = 1024 * 1024 * 1024  # the most --max-body-mb may allow
 MAX_CACHE_BYTES = 64 * 1024**3
 MAX_CONNECTIONS = 100_000
+MIN_TIMEOUT_S, MAX_TIMEOUT_S = 0.1, 3600.0  # the body, header and send timeouts
 
 
 class ServiceSettings(BaseModel):
@@ -46,12 +47,21 @@ class ServiceSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1, le=MAX_BODY_BYTES, description="larger bodies get 413")
-    body_timeout_s: float = Field(default=30.0, gt=0, description="seconds a client has to send a body (408 after)")
-    max_graph_ops: int = Field(default=DEFAULT_MAX_GRAPH_OPS, ge=1, description="larger graphs get 413")
-    max_graph_edges: int = Field(default=DEFAULT_MAX_GRAPH_EDGES, ge=0, description="graphs with more edges get 413")
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1, le=MAX_BODY_BYTES, description="largest request body (413 beyond)")
+    body_timeout_s: float = Field(
+        default=30.0, ge=MIN_TIMEOUT_S, le=MAX_TIMEOUT_S, description="seconds a client has to send a request's body (408 after)"
+    )
+    max_graph_ops: int = Field(
+        default=DEFAULT_MAX_GRAPH_OPS, ge=1, description="largest job graph accepted, in ops (forward + backward; 413 beyond)"
+    )
+    max_graph_edges: int = Field(default=DEFAULT_MAX_GRAPH_EDGES, ge=0, description="largest job graph accepted, in edges (413 beyond)")
     max_cached_graphs: int = Field(default=512, ge=1)
-    cache_bytes: float = Field(default=DEFAULT_CACHE_BYTES, gt=0, le=MAX_CACHE_BYTES)
+    cache_bytes: float = Field(
+        default=DEFAULT_CACHE_BYTES,
+        gt=0,
+        le=MAX_CACHE_BYTES,
+        description="memory for graphs (running, reported, cached: half) and cost-model work (half)",
+    )
     state_path: Path | None = None
     reset_state: bool = False
     create_state_folder: bool = False
@@ -62,9 +72,14 @@ class ServiceSettings(BaseModel):
     report_burst: int = Field(default=20, ge=1, le=1_000_000, description="reports a client may send at once before the rate applies")
     max_connections: int = Field(default=64, ge=1, le=MAX_CONNECTIONS, description="requests served at once; more get 503")
     max_connections_per_client: int = Field(default=16, ge=1, le=MAX_CONNECTIONS, description="open connections per client address")
-    header_timeout_s: float = Field(default=5.0, gt=0, le=3600, description="seconds a connection has to send a request's headers")
+    header_timeout_s: float = Field(
+        default=5.0, ge=MIN_TIMEOUT_S, le=MAX_TIMEOUT_S, description="seconds a connection has to send a request's headers (closed after)"
+    )
     send_timeout_s: float = Field(
-        default=10.0, gt=0, le=3600, description="seconds a connection's writes may stay paused (its client not reading); aborted after"
+        default=10.0,
+        ge=MIN_TIMEOUT_S,
+        le=MAX_TIMEOUT_S,
+        description="seconds a connection's writes may stay paused, its client not reading (aborted after)",
     )
     trusted_proxies: tuple[str, ...] = Field(
         default=(), description="addresses or networks of proxies whose X-Forwarded-For is believed (none: it is ignored everywhere)"

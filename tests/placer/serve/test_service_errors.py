@@ -52,13 +52,13 @@ def test_the_state_raises_domain_errors_and_knows_no_http():
         with pytest.raises(UnknownJobError, match="no running job 'nope'"):
             state.release("nope")
         with pytest.raises(UnknownGraphKeyError, match="unknown graph_key 'k'"):
-            state.place(b'{"graph_key": "k", "beta": 1.0}')
+            state.place(state.parse(b'{"graph_key": "k", "beta": 1.0}'))
         with pytest.raises(InvalidRequestError) as invalid:
-            state.place(b'{"graph_key": "k", "beta": 2}')
+            state.parse(b'{"graph_key": "k", "beta": 2}')
         assert [(e["loc"], e["type"]) for e in invalid.value.errors] == [(("body", "beta"), "less_than_equal")]
-        job = state.place(BODY, "key-1")
+        job = state.place(state.parse(BODY), "key-1")
         with pytest.raises(IdempotencyConflictError, match="was used for a different request"):
-            state.place(BODY.replace(b'"beta": 1.0', b'"beta": 0.9'), "key-1")
+            state.place(state.parse(BODY.replace(b'"beta": 1.0', b'"beta": 0.9')), "key-1")
         with pytest.raises(NoLeaseError, match="has no lease"):
             state.renew(job.job_id, LeaseRenewal())
     finally:

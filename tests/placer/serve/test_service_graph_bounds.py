@@ -28,7 +28,7 @@ def test_placing_many_distinct_graphs_keeps_each_per_graph_structure_at_its_boun
     state = Occupancy(toy_cluster(2, 4), make_heuristic(policy), ServiceSettings(max_cached_graphs=BOUND))
     try:
         for i in range(GRAPHS):
-            decision = state.place(_body(i))
+            decision = state.place(state.parse(_body(i)))
             if decision.job_id is not None:
                 state.release(decision.job_id)
         tables: list[PlacementTable] = [t for _, t in state.cost._placed._tables.items()]

@@ -142,7 +142,7 @@ def test_a_tenants_kept_reports_are_its_own_after_a_restart(tmp_path):
     alice = _TENANTS[0]
     state = Occupancy(CLUSTER, make_heuristic("fixed:1"), settings)
     try:
-        decision = state.place(json.dumps({"graph": chain().to_dict(), "beta": 1.0}).encode(), tenant=alice)
+        decision = state.place(state.parse(json.dumps({"graph": chain().to_dict(), "beta": 1.0}).encode()), tenant=alice)
         state.report(decision.job_id, StepTimeReport(step_time_s=decision.predicted_iteration_s), alice)
     finally:
         state.close()

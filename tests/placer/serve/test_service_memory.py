@@ -77,14 +77,16 @@ def test_a_placement_whose_graph_does_not_fit_is_refused_and_released_jobs_make_
     settings = ServiceSettings(cache_bytes=2 * 2.5 * one, max_graph_ops=1000, max_graph_edges=1000)
     state = Occupancy(toy_cluster(2, 4), make_heuristic("fixed:1"), settings)
     try:
-        placed = [state.place(json.dumps({"graph": synthetic_graph(400, name), "beta": 1.0}).encode()) for name in ("x", "x", "y")]
+        placed = [
+            state.place(state.parse(json.dumps({"graph": synthetic_graph(400, name), "beta": 1.0}).encode())) for name in ("x", "x", "y")
+        ]
         assert all(d.accepted for d in placed) and len(state.job_graphs) == 3
         assert state.job_graphs[placed[0].job_id] is state.job_graphs[placed[1].job_id]  # one copy of x
         with pytest.raises(GraphMemoryFullError, match="retry when jobs are released"):
-            state.place(json.dumps({"graph": synthetic_graph(400, "z"), "beta": 1.0}).encode())
+            state.place(state.parse(json.dumps({"graph": synthetic_graph(400, "z"), "beta": 1.0}).encode()))
         assert placed[2].job_id is not None
         state.release(placed[2].job_id)
-        assert state.place(json.dumps({"graph": synthetic_graph(400, "z"), "beta": 1.0}).encode()).accepted
+        assert state.place(state.parse(json.dumps({"graph": synthetic_graph(400, "z"), "beta": 1.0}).encode())).accepted
     finally:
         state.close()
 
