@@ -39,9 +39,10 @@ def register(app: typer.Typer) -> None:
         recipe (a config with a recipe table, e.g. data/configs/placer.toml): clone, RL over several seeds, distil and a
         per-regime validation against best, each stage in its own folder of OUT; the policy that ships (the student or the RL
         winner, whichever validates better) in OUT/policy.pt and its card in OUT/card.json."""
+        from placer.policies.promotion import check_promote_target
+        from placer.policies.recipe import for_cluster, is_recipe, load_recipe, parse_loads, run_recipe
+
         from placer.common.errors import ConfigError, UsageError
-        from policies.promotion import check_promote_target
-        from policies.recipe import for_cluster, is_recipe, load_recipe, parse_loads, run_recipe
 
         def report(message: str) -> None:
             typer.echo(message, err=True)
@@ -50,7 +51,7 @@ def register(app: typer.Typer) -> None:
             given = (config, out, timesteps, device, cluster, load, graphs, workers, promote)
             if any(v is not None for v in given) or resume or force:
                 raise UsageError("--keys lists every key a config may set and takes no other option")
-            from policies.keys import keys_as_toml
+            from placer.policies.keys import keys_as_toml
 
             typer.echo(keys_as_toml())
             return
@@ -86,8 +87,8 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(
                 f"--cluster trains a recipe (a config with a [recipe] table, e.g. data/configs/placer.toml); {config} is not one"
             )
-        from policies.config import load_train_config
-        from policies.train import train as run_training
+        from placer.policies.config import load_train_config
+        from placer.policies.train import train as run_training
 
         settings = load_train_config(config)
         if device is not None:
