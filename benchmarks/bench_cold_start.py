@@ -9,9 +9,9 @@ and 20 pre-drawn occupancies (half the devices busy). Two ways, measured in the 
 runs alternating:
 
 - ``now``: ``placer.place(..., "learned")`` as a user calls it: the policy file read without torch
-  and the whole network in numpy (:mod:`policies.inference`);
+  and the whole network in numpy (:mod:`placer.policies.inference`);
 - ``old path``: what ``learned`` did before: the full SB3 policy built by
-  :func:`policies.model.load_policy_file` (torch, torch-geometric, SB3, sb3-contrib, gymnasium
+  :func:`placer.policies.model.load_policy_file` (torch, torch-geometric, SB3, sb3-contrib, gymnasium
   imported), each graph encoded by its torch GNN (:class:`TorchEncoded`, kept here to measure it),
   the actor in numpy as before; the policy object is passed to ``placer.place``.
 
@@ -50,10 +50,10 @@ if way == "now":
     policy = "learned"
 else:  # the old path: the SB3 policy built from the file, its torch GNN encoding each graph
     import torch
-    from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, forward_size, graph_arrays
+    from placer.envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, forward_size, graph_arrays
     from placer.common.shipped import default_policy_file
-    from policies.loading import LearnedPolicy
-    from policies.model import load_policy_file
+    from placer.policies.loading import LearnedPolicy
+    from placer.policies.model import load_policy_file
 
     class TorchEncoded(LearnedPolicy):
         def __init__(self, torch_policy, env):

@@ -49,7 +49,7 @@ from placer.baselines.registry import make_heuristic
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Job
 from placer.common.shipped import default_policy_file
-from policies.loading import LearnedPolicy
+from placer.policies.loading import LearnedPolicy
 
 decisions = int(sys.argv[1])
 graphs = [resolve_graph(g) for g in ("alexnet", "vgg16", "resnet18", "gnmt", "resnet50", "densenet121")]

@@ -26,8 +26,14 @@ STAGE = """
 import json, sys, tempfile, time
 from pathlib import Path
 start = time.perf_counter()
-from policies.recipe import load_recipe
-from policies.train import train
+import importlib
+for root in ("placer.policies", "policies"):  # this tree's namespace, or an older checkout's top-level package
+    try:
+        load_recipe = importlib.import_module(root + ".recipe").load_recipe
+        train = importlib.import_module(root + ".train").train
+        break
+    except ImportError:
+        continue
 config, steps = Path(sys.argv[1]), int(sys.argv[2])
 with tempfile.TemporaryDirectory() as tmp:
     stage = load_recipe(config, Path(tmp) / "recipe").rl[0].config

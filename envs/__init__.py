@@ -1,12 +1,12 @@
 """Gymnasium environments over the placer simulator: ``placer/ClusterPlacement-v0`` (:data:`ENV_ID`; kwargs: the
-fields of :class:`envs.config.EnvConfig`), the class :class:`envs.env.ClusterPlacementEnv`.
+fields of :class:`placer.envs.config.EnvConfig`), the class :class:`placer.envs.env.ClusterPlacementEnv`.
 
-Importing ``envs`` imports neither gymnasium nor the env, so that deciding with a trained policy
+Importing ``placer.envs`` imports neither gymnasium nor the env, so that deciding with a trained policy
 (which reads observations and configs from here) pays for neither. The id is registered with
 gymnasium all the same whichever comes first: here, when gymnasium is already imported; by
-:mod:`envs.env` when it is imported; otherwise as soon as gymnasium is (a one-shot import hook,
-:func:`_register_on_import`), so ``import envs`` then ``gymnasium.make(envs.ENV_ID)`` works as it
-always did. ``envs.ClusterPlacementEnv`` imports the env on first use.
+:mod:`placer.envs.env` when it is imported; otherwise as soon as gymnasium is (a one-shot import hook,
+:func:`_register_on_import`), so ``import placer.envs`` then ``gymnasium.make(placer.envs.ENV_ID)`` works as it
+always did. ``placer.envs.ClusterPlacementEnv`` imports the env on first use.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from envs.config import EnvConfig
+from placer.envs.config import EnvConfig
 
 if TYPE_CHECKING:
-    from envs.env import ClusterPlacementEnv
+    from placer.envs.env import ClusterPlacementEnv
 
 ENV_ID = "placer/ClusterPlacement-v0"
 
@@ -33,15 +33,15 @@ def register() -> None:
     import gymnasium
 
     if ENV_ID not in gymnasium.registry:
-        gymnasium.register(id=ENV_ID, entry_point="envs.env:ClusterPlacementEnv")
+        gymnasium.register(id=ENV_ID, entry_point="placer.envs.env:ClusterPlacementEnv")
 
 
 def __getattr__(name: str) -> Any:
     if name == "ClusterPlacementEnv":
-        from envs.env import ClusterPlacementEnv
+        from placer.envs.env import ClusterPlacementEnv
 
         return ClusterPlacementEnv
-    raise AttributeError(f"module 'envs' has no attribute {name!r}")
+    raise AttributeError(f"module 'placer.envs' has no attribute {name!r}")
 
 
 class _RegisterOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):

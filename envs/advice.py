@@ -8,11 +8,11 @@ state it reads (and where to depart from all of them) rather than re-deriving ea
 from the raw features (``docs/learning.md``: the clone's disagreements with `best` were mostly a placement rule and
 an admission boundary it smoothed across loads).
 
-At a running job's resize offer (``EnvConfig(elastic=True)``, :mod:`envs.resize`) an elastic adviser marks the option
+At a running job's resize offer (``EnvConfig(elastic=True)``, :mod:`placer.envs.resize`) an elastic adviser marks the option
 its ``rebalance`` would move the job to, and one that keeps the job (every fixed-degree adviser) reads as holding it.
 
 An adviser keeps its own run state (the job sizes it has seen, its meters), so it is put every offer of the run, those
-with no feasible option included, in the environment and in :class:`policies.loading.LearnedPolicy` alike.
+with no feasible option included, in the environment and in :class:`placer.policies.loading.LearnedPolicy` alike.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from placer.envs import action as act
+from placer.envs.baseline import baseline_policy
+from placer.envs.resize import ResizeOffer, rebalance_choice
 
-from envs import action as act
-from envs.baseline import baseline_policy
-from envs.resize import ResizeOffer, rebalance_choice
 from placer.baselines.policy import Policy
 from placer.cluster.topology import Cluster
 from placer.sim.options import Option, OptionTable
@@ -55,9 +55,9 @@ class Advisers:
         return tuple(adviser.decide(job, view) for adviser in self._active)
 
     def advise_resize(self, offer: ResizeOffer) -> tuple[Decision, ...]:
-        """Each adviser's answer to a running job's resize offer (:func:`envs.resize.rebalance_choice`): ``Place`` on the
+        """Each adviser's answer to a running job's resize offer (:func:`placer.envs.resize.rebalance_choice`): ``Place`` on the
         devices its ``rebalance`` moves the job to (those of the nearest option where the table lacks them exactly:
-        :func:`envs.action.action_of`, as an elastic teacher's label), ``Reject`` where it keeps the job (every
+        :func:`placer.envs.action.action_of`, as an elastic teacher's label), ``Reject`` where it keeps the job (every
         fixed-degree adviser)."""
         if self._active is None:
             self._active = self._start(offer.view.cluster)

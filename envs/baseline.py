@@ -4,7 +4,7 @@ The arrivals are exogenous: a burst blocks jobs whatever the policy does, and th
 the return an actor-critic learns from (the critic cannot see the arrivals to come). With
 ``EnvConfig(baseline="lean:admit=0.9")`` the environment also runs that heuristic on each episode's
 stream at reset, which gives every job ``k`` its reward ``c_k`` under the heuristic
-(:func:`envs.reward.reward` of its record), and shapes the reward with the potential
+(:func:`placer.envs.reward.reward` of its record), and shapes the reward with the potential
 
     Phi(s) = sum of c_k over the jobs arrived and not yet settled (waiting in the queue)
            + sum over the arrivals to come, j = 1, 2, ..., of d^j c_(a + j - 1)
@@ -30,9 +30,9 @@ import bisect
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from placer.envs.regime import Regime
+from placer.envs.reward import reward
 
-from envs.regime import Regime
-from envs.reward import reward
 from placer.baselines.policy import Policy, named_by_spec, run_policy
 from placer.baselines.registry import PolicyContext, make_policy
 from placer.cluster.topology import Cluster
@@ -83,7 +83,7 @@ class StreamBaseline:
     def of_run(
         cls, policy: Policy, cost: CostModel, stream: Sequence[JobSpec], queue: QueueConfig, kind: str, mean_seq_s: float, discount: float
     ) -> StreamBaseline:
-        """``policy`` run on ``stream``, its records rewarded as :func:`envs.reward.reward` ``kind`` rewards them."""
+        """``policy`` run on ``stream``, its records rewarded as :func:`placer.envs.reward.reward` ``kind`` rewards them."""
         run = run_policy(policy, cost, stream, queue, np.random.default_rng(0))
         by_id = {record.job_id: reward(kind, record, mean_seq_s) for record in run.records}
         return cls([by_id.get(i, 0.0) for i in range(len(stream))], [spec.arrival_s for spec in stream], discount)

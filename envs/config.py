@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from placer.envs.regime import parse_table
+from placer.envs.reward import REWARDS
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from envs.regime import parse_table
-from envs.reward import REWARDS
 from placer.baselines.specs import PolicySpec
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import EnvConfigError
@@ -19,14 +19,14 @@ Names = Annotated[tuple[str, ...], BeforeValidator(lambda v: (v,) if isinstance(
 
 
 class EnvConfig(BaseModel):
-    """Keyword arguments of :class:`envs.env.ClusterPlacementEnv` (and the ``[env]`` section of a training config), each
+    """Keyword arguments of :class:`placer.envs.env.ClusterPlacementEnv` (and the ``[env]`` section of a training config), each
     field's meaning in its description (``placer train --keys`` prints them). The workload's fields may be given flat
     (``EnvConfig(load=0.9)``, ``gymnasium.make(..., queue="edf-bf")``); ``episode_jobs`` is the older name of ``jobs``.
 
-    Rewards: :mod:`envs.reward`. With a ``baseline`` the reward is shaped by the
+    Rewards: :mod:`placer.envs.reward`. With a ``baseline`` the reward is shaped by the
     potential of the heuristic's rewards on the arrivals still to come, so the return from a state is the plain one less
     what the heuristic would earn from there on the same arrivals (an input-dependent baseline for PPO,
-    :mod:`envs.baseline`); any ``baseline_arrival_discount`` keeps the policy gradient unbiased, and the variance is
+    :mod:`placer.envs.baseline`); any ``baseline_arrival_discount`` keeps the policy gradient unbiased, and the variance is
     least when the potential tracks the discounted return (about ``baseline_discount`` to the power of the steps per
     arrival). A setting, e.g. ``{"clusters": "pacml", "queue": "none", "size": "const", "loads": [0.9]}``, replaces this
     config's fields of :data:`SETTING_FIELDS` (its graphs a subset of this config's): ``({}, that)`` trains on this
@@ -53,10 +53,10 @@ class EnvConfig(BaseModel):
         "auto",
         description="the cost model's (placer.cost): auto (the fastest data x tensor x pipeline split), dp, tp, pp or sipml (PAC-ML's)",
     )
-    history: bool = Field(False, description="add the history observation (arrival rates, recurrence: envs.observation)")
+    history: bool = Field(False, description="add the history observation (arrival rates, recurrence: placer.envs.observation)")
     meter: bool = Field(False, description="add the meter observation (the offered load measured from the arrivals, as adaptive reads it)")
     advisers: Names = Field(
-        (), description="heuristics whose decision at every offer the observation shows beside the options (envs.advice)"
+        (), description="heuristics whose decision at every offer the observation shows beside the options (placer.envs.advice)"
     )
     loads: tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)], ...] = Field(
         (), description="offered loads an episode draws from (one per episode); empty: the workload's load"
@@ -81,7 +81,8 @@ class EnvConfig(BaseModel):
         " arrival or jobs replacing this config's",
     )
     elastic: bool = Field(
-        False, description="running jobs may be resized and the policy decides it, one offer per step (envs.resize); advisers read 0 there"
+        False,
+        description="running jobs may be resized and the policy decides it, one offer per step (placer.envs.resize); advisers read 0 there",
     )
     resize_offers: int = Field(1, ge=1, le=64, description="elastic: running jobs offered a resize after completions, while no job waits")
 

@@ -9,16 +9,16 @@ from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
+from placer.envs import action as act
+from placer.envs import register
+from placer.envs.advice import Advisers
+from placer.envs.baseline import StreamBaseline, baseline_for, baseline_policy
+from placer.envs.config import EnvConfig
+from placer.envs.observation import GraphTable, JobHistory, Offer, observation_space, observe
+from placer.envs.regime import Regime
+from placer.envs.resize import Floors, ResizeOffer, ResizeRound, ShrinkOffer, arrival_offer
+from placer.envs.reward import reward
 
-from envs import action as act
-from envs import register
-from envs.advice import Advisers
-from envs.baseline import StreamBaseline, baseline_for, baseline_policy
-from envs.config import EnvConfig
-from envs.observation import GraphTable, JobHistory, Offer, observation_space, observe
-from envs.regime import Regime
-from envs.resize import Floors, ResizeOffer, ResizeRound, ShrinkOffer, arrival_offer
-from envs.reward import reward
 from placer.baselines.policy import Policy
 from placer.cluster.topology import load_cluster
 from placer.common.errors import EnvConfigError
@@ -120,17 +120,17 @@ def _pick(rng: np.random.Generator, items: Sequence[T]) -> T:
 class ClusterPlacementEnv(gym.Env):
     """Pick a partitioning degree and a placement for each arriving job.
 
-    Keyword arguments are the fields of :class:`envs.config.EnvConfig`, and ``cost_models`` (:func:`cost_models_for`
+    Keyword arguments are the fields of :class:`placer.envs.config.EnvConfig`, and ``cost_models`` (:func:`cost_models_for`
     ``config``'s, shared with other envs of the process). Spaces: see
-    :mod:`envs.observation` and :mod:`envs.action`. With a queue one step is one offer of a waiting
+    :mod:`placer.envs.observation` and :mod:`placer.envs.action`. With a queue one step is one offer of a waiting
     job (action 0 holds it). Offers with nothing feasible are rejected (held) without a step: every
     step is a real choice. The reward sums over every job settled since the last step (started,
     or blocked: rejected, expired, queue full). ``info`` of a step holds the offered job's
     ``record`` (:class:`placer.sim.types.JobRecord`, None when held) and ``settled`` (the records
     behind the reward). Seed only through ``reset(seed=...)``.
 
-    ``elastic=True`` (:mod:`envs.resize`): a step may instead offer a running job a resize (``offer`` is then a
-    :class:`~envs.resize.ResizeOffer`; action 0 keeps it); the resizes of a rebalance point are carried out after its
+    ``elastic=True`` (:mod:`placer.envs.resize`): a step may instead offer a running job a resize (``offer`` is then a
+    :class:`~placer.envs.resize.ResizeOffer`; action 0 keeps it); the resizes of a rebalance point are carried out after its
     last offer, and that step's reward adds the change they make to the resized jobs' rewards (an earlier finish).
 
     Public state for teachers and tests: ``offer`` (the job, cluster view and option table the
@@ -185,7 +185,7 @@ class ClusterPlacementEnv(gym.Env):
 
     @property
     def advice(self) -> tuple[Decision, ...]:
-        """The advisers' decisions on the current offer (:mod:`envs.advice`; empty without advisers)."""
+        """The advisers' decisions on the current offer (:mod:`placer.envs.advice`; empty without advisers)."""
         return self._advice
 
     @property
@@ -247,7 +247,7 @@ class ClusterPlacementEnv(gym.Env):
         self._settled = len(self.sim.records)
         r = sum(reward(self.config.reward, done, self._mean_seq) for done in settled) + self._resized
         self._resized = 0.0
-        if (baseline := self._baseline) is not None:  # shaped by the baseline heuristic's potential (envs.baseline)
+        if (baseline := self._baseline) is not None:  # shaped by the baseline heuristic's potential (placer.envs.baseline)
             self._settled_baseline += sum(baseline.rewards[done.job_id] for done in settled)
             potential = 0.0 if terminated else baseline.potential(self.sim.now, self._settled_baseline)
             r += self.config.baseline_discount * potential - self._potential

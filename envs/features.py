@@ -1,4 +1,4 @@
-"""The observation's ``options`` and ``groups`` arrays (:mod:`envs.observation` documents their features).
+"""The observation's ``options`` and ``groups`` arrays (:mod:`placer.envs.observation` documents their features).
 
 Both are built from what changes at a decision alone: an option's placement, shape, strategy and the servers it breaks
 are the same for every mask with the same free devices per server, so each (placement table, graph)'s rows are built

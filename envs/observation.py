@@ -2,7 +2,7 @@
 
 :func:`observe` is the one builder: a pure function of an :class:`Offer` (the job, the cluster
 view, the option table), the run's :class:`JobHistory`, the config and a :class:`GraphRef`. The
-env and the inference adapter (:class:`policies.loading.LearnedPolicy`) both call it.
+env and the inference adapter (:class:`placer.policies.loading.LearnedPolicy`) both call it.
 
 The graph is not copied into the observation: ``graph`` holds its id, an index into a
 :class:`GraphTable` (the env config's graph list) whose arrays the env and the policy's features
@@ -52,12 +52,12 @@ The rest is per decision:
 - ``meter`` (3,), only with ``EnvConfig(meter=True)``: the offered load the arrivals so far make
   (:class:`placer.sim.history.LoadMeter`, the information ``adaptive`` has): log2(load over the last
   32 and 96 arrivals) / 2; min(jobs seen / 96, 1). Clipped to [-1, 1].
-- ``resize`` (5,), only with ``EnvConfig(elastic=True)``: for a running job offered a resize (:mod:`envs.resize`; its
+- ``resize`` (5,), only with ``EnvConfig(elastic=True)``: for a running job offered a resize (:mod:`placer.envs.resize`; its
   ``job`` and ``options`` rows read as for an arriving job, each option's JCT being what resizing there leaves it): 1,
   the fraction of its iterations done, its degree / max_degree, its slack / deadline, 0; for an arriving job offered
-  on the devices running jobs would give back (a :class:`~envs.resize.ShrinkOffer`): 0, 0, 0, 0, the fraction of the
+  on the devices running jobs would give back (a :class:`~placer.envs.resize.ShrinkOffer`): 0, 0, 0, 0, the fraction of the
   cluster's devices they give back; all 0 for any other arriving job.
-- ``advice`` (A,), only with ``EnvConfig(advisers=...)`` (A of them, :mod:`envs.advice`): 1 for each adviser that
+- ``advice`` (A,), only with ``EnvConfig(advisers=...)`` (A of them, :mod:`placer.envs.advice`): 1 for each adviser that
   holds or rejects the job; and ``options`` has A more columns, 1 where that adviser places the job on the option's devices.
   At a resize offer, 1 in ``advice`` where the adviser keeps the job, and the option column of the devices an elastic
   adviser's ``rebalance`` moves it to.
@@ -71,13 +71,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+from placer.envs.action import Offer as Offer  # where it was
+from placer.envs.advice import advice_arrays
+from placer.envs.config import EnvConfig
+from placer.envs.features import GROUP_FEATURES, OPTION_FEATURES, group_arrays, least_memory, option_rows
+from placer.envs.features import server_groups as server_groups  # where it was
+from placer.envs.resize import RESIZE_FEATURES, ResizeOffer, ShrinkOffer, resize_features
 
-from envs.action import Offer as Offer  # where it was
-from envs.advice import advice_arrays
-from envs.config import EnvConfig
-from envs.features import GROUP_FEATURES, OPTION_FEATURES, group_arrays, least_memory, option_rows
-from envs.features import server_groups as server_groups  # where it was
-from envs.resize import RESIZE_FEATURES, ResizeOffer, ShrinkOffer, resize_features
 from placer.common.errors import EnvConfigError, PlacerError
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
@@ -186,8 +186,8 @@ def observe(
     ``history`` is the run's state and must already hold ``offer.job`` (whoever offers a job records
     it, :meth:`JobHistory.observe`); ``config`` gives max_degree, max_groups and whether to add
     ``history``; ``graph`` names the job's graph; ``advice``: each of ``config.advisers``' decisions on this offer
-    (:meth:`envs.advice.Advisers.advise`; at a :class:`~envs.resize.ResizeOffer`, which reads as an offer of its running
-    job, :meth:`~envs.advice.Advisers.advise_resize`: holding is keeping the job).
+    (:meth:`placer.envs.advice.Advisers.advise`; at a :class:`~placer.envs.resize.ResizeOffer`, which reads as an offer of its running
+    job, :meth:`~placer.envs.advice.Advisers.advise_resize`: holding is keeping the job).
     """
     if len(advice) != len(config.advisers):
         raise ValueError(f"{len(advice)} advisers' decisions for the config's {len(config.advisers)} advisers")

@@ -1,4 +1,4 @@
-"""The regime of an episode: what :meth:`envs.env.ClusterPlacementEnv.reset` draws, typed, with its one-string key.
+"""The regime of an episode: what :meth:`placer.envs.env.ClusterPlacementEnv.reset` draws, typed, with its one-string key.
 
 A regime is a cluster, an offered load, a beta distribution, a queue, a job-length spread and a stream structure, each
 as its parsed spec names it (``reset``'s ``info`` carries the same six fields). Tables keyed by regime (a baseline per

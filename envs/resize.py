@@ -4,7 +4,7 @@ At a rebalance point of an elastic simulator (after the completions of an instan
 :data:`placer.sim.simulator.PULL`) and while no job waits in a queue, the running jobs are offered one at a time, at
 most ``EnvConfig.resize_offers`` of them: those with the most seconds of work left first, and only a job that some
 option would finish sooner than it will now (so a step is a real choice). A :class:`ResizeOffer` is an offer like an
-arriving job's (:class:`envs.action.Offer`): the job's graph, and the (degree, rule) options on the idle devices
+arriving job's (:class:`placer.envs.action.Offer`): the job's graph, and the (degree, rule) options on the idle devices
 and its own, each option's JCT being what resizing there would leave it (the pause when the devices change,
 :func:`placer.sim.elastic.resize_pause_s`, plus its remaining iterations at that placement's iteration time) against the
 time its deadline leaves. Action 0 keeps the job as it is; an option moves it (the same devices: kept). The mask opens
@@ -18,7 +18,7 @@ counted, as ElasticFlow's minimum share and ``elastic_lean``'s shrink-to-admit t
 running job's given-back devices shrinks that job to its floor, all at once with the placement; action 0 rejects (or
 holds) the job as before. So the policy decides whether an arrival is worth slowing running jobs for.
 
-The env (:class:`envs.env.ClusterPlacementEnv`) and the inference adapter (:class:`policies.loading.LearnedPolicy`'s
+The env (:class:`placer.envs.env.ClusterPlacementEnv`) and the inference adapter (:class:`placer.policies.loading.LearnedPolicy`'s
 ``decide`` and ``rebalance``) both use :func:`arrival_offer` and :class:`ResizeRound`, so a trained policy resizes in
 ``placer evaluate`` as it did in training. The observation of either offer adds the ``resize`` features
 (:func:`resize_features`).
@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from placer.envs import action as act
 
-from envs import action as act
 from placer.baselines.elastic_lean import fastest
 from placer.sim.elastic import RunningJob, resize_pause_s
 from placer.sim.options import Option, OptionTable

@@ -38,13 +38,13 @@ def train(
     per-regime validation against best, each stage in its own folder of OUT; the policy that ships (the student or the RL
     winner, whichever validates better) in OUT/policy.pt and its card in OUT/card.json."""
     from placer.common.errors import ConfigError, UsageError
-    from policies.promotion import check_promote_target
+    from placer.policies.promotion import check_promote_target
 
     if keys:
         given = (config, out, timesteps, device, cluster, load, graphs, workers, promote)
         if any(v is not None for v in given) or resume or force:
             raise UsageError("--keys lists every key a config may set and takes no other option")
-        from policies.keys import keys_as_toml
+        from placer.policies.keys import keys_as_toml
 
         typer.echo(keys_as_toml())
         return
@@ -57,7 +57,7 @@ def train(
         check_promote_target(promote)  # before anything slow: a bad path is one line now, not after the run
     if (load or graphs) and not cluster:
         raise ConfigError("--load and --graphs go with --cluster (train a recipe for your cluster)")
-    from policies.recipe import is_recipe
+    from placer.policies.recipe import is_recipe
 
     if is_recipe(config):
         _train_recipe(config, out, timesteps, resume, force, device, cluster, load, graphs, workers, promote)
@@ -89,7 +89,7 @@ def _train_recipe(
     promote: Path | None,
 ) -> None:
     """``placer train`` of a recipe: its stages, for ``cluster`` when given; the product and its card."""
-    from policies.recipe import for_cluster, load_recipe, parse_loads, run_recipe
+    from placer.policies.recipe import for_cluster, load_recipe, parse_loads, run_recipe
 
     changes = None
     if cluster is not None:
@@ -106,8 +106,8 @@ def _train_recipe(
 
 def _train_one(config: Path, out: Path, timesteps: int | None, resume: bool, force: bool, device: str | None, promote: Path | None) -> None:
     """``placer train`` of one config: the final policy, and the best validated one beside it."""
-    from policies.config import load_train_config
-    from policies.train import train as run_training
+    from placer.policies.config import load_train_config
+    from placer.policies.train import train as run_training
 
     settings = load_train_config(config)
     if device is not None:

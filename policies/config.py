@@ -5,18 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from placer.envs.config import EnvConfig
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from envs.config import EnvConfig
 from placer.baselines.specs import PolicySpec
 from placer.common.errors import ConfigError
 from placer.common.tomlfile import load_toml, read_toml
 
-REGIME_TEACHERS = ("best", "elastic-best")  # teachers tuned per regime (policies.teachers)
+REGIME_TEACHERS = ("best", "elastic-best")  # teachers tuned per regime (placer.policies.teachers)
 
 
 def tuned_per_regime(teacher: str) -> bool:
-    """Whether the teacher ``teacher`` is tuned per regime (needs :func:`policies.teachers.regime_members`' table)."""
+    """Whether the teacher ``teacher`` is tuned per regime (needs :func:`placer.policies.teachers.regime_members`' table)."""
     return PolicySpec.parse(teacher, plugins={}).kind in REGIME_TEACHERS
 
 
@@ -46,7 +46,7 @@ class PPOSection(BaseModel):
 
 
 class PolicySection(BaseModel):
-    """``[policy]``: the network (policies.model: a GNN over the job's graph, an option scorer)."""
+    """``[policy]``: the network (placer.policies.model: a GNN over the job's graph, an option scorer)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     hidden: int = _d(64, "width of the graph network's layers (bounded: a typo cannot allocate terabytes)", ge=4, le=8192)
@@ -95,7 +95,9 @@ class TrainSection(BaseModel):
     eval_workers: int = _d(1, "processes tuning best per regime and validating (the same figures for any count)", ge=1)
     dagger_rounds: int = _d(0, "after cloning: rounds of (the learner drives, the teacher labels, clone again on all)", ge=0)
     dagger_steps: int = _d(10_000, "decisions recorded per DAgger round", ge=1)
-    ppo_baseline: bool = _d(False, "PPO's reward less the teacher's on the same arrivals (envs.baseline): an input-dependent baseline")
+    ppo_baseline: bool = _d(
+        False, "PPO's reward less the teacher's on the same arrivals (placer.envs.baseline): an input-dependent baseline"
+    )
     init_policy: str | None = _d(None, "start from this policy file's weights, not the warm start (a fixed one is widened for elastic)")
     clone_from_candidate: bool = _d(
         False,
@@ -146,5 +148,7 @@ def load_train_config(path: str | Path) -> TrainConfig:
     tables merged in (:func:`placer.common.tomlfile.merged`; a list, e.g. ``settings``, is replaced whole)."""
     data = read_toml(Path(path), what="training config", extends=True)
     if "recipe" in data:
-        raise ConfigError(f"{path}: a config with a [recipe] table is a recipe of several runs: run it with policies.recipe (placer train)")
+        raise ConfigError(
+            f"{path}: a config with a [recipe] table is a recipe of several runs: run it with placer.policies.recipe (placer train)"
+        )
     return load_toml(Path(path), TrainConfig, what="training config", extends=True)

@@ -4,7 +4,7 @@ A :class:`Spool` is a folder a recording writes each finished episode's decision
 written atomically, with the env's random state after that episode). A recording stopped part-way (a crash, a session's
 end) reads them back and plays on from the episode after the last one kept, so it records the same decisions as one
 never stopped, losing at most the episode in flight. The folder says nothing of what made the recording: its caller
-names it by that (:func:`policies.warm.recorded` by the recording's digest).
+names it by that (:func:`placer.policies.warm.recorded` by the recording's digest).
 """
 
 from __future__ import annotations

@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import gymnasium as gym
 import torch
+from placer.envs.observation import EDGE_FEATURES, GRAPH_KEYS, JOB_EXTRAS, NODE_FEATURES, GraphTable
+from placer.policies.gnn import GraphEncoder
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from envs.observation import EDGE_FEATURES, GRAPH_KEYS, JOB_EXTRAS, NODE_FEATURES, GraphTable
-from policies.gnn import GraphEncoder
-
 
 class PlacementExtractor(BaseFeaturesExtractor):
-    """Maps the ``Dict`` observation of :mod:`envs.observation` to (B, features_dim).
+    """Maps the ``Dict`` observation of :mod:`placer.envs.observation` to (B, features_dim).
 
     The output is ``[context (B, context_dim), options (B, O * F)]``: the context joins the graph
     encoding (B, 2 * hidden), the job features through an MLP (B, 32), the server groups as a set
     (per-group MLP, masked mean and max: B, 64) and the cluster features
     (B, 3); the options table (O rows of F features) is passed through flattened, for
-    :class:`policies.scorer.OptionScorer` to score row by row. With a ``resize`` observation (an elastic env) one more
+    :class:`placer.policies.scorer.OptionScorer` to score row by row. With a ``resize`` observation (an elastic env) one more
     feature follows the options, the offer's resize flag (B, 1), for the scorer's keep head. Only ``F`` and the feature
     sizes fix weight shapes: padding limits, cluster size and even ``O`` do not.
 
-    The observation names its graph by id in ``graphs`` (:class:`envs.observation.GraphTable`), whose
+    The observation names its graph by id in ``graphs`` (:class:`placer.envs.observation.GraphTable`), whose
     arrays are held here once (buffers outside the state dict, so policy files hold weights only);
     each distinct graph of a batch is encoded once. Without a table, only :meth:`forward_with_graph`
     (the caller encodes with :meth:`encode_arrays`) works.
@@ -36,7 +35,7 @@ class PlacementExtractor(BaseFeaturesExtractor):
         options = self.num_options * self.option_features
         super().__init__(observation_space, features_dim=self.context_dim + options + self.resize_flag)
         self.graph = GraphEncoder(NODE_FEATURES, EDGE_FEATURES, hidden, rounds)
-        self.extras = [key for key in JOB_EXTRAS if key in spaces]  # the job MLP reads these beside the job (envs.observation)
+        self.extras = [key for key in JOB_EXTRAS if key in spaces]  # the job MLP reads these beside the job (placer.envs.observation)
         job_inputs = _shape(spaces["job"])[0] + sum(_shape(spaces[key])[0] for key in self.extras)
         self.job = nn.Sequential(nn.Linear(job_inputs, 32), nn.ReLU())
         self.dedupe_graphs = True  # benchmarks switch it off to measure what it saves
@@ -66,7 +65,7 @@ class PlacementExtractor(BaseFeaturesExtractor):
         return torch.cat([graph, self.job(job), mean, maximum, obs["cluster"], obs["options"].flatten(1), *flag], dim=1)
 
     def encode_arrays(self, arrays: dict[str, torch.Tensor]) -> torch.Tensor:
-        """(B, 2 * hidden) encodings of B padded graphs (:data:`envs.observation.GRAPH_KEYS` arrays, float)."""
+        """(B, 2 * hidden) encodings of B padded graphs (:data:`placer.envs.observation.GRAPH_KEYS` arrays, float)."""
         return self.graph(*(arrays[k] for k in GRAPH_KEYS))
 
     def encode_graphs(self, ids: torch.Tensor) -> torch.Tensor:

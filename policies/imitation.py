@@ -9,7 +9,7 @@ several candidates, a softmax over them of minus the jobs each is estimated to b
 targets), then its value head to those returns (mean squared error). PPO then starts from a policy as good as the
 teacher and a critic that already knows what the teacher's states are worth, instead of from
 noise (a random critic's advantages would first pull the policy anywhere). Observations name their
-graph by id (:mod:`envs.observation`): the policy's graph table holds the arrays.
+graph by id (:mod:`placer.envs.observation`): the policy's graph table holds the arrays.
 """
 
 from __future__ import annotations
@@ -26,25 +26,25 @@ from queue import Queue
 
 import numpy as np
 import torch
+from placer.envs.action import REJECT, Offer
+from placer.envs.action import action_of as teacher_action
+from placer.envs.config import EnvConfig
+from placer.envs.env import ClusterPlacementEnv
+from placer.envs.resize import ResizeOffer, ShrinkOffer, rebalance_choice
+from placer.policies.demonstrations import Demonstrations, Kept, Spool, merge
+from placer.policies.teachers import Teachers
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from envs.action import REJECT, Offer
-from envs.action import action_of as teacher_action
-from envs.config import EnvConfig
-from envs.env import ClusterPlacementEnv
-from envs.resize import ResizeOffer, ShrinkOffer, rebalance_choice
 from placer.common.pool import spawn_pool
 from placer.common.progress import bar_off
 from placer.sim.types import Place
-from policies.demonstrations import Demonstrations, Kept, Spool, merge
-from policies.teachers import Teachers
 
 
 def teacher_choice(teacher, offer: Offer | ResizeOffer | ShrinkOffer) -> int:
-    """The teacher's action at ``offer``. An arriving job's offer, plain or a :class:`~envs.resize.ShrinkOffer` (its
+    """The teacher's action at ``offer``. An arriving job's offer, plain or a :class:`~placer.envs.resize.ShrinkOffer` (its
     view has the devices running jobs give back free): the option giving the devices the teacher places the job on.
-    A running job's :class:`~envs.resize.ResizeOffer`: :func:`teacher_resize`."""
+    A running job's :class:`~placer.envs.resize.ResizeOffer`: :func:`teacher_resize`."""
     if isinstance(offer, ResizeOffer):
         return teacher_resize(teacher, offer)
     return teacher_action(teacher.decide(offer.job, offer.view), offer.options)
@@ -107,10 +107,10 @@ def collect(
     ``workers`` > 1 records in that many processes, worker ``w`` seeded ``1009 seed + w + 1`` (a slow
     teacher such as ``lookahead`` or ``hindsight`` then takes 1 / workers of the time; the learner is copied to each).
     ``temperature`` (jobs) makes a planner's soft targets (:func:`teacher_targets`); 0 keeps them one-hot.
-    ``members``: for the teacher ``best``, the member tuned per regime (:func:`policies.teachers.regime_members`);
+    ``members``: for the teacher ``best``, the member tuned per regime (:func:`placer.policies.teachers.regime_members`);
     each episode is demonstrated by its regime's member; ``policy_file``: the file a ``learned`` member runs.
     ``spool``: a folder each finished episode is kept in (worker ``w``'s in ``worker-w``), read back by a recording made
-    the same way after a stop (:class:`~policies.demonstrations.Spool`): it plays on from there, to the same decisions.
+    the same way after a stop (:class:`~placer.policies.demonstrations.Spool`): it plays on from there, to the same decisions.
     """
     if workers > 1:
         jobs = (config, teacher, steps, seed, workers, gamma, learner, temperature, members, per_episode, policy_file)
@@ -217,7 +217,7 @@ class GreedyLearner:
         self.encodings: dict[int, torch.Tensor] = {}
 
     def __call__(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
-        from policies.loading import greedy_action
+        from placer.policies.loading import greedy_action
 
         graph = int(obs["graph"][0])
         if graph not in self.encodings:

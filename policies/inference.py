@@ -5,9 +5,9 @@ tensor wrapping) costs more than the arithmetic, and importing torch, torch-geom
 seconds more than the decision. :class:`NumpyPolicy` holds copies of the weights the actor uses, by
 the torch policy's state-dict names (:func:`load_inference_policy` reads them from a policy file,
 :meth:`NumpyPolicy.from_module` from a live policy), and evaluates the same functions in float32:
-:class:`NumpyGraphEncoder` those of :class:`policies.gnn.GraphEncoder` for one graph (cached by the
-caller), :class:`NumpyActor` those of :class:`policies.extractor.PlacementExtractor` and
-:class:`policies.scorer.OptionScorer`, scoring only the options the mask leaves open.
+:class:`NumpyGraphEncoder` those of :class:`placer.policies.gnn.GraphEncoder` for one graph (cached by the
+caller), :class:`NumpyActor` those of :class:`placer.policies.extractor.PlacementExtractor` and
+:class:`placer.policies.scorer.OptionScorer`, scoring only the options the mask leaves open.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from envs.config import EnvConfig
-from envs.observation import (
+from placer.envs.config import EnvConfig
+from placer.envs.observation import (
     CLUSTER_FEATURES,
     EDGE_FEATURES,
     GROUP_FEATURES,
@@ -31,9 +30,10 @@ from envs.observation import (
     NODE_FEATURES,
     OPTION_FEATURES,
 )
-from envs.resize import RESIZE_FEATURES
+from placer.envs.resize import RESIZE_FEATURES
+from placer.policies.policy_file import read_policy_file
+
 from placer.common.errors import PolicyError
-from policies.policy_file import read_policy_file
 
 LAYER_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default, as GraphEncoder builds its norms
 ACTOR, SCORER = "pi_features_extractor.", "mlp_extractor."  # the actor's weights in the torch policy's state dict
@@ -55,7 +55,7 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class NumpyGraphEncoder:
-    """:class:`policies.gnn.GraphEncoder` for one graph: embed, ``rounds`` GINE convolutions each added to its input
+    """:class:`placer.policies.gnn.GraphEncoder` for one graph: embed, ``rounds`` GINE convolutions each added to its input
     and layer-normed, then masked mean and max over the nodes (2 * hidden,)."""
 
     embed: Dense
@@ -95,8 +95,8 @@ class NumpyGraphEncoder:
     def encode(
         self, nodes: np.ndarray, node_mask: np.ndarray, edge_index: np.ndarray, edges: np.ndarray, edge_mask: np.ndarray
     ) -> np.ndarray:
-        """(2 * hidden,) float32 encoding of one padded graph: the :data:`envs.observation.GRAPH_KEYS` arrays of
-        :func:`envs.observation.graph_arrays` (no batch axis); padding (mask <= 0.5) is dropped."""
+        """(2 * hidden,) float32 encoding of one padded graph: the :data:`placer.envs.observation.GRAPH_KEYS` arrays of
+        :func:`placer.envs.observation.graph_arrays` (no batch axis); padding (mask <= 0.5) is dropped."""
         keep = node_mask > 0.5
         compact = np.cumsum(keep) - 1  # padded position -> compact position
         w, b = self.embed
@@ -135,7 +135,7 @@ class NumpyActor:
     option_out: Dense
     option_score: Dense
     reject_score: Dense
-    keep_score: Dense | None = None  # an elastic policy's: action 0 at a resize offer (policies.scorer)
+    keep_score: Dense | None = None  # an elastic policy's: action 0 at a resize offer (placer.policies.scorer)
 
     @classmethod
     def from_state_dict(cls, weights: Mapping[str, np.ndarray], env: EnvConfig, graph_features: int) -> NumpyActor:
@@ -213,13 +213,13 @@ class NumpyPolicy:
 
     @classmethod
     def from_module(cls, policy: Any, env: EnvConfig) -> NumpyPolicy:
-        """From a live torch policy (:class:`policies.scorer.OptionPolicy`, any device), its weights as they are now."""
+        """From a live torch policy (:class:`placer.policies.scorer.OptionPolicy`, any device), its weights as they are now."""
         return cls.from_state_dict({k: v.detach().cpu().numpy() for k, v in policy.state_dict().items()}, env)
 
 
 def load_inference_policy(path: str | Path) -> tuple[NumpyPolicy, EnvConfig]:
     """The numpy policy of the policy file at ``path`` and its env, torch policy never built; PolicyError (one line) as
-    :func:`policies.model.load_policy_file` raises it."""
+    :func:`placer.policies.model.load_policy_file` raises it."""
     payload = read_policy_file(path)
     try:
         policy = NumpyPolicy.from_state_dict(payload.state_dict, payload.env)

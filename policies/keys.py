@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
+from placer.envs.config import EnvConfig
+from placer.policies.config import PolicySection, PPOSection, TrainSection
+from placer.policies.recipe import RecipeSection
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from envs.config import EnvConfig
 from placer.sim.workload import WorkloadSpec
-from policies.config import PolicySection, PPOSection, TrainSection
-from policies.recipe import RecipeSection
 
 TABLES: tuple[tuple[str, type[BaseModel]], ...] = (
     ("env", EnvConfig),

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+from placer.envs.action import action_mask, decision, option_table
+from placer.envs.advice import Advisers
+from placer.envs.config import EnvConfig
+from placer.envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, forward_size, graph_arrays, observe
+from placer.envs.resize import Floors, ResizeRound, ShrinkOffer, arrival_offer
+from placer.policies.inference import NumpyPolicy, load_inference_policy
 from threadpoolctl import threadpool_limits
 
-from envs.action import action_mask, decision, option_table
-from envs.advice import Advisers
-from envs.config import EnvConfig
-from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, forward_size, graph_arrays, observe
-from envs.resize import Floors, ResizeRound, ShrinkOffer, arrival_offer
 from placer.baselines.guard import Guarded
 from placer.baselines.policy import Policy
 from placer.baselines.registry import PolicyContext, make_heuristic
@@ -25,7 +26,6 @@ from placer.common.shipped import default_policy_file, policy_names, shipped_pol
 from placer.sim.options import Option
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Reject, Resize
-from policies.inference import NumpyPolicy, load_inference_policy
 
 if TYPE_CHECKING:
     import torch
@@ -43,13 +43,13 @@ class LearnedPolicy(Policy):
     and its placement choice is overridden.
 
     :meth:`decide` is the simulator's hook: it records the offered job in the run's ``history`` and
-    calls :meth:`choose`, which decides an :class:`envs.observation.Offer` given that history, through the
+    calls :meth:`choose`, which decides an :class:`placer.envs.observation.Offer` given that history, through the
     same observation builder as the env. Each graph is encoded once and its encoding cached by the
     graph's key, so graphs in no table (the service's) work as well as the training graphs.
 
-    ``policy``: the network as a :class:`~policies.inference.NumpyPolicy` (:meth:`from_file` reads one without
+    ``policy``: the network as a :class:`~placer.policies.inference.NumpyPolicy` (:meth:`from_file` reads one without
     torch), or a live torch policy (training's validation), whose weights are copied now: build a new
-    LearnedPolicy after training more. Decisions run in numpy either way (:mod:`policies.inference`), on one BLAS
+    LearnedPolicy after training more. Decisions run in numpy either way (:mod:`placer.policies.inference`), on one BLAS
     thread: building a LearnedPolicy limits the process's BLAS to one thread (threadpoolctl), since its matmuls are a
     few dozen rows and threads only spin (a validation stream at load 1.3 ran 2.6x slower beside two busy processes).
     """
@@ -64,7 +64,7 @@ class LearnedPolicy(Policy):
         if rule_override is not None and rule_override not in self.env.rules:
             raise PolicyError(f"placement rule {rule_override!r} is not one of the policy's {self.env.rules}")
         self.history = JobHistory()  # the jobs seen in this run: the job features are relative to them
-        self.advisers = Advisers(env.advisers, env.max_degree)  # the heuristics whose decisions it observes (envs.advice)
+        self.advisers = Advisers(env.advisers, env.max_degree)  # the heuristics whose decisions it observes (placer.envs.advice)
         self.actor = self.policy.actor
         self._graphs: LRUCache[str, tuple[np.ndarray, GraphRef]] = LRUCache(GRAPH_CACHE_SIZE)  # bounded for long-running services
         self._scored: tuple[Sequence[Option], np.ndarray] | None = None  # the last offer's options and their logits
@@ -98,7 +98,7 @@ class LearnedPolicy(Policy):
 
     def choose(self, offer: Offer | ShrinkOffer, history: JobHistory, advice: tuple[Decision, ...] = ()) -> Decision:
         """The decision for ``offer`` given the run's ``history`` (which holds ``offer.job``) and each adviser's decision on
-        it (:meth:`envs.advice.Advisers.advise`; a policy with advisers refuses none); writes nothing but the encoding cache."""
+        it (:meth:`placer.envs.advice.Advisers.advise`; a policy with advisers refuses none); writes nothing but the encoding cache."""
         env = self.env
         self._scored = None
         mask = action_mask(offer.options, env.max_degree, len(env.rules))
@@ -118,7 +118,7 @@ class LearnedPolicy(Policy):
     def estimates(self) -> Sequence[tuple[Decision, float]]:
         """The network's open actions at the last offer it was asked about, each with minus its log-probability (nats):
         an imitation's soft targets at temperature 1 are then this policy's own distribution
-        (:func:`policies.imitation.teacher_targets`). Empty where it was not asked (one action open), a placement rule
+        (:func:`placer.policies.imitation.teacher_targets`). Empty where it was not asked (one action open), a placement rule
         overrides its choice, or the offer was a shrink offer (an elastic policy's)."""
         if self._scored is None:
             return ()
@@ -141,7 +141,7 @@ class LearnedPolicy(Policy):
 
 class ElasticLearnedPolicy(LearnedPolicy):
     """A learned policy trained with ``EnvConfig(elastic=True)``: its runs are elastic, and after completions it answers
-    the resize offers of :class:`envs.resize.ResizeRound` as the env offered them in training."""
+    the resize offers of :class:`placer.envs.resize.ResizeRound` as the env offered them in training."""
 
     elastic: ClassVar[bool] = True
 
@@ -151,7 +151,7 @@ class ElasticLearnedPolicy(LearnedPolicy):
 
     def offer(self, job: Job, view: ClusterView) -> Offer | ShrinkOffer | None:
         """As a fixed-degree policy's, but a job nothing idle admits is offered on what running jobs would give back
-        (:func:`envs.resize.arrival_offer`), as in training."""
+        (:func:`placer.envs.resize.arrival_offer`), as in training."""
         return arrival_offer(job, view, self.env.max_degree, self.env.rules, self._floors)
 
     def rebalance(self, view: ClusterView) -> Sequence[Resize]:

@@ -1,8 +1,8 @@
 """Build the MaskablePPO model and read/write policy files (weights only, never pickled code).
 
-A policy file is a ``torch.save`` of a dict of plain data and tensors (:mod:`policies.policy_file`
+A policy file is a ``torch.save`` of a dict of plain data and tensors (:mod:`placer.policies.policy_file`
 says what it holds and reads it without torch); :func:`load_policy_file` builds the torch policy
-from it in code. Decisions need no torch policy: :mod:`policies.inference` loads one for them.
+from it in code. Decisions need no torch policy: :mod:`placer.policies.inference` loads one for them.
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from pathlib import Path
 
 import gymnasium as gym
 import torch
+from placer.envs.config import EnvConfig
+from placer.envs.features import OPTION_FEATURES
+from placer.envs.observation import GraphTable, observation_space
+from placer.envs.resize import RESIZE_FEATURES
+from placer.policies.extractor import PlacementExtractor
+from placer.policies.policy_file import FORMAT, VERSION, malformed, read_policy_file
+from placer.policies.scorer import OptionPolicy
 
-from envs.config import EnvConfig
-from envs.features import OPTION_FEATURES
-from envs.observation import GraphTable, observation_space
-from envs.resize import RESIZE_FEATURES
 from placer.common.atomic import atomic_path
 from placer.common.errors import PlacerError, PolicyError
-from policies.extractor import PlacementExtractor
-from policies.policy_file import FORMAT, VERSION, malformed, read_policy_file
-from policies.scorer import OptionPolicy
 
 
 def policy_kwargs(hidden: int, rounds: int, net_arch: list[int], graphs: GraphTable | None = None) -> dict:
@@ -36,7 +36,7 @@ def build_policy(env: EnvConfig, hidden: int, rounds: int, net_arch: list[int], 
     """A fresh policy whose weights fit any policy file made with the same settings.
 
     ``graphs``: the table observations' graph ids index (``GraphTable.from_config(env)``), for
-    whole observations; without it the caller feeds graph encodings (:class:`policies.loading.LearnedPolicy`).
+    whole observations; without it the caller feeds graph encodings (:class:`placer.policies.loading.LearnedPolicy`).
     """
     num_options = env.max_degree * len(env.rules)
     obs_space = observation_space(
@@ -78,8 +78,8 @@ def load_policy_file(path: str | Path) -> tuple[OptionPolicy, EnvConfig]:
 
 def widened_for_resizes(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A fixed policy's ``weights`` for an elastic network (``EnvConfig(elastic=True)``): the job MLP reads the ``resize``
-    features last (:data:`envs.observation.JOB_EXTRAS`), through zero weights, and the keep head
-    (:class:`policies.scorer.OptionScorer`) starts as a copy of the reject head, so every arriving job is decided as
+    features last (:data:`placer.envs.observation.JOB_EXTRAS`), through zero weights, and the keep head
+    (:class:`placer.policies.scorer.OptionScorer`) starts as a copy of the reject head, so every arriving job is decided as
     before and a resize offer is scored by the same network until training moves them."""
     out = dict(weights)
     for key, weight in weights.items():
@@ -92,8 +92,8 @@ def widened_for_resizes(weights: dict[str, torch.Tensor]) -> dict[str, torch.Ten
 
 def widened_for_advice(weights: dict[str, torch.Tensor], advisers: int, elastic: bool = False) -> dict[str, torch.Tensor]:
     """An unadvised policy's ``weights`` for a network that also reads ``advisers`` advisers (``EnvConfig(advisers=...)``,
-    :mod:`envs.advice`): the job MLP reads their ``advice`` after ``history`` and ``meter`` (before ``resize`` when
-    ``elastic``, :data:`envs.observation.JOB_EXTRAS`) and each option row their marks after its own features, all
+    :mod:`placer.envs.advice`): the job MLP reads their ``advice`` after ``history`` and ``meter`` (before ``resize`` when
+    ``elastic``, :data:`placer.envs.observation.JOB_EXTRAS`) and each option row their marks after its own features, all
     through zero weights, so the widened network decides every offer exactly as the unadvised one did."""
     out = dict(weights)
     for key, weight in weights.items():

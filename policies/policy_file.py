@@ -5,8 +5,8 @@ A policy file is a ``torch.save`` of a dict of plain data and tensors::
     {"format": "placer.policy", "version": 3, "env": {...EnvConfig fields...},
      "policy": {"hidden", "rounds", "net_arch"}, "state_dict": {...}}
 
-:mod:`policies.model` writes it and builds the torch policy from it (training); inference needs only
-the numbers (:mod:`policies.inference`), and importing torch would cost more than the decision.
+:mod:`placer.policies.model` writes it and builds the torch policy from it (training); inference needs only
+the numbers (:mod:`placer.policies.inference`), and importing torch would cost more than the decision.
 :func:`read_policy_file` reads the archive ``torch.save`` writes (a zip: ``<root>/data.pkl``, the
 pickled dict, whose tensors name their bytes ``<root>/data/<key>``) with an unpickler that knows
 only what a dict of tensors and plain containers names: ``collections.OrderedDict``,
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from placer.envs.config import EnvConfig
 
-from envs.config import EnvConfig
 from placer.common.errors import PlacerError, PolicyError
 
 FORMAT, VERSION = "placer.policy", 3

@@ -5,7 +5,7 @@ not pay).
 The choice (:func:`choose_product`): a candidate no worse than ``best`` in any regime before one that is, then the lower
 pooled blocking rate, then the student. Both were validated on streams apart from every training and tuning stream, so
 the choice is paired; it is still a choice made on those streams, and the promotion's check against the policy it
-would replace (:mod:`policies.promotion`) and the README's evaluation run on others.
+would replace (:mod:`placer.policies.promotion`) and the README's evaluation run on others.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from placer.policies.config import TrainConfig
+from placer.policies.validation import RatesCache, RegimeRow, pooled_row, regime_rows, validation_regimes
 from pydantic import BaseModel, ConfigDict
-
-from policies.config import TrainConfig
-from policies.validation import RatesCache, RegimeRow, pooled_row, regime_rows, validation_regimes
 
 STUDENT, RL_WINNER = "student", "rl-winner"  # a recipe's candidates, as its card names them
 

@@ -6,9 +6,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from placer.policies.validation import PairedSummary, RegimeRow
+
 from placer.common.atomic import write_atomic
 from placer.common.errors import PlacerError, TrainingError
-from policies.validation import PairedSummary, RegimeRow
 
 
 def check_promote_target(target: Path) -> None:
@@ -37,7 +38,7 @@ def check_incumbent(target: Path) -> None:
     compares the policy it ships with the one it would replace (:func:`promote_with_card`)."""
     if not target.exists():
         return
-    from policies.loading import LearnedPolicy
+    from placer.policies.loading import LearnedPolicy
 
     try:
         LearnedPolicy.from_file(target)

@@ -2,8 +2,8 @@
 
     placer train --config data/configs/placer.toml --out runs/placer [--resume] [--promote data/policies/placer.pt]
 
-A recipe config is a training config (:class:`policies.config.TrainConfig`: the base every stage starts from) with a
-``[recipe]`` table. Its stages are ordinary training runs (:func:`policies.train.train`), each in its own folder under
+A recipe config is a training config (:class:`placer.policies.config.TrainConfig`: the base every stage starts from) with a
+``[recipe]`` table. Its stages are ordinary training runs (:func:`placer.policies.train.train`), each in its own folder under
 ``--out``, each taking its input from the one before (no policy file is an input of the recipe):
 
 ``clone/``
@@ -20,7 +20,7 @@ A recipe config is a training config (:class:`policies.config.TrainConfig`: the 
     interval lies above 0 (``teacher_resolved``); the families' best teaches the rest; ``[recipe.distil]``.
 
 Then the student and the RL winner are validated against ``best`` regime by regime on the same streams, and the one that
-ships is chosen (:mod:`policies.product`): it is copied to ``policy.pt``, its rows to ``validation.json``, and
+ships is chosen (:mod:`placer.policies.product`): it is copied to ``policy.pt``, its rows to ``validation.json``, and
 ``card.json`` records the resolved stage configs, the commit, the seeds, the teacher's table, each stage's validation and
 wall time, both candidates' figures and which ships. ``--promote`` copies that policy and its card only if it blocks
 no more than ``best`` in any regime (every interval of best - it reaches 0) and, where the target already
@@ -38,15 +38,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from placer.policies.config import TrainConfig
+from placer.policies.product import RL_WINNER, STUDENT, choose_product, regime_lines, validate_policy, verdict
+from placer.policies.validation import RatesCache, RegimeRow
+from placer.policies.wallclock import WALL, clock
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.common.atomic import write_atomic
 from placer.common.errors import ConfigError
 from placer.common.tomlfile import merged, read_toml, validate
-from policies.config import TrainConfig
-from policies.product import RL_WINNER, STUDENT, choose_product, regime_lines, validate_policy, verdict
-from policies.validation import RatesCache, RegimeRow
-from policies.wallclock import WALL, clock
 
 RECIPE = "recipe"  # the table that makes a training config a recipe
 CLONE, DISTIL = "clone", "distil"
@@ -174,8 +174,8 @@ def run_recipe(
     is spread: the tuning and validation of every stage over that many processes, and the RL seeds, up to that many at
     once, each in its own process; the policy is the same for any count (the imitation recording's ``imitation_workers``
     seed the teacher's episodes, so they stay the recipe's)."""
-    from policies.promotion import check_incumbent, check_promote_target
-    from policies.train import prepare_out
+    from placer.policies.promotion import check_incumbent, check_promote_target
+    from placer.policies.train import prepare_out
 
     say = report or (lambda message: None)
     if promote is not None:
@@ -203,7 +203,7 @@ def _run_recipe(
     finish: Callable[[], dict[str, Any]],
 ) -> Path:
     """:func:`run_recipe`'s stages, validation, card and promotion, once ``out`` is prepared."""
-    from policies.promotion import promote_with_card
+    from placer.policies.promotion import promote_with_card
 
     records = {CLONE: run_stage(recipe.clone, options, say, cache)}
     rl_options = options.model_copy(update={"budget": timesteps, "table": out / CLONE / "members.json"})
@@ -266,7 +266,7 @@ class StageOptions(BaseModel):
 def run_stage(stage: Stage, options: StageOptions, say: Callable[[str], None], cache: RatesCache) -> dict[str, Any]:
     """Train ``stage`` in ``out/<name>`` (skipped when resuming a finished one; resumed from its checkpoint when one was in
     flight) and return its record: name, wall seconds and training summary, also written to its ``stage.json``."""
-    from policies.train import train
+    from placer.policies.train import train
 
     folder = options.out / stage.name
     done = folder / "stage.json"
@@ -277,7 +277,8 @@ def run_stage(stage: Stage, options: StageOptions, say: Callable[[str], None], c
     again = options.resume and folder.is_dir() and any(folder.iterdir())
     table = options.table
     if table is not None and table.exists() and not again:  # best's table, tuned by the clone: a stage tuned for the same
-        folder.mkdir(parents=True, exist_ok=True)  # streams reads it (policies.teachers.teacher_members re-tunes one made for others)
+        # streams reads it (placer.policies.teachers.teacher_members re-tunes one made for others)
+        folder.mkdir(parents=True, exist_ok=True)
         write_atomic(folder / "members.json", table.read_bytes())
     force = options.force or not again
     if force:
@@ -326,7 +327,7 @@ def _stage_in_process(stage: Stage, options: StageOptions, cache: RatesCache) ->
 
 def choose_rl_winner(out: Path, names: list[str]) -> dict[str, Any]:
     """The RL stage whose validated best blocked least (the lowest ``learned`` of its ``eval.jsonl``; the first of equals)."""
-    from policies.train import read_eval_rows
+    from placer.policies.train import read_eval_rows
 
     blocking = {name: min(float(r["learned"]) for r in read_eval_rows(out / name / "eval.jsonl")) for name in names}
     return {"winner": min(names, key=blocking.__getitem__), "blocking": blocking}

@@ -6,8 +6,9 @@ import hashlib
 import json
 from pathlib import Path
 
+from placer.policies.config import TrainConfig
+
 from placer.common.errors import PolicyError, TrainingError
-from policies.config import TrainConfig
 
 
 def prepare_out(out: Path, *, resume: bool, force: bool) -> None:

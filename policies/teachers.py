@@ -1,6 +1,6 @@
 """Who demonstrates in the warm start: one heuristic, or ``best``, the heuristic tuned for each episode's regime.
 
-A regime is what an episode of the environment draws (:meth:`envs.env.ClusterPlacementEnv.reset`'s ``info``): cluster, offered load,
+A regime is what an episode of the environment draws (:meth:`placer.envs.env.ClusterPlacementEnv.reset`'s ``info``): cluster, offered load,
 beta distribution, queue, job-length spread and stream structure. For the teacher ``best`` every regime of the config is tuned before
 recording, as ``placer evaluate`` tunes ``best`` (:class:`placer.baselines.best.Best`: the member of every heuristic family with the
 least avoidable blocking on tuning streams apart from any evaluated or training stream); each episode is then demonstrated by its
@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
+from placer.envs.config import EnvConfig
+from placer.envs.env import check_heuristics, regimes, variant_of
+from placer.envs.regime import REGIME_FIELDS, Regime, parse_table
+from placer.policies.config import REGIME_TEACHERS, TrainConfig, tuned_per_regime
+from placer.policies.run_folder import file_sha256
 from tqdm.auto import tqdm
 
-from envs.config import EnvConfig
-from envs.env import check_heuristics, regimes, variant_of
-from envs.regime import REGIME_FIELDS, Regime, parse_table
 from placer.baselines.best import TUNING_METRIC, Best
 from placer.baselines.policy import Policy, Tuning
 from placer.baselines.registry import PolicyContext, make_heuristic, make_policy
@@ -37,8 +39,6 @@ from placer.evaluate.stats import mean_ci95
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
 from placer.sim.workload import WorkloadSpec
-from policies.config import REGIME_TEACHERS, TrainConfig, tuned_per_regime
-from policies.run_folder import file_sha256
 
 
 class _Parsed(Protocol):
@@ -374,7 +374,7 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool, tuned: Famil
 
 def with_baseline(config: TrainConfig, members: dict[str, str] | None) -> TrainConfig:
     """``config`` whose environment is shaped by its teacher (``ppo_baseline``: each regime's member for ``best``) on each
-    episode's own arrivals (:mod:`envs.baseline`), and whose shaping, the teacher's or the config's own ``[env]
+    episode's own arrivals (:mod:`placer.envs.baseline`), and whose shaping, the teacher's or the config's own ``[env]
     baseline``, is exact for PPO's discount."""
     env = config.env
     if config.train.ppo_baseline:

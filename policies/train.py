@@ -5,7 +5,7 @@
 Writes into ``--out``: ``checkpoint.pt`` (policy + optimiser + step count, atomically every ``checkpoint_every`` steps,
 after the warm start and on interrupt), ``best.pt`` (the policy file with the lowest validation blocking rate so far),
 ``policy.pt`` (the final policy file, a copy of ``last.pt``), ``imitation.json`` (the warm start's size and agreement with its teacher;
-its recorded decisions are kept in ``recorded/``, :mod:`policies.warm`, so a resume stopped in the warm start records none again),
+its recorded decisions are kept in ``recorded/``, :mod:`placer.policies.warm`, so a resume stopped in the warm start records none again),
 ``eval.jsonl`` (validation blocking rate of the policy and the heuristics per evaluation), ``config.json``, ``inputs.json``
 (the sha256 of the policy files it names: a resume compares their content, not their paths) and TensorBoard
 logs in ``tb/``, and ``summary.json``: the final policy's validation blocking rate paired with its teacher's and each
@@ -26,29 +26,29 @@ from typing import cast
 import gymnasium as gym
 import numpy as np
 import torch
+from placer.envs.config import EnvConfig
+from placer.envs.env import ClusterPlacementEnv, cost_models_for
+from placer.envs.observation import GraphTable
+from placer.policies.config import TrainConfig
+from placer.policies.extractor import PlacementExtractor
+from placer.policies.loading import LearnedPolicy
+from placer.policies.model import policy_kwargs, save_policy_file
+from placer.policies.promotion import check_promote_target, promote_if_not_worse
+from placer.policies.run_folder import INPUTS, check_same_config, policy_inputs, prepare_out
+from placer.policies.scorer import OptionPolicy
+from placer.policies.teachers import FamilyTunings, check_baseline_early, teacher_members, with_baseline
+from placer.policies.validation import RatesCache, paired_summary
+from placer.policies.warm import start_weights, warm_start
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-from envs.config import EnvConfig
-from envs.env import ClusterPlacementEnv, cost_models_for
-from envs.observation import GraphTable
 from placer.cluster.topology import load_cluster
 from placer.common.atomic import atomic_path, write_atomic
 from placer.common.errors import TrainingError
 from placer.common.pool import sigterm_as_interrupt
 from placer.cost import CostModel
-from policies.config import TrainConfig
-from policies.extractor import PlacementExtractor
-from policies.loading import LearnedPolicy
-from policies.model import policy_kwargs, save_policy_file
-from policies.promotion import check_promote_target, promote_if_not_worse
-from policies.run_folder import INPUTS, check_same_config, policy_inputs, prepare_out
-from policies.scorer import OptionPolicy
-from policies.teachers import FamilyTunings, check_baseline_early, teacher_members, with_baseline
-from policies.validation import RatesCache, paired_summary
-from policies.warm import start_weights, warm_start
 
 
 class TrainingCallback(BaseCallback):
@@ -188,7 +188,7 @@ def build_model(config: TrainConfig, out: Path) -> MaskablePPO:
 
 
 def init_weights(config: TrainConfig) -> dict[str, torch.Tensor] | None:
-    """The weights of ``config.train.init_policy`` (None without one; :func:`~policies.warm.start_weights`). A
+    """The weights of ``config.train.init_policy`` (None without one; :func:`~placer.policies.warm.start_weights`). A
     ``clone_from_candidate`` file is checked too: read before anything slow runs, so a bad file is one line at once."""
     if config.train.clone_from_candidate and config.train.candidate_policy_file:
         start_weights(config.train.candidate_policy_file, config, "candidate_policy_file")
@@ -227,7 +227,7 @@ def train(
     hears each phase as it starts (warm start, baseline validation, PPO, final validation).
     ``promote``: also copy the final policy there (e.g. over ``data/policies/``), but only if the paired
     validation does not find it blocking more jobs than its teacher's online rule (the 95 % interval of the difference
-    reaches 0: :meth:`~policies.validation.PairedSummary.not_worse_than_reference`; else the file there is kept); it is
+    reaches 0: :meth:`~placer.policies.validation.PairedSummary.not_worse_than_reference`; else the file there is kept); it is
     checked first (:func:`check_promote_target`). ``cache``: named policies' validation rates, shared by a recipe's stages;
     the heuristic families' tunings (``tuning.json``) are kept beside its file (a recipe's folder), else in ``out``."""
     report = report or (lambda message: None)

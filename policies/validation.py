@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from placer.envs.config import EnvConfig
+from placer.envs.regime import POOLED, Regime
+from placer.policies.policy_file import read_policy_file
 from pydantic import BaseModel
 from tqdm.auto import tqdm
 
-from envs.config import EnvConfig
-from envs.regime import POOLED, Regime
 from placer.baselines.policy import Policy
 from placer.baselines.specs import PolicySpec
 from placer.common.progress import bar_off
@@ -27,10 +28,9 @@ from placer.evaluate.config import VALIDATION_SEED, EvaluationConfig
 from placer.evaluate.parallel import run_tasks
 from placer.evaluate.runner import Runner, tasks
 from placer.evaluate.stats import mean_ci95, plus_minus
-from policies.policy_file import read_policy_file
 
 if TYPE_CHECKING:
-    from policies.config import TrainConfig
+    from placer.policies.config import TrainConfig
 
 
 def validation_configs(env: EnvConfig, episodes: int, policy: str | PolicySpec) -> Iterator[EvaluationConfig]:
@@ -100,7 +100,7 @@ def policy_file_rates(path: Path, env: EnvConfig, episodes: int, workers: int = 
 
 def file_config_rates(path: Path, configs: list[EvaluationConfig], workers: int = 1, progress: bool = False) -> Iterator[np.ndarray]:
     """:func:`config_rates` of the policy saved at ``path`` (``configs`` name ``learned``)."""
-    from policies.loading import LearnedPolicy
+    from placer.policies.loading import LearnedPolicy
 
     if not configs:
         return iter(())
@@ -228,7 +228,7 @@ class RatesCache:
 
     def file_rates(self, path: Path, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False) -> np.ndarray:
         """:func:`policy_file_rates` of the policy file at ``path``, kept under its policy's digest
-        (:meth:`~policies.policy_file.PolicyPayload.digest`: env, architecture, weights): a resumed run validates the
+        (:meth:`~placer.policies.policy_file.PolicyPayload.digest`: env, architecture, weights): a resumed run validates the
         same policy once, even saved again, and a file rewritten with other weights is measured again."""
         digest = read_policy_file(path).digest()
         configs = list(validation_configs(env, episodes, "learned"))

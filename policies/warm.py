@@ -1,11 +1,11 @@
-"""The warm start of a training run: behaviour cloning of its teacher (:mod:`policies.imitation`) or given weights.
+"""The warm start of a training run: behaviour cloning of its teacher (:mod:`placer.policies.imitation`) or given weights.
 
 The decisions recorded for cloning (the teacher's, then each DAgger round's on the learner's own states) are kept in the
 run's ``recorded/`` folder (:func:`recorded`), each with a digest of what made it (the env config, the teacher and its
 table, the seed, and for a DAgger round what made its learner: the network's settings, the cloning's, and the digests of
 the recordings it was cloned on), so a run stopped after a recording (a crash, a session's end) records none of them
 again on ``--resume``; a recording whose digest differs is made anew. A recording cut short keeps its finished episodes
-(:class:`~policies.demonstrations.Spool`, a folder named by its digest), and a resume plays on from the last. A DAgger
+(:class:`~placer.policies.demonstrations.Spool`, a folder named by its digest), and a resume plays on from the last. A DAgger
 round is keyed by how its learner was made, not by its weights: a clone made again from the same recordings may differ
 in the last bits (threaded sums), and the states it visits serve the round as well. Each clone is kept there too
 (``clone-R.pt``: the weights after cloning on the teacher's recording and R DAgger rounds), keyed the same way, so a
@@ -26,15 +26,15 @@ from typing import Any
 
 import numpy as np
 import torch
+from placer.envs.config import EnvConfig
+from placer.policies.config import TrainConfig
+from placer.policies.demonstrations import UNREADABLE, Demonstrations, load_demonstrations, merge, save_demonstrations
+from placer.policies.imitation import agreement, clone, collect
+from placer.policies.model import build_policy, load_policy_file, widened_for_advice, widened_for_resizes
 from sb3_contrib import MaskablePPO
 
-from envs.config import EnvConfig
 from placer.common.atomic import atomic_path
 from placer.common.errors import TrainingError
-from policies.config import TrainConfig
-from policies.demonstrations import UNREADABLE, Demonstrations, load_demonstrations, merge, save_demonstrations
-from policies.imitation import agreement, clone, collect
-from policies.model import build_policy, load_policy_file, widened_for_advice, widened_for_resizes
 
 RECORDED = "recorded"  # the run's folder of kept recordings
 
@@ -47,7 +47,7 @@ def warm_start(
     members: dict[str, str] | None = None,
     weights: dict[str, torch.Tensor] | None = None,
 ) -> None:
-    """Behaviour-clone the configured heuristic into the fresh policy (see policies.imitation), or start from ``weights``
+    """Behaviour-clone the configured heuristic into the fresh policy (see placer.policies.imitation), or start from ``weights``
     (:func:`start_weights` of ``init_policy``); ``members``: the teacher's table when it is tuned per regime
     (:func:`teacher_members`). With ``clone_from_candidate`` the clone starts from the candidate's weights."""
     settings = config.train
@@ -137,8 +137,8 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
 
 def start_weights(path: str, config: TrainConfig, field: str) -> dict[str, torch.Tensor]:
     """The weights of the policy file at ``path`` for ``config``'s network (``field``: the config key that names it, for
-    errors): a fixed policy is widened for an elastic network (:func:`~policies.model.widened_for_resizes`), an unadvised
-    one for advisers (:func:`~policies.model.widened_for_advice`); TrainingError (one line) where its features would
+    errors): a fixed policy is widened for an elastic network (:func:`~placer.policies.model.widened_for_resizes`), an unadvised
+    one for advisers (:func:`~placer.policies.model.widened_for_advice`); TrainingError (one line) where its features would
     mean something else or its network does not fit."""
     policy, trained = load_policy_file(path)
     env = config.env
@@ -185,7 +185,7 @@ def recorded(path: Path, what: Mapping[str, Any], record: Callable[..., Demonstr
     """The demonstrations kept at ``path`` (an ``.npz``) when they were made from ``what`` (JSON: what decides the
     recording), else ``record(spool=spool)``'s, kept there for the next run. A file cut short or unreadable is recorded anew.
     ``spool`` is the folder beside ``path``, named by the recording's digest, that the recording keeps its episodes in
-    as it goes (:class:`~policies.demonstrations.Spool`): a recording stopped part-way goes on from its last kept
+    as it goes (:class:`~placer.policies.demonstrations.Spool`): a recording stopped part-way goes on from its last kept
     episode. It is removed once the whole recording is kept."""
     key = recording_key(what)
     try:

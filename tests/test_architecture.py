@@ -13,7 +13,10 @@ import networkx as nx
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-TREES = ("placer", "envs", "policies")
+# the three trees, lowest first, each a folder at the top of the repository: envs/ and policies/ are placer.envs and
+# placer.policies (pyproject's package-dir; in a checkout placer/envs and placer/policies link to them)
+TREES = ("placer", "placer.envs", "placer.policies")
+FOLDERS = {"placer": "placer", "placer.envs": "envs", "placer.policies": "policies"}
 
 # placer's sub-packages, lowest first: a module may import its own layer or any layer below it.
 PLACER_LAYERS = (
@@ -30,12 +33,23 @@ TORCH_READERS = {"placer.graphs.torch_import", "placer.graphs.gavel_models"}  # 
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    folder, *parts = path.relative_to(REPO).with_suffix("").parts
+    tree = next(name for name, top in FOLDERS.items() if top == folder)
+    return ".".join([tree, *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+
+def tree_of(module: str) -> str:
+    """The tree a module belongs to: the longest of :data:`TREES` it starts with."""
+    return max((t for t in TREES if module == t or module.startswith(t + ".")), key=len)
+
+
+def tree_files(tree: str) -> list[Path]:
+    """The files of one tree, each once: placer's own, not those its links to envs/ and policies/ lead to."""
+    return sorted(p for p in (REPO / FOLDERS[tree]).rglob("*.py") if tree_of(module_name(p)) == tree)
 
 
 def source_files() -> list[Path]:
-    return sorted(p for tree in TREES for p in (REPO / tree).rglob("*.py"))
+    return [p for tree in TREES for p in tree_files(tree)]
 
 
 def imported_modules(path: Path, known: set[str]) -> set[str]:
@@ -51,22 +65,32 @@ def imported_modules(path: Path, known: set[str]) -> set[str]:
 
 
 def external_imports(path: Path, *, top_level_only: bool) -> set[str]:
+    return {name.split(".")[0] for name in imported_names(path, top_level_only=top_level_only)}
+
+
+def imported_names(path: Path, *, top_level_only: bool) -> set[str]:
+    """Every name ``path`` imports, in full: ``from a import b`` counts ``a`` and ``a.b`` (which may be a module)."""
     tree = ast.parse(path.read_text())
     nodes = tree.body if top_level_only else list(ast.walk(tree))
-    roots: set[str] = set()
+    names: set[str] = set()
     for node in nodes:
         if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            roots.add(node.module.split(".")[0])
-    return roots
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def within(name: str, packages: set[str]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
 
 
 def rank(module: str) -> tuple[int, int]:
     """Where a module stands: (tree, layer). Higher may import lower, never the other way."""
+    tree = TREES.index(tree_of(module))
     parts = module.split(".")
-    tree = TREES.index(parts[0])
-    if parts[0] != "placer":
+    if tree:
         return tree, 0
     if len(parts) == 1 or parts[1] == "__main__":
         return tree, len(PLACER_LAYERS)  # the package's front door sits above everything it re-exports
@@ -87,14 +111,33 @@ def import_graph() -> nx.DiGraph:
 def test_the_rank_of_a_module_follows_its_layer():
     assert rank("placer.common.errors") < rank("placer.cluster.topology") < rank("placer.cost.model")
     assert rank("placer.cost.model") < rank("placer.sim.simulator") < rank("placer.cli.demo") < rank("placer")
-    assert rank("placer") < rank("envs.env") < rank("policies.train")
+    assert rank("placer") < rank("placer.envs") == rank("placer.envs.env") < rank("placer.policies.train")
 
 
 def test_placer_modules_live_in_sub_packages():
     loose = sorted(p.name for p in (REPO / "placer").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
     assert loose == []
-    packages = sorted(p.name for p in (REPO / "placer").iterdir() if (p / "__init__.py").exists())
+    packages = sorted(p.name for p in (REPO / "placer").iterdir() if (p / "__init__.py").exists() and not p.is_symlink())
     assert packages == sorted(PLACER_LAYERS)
+
+
+def test_the_upper_trees_are_placers_sub_packages():
+    """envs/ and policies/ stay at the top; the links placer/envs and placer/policies make them placer.envs and placer.policies."""
+    for tree in TREES[1:]:
+        link = REPO / "placer" / tree.split(".")[1]
+        assert link.is_symlink() and link.resolve() == REPO / FOLDERS[tree]
+
+
+def test_nothing_imports_envs_or_policies_by_their_old_top_level_names():
+    """In a checkout envs/ and policies/ still import as top-level packages, a second copy of every module: none may."""
+    folders = ("placer", "envs", "policies", "tests", "benchmarks", "experiments", "tools")
+    files = sorted({p.resolve() for folder in folders for p in (REPO / folder).rglob("*.py")})
+    offenders = {p.relative_to(REPO).as_posix() for p in files if within_any_old_name(p)}
+    assert offenders == set()
+
+
+def within_any_old_name(path: Path) -> bool:
+    return any(within(name, {"envs", "policies"}) for name in imported_names(path, top_level_only=False))
 
 
 @pytest.mark.parametrize("path", source_files(), ids=lambda p: str(p.relative_to(REPO)))
@@ -136,12 +179,15 @@ def test_imports_never_run_back_up():
 
 @pytest.mark.parametrize(
     ("tree", "forbidden"),
-    [("placer", {"torch", "gymnasium", "stable_baselines3", "sb3_contrib", "envs", "policies"}), ("envs", {"torch", "policies"})],
+    [
+        ("placer", {"torch", "gymnasium", "stable_baselines3", "sb3_contrib", "placer.envs", "placer.policies"}),
+        ("placer.envs", {"torch", "placer.policies"}),
+    ],
 )
 def test_lower_trees_load_without_the_heavy_dependencies(tree, forbidden):
     offenders = {
-        module_name(p): sorted(external_imports(p, top_level_only=True) & forbidden)
-        for p in (REPO / tree).rglob("*.py")
+        module_name(p): sorted(n for n in imported_names(p, top_level_only=True) if within(n, forbidden))
+        for p in tree_files(tree)
         if module_name(p) not in TORCH_READERS
     }
     assert {m: f for m, f in offenders.items() if f} == {}
@@ -154,7 +200,7 @@ def test_only_lazy_imports_reach_the_torch_readers():
         (m, reader)
         for reader in TORCH_READERS
         for m in graph.predecessors(reader)
-        if m.startswith("placer") and reader in imported_modules_top_level(files[m], set(files))
+        if tree_of(m) == "placer" and reader in imported_modules_top_level(files[m], set(files))
     }
     assert eager == set()
 

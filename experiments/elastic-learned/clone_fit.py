@@ -7,7 +7,7 @@ rejects every job. This measures, on that recipe's clone [env], the action accur
 rounds) cloned from 600 decisions of each teacher for 3 and 20 epochs, with the share of labels that are action 0
 (reject at an arrival, keep at a resize offer). Each accuracy is also split by the kind of decision (arrival or resize
 offer), and the 20-epoch fit repeated at the recipe's width (hidden 64, 3 rounds). A case with advisers shows the
-network the elastic heuristics' decisions, at resize offers too (``envs.advice``). Naming cases (``elastic_lean+advised``)
+network the elastic heuristics' decisions, at resize offers too (``placer.envs.advice``). Naming cases (``elastic_lean+advised``)
 runs only those, and replaces their rows in the results file.
 """
 
@@ -19,11 +19,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
-from envs.observation import GraphTable
-from policies.imitation import Demonstrations, agreement, clone, collect
-from policies.model import build_policy
-from policies.recipe import load_recipe
+from placer.envs.observation import GraphTable
+from placer.policies.imitation import Demonstrations, agreement, clone, collect
+from placer.policies.model import build_policy
+from placer.policies.recipe import load_recipe
 
 ELASTIC_ADVISERS = ("elastic_lean", "elasticflow", "chronus")
 CASES = {  # name: (teacher, elastic, advisers)

@@ -1,5 +1,5 @@
 """The shipped policy as an elastic one, untrained for resizes: its weights widened with zeros for the ``resize``
-features (:func:`policies.model.widened_for_resizes`), so it decides every arriving job as the shipped policy does and
+features (:func:`placer.policies.model.widened_for_resizes`), so it decides every arriving job as the shipped policy does and
 answers resize offers with the same network's option scores.
 
     python experiments/elastic-learned/widen.py data/policies/placer.pt runs/elastic/widened.pt [--offers 1]
@@ -11,9 +11,8 @@ import argparse
 from pathlib import Path
 
 import torch
-
-from policies.model import build_policy, save_policy_file, widened_for_resizes
-from policies.policy_file import read_policy_file
+from placer.policies.model import build_policy, save_policy_file, widened_for_resizes
+from placer.policies.policy_file import read_policy_file
 
 
 def main() -> None:

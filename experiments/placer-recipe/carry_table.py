@@ -11,9 +11,10 @@ import argparse
 import json
 from pathlib import Path
 
+from placer.policies.recipe import load_recipe
+from placer.policies.teachers import OBSERVATION_FIELDS, file_sha256
+
 from placer.common.atomic import write_atomic
-from policies.recipe import load_recipe
-from policies.teachers import OBSERVATION_FIELDS, file_sha256
 
 
 def main() -> None:

@@ -14,11 +14,12 @@ import argparse
 import json
 from pathlib import Path
 
+from placer.policies.config import TrainConfig
+from placer.policies.teachers import file_sha256
+from placer.policies.train import train
+from placer.policies.validation import RatesCache
+
 from placer.common.atomic import write_atomic
-from policies.config import TrainConfig
-from policies.teachers import file_sha256
-from policies.train import train
-from policies.validation import RatesCache
 
 
 def main() -> None:

@@ -16,8 +16,8 @@ import json
 import shutil
 from pathlib import Path
 
-import policies.train as training
-from policies.config import TrainConfig
+import placer.policies.train as training
+from placer.policies.config import TrainConfig
 
 
 class _Done(Exception):

@@ -6,7 +6,7 @@
 POLICY is a policy file (``.pt``) or a policy name (``best``'s members are plain heuristics). Each policy drives the
 distil stage's validation streams of ``--cluster`` (every structure, beta distribution and seed of
 ``data/configs/placer.toml``, at ``--loads``); at each of its decisions the ``--shadow`` heuristic is asked too, on the
-same offer (it sees every offer of the run, as an adviser does: :class:`envs.advice.Advisers`), and at each job's first
+same offer (it sees every offer of the run, as an adviser does: :class:`placer.envs.advice.Advisers`), and at each job's first
 offer (its arrival; a queued job is offered again at later decision points, not counted) the pair is counted:
 both place the job on the same devices; the same degree elsewhere; the policy a smaller or a larger degree; the policy
 rejects (or holds) where the shadow places; the policy places where the shadow rejects (or holds). Per load: those
@@ -21,15 +21,15 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from placer.envs.advice import Advisers
+from placer.policies.loading import LearnedPolicy
+from placer.policies.recipe import load_recipe
+from placer.policies.validation import validation_configs
 
-from envs.advice import Advisers
 from placer.baselines.policy import Policy
 from placer.evaluate.runner import Runner, tasks
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place
-from policies.loading import LearnedPolicy
-from policies.recipe import load_recipe
-from policies.validation import validation_configs
 
 KINDS = ("same", "same_degree", "smaller", "larger", "rejects", "places", "both_reject")
 

@@ -20,16 +20,16 @@ import json
 from pathlib import Path
 
 import numpy as np
+from placer.envs.env import regimes, variant_of
+from placer.policies.config import TrainConfig, load_train_config
+from placer.policies.teachers import _tuning, candidate_context
 
-from envs.env import regimes, variant_of
 from placer.baselines.best import TUNING_METRIC
 from placer.baselines.registry import make_heuristic, make_policy
 from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
 from placer.evaluate.stats import mean_ci95
 from placer.graphs.catalog import resolve_graph
-from policies.config import TrainConfig, load_train_config
-from policies.teachers import _tuning, candidate_context
 
 
 def main() -> None:
@@ -66,7 +66,7 @@ def main() -> None:
             fam += a
             cand += b
             diffs += [x - y for x, y in zip(a, b, strict=True)]
-        lead, half = mean_ci95(diffs)  # the interval the recipe's teacher_resolved reads (policies.teachers._scored)
+        lead, half = mean_ci95(diffs)  # the interval the recipe's teacher_resolved reads (placer.policies.teachers._scored)
         record = {
             "group": group.key,
             "family_best": family,

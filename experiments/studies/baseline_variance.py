@@ -4,7 +4,7 @@
 
 Plays ``--episodes`` episodes of the policy file's own environment (greedy actions; seeds 10,000 on, apart from
 training's) twice, once with the plain reward and once less what each episode's regime's member of ``best`` earns
-on the same arrivals (``EnvConfig.baseline``, :mod:`envs.baseline`; the members the policy's warm start recorded in
+on the same arrivals (``EnvConfig.baseline``, :mod:`placer.envs.baseline`; the members the policy's warm start recorded in
 ``<policy>.imitation.json``, else ``--baseline``). The actions and outcomes are the same both times, only the
 rewards differ. Prints the variance of the discounted return-to-go (discount ``--gamma``, over every step: what
 PPO's critic has to predict), what of it a linear critic on the state features (job, cluster, history, meter, the
@@ -20,12 +20,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
-from envs.config import EnvConfig
-from envs.env import ClusterPlacementEnv
-from envs.observation import GraphTable
-from policies.imitation import GreedyLearner
-from policies.model import load_policy_file
+from placer.envs.config import EnvConfig
+from placer.envs.env import ClusterPlacementEnv
+from placer.envs.observation import GraphTable
+from placer.policies.imitation import GreedyLearner
+from placer.policies.model import load_policy_file
 
 STATE_KEYS = ("job", "cluster", "history", "meter")  # what a critic reads of the state besides the graph and options
 

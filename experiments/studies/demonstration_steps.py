@@ -18,13 +18,12 @@ import json
 from pathlib import Path
 
 import numpy as np
-
-from envs.config import EnvConfig
-from envs.env import ClusterPlacementEnv
-from envs.regime import Regime
-from policies.config import load_train_config
-from policies.imitation import teacher_action
-from policies.teachers import Teachers
+from placer.envs.config import EnvConfig
+from placer.envs.env import ClusterPlacementEnv
+from placer.envs.regime import Regime
+from placer.policies.config import load_train_config
+from placer.policies.imitation import teacher_action
+from placer.policies.teachers import Teachers
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"  # the retired clone this analysis is of
 

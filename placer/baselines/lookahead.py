@@ -152,7 +152,7 @@ class Hindsight(Lookahead):
     Not an online policy: it must be told the whole job stream (:meth:`foresee`) after each
     ``reset``, and plans each offer on the next ``H`` real arrivals instead of sampled ones. It is
     a clairvoyant reference, and a teacher whose labels a learner (which sees only the present)
-    imitates on average (:mod:`policies.imitation`).
+    imitates on average (:mod:`placer.policies.imitation`).
     """
 
     futures: int = 1

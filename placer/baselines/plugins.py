@@ -2,7 +2,7 @@
 
 A plug-in's callable takes ``(spec: PolicySpec, context: PolicyContext)`` and returns a
 :class:`placer.baselines.policy.Policy`. This keeps ``placer`` free of torch: the learned policy
-lives in ``policies`` and registers itself as ``learned``.
+lives in ``placer.policies`` and registers itself as ``learned``.
 """
 
 from __future__ import annotations

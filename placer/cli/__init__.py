@@ -10,7 +10,7 @@
     placer graphs
     placer clusters
 
-Plug-ins add commands (``placer train`` from ``policies``) through the entry-point group
+Plug-ins add commands (``placer train`` from ``placer.policies``) through the entry-point group
 ``placer.cli``. User mistakes print one line on stderr and exit with status 2.
 """
 

@@ -40,7 +40,7 @@ class ConfigError(PlacerError):
 
 
 class EnvConfigError(ConfigError):
-    """The placement environment's configuration (:class:`envs.config.EnvConfig`, a training config's ``[env]``) is invalid:
+    """The placement environment's configuration (:class:`placer.envs.config.EnvConfig`, a training config's ``[env]``) is invalid:
     a reward, baseline, adviser or setting that does not exist or does not fit the rest of it."""
 
 

@@ -3,8 +3,8 @@
 import re
 
 import pytest
+from placer.envs.config import EnvConfig
 
-from envs.config import EnvConfig
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import ConfigError, EnvConfigError, PlacerError
 

@@ -2,12 +2,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from placer.envs.action import REJECT, decision
+from placer.envs.observation import GraphTooLargeError
+from placer.envs.reward import reward
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-import envs
-from envs.action import REJECT, decision
-from envs.observation import GraphTooLargeError
-from envs.reward import reward
+from placer import envs
 from placer.sim.types import BlockReason, Outcome
 
 SMALL = {"graphs": ("alexnet", "gnmt", "resnet18"), "episode_jobs": 40}
@@ -147,7 +147,7 @@ def test_each_episode_draws_a_queue_and_a_size():
 
 
 def test_server_groups_summarise_any_cluster_size():
-    from envs.observation import server_groups
+    from placer.envs.observation import server_groups
 
     assert server_groups(8, 64).tolist() == list(range(8))
     groups = server_groups(1024, 64)  # 8,192 devices on 1,024 servers: 16 servers per group
@@ -192,8 +192,8 @@ LOSS_SETTING = {"clusters": "pacml", "queue": "none", "loads": (0.9,), "graphs":
 
 
 def test_each_episode_draws_a_setting_and_only_that_settings_regimes():
-    from envs.env import regimes, variant_of
-    from envs.regime import Regime
+    from placer.envs.env import regimes, variant_of
+    from placer.envs.regime import Regime
 
     env = envs.ClusterPlacementEnv(**SETTINGS, settings=({}, LOSS_SETTING))
     assert env.config.all_clusters == ("dgx8x8", "pacml")

@@ -4,11 +4,11 @@ import math
 
 import numpy as np
 import pytest
+from placer.envs.action import action_mask
+from placer.envs.config import EnvConfig
+from placer.envs.env import ClusterPlacementEnv
+from placer.envs.observation import GraphRef, GraphTable, JobHistory, Offer, observe
 
-from envs.action import action_mask
-from envs.config import EnvConfig
-from envs.env import ClusterPlacementEnv
-from envs.observation import GraphRef, GraphTable, JobHistory, Offer, observe
 from placer.common.errors import PlacerError
 from placer.cost import CostModel
 from placer.sim.options import OptionTable, options
@@ -96,7 +96,7 @@ def test_graphs_with_equal_array_sums_get_their_own_ids():
 
 
 def test_meter_reads_the_offered_load_from_the_arrivals_seen():
-    from envs.observation import meter_features
+    from placer.envs.observation import meter_features
 
     history = JobHistory()
     assert meter_features(history.meters, 64).tolist() == [0.0, 0.0, 0.0]  # nothing read yet: as for load 1, no trust

@@ -1,4 +1,4 @@
-"""A learned policy that resizes running jobs (``EnvConfig(elastic=True)``, :mod:`envs.resize`)."""
+"""A learned policy that resizes running jobs (``EnvConfig(elastic=True)``, :mod:`placer.envs.resize`)."""
 
 import math
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from placer.envs.action import any_option
+from placer.envs.env import ClusterPlacementEnv
+from placer.envs.resize import KEEP, RESIZE_FEATURES, ResizeOffer, ResizeRound, ShrinkOffer
+from placer.envs.reward import reward
 
-from envs.action import any_option
-from envs.env import ClusterPlacementEnv
-from envs.resize import KEEP, RESIZE_FEATURES, ResizeOffer, ResizeRound, ShrinkOffer
-from envs.reward import reward
 from placer.baselines.policy import run_policy
 from placer.sim.elastic import ResizeError, plan_resizes
 from placer.sim.simulator import PULL, Simulator
@@ -199,8 +199,8 @@ def test_a_round_opens_exactly_what_plan_resizes_accepts():
 
 
 def test_at_a_resize_offer_a_fixed_adviser_keeps_the_job_and_an_elastic_one_marks_where_its_rebalance_moves_it():
-    from envs.baseline import baseline_policy
-    from policies.imitation import teacher_resize
+    from placer.envs.baseline import baseline_policy
+    from placer.policies.imitation import teacher_resize
 
     env = _env(advisers=("lean", "elastic_lean"))
     obs, _ = env.reset(seed=0)
@@ -228,11 +228,10 @@ def test_an_elastic_policy_widened_from_a_fixed_one_decides_arriving_jobs_as_it_
     """``init_policy`` of a fixed policy for an elastic config: zero weights on the ``resize`` features, so every arriving
     job gets the fixed policy's action."""
     import torch
-
-    from policies.config import PolicySection, TrainConfig, TrainSection
-    from policies.loading import greedy_action
-    from policies.model import build_policy, save_policy_file
-    from policies.train import init_weights
+    from placer.policies.config import PolicySection, TrainConfig, TrainSection
+    from placer.policies.loading import greedy_action
+    from placer.policies.model import build_policy, save_policy_file
+    from placer.policies.train import init_weights
 
     fixed_env = _env(elastic=False, history=True, advisers=("lean",))
     torch.manual_seed(0)
@@ -281,9 +280,8 @@ def test_a_learned_policy_resizes_in_a_run_as_in_the_env(tmp_path):
     """An elastic policy file loads as an ElasticLearnedPolicy, whose run (placer evaluate's) is the env's greedy episode,
     resizes included (an elastic adviser's decisions observed at both kinds of offer)."""
     import torch
-
-    from policies.loading import ElasticLearnedPolicy, LearnedPolicy, greedy_action
-    from policies.model import build_policy, save_policy_file
+    from placer.policies.loading import ElasticLearnedPolicy, LearnedPolicy, greedy_action
+    from placer.policies.model import build_policy, save_policy_file
 
     torch.manual_seed(2)  # an untrained network that admits jobs, grows some and shrinks some (seeds 1, 3, 5 reject every job)
     env = _env(jobs=60, resize_offers=2, advisers=("elastic_lean",))
@@ -302,10 +300,11 @@ def test_a_learned_policy_resizes_in_a_run_as_in_the_env(tmp_path):
     assert env.sim is not None
     run = run_policy(learned, env.cost, env.stream, env.sim.queue, np.random.default_rng(0))
     assert offers > 0 and shrinks > 0 and any(r.resizes for r in env.sim.records)  # grown and shrunk
+    from placer.policies.loading import make_learned_policy
+
     from placer.baselines.registry import PolicyContext
     from placer.baselines.specs import PolicySpec
     from placer.common.errors import PolicyError
-    from policies.loading import make_learned_policy
 
     with pytest.raises(PolicyError, match="not for a policy trained elastic"):  # a gate would drop its resizes silently
         make_learned_policy(PolicySpec.parse(f"learned:{tmp_path / 'elastic.pt'}:below=1.1"), PolicyContext(env.cost.cluster))
@@ -332,13 +331,12 @@ def test_a_closed_action_keeps_the_running_job():
 
 
 def test_action_0_is_scored_by_the_keep_head_at_a_resize_offer_and_by_the_reject_head_elsewhere():
-    """An elastic network scores keeping a running job with a head of its own (policies.scorer): moving the keep head's
+    """An elastic network scores keeping a running job with a head of its own (placer.policies.scorer): moving the keep head's
     bias moves action 0's logit at resize offers only, and the numpy actor decides as torch does at both kinds of offer."""
     import torch
-
-    from policies.inference import NumpyPolicy
-    from policies.loading import greedy_action
-    from policies.model import build_policy
+    from placer.policies.inference import NumpyPolicy
+    from placer.policies.loading import greedy_action
+    from placer.policies.model import build_policy
 
     env = _env(jobs=60, resize_offers=2)
     torch.manual_seed(0)

@@ -25,6 +25,11 @@ def test_the_wheel_ships_data_and_runs_outside_the_checkout(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "placer/shipped/clusters/dgx8x8.toml" in names and "placer/shipped/policies/pacml.pt" in names
     assert "placer/shipped/graphs/resnet50.json" in names and "placer/shipped/traces/philly_pollux.csv" in names
+    assert {name.split("/")[0] for name in names} == {"placer", "placer-0.1.0.dist-info"}  # one namespace: envs, policies inside
+    assert "placer/envs/env.py" in names and "placer/policies/loading.py" in names
+    entry_points = zipfile.ZipFile(wheel).read("placer-0.1.0.dist-info/entry_points.txt").decode()
+    assert "learned = placer.policies.loading:make_learned_policy" in entry_points
+    assert "train = placer.policies.cli:register" in entry_points
     target = tmp_path / "site"
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)], capture_output=True, text=True

@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
+from placer.policies.config import load_train_config
+from placer.policies.recipe import is_recipe, load_recipe
 
 from placer.baselines.registry import make_heuristic
-from policies.config import load_train_config
-from policies.recipe import is_recipe, load_recipe
 
 CONFIGS = sorted((Path(__file__).parents[2] / "data" / "configs").glob("*.toml"))
 
@@ -26,7 +26,7 @@ def test_a_shipped_config_loads_and_its_policies_exist(path, tmp_path):
 def test_a_recipe_is_refused_as_a_single_run_in_one_line():
     from placer.common.errors import PlacerError
 
-    with pytest.raises(PlacerError, match=r"\[recipe\].*policies.recipe"):
+    with pytest.raises(PlacerError, match=r"\[recipe\].*placer.policies.recipe"):
         load_train_config(Path(__file__).parents[2] / "data" / "configs" / "placer.toml")
 
 

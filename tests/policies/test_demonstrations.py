@@ -1,12 +1,12 @@
-"""A recording kept episode by episode (``policies.demonstrations.Spool``): stopped part-way, it goes on to the same
+"""A recording kept episode by episode (``placer.policies.demonstrations.Spool``): stopped part-way, it goes on to the same
 decisions as one never stopped, playing only the episodes it had not kept."""
 
 import numpy as np
+import placer.policies.imitation as imitation
+from placer.envs.config import EnvConfig
+from placer.policies.demonstrations import Spool, load_demonstrations, merge, save_demonstrations
+from placer.policies.imitation import collect
 
-import policies.imitation as imitation
-from envs.config import EnvConfig
-from policies.demonstrations import Spool, load_demonstrations, merge, save_demonstrations
-from policies.imitation import collect
 from tests.policies.test_warm import _demonstrations, _same
 
 # several clusters, loads and structures: each episode's draws come from the env's random state, which a resume restores
@@ -65,9 +65,8 @@ def test_a_recording_stopped_part_way_goes_on_to_the_same_decisions(tmp_path, mo
 def test_a_learner_driven_recording_resumes_too(tmp_path):
     """DAgger's rounds record the learner's states: the learner is deterministic, so they resume alike."""
     import torch
-
-    from envs.observation import GraphTable
-    from policies.model import build_policy
+    from placer.envs.observation import GraphTable
+    from placer.policies.model import build_policy
 
     torch.manual_seed(0)
     learner = build_policy(CONFIG, 16, 1, [32], GraphTable.from_config(CONFIG))

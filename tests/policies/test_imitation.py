@@ -3,17 +3,17 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from placer.envs.config import EnvConfig
+from placer.envs.observation import GraphTable
+from placer.envs.resize import KEEP, ResizeOffer, ShrinkOffer
+from placer.policies.imitation import _masked_logits, agreement, clone, collect, teacher_action, teacher_choice
+from placer.policies.model import build_policy
+from placer.policies.train import reproducible_torch
 from torch.nn import functional as F
 
-import envs
-from envs.config import EnvConfig
-from envs.observation import GraphTable
-from envs.resize import KEEP, ResizeOffer, ShrinkOffer
+from placer import envs
 from placer.baselines.registry import make_heuristic
 from placer.sim.types import Outcome
-from policies.imitation import _masked_logits, agreement, clone, collect, teacher_action, teacher_choice
-from policies.model import build_policy
-from policies.train import reproducible_torch
 
 CONFIG = EnvConfig(clusters=("dgx8x8",), graphs=("alexnet", "gnmt"), episode_jobs=40, max_nodes=64, max_edges=128)
 TABLE = GraphTable.from_config(CONFIG)  # the graphs the observations' ids index
@@ -21,7 +21,7 @@ TABLE = GraphTable.from_config(CONFIG)  # the graphs the observations' ids index
 @pytest.fixture
 def bars_shown(monkeypatch):
     """Progress bars drawn although stderr is captured (no terminal): they are what these tests read."""
-    for module in ('policies.imitation',):
+    for module in ('placer.policies.imitation',):
         monkeypatch.setattr(f"{module}.bar_off", lambda progress: not progress)
 
 
@@ -55,7 +55,7 @@ def test_cloning_learns_the_teacher(capsys, bars_shown):
 
 
 def test_recording_in_processes_adds_up_the_workers_shares(capsys, bars_shown):
-    from policies.imitation import collect
+    from placer.policies.imitation import collect
 
     data = collect(CONFIG, "lean", 90, seed=3, workers=2, progress=True)
     assert "recording lean" in capsys.readouterr().err  # one bar over the workers' decisions
@@ -67,7 +67,7 @@ def test_recording_in_processes_adds_up_the_workers_shares(capsys, bars_shown):
 
 
 def test_discounted_returns_by_hand():
-    from policies.imitation import _discounted
+    from placer.policies.imitation import _discounted
 
     # r = (1, -1, 1), gamma 0.5: G2 = 1, G1 = -1 + 0.5 = -0.5, G0 = 1 - 0.25 = 0.75
     assert _discounted([1.0, -1.0, 1.0], 0.5).tolist() == [0.75, -0.5, 1.0]
@@ -116,8 +116,9 @@ def test_the_env_keeps_the_episodes_stream_for_a_clairvoyant_teacher():
 
 
 def test_soft_targets_by_hand():
+    from placer.policies.imitation import teacher_targets
+
     from placer.sim.types import Place, Reject
-    from policies.imitation import teacher_targets
 
     class Option:
         def __init__(self, devices):
@@ -148,7 +149,7 @@ def test_a_planner_teacher_records_soft_targets_that_favour_its_choice():
 
 
 def test_a_reservoir_keeps_each_offered_sample_equally_often_and_in_episode_order():
-    from policies.imitation import _Reservoir, _Sample
+    from placer.policies.imitation import _Reservoir, _Sample
 
     kept = np.zeros(4)
     for trial in range(4000):
@@ -278,7 +279,7 @@ def _gradients(data, index: np.ndarray) -> dict[str, torch.Tensor]:
 
 
 def test_the_same_seed_clones_the_same_weights_on_two_threads():
-    """Training's torch (:func:`policies.train.reproducible_torch`) sums a minibatch's gradients in one order: on 2 threads
+    """Training's torch (:func:`placer.policies.train.reproducible_torch`) sums a minibatch's gradients in one order: on 2 threads
     torch's own default summed the graph encodings' in another order each run (differences of 5e-10 here, 0.02 in the
     weights after a clone's first epoch). The settings are restored on exit."""
     data = collect(CONFIG, "lean", 200, seed=0)

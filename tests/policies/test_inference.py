@@ -1,4 +1,4 @@
-"""The numpy inference path (policies.inference, policies.policy_file) against the torch one it replaces, and what a
+"""The numpy inference path (placer.policies.inference, placer.policies.policy_file) against the torch one it replaces, and what a
 decision imports."""
 
 import collections
@@ -10,10 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from placer.envs.action import action_mask, action_of, decision, option_table
+from placer.envs.config import EnvConfig
+from placer.envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, Offer, forward_size, graph_arrays, observe
+from placer.policies.gnn import GraphEncoder
+from placer.policies.imitation import teacher_targets
+from placer.policies.inference import NumpyGraphEncoder, NumpyPolicy, load_inference_policy
+from placer.policies.loading import LearnedPolicy, greedy_action
+from placer.policies.model import FORMAT, VERSION, build_policy, load_policy_file, save_policy_file
+from placer.policies.policy_file import read_policy_file
 
-from envs.action import action_mask, action_of, decision, option_table
-from envs.config import EnvConfig
-from envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, Offer, forward_size, graph_arrays, observe
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PolicyError
 from placer.common.shipped import default_policy_file, policy_names, shipped_policy_file
@@ -21,12 +27,6 @@ from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
-from policies.gnn import GraphEncoder
-from policies.imitation import teacher_targets
-from policies.inference import NumpyGraphEncoder, NumpyPolicy, load_inference_policy
-from policies.loading import LearnedPolicy, greedy_action
-from policies.model import FORMAT, VERSION, build_policy, load_policy_file, save_policy_file
-from policies.policy_file import read_policy_file
 from tests.policies.streams import stream
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ def test_the_reader_rebuilds_views_and_falls_back_to_torch_for_what_it_does_not_
 
 
 def test_the_reader_never_reads_past_a_storage():
-    from policies.policy_file import _rebuild_tensor, _Unsupported
+    from placer.policies.policy_file import _rebuild_tensor, _Unsupported
 
     storage = np.arange(6, dtype=np.float32)
     assert _rebuild_tensor(storage, 2, (2, 2), (2, 1), False, collections.OrderedDict()).tolist() == [[2, 3], [4, 5]]
@@ -248,7 +248,7 @@ def test_a_learned_policy_however_built_decides_on_one_blas_thread():
     code = """
 import threadpoolctl
 from placer.common.shipped import default_policy_file
-from policies.loading import LearnedPolicy
+from placer.policies.loading import LearnedPolicy
 before = {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"}
 LearnedPolicy.from_file(default_policy_file())
 after = {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"}
@@ -274,19 +274,19 @@ print(sorted(m for m in {HEAVY!r} if m in sys.modules))
 @pytest.mark.parametrize(
     "imports",
     [
-        "import envs, gymnasium as gym",
-        "import gymnasium as gym, envs",
-        "import envs.env, gymnasium as gym",
-        "import envs, envs.observation",
+        "import placer.envs, gymnasium as gym",
+        "import gymnasium as gym, placer.envs",
+        "import placer.envs.env, gymnasium as gym",
+        "import placer.envs, placer.envs.observation",
     ],
 )
 def test_the_env_id_is_registered_whatever_is_imported_first(imports):
     code = f"""
 {imports}
 import gymnasium as gym
-env = gym.make(envs.ENV_ID, graphs=("alexnet",), episode_jobs=5)
+env = gym.make(placer.envs.ENV_ID, graphs=("alexnet",), episode_jobs=5)
 obs, _ = env.reset(seed=0)
-assert env.observation_space.contains(obs) and isinstance(env.unwrapped, envs.ClusterPlacementEnv)
+assert env.observation_space.contains(obs) and isinstance(env.unwrapped, placer.envs.ClusterPlacementEnv)
 print("ok")
 """
     assert _run(code) == "ok"
@@ -294,6 +294,9 @@ print("ok")
 
 def test_importing_envs_imports_neither_gymnasium_nor_the_env():
     assert (
-        _run("import sys, envs, envs.observation, envs.action; print(sorted(m for m in ('gymnasium', 'envs.env') if m in sys.modules))")
+        _run(
+            "import sys, placer.envs, placer.envs.observation, placer.envs.action; "
+            "print(sorted(m for m in ('gymnasium', 'placer.envs.env') if m in sys.modules))"
+        )
         == "[]"
     )

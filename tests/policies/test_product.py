@@ -1,12 +1,11 @@
-"""What a recipe ships (``policies.product``): the choice between its student and its RL winner, and the verdict."""
+"""What a recipe ships (``placer.policies.product``): the choice between its student and its RL winner, and the verdict."""
 
 import math
 
 import numpy as np
 import pytest
-
-from policies.product import Validated, choose_product, verdict
-from policies.validation import RegimeRow, pooled_row
+from placer.policies.product import Validated, choose_product, verdict
+from placer.policies.validation import RegimeRow, pooled_row
 
 
 def _row(difference: float, half: float, learned: float = 0.2, regime: str = "r") -> RegimeRow:

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from placer.envs.config import EnvConfig
+from placer.envs.regime import Regime
+from placer.policies.policy_file import read_policy_file
+from placer.policies.promotion import check_incumbent, check_promote_target, promote_with_card
+from placer.policies.recipe import choose_rl_winner, is_recipe, load_recipe, run_recipe
+from placer.policies.validation import RegimeRow, regime_rows, validation_rates, validation_regimes
 
-from envs.config import EnvConfig
-from envs.regime import Regime
 from placer.common.errors import PlacerError
 from placer.common.shipped import data_dir
-from policies.policy_file import read_policy_file
-from policies.promotion import check_incumbent, check_promote_target, promote_with_card
-from policies.recipe import choose_rl_winner, is_recipe, load_recipe, run_recipe
-from policies.validation import RegimeRow, regime_rows, validation_rates, validation_regimes
 
 CONFIGS = data_dir() / "configs"
 
@@ -124,7 +124,7 @@ def test_a_bad_promote_target_is_refused_before_any_stage_runs(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(1500)  # about 150 s alone on 2 cores; beside other work it once passed 600 s (a flake, not a fault)
 def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
-    from policies.recipe import for_cluster
+    from placer.policies.recipe import for_cluster
 
     out = tmp_path / "quick"
     mine = for_cluster(str(Path(__file__).with_name("team4x4.toml")), [0.5, 0.9])  # a cluster file, as a user trains for theirs
@@ -171,7 +171,7 @@ def test_the_quick_recipe_runs_end_to_end_writes_its_card_and_resumes(tmp_path):
 
 
 def test_a_recipe_for_your_cluster_trains_there_alone(tmp_path):
-    from policies.recipe import for_cluster
+    from placer.policies.recipe import for_cluster
 
     mine = str(Path(__file__).with_name("team4x4.toml"))
     recipe = load_recipe(CONFIGS / "placer.toml", tmp_path, for_cluster(mine, [0.5, 1.3], ["resnet50", "gnmt"]))
@@ -181,7 +181,7 @@ def test_a_recipe_for_your_cluster_trains_there_alone(tmp_path):
 
 
 def test_loads_are_parsed_in_one_line():
-    from policies.recipe import parse_loads
+    from placer.policies.recipe import parse_loads
 
     assert parse_loads("0.5,1.3") == [0.5, 1.3]
     for bad in ("0.5,x", "0", "-1", "1e9", "nan"):
@@ -190,7 +190,7 @@ def test_loads_are_parsed_in_one_line():
 
 
 def test_wall_time_counts_every_invocation_once(tmp_path, monkeypatch):
-    from policies import wallclock
+    from placer.policies import wallclock
 
     clock = iter([100.0, 120.0, 130.0, 500.0, 510.0])
     monkeypatch.setattr(wallclock.time, "monotonic", lambda: next(clock))
@@ -207,7 +207,7 @@ def test_an_invocation_killed_outright_still_counts_up_to_its_last_beat(tmp_path
     import json
     import time
 
-    from policies.wallclock import WALL, clock
+    from placer.policies.wallclock import WALL, clock
 
     with clock(tmp_path, every_s=0.05):
         time.sleep(0.3)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from placer.policies.loading import LearnedPolicy
 
 from placer.cluster.topology import load_cluster
 from placer.common.shipped import shipped_policy_file
@@ -17,7 +18,6 @@ from placer.cost import CostModel
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
 from placer.sim.types import Place
-from policies.loading import LearnedPolicy
 from tests.policies.streams import stream
 
 RETIRED = Path(__file__).resolve().parents[2] / "experiments" / "policies"  # the retired policies, named by their files

@@ -4,17 +4,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from placer.envs.config import EnvConfig
+from placer.envs.regime import Regime
+from placer.policies.imitation import collect
+from placer.policies.teachers import Teachers, chosen_member, regime_members, regimes, tune_regime, tuned_per_regime
 
-from envs.config import EnvConfig
-from envs.regime import Regime
 from placer.baselines.best import BEST_CANDIDATES, TUNING_METRIC
 from placer.baselines.registry import make_heuristic
 from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
 from placer.evaluate.stats import mean_ci95
 from placer.graphs.catalog import resolve_graph
-from policies.imitation import collect
-from policies.teachers import Teachers, chosen_member, regime_members, regimes, tune_regime, tuned_per_regime
 
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "experiments" / "policies" / "default.pt"  # retired: named by its file
 DEFAULT = f"learned:{DEFAULT_FILE}"
@@ -29,8 +29,7 @@ def test_regimes_are_every_draw_of_the_env_named_as_its_reset_info_names_them():
     assert [(r.load, r.structure) for r in rows] == [(0.5, "iid"), (0.5, "daily"), (1.3, "iid"), (1.3, "daily")]
     assert {r.queue for r in rows} == {"edf-bf:32"} and {r.cluster for r in rows} == {"dgx8x8"}
     assert rows[0].key == "dgx8x8|0.5|C|edf-bf:32|loguniform:0.1:10|iid"
-    import envs
-
+    from placer import envs
     _, info = envs.ClusterPlacementEnv(CONFIG).reset(seed=0)
     assert Regime.from_info(info) in regimes(CONFIG)
 
@@ -70,7 +69,7 @@ def test_a_pooled_teacher_names_one_member_per_group():
 
 
 def test_a_setting_is_tuned_and_validated_on_its_own_streams():
-    from policies.validation import validation_configs
+    from placer.policies.validation import validation_configs
 
     config = CONFIG.with_changes(loads=(1.3,), settings=({}, {"clusters": "pacml", "queue": "none", "loads": (0.9,)}))
     queued, loss = regimes(config)
@@ -116,7 +115,7 @@ def test_with_resolved_leads_a_candidate_is_the_member_only_where_its_paired_int
 
 
 def test_a_candidates_lead_is_paired_stream_by_stream_with_the_families_best():
-    from policies.teachers import _scored
+    from placer.policies.teachers import _scored
 
     rows = regimes(CONFIG)[1:]  # load 1.3
     (family_best, blocking, leads), _ = _scored(CONFIG, rows, candidates=("fixed:1", "lean:admit=0.5"))
@@ -133,7 +132,7 @@ def test_a_candidates_lead_is_paired_stream_by_stream_with_the_families_best():
 def test_the_families_tuning_kept_by_one_stage_serves_the_next_on_the_same_streams(tmp_path, monkeypatch):
     """A recipe's distil stage scores its candidate beside the clone's tuning of the families: read back from the file,
     the same members, scores and leads as a fresh tuning, and no family runs again; other streams are tuned anew."""
-    import policies.teachers as teachers
+    import placer.policies.teachers as teachers
 
     config = CONFIG.with_changes(loads=(0.5, 1.3))
     kept = teachers.FamilyTunings(tmp_path / "tuning.json")
@@ -161,7 +160,7 @@ def test_the_families_tuning_kept_by_one_stage_serves_the_next_on_the_same_strea
 
 
 def _per_stream(config, row, policy) -> tuple[float, ...]:
-    from policies.teachers import _tuning, variant_of
+    from placer.policies.teachers import _tuning, variant_of
 
     workload = variant_of(config, row).workload
     cost = CostModel(load_cluster(row.cluster), strategy=config.strategy)
@@ -169,7 +168,7 @@ def _per_stream(config, row, policy) -> tuple[float, ...]:
 
 
 def _tuning_blocking(config, row, policy) -> float:
-    from policies.teachers import _tuning, variant_of
+    from placer.policies.teachers import _tuning, variant_of
 
     workload = variant_of(config, row).workload
     cost = CostModel(load_cluster(row.cluster), strategy=config.strategy)
@@ -178,9 +177,10 @@ def _tuning_blocking(config, row, policy) -> float:
 
 def test_a_learned_candidate_teaches_the_regimes_it_is_chosen_for():
     pytest.importorskip("torch")
-    import envs
-    from policies.imitation import teacher_action
-    from policies.loading import LearnedPolicy
+    from placer.policies.imitation import teacher_action
+    from placer.policies.loading import LearnedPolicy
+
+    from placer import envs
 
     low, high = (r.key for r in regimes(CONFIG))
     teachers = Teachers("best", 16, {low: "lean", high: DEFAULT})
@@ -201,15 +201,16 @@ def test_a_learned_candidate_teaches_the_regimes_it_is_chosen_for():
 
 
 def test_teacher_candidates_need_a_teacher_tuned_per_regime_and_policy_names():
+    from placer.policies.config import TrainConfig, TrainSection
+
     from placer.common.errors import PlacerError
-    from policies.config import TrainConfig, TrainSection
 
     env = CONFIG
     with pytest.raises(PlacerError, match="not tuned per regime"):
         TrainConfig(env=env, train=TrainSection(imitation_teacher="lean", teacher_candidates=[DEFAULT]))
     with pytest.raises(PlacerError):
         TrainConfig(env=env, train=TrainSection(imitation_teacher="best", teacher_candidates=["nonsense:3"]))
-    from policies.teachers import check_baseline_early
+    from placer.policies.teachers import check_baseline_early
 
     unknown = TrainConfig(env=env, train=TrainSection(imitation_teacher="best", teacher_candidates=["learned:nosuch"]))
     with pytest.raises(PlacerError, match="unknown policy 'learned:nosuch'"):  # before any tuning, not in a worker after it
@@ -217,8 +218,9 @@ def test_teacher_candidates_need_a_teacher_tuned_per_regime_and_policy_names():
 
 
 def test_elastic_best_is_tuned_per_regime_among_the_elastic_families_and_its_members_resize_in_the_recording():
+    from placer.policies.teachers import _tuning, variant_of
+
     from placer.baselines.best import ELASTIC_CANDIDATES
-    from policies.teachers import _tuning, variant_of
 
     config = CONFIG.with_changes(elastic=True, loads=(0.9,), graphs=("alexnet", "vgg16", "resnet18", "gnmt"), max_nodes=512, max_edges=1024)
     scores: dict = {}
@@ -243,7 +245,7 @@ def test_on_a_cluster_file_the_teachers_find_it_by_its_path_though_regimes_name_
     pytest.importorskip("torch")
     from pathlib import Path
 
-    from policies.teachers import group_digest
+    from placer.policies.teachers import group_digest
 
     mine = str(Path(__file__).with_name("team4x4.toml"))
     config = CONFIG.with_changes(clusters=(mine,), loads=(0.9,))
@@ -255,7 +257,7 @@ def test_on_a_cluster_file_the_teachers_find_it_by_its_path_though_regimes_name_
 
 
 def test_a_beta_distribution_weighed_twice_in_training_is_validated_once():
-    from policies.validation import validation_configs
+    from placer.policies.validation import validation_configs
 
     (evaluation,) = validation_configs(CONFIG.with_changes(beta_dists=("A", "D", "D")), 2, "lean")
     assert evaluation.workload.beta_dists == ("A", "D")  # D's streams once: no interval narrower than its streams warrant

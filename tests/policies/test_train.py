@@ -5,8 +5,13 @@ import sys
 import numpy as np
 import pytest
 import torch
+from placer.envs.config import EnvConfig
+from placer.policies.config import PolicySection, PPOSection, TrainConfig, TrainSection
+from placer.policies.loading import LearnedPolicy
+from placer.policies.policy_file import read_policy_file
+from placer.policies.teachers import teacher_members, with_baseline
+from placer.policies.train import train
 
-from envs.config import EnvConfig
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
 from placer.common.shipped import data_dir
@@ -14,11 +19,6 @@ from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.sim.rollout import simulate
 from placer.workloads.generator import BetaDistribution, Workload
-from policies.config import PolicySection, PPOSection, TrainConfig, TrainSection
-from policies.loading import LearnedPolicy
-from policies.policy_file import read_policy_file
-from policies.teachers import teacher_members, with_baseline
-from policies.train import train
 
 
 def tiny_config(timesteps=256):
@@ -119,7 +119,7 @@ def test_missing_policy_file_is_one_line_error(tmp_path):
 
 @pytest.mark.slow
 def test_best_policy_is_never_replaced_by_a_worse_final_one(tmp_path, monkeypatch):
-    import policies.train as training
+    import placer.policies.train as training
 
     monkeypatch.setattr(training.RatesCache, "rates", lambda *args, **kwargs: np.array([0.3]))  # the 3 baselines
     rates = iter([0.5, 0.2, 0.9])  # the policy at step 0, at step 128, then the worse final one (validated per stream)
@@ -149,7 +149,7 @@ def test_training_refuses_a_non_empty_out_a_file_and_a_bad_budget(tmp_path):
 
 
 def test_a_truncated_eval_log_keeps_its_complete_rows(tmp_path):
-    from policies.train import read_eval_rows
+    from placer.policies.train import read_eval_rows
 
     log = tmp_path / "eval.jsonl"
     log.write_text('{"timesteps": 0, "learned": 0.2}\n{"timesteps": 10240, "learned": 0.1}\n{"timesteps": 204')
@@ -172,9 +172,9 @@ def test_env_processes_train_the_same_policy_as_one_process(tmp_path):
 
 def test_device_auto_is_the_cpu_here_and_cuda_without_a_gpu_is_refused():
     import torch
+    from placer.policies.train import resolve_device
 
     from placer.common.errors import PlacerError
-    from policies.train import resolve_device
 
     assert resolve_device("cpu") == "cpu"
     assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
@@ -184,8 +184,8 @@ def test_device_auto_is_the_cpu_here_and_cuda_without_a_gpu_is_refused():
 
 
 def test_online_reference_and_the_promotion_gate(tmp_path):
-    from policies.promotion import promote_if_not_worse as _promote
-    from policies.validation import PairedRow, PairedSummary, online_reference
+    from placer.policies.promotion import promote_if_not_worse as _promote
+    from placer.policies.validation import PairedRow, PairedSummary, online_reference
 
     assert online_reference("hindsight:admit=0.9:h=24:m=0.5") == "lean:admit=0.9"
     assert online_reference("hindsight:h=4+best_fit@edf") == "lean+best_fit@edf"
@@ -219,7 +219,7 @@ def test_online_reference_and_the_promotion_gate(tmp_path):
 def test_a_run_killed_after_its_warm_start_resumes_without_recording_again(tmp_path, monkeypatch):
     """The warm start (minutes to an hour of recording) is checkpointed before the first validation: a run killed there
     resumes from the clone it made, the same weights, and records nothing again."""
-    import policies.train as training
+    import placer.policies.train as training
 
     config = tiny_config(0).model_copy(update={"train": tiny_config(0).train.model_copy(update={"imitation_steps": 40})})
     out, phases = tmp_path / "run", []
@@ -357,9 +357,8 @@ def test_a_configured_baseline_is_shaped_for_ppos_discount():
 def test_anchored_ppo_adds_the_kl_to_its_starting_policy_and_nothing_else(tmp_path):
     """anchor_kl: each sample's entropy slot is ent_coef * H - anchor_kl * KL(anchor || policy), KL computed as torch
     does over the unmasked actions; 0 where the policy is its anchor; the anchor is not saved or optimised."""
+    from placer.policies.train import _anchor, build_model
     from torch.distributions import Categorical, kl_divergence
-
-    from policies.train import _anchor, build_model
 
     config = tiny_config()
     config = config.model_copy(update={"ppo": config.ppo.model_copy(update={"anchor_kl": 0.5, "ent_coef": 0.01})})
@@ -396,7 +395,7 @@ def test_anchored_ppo_adds_the_kl_to_its_starting_policy_and_nothing_else(tmp_pa
 
 def test_a_tuned_teacher_table_serves_a_config_that_differs_only_in_what_the_student_sees(tmp_path):
     """members.json is keyed by the streams the teacher was tuned on: observations, reward and baseline do not re-tune."""
-    from policies.teachers import OBSERVATION_FIELDS
+    from placer.policies.teachers import OBSERVATION_FIELDS
 
     config = tiny_config(0)
     config = config.model_copy(update={"train": config.train.model_copy(update={"imitation_teacher": "best", "ppo_baseline": True})})
@@ -430,7 +429,7 @@ def test_a_tuned_teacher_table_serves_a_config_that_differs_only_in_what_the_stu
 
 
 def test_a_resume_may_spread_the_run_differently_but_not_change_what_it_learns():
-    from policies.run_folder import _without_budget
+    from placer.policies.run_folder import _without_budget
 
     config = tiny_config().model_dump(mode="json")
     spread = {**config, "train": {**config["train"], "eval_workers": 5, "device": "auto", "timesteps": 10**6}}
@@ -441,7 +440,7 @@ def test_a_resume_may_spread_the_run_differently_but_not_change_what_it_learns()
 
 
 def test_a_copied_run_resumes_but_one_whose_policy_file_changed_under_the_same_path_does_not(tmp_path):
-    from policies.run_folder import INPUTS, check_same_config, policy_inputs
+    from placer.policies.run_folder import INPUTS, check_same_config, policy_inputs
 
     def started_from(path):
         config = tiny_config()
@@ -485,7 +484,7 @@ def test_a_policy_trained_to_resize_running_jobs_resizes_them_in_placer_evaluate
 
 
 def test_target_kl_reaches_ppo_and_is_off_by_default(tmp_path):
-    from policies.train import build_model
+    from placer.policies.train import build_model
 
     assert build_model(tiny_config(), tmp_path / "a").target_kl is None
     config = TrainConfig.model_validate({**tiny_config().model_dump(), "ppo": {**tiny_config().ppo.model_dump(), "target_kl": 0.02}})

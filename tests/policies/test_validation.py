@@ -1,14 +1,13 @@
 import numpy as np
 import pytest
-
-from envs.config import EnvConfig
-from policies.validation import validation_rates
+from placer.envs.config import EnvConfig
+from placer.policies.validation import validation_rates
 
 
 @pytest.fixture
 def bars_shown(monkeypatch):
     """Progress bars drawn although stderr is captured (no terminal): they are what these tests read."""
-    for module in ('policies.validation',):
+    for module in ('placer.policies.validation',):
         monkeypatch.setattr(f"{module}.bar_off", lambda progress: not progress)
 
 
@@ -26,9 +25,10 @@ def test_validation_in_processes_gives_the_same_rates_in_the_same_order(capsys, 
 
 
 def test_a_policy_file_validates_to_the_same_rates_here_and_over_workers():
+    from placer.policies.loading import LearnedPolicy
+    from placer.policies.validation import policy_file_rates
+
     from placer.common.shipped import shipped_policy_file
-    from policies.loading import LearnedPolicy
-    from policies.validation import policy_file_rates
 
     path = shipped_policy_file("pacml")
     data = LearnedPolicy.from_file(path).env.model_dump()
@@ -40,7 +40,7 @@ def test_a_policy_file_validates_to_the_same_rates_here_and_over_workers():
 
 
 def test_named_rates_survive_a_restart_in_their_file(tmp_path):
-    from policies.validation import RatesCache
+    from placer.policies.validation import RatesCache
 
     env = EnvConfig(graphs=["alexnet"], episode_jobs=8, clusters=("pacml",), loads=(0.5,), beta_dists=("A",))
     first = RatesCache(tmp_path / "rates.json").rates("para_min", env, 1)
@@ -53,7 +53,7 @@ def test_named_rates_survive_a_restart_in_their_file(tmp_path):
 def test_rates_are_kept_per_evaluation_so_a_repeated_or_shared_setting_is_measured_once(tmp_path, monkeypatch):
     import json
 
-    from policies import validation
+    from placer.policies import validation
 
     base = EnvConfig(graphs=["alexnet"], episode_jobs=8, clusters=("pacml",), loads=(0.5, 0.9), beta_dists=("A",))
     repeated = base.model_copy(update={"settings": ({}, {}, {"loads": [0.7]})})  # [env] twice, then a load of its own
@@ -82,11 +82,12 @@ def test_rates_are_kept_per_evaluation_so_a_repeated_or_shared_setting_is_measur
 def test_a_policy_files_rates_are_kept_by_its_content(tmp_path, monkeypatch):
     import shutil
 
+    from placer.policies import validation
+    from placer.policies.loading import LearnedPolicy
+    from placer.policies.model import load_policy_file, save_policy_file
+    from placer.policies.policy_file import read_policy_file
+
     from placer.common.shipped import shipped_policy_file
-    from policies import validation
-    from policies.loading import LearnedPolicy
-    from policies.model import load_policy_file, save_policy_file
-    from policies.policy_file import read_policy_file
 
     path = tmp_path / "student.pt"
     shutil.copyfile(shipped_policy_file("pacml"), path)

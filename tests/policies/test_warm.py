@@ -1,14 +1,14 @@
-"""The warm start keeps what it recorded (``policies.warm``): a run stopped after a recording records none again."""
+"""The warm start keeps what it recorded (``placer.policies.warm``): a run stopped after a recording records none again."""
 
 import json
 
 import numpy as np
 import pytest
 import torch
+from placer.policies.demonstrations import Demonstrations
+from placer.policies.train import train
+from placer.policies.warm import RECORDED, recorded
 
-from policies.demonstrations import Demonstrations
-from policies.train import train
-from policies.warm import RECORDED, recorded
 from tests.policies.test_train import tiny_config
 
 
@@ -50,7 +50,7 @@ def test_a_run_stopped_in_its_warm_start_resumes_from_the_recordings_it_kept(tmp
     """Stopped while cloning, a run resumes without recording the teacher again, and its clone is the one an unstopped
     run makes; the clones are kept, and a DAgger round's recording serves a learner made the same way, whatever its
     last bits."""
-    import policies.warm as warm
+    import placer.policies.warm as warm
 
     base = tiny_config(0)
     config = base.model_copy(
@@ -100,7 +100,7 @@ def test_a_run_stopped_in_its_warm_start_resumes_from_the_recordings_it_kept(tmp
 
 def test_a_candidate_teachers_recording_is_keyed_by_its_files_bytes_not_its_path(tmp_path):
     """A run folder copied elsewhere (or resumed under another --out) reads its recordings back; another file does not."""
-    from policies.warm import recording_key, recording_what
+    from placer.policies.warm import recording_key, recording_what
 
     base = tiny_config(0)
     (tmp_path / "a").mkdir()
@@ -128,10 +128,10 @@ def _logits(policy, obs: dict[str, np.ndarray]) -> torch.Tensor:
 def test_an_unadvised_policy_widened_for_advisers_scores_every_offer_as_before(tmp_path, elastic):
     """``start_weights`` of an unadvised policy for an advised network (``clone_from_candidate``): zero weights on the
     advice, so its logits on advised observations equal the unadvised policy's on the same observations without it."""
-    from envs.env import ClusterPlacementEnv
-    from policies.config import PolicySection, TrainSection
-    from policies.model import build_policy, save_policy_file
-    from policies.warm import start_weights
+    from placer.envs.env import ClusterPlacementEnv
+    from placer.policies.config import PolicySection, TrainSection
+    from placer.policies.model import build_policy, save_policy_file
+    from placer.policies.warm import start_weights
 
     settings = {"clusters": "dgx8x8", "graphs": ["alexnet", "resnet18", "gnmt"], "jobs": 60, "load": 1.1, "history": True}
     plain_env = ClusterPlacementEnv(**settings, elastic=elastic)
@@ -159,11 +159,12 @@ def test_an_unadvised_policy_widened_for_advisers_scores_every_offer_as_before(t
 
 
 def test_a_candidate_read_with_other_advisers_is_refused_in_one_line(tmp_path):
-    from envs.env import ClusterPlacementEnv
+    from placer.envs.env import ClusterPlacementEnv
+    from placer.policies.config import PolicySection
+    from placer.policies.model import build_policy, save_policy_file
+    from placer.policies.warm import start_weights
+
     from placer.common.errors import TrainingError
-    from policies.config import PolicySection
-    from policies.model import build_policy, save_policy_file
-    from policies.warm import start_weights
 
     settings = {"clusters": "dgx8x8", "graphs": ["alexnet", "resnet18"], "jobs": 20, "load": 0.9}
     one = ClusterPlacementEnv(**settings, advisers=("lean",))
@@ -176,8 +177,9 @@ def test_a_candidate_read_with_other_advisers_is_refused_in_one_line(tmp_path):
 
 
 def test_clone_from_candidate_needs_a_candidate_and_a_warm_start():
+    from placer.policies.config import TrainConfig
+
     from placer.common.errors import ConfigError
-    from policies.config import TrainConfig
 
     data = tiny_config(0).model_dump(mode="json")
     data["train"] |= {"clone_from_candidate": True, "imitation_steps": 40}
@@ -189,9 +191,9 @@ def test_without_record_replayed_the_warm_start_records_no_replayed_arrivals():
     """``record_replayed = false``: the warm start's episodes draw only the other arrival structures (its recordings keyed
     by them), while tuning and validation keep all; an env of replayed arrivals alone records them; true (the default)
     records in the env as it is, so recordings kept before the field existed are read back."""
-    from envs.env import ClusterPlacementEnv
-    from policies.config import TrainConfig
-    from policies.warm import recording_env, recording_what
+    from placer.envs.env import ClusterPlacementEnv
+    from placer.policies.config import TrainConfig
+    from placer.policies.warm import recording_env, recording_what
 
     data = tiny_config(0).model_dump(mode="json")
     data["env"]["workload"]["structure"] = ["iid", "daily", "replay:philly:part=train"]

@@ -18,9 +18,9 @@ torch.set_num_threads(int(os.environ.get("NT", "2")))
 if os.environ.get("DET"):
     torch.use_deterministic_algorithms(True)
 
-import policies.imitation as imitation  # noqa: E402  (after torch's settings)
-from policies.config import load_train_config  # noqa: E402
-from policies.train import build_model  # noqa: E402
+import placer.policies.imitation as imitation  # noqa: E402  (after torch's settings)
+from placer.policies.config import load_train_config  # noqa: E402
+from placer.policies.train import build_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -33,7 +33,7 @@ def main(out: str, n: int, recorded: str) -> None:
     dynamic = {k.removeprefix("dynamic."): kept[k][:n] for k in kept.files if k.startswith("dynamic.")}
     demonstrations = getattr(imitation, "Demonstrations", None)  # where the code of 51e4dbc kept it
     if demonstrations is None:
-        from policies.demonstrations import Demonstrations as demonstrations
+        from placer.policies.demonstrations import Demonstrations as demonstrations
     data = demonstrations(dynamic, kept["masks"][:n], kept["actions"][:n], kept["returns"][:n], kept["targets"][:n])
     start = time.perf_counter()
     accuracy = imitation.clone(model.policy, data, epochs=1, batch_size=256, learning_rate=1e-3, seed=0)

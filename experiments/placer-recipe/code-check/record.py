@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from policies.config import load_train_config
-from policies.imitation import collect
+from placer.policies.config import load_train_config
+from placer.policies.imitation import collect
 
 ROOT = Path(__file__).resolve().parents[3]
 

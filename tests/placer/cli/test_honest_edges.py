@@ -83,7 +83,8 @@ sys.argv = ["placer", *sys.argv[1:]]
 try:
     main()
 except SystemExit as exc:
-    heavy = [m for m in ("policies.loading", "matplotlib", "placer.calibration.checks", "placer.evaluate.sanity") if m in sys.modules]
+    lazy = ("placer.policies.loading", "matplotlib", "placer.calibration.checks", "placer.evaluate.sanity")
+    heavy = [m for m in lazy if m in sys.modules]
     print(exc.code, heavy)
 """
 

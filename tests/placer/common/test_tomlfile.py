@@ -83,7 +83,7 @@ def test_a_linked_config_extends_relative_to_the_file_it_links_to(tmp_path):
 
 
 def test_a_bad_value_in_a_base_names_the_chain(tmp_path):
-    from policies.config import load_train_config
+    from placer.policies.config import load_train_config
 
     _write(tmp_path, "base.toml", '[env]\nclusters = ["dgx8x8"]\n[ppo]\nn_envs = 0\n')
     child = _write(tmp_path, "child.toml", 'extends = "base.toml"\n[train]\nseed = 5\n')
@@ -92,7 +92,7 @@ def test_a_bad_value_in_a_base_names_the_chain(tmp_path):
 
 
 def test_a_shipped_config_that_extends_loads_as_its_base_with_its_own_keys():
-    from policies.config import load_train_config
+    from placer.policies.config import load_train_config
 
     configs = Path(__file__).parents[3] / "experiments" / "configs"
     base, child = load_train_config(configs / "blend.toml"), load_train_config(configs / "blend-margin.toml")
