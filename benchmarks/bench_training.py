@@ -42,13 +42,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from placer.common.errors import PlacerError
+from placer.common.shipped import data_dir
 from placer.envs.env import ClusterPlacementEnv
 from placer.policies.config import TrainConfig, load_train_config
 from placer.policies.recipe import is_recipe, load_recipe
 from placer.policies.train import build_model
-
-from placer.common.errors import PlacerError
-from placer.common.shipped import data_dir
 
 ISSUE_29_TARGET = 3000.0  # end-to-end timesteps/s on the 2-core machine
 

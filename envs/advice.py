@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from placer.envs import action as act
-from placer.envs.baseline import baseline_policy
-from placer.envs.resize import ResizeOffer, rebalance_choice
 
 from placer.baselines.policy import Policy
 from placer.cluster.topology import Cluster
+from placer.envs import action as act
+from placer.envs.baseline import baseline_policy
+from placer.envs.resize import ResizeOffer, rebalance_choice
 from placer.sim.options import Option, OptionTable
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place

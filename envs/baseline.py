@@ -30,14 +30,14 @@ import bisect
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from placer.envs.regime import Regime
-from placer.envs.reward import reward
 
 from placer.baselines.policy import Policy, named_by_spec, run_policy
 from placer.baselines.registry import PolicyContext, make_policy
 from placer.cluster.topology import Cluster
 from placer.common.errors import EnvConfigError
 from placer.cost import CostModel
+from placer.envs.regime import Regime
+from placer.envs.reward import reward
 from placer.sim.queueing import QueueConfig
 from placer.workloads.generator import JobSpec
 

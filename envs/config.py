@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from placer.envs.regime import parse_table
-from placer.envs.reward import REWARDS
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from placer.baselines.specs import PolicySpec
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import EnvConfigError
 from placer.cost import STRATEGIES
+from placer.envs.regime import parse_table
+from placer.envs.reward import REWARDS
 from placer.sim.workload import WorkloadSpec, nest_workload
 
 SETTING_FIELDS = ("clusters", "loads", "load", "graphs", "beta_dists", "queue", "size", "structure", "arrival", "jobs")  # its keys

@@ -9,6 +9,11 @@ from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
+
+from placer.baselines.policy import Policy
+from placer.cluster.topology import load_cluster
+from placer.common.errors import EnvConfigError
+from placer.cost import CostModel
 from placer.envs import action as act
 from placer.envs import register
 from placer.envs.advice import Advisers
@@ -18,11 +23,6 @@ from placer.envs.observation import GraphTable, JobHistory, Offer, observation_s
 from placer.envs.regime import Regime
 from placer.envs.resize import Floors, ResizeOffer, ResizeRound, ShrinkOffer, arrival_offer
 from placer.envs.reward import reward
-
-from placer.baselines.policy import Policy
-from placer.cluster.topology import load_cluster
-from placer.common.errors import EnvConfigError
-from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.engine.program import external
 from placer.sim.engine.session import EngineSimulator

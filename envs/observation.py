@@ -71,14 +71,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+
+from placer.common.errors import EnvConfigError, PlacerError
 from placer.envs.action import Offer as Offer  # where it was
 from placer.envs.advice import advice_arrays
 from placer.envs.config import EnvConfig
 from placer.envs.features import GROUP_FEATURES, OPTION_FEATURES, group_arrays, least_memory, option_rows
 from placer.envs.features import server_groups as server_groups  # where it was
 from placer.envs.resize import RESIZE_FEATURES, ResizeOffer, ShrinkOffer, resize_features
-
-from placer.common.errors import EnvConfigError, PlacerError
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
 from placer.sim.history import RATE_WINDOWS, RECENT, ArrivalHistory, LoadMeter

@@ -30,9 +30,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from placer.envs import action as act
 
 from placer.baselines.elastic_lean import fastest
+from placer.envs import action as act
 from placer.sim.elastic import RunningJob, resize_pause_s
 from placer.sim.options import Option, OptionTable
 from placer.sim.simulator import ClusterView

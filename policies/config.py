@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from placer.envs.config import EnvConfig
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from placer.baselines.specs import PolicySpec
 from placer.common.errors import ConfigError
 from placer.common.tomlfile import load_toml, read_toml
+from placer.envs.config import EnvConfig
 
 REGIME_TEACHERS = ("best", "elastic-best")  # teachers tuned per regime (placer.policies.teachers)
 

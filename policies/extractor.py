@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gymnasium as gym
 import torch
-from placer.envs.observation import EDGE_FEATURES, GRAPH_KEYS, JOB_EXTRAS, NODE_FEATURES, GraphTable
-from placer.policies.gnn import GraphEncoder
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
+
+from placer.envs.observation import EDGE_FEATURES, GRAPH_KEYS, JOB_EXTRAS, NODE_FEATURES, GraphTable
+from placer.policies.gnn import GraphEncoder
 
 
 class PlacementExtractor(BaseFeaturesExtractor):

@@ -26,6 +26,11 @@ from queue import Queue
 
 import numpy as np
 import torch
+from torch.nn import functional as F
+from tqdm.auto import tqdm
+
+from placer.common.pool import spawn_pool
+from placer.common.progress import bar_off
 from placer.envs.action import REJECT, Offer
 from placer.envs.action import action_of as teacher_action
 from placer.envs.config import EnvConfig
@@ -33,11 +38,6 @@ from placer.envs.env import ClusterPlacementEnv
 from placer.envs.resize import ResizeOffer, ShrinkOffer, rebalance_choice
 from placer.policies.demonstrations import Demonstrations, Kept, Spool, merge
 from placer.policies.teachers import Teachers
-from torch.nn import functional as F
-from tqdm.auto import tqdm
-
-from placer.common.pool import spawn_pool
-from placer.common.progress import bar_off
 from placer.sim.types import Place
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from placer.common.errors import PolicyError
 from placer.envs.config import EnvConfig
 from placer.envs.observation import (
     CLUSTER_FEATURES,
@@ -32,8 +34,6 @@ from placer.envs.observation import (
 )
 from placer.envs.resize import RESIZE_FEATURES
 from placer.policies.policy_file import read_policy_file
-
-from placer.common.errors import PolicyError
 
 LAYER_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default, as GraphEncoder builds its norms
 ACTOR, SCORER = "pi_features_extractor.", "mlp_extractor."  # the actor's weights in the torch policy's state dict

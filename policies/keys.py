@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from placer.envs.config import EnvConfig
-from placer.policies.config import PolicySection, PPOSection, TrainSection
-from placer.policies.recipe import RecipeSection
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from placer.envs.config import EnvConfig
+from placer.policies.config import PolicySection, PPOSection, TrainSection
+from placer.policies.recipe import RecipeSection
 from placer.sim.workload import WorkloadSpec
 
 TABLES: tuple[tuple[str, type[BaseModel]], ...] = (

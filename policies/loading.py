@@ -8,12 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from placer.envs.action import action_mask, decision, option_table
-from placer.envs.advice import Advisers
-from placer.envs.config import EnvConfig
-from placer.envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, forward_size, graph_arrays, observe
-from placer.envs.resize import Floors, ResizeRound, ShrinkOffer, arrival_offer
-from placer.policies.inference import NumpyPolicy, load_inference_policy
 from threadpoolctl import threadpool_limits
 
 from placer.baselines.guard import Guarded
@@ -23,6 +17,12 @@ from placer.baselines.specs import PolicySpec, names_a_file, positive_finite, po
 from placer.common.errors import PolicyError
 from placer.common.lru import LRUCache
 from placer.common.shipped import default_policy_file, policy_names, shipped_policy_file
+from placer.envs.action import action_mask, decision, option_table
+from placer.envs.advice import Advisers
+from placer.envs.config import EnvConfig
+from placer.envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, forward_size, graph_arrays, observe
+from placer.envs.resize import Floors, ResizeRound, ShrinkOffer, arrival_offer
+from placer.policies.inference import NumpyPolicy, load_inference_policy
 from placer.sim.options import Option
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Reject, Resize

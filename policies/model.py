@@ -11,6 +11,9 @@ from pathlib import Path
 
 import gymnasium as gym
 import torch
+
+from placer.common.atomic import atomic_path
+from placer.common.errors import PlacerError, PolicyError
 from placer.envs.config import EnvConfig
 from placer.envs.features import OPTION_FEATURES
 from placer.envs.observation import GraphTable, observation_space
@@ -18,9 +21,6 @@ from placer.envs.resize import RESIZE_FEATURES
 from placer.policies.extractor import PlacementExtractor
 from placer.policies.policy_file import FORMAT, VERSION, malformed, read_policy_file
 from placer.policies.scorer import OptionPolicy
-
-from placer.common.atomic import atomic_path
-from placer.common.errors import PlacerError, PolicyError
 
 
 def policy_kwargs(hidden: int, rounds: int, net_arch: list[int], graphs: GraphTable | None = None) -> dict:

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from placer.envs.config import EnvConfig
 
 from placer.common.errors import PlacerError, PolicyError
+from placer.envs.config import EnvConfig
 
 FORMAT, VERSION = "placer.policy", 3
 # torch's typed storages (the names torch.save pickles) and their element types

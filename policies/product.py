@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
+
 from placer.policies.config import TrainConfig
 from placer.policies.validation import RatesCache, RegimeRow, pooled_row, regime_rows, validation_regimes
-from pydantic import BaseModel, ConfigDict
 
 STUDENT, RL_WINNER = "student", "rl-winner"  # a recipe's candidates, as its card names them
 

@@ -6,10 +6,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from placer.policies.validation import PairedSummary, RegimeRow
-
 from placer.common.atomic import write_atomic
 from placer.common.errors import PlacerError, TrainingError
+from placer.policies.validation import PairedSummary, RegimeRow
 
 
 def check_promote_target(target: Path) -> None:

@@ -38,15 +38,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from placer.policies.config import TrainConfig
-from placer.policies.product import RL_WINNER, STUDENT, choose_product, regime_lines, validate_policy, verdict
-from placer.policies.validation import RatesCache, RegimeRow
-from placer.policies.wallclock import WALL, clock
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.common.atomic import write_atomic
 from placer.common.errors import ConfigError
 from placer.common.tomlfile import merged, read_toml, validate
+from placer.policies.config import TrainConfig
+from placer.policies.product import RL_WINNER, STUDENT, choose_product, regime_lines, validate_policy, verdict
+from placer.policies.validation import RatesCache, RegimeRow
+from placer.policies.wallclock import WALL, clock
 
 RECIPE = "recipe"  # the table that makes a training config a recipe
 CLONE, DISTIL = "clone", "distil"

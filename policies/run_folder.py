@@ -6,9 +6,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from placer.policies.config import TrainConfig
-
 from placer.common.errors import PolicyError, TrainingError
+from placer.policies.config import TrainConfig
 
 
 def prepare_out(out: Path, *, resume: bool, force: bool) -> None:

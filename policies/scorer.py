@@ -16,11 +16,12 @@ from __future__ import annotations
 from typing import cast
 
 import torch
-from placer.policies.extractor import PlacementExtractor
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 from torch.distributions import Categorical
 from torch.nn import functional as F
+
+from placer.policies.extractor import PlacementExtractor
 
 
 class OptionScorer(nn.Module):

@@ -18,11 +18,6 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
-from placer.envs.config import EnvConfig
-from placer.envs.env import check_heuristics, regimes, variant_of
-from placer.envs.regime import REGIME_FIELDS, Regime, parse_table
-from placer.policies.config import REGIME_TEACHERS, TrainConfig, tuned_per_regime
-from placer.policies.run_folder import file_sha256
 from tqdm.auto import tqdm
 
 from placer.baselines.best import TUNING_METRIC, Best
@@ -35,9 +30,14 @@ from placer.common.errors import EnvConfigError, PlacerError
 from placer.common.pool import spawn_pool
 from placer.common.progress import bar_off
 from placer.cost import CostModel
+from placer.envs.config import EnvConfig
+from placer.envs.env import check_heuristics, regimes, variant_of
+from placer.envs.regime import REGIME_FIELDS, Regime, parse_table
 from placer.evaluate.stats import mean_ci95
 from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
+from placer.policies.config import REGIME_TEACHERS, TrainConfig, tuned_per_regime
+from placer.policies.run_folder import file_sha256
 from placer.sim.workload import WorkloadSpec
 
 

@@ -26,6 +26,16 @@ from typing import cast
 import gymnasium as gym
 import numpy as np
 import torch
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+from placer.cluster.topology import load_cluster
+from placer.common.atomic import atomic_path, write_atomic
+from placer.common.errors import TrainingError
+from placer.common.pool import sigterm_as_interrupt
+from placer.cost import CostModel
 from placer.envs.config import EnvConfig
 from placer.envs.env import ClusterPlacementEnv, cost_models_for
 from placer.envs.observation import GraphTable
@@ -39,16 +49,6 @@ from placer.policies.scorer import OptionPolicy
 from placer.policies.teachers import FamilyTunings, check_baseline_early, teacher_members, with_baseline
 from placer.policies.validation import RatesCache, paired_summary
 from placer.policies.warm import start_weights, warm_start
-from sb3_contrib import MaskablePPO
-from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-from placer.cluster.topology import load_cluster
-from placer.common.atomic import atomic_path, write_atomic
-from placer.common.errors import TrainingError
-from placer.common.pool import sigterm_as_interrupt
-from placer.cost import CostModel
 
 
 class TrainingCallback(BaseCallback):

@@ -15,19 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from placer.envs.config import EnvConfig
-from placer.envs.regime import POOLED, Regime
-from placer.policies.policy_file import read_policy_file
 from pydantic import BaseModel
 from tqdm.auto import tqdm
 
 from placer.baselines.policy import Policy
 from placer.baselines.specs import PolicySpec
 from placer.common.progress import bar_off
+from placer.envs.config import EnvConfig
+from placer.envs.regime import POOLED, Regime
 from placer.evaluate.config import VALIDATION_SEED, EvaluationConfig
 from placer.evaluate.parallel import run_tasks
 from placer.evaluate.runner import Runner, tasks
 from placer.evaluate.stats import mean_ci95, plus_minus
+from placer.policies.policy_file import read_policy_file
 
 if TYPE_CHECKING:
     from placer.policies.config import TrainConfig

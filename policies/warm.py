@@ -26,15 +26,15 @@ from typing import Any
 
 import numpy as np
 import torch
+from sb3_contrib import MaskablePPO
+
+from placer.common.atomic import atomic_path
+from placer.common.errors import TrainingError
 from placer.envs.config import EnvConfig
 from placer.policies.config import TrainConfig
 from placer.policies.demonstrations import UNREADABLE, Demonstrations, load_demonstrations, merge, save_demonstrations
 from placer.policies.imitation import agreement, clone, collect
 from placer.policies.model import build_policy, load_policy_file, widened_for_advice, widened_for_resizes
-from sb3_contrib import MaskablePPO
-
-from placer.common.atomic import atomic_path
-from placer.common.errors import TrainingError
 
 RECORDED = "recorded"  # the run's folder of kept recordings
 

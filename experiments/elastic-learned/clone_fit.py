@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
 from placer.envs.observation import GraphTable
 from placer.policies.imitation import Demonstrations, agreement, clone, collect
 from placer.policies.model import build_policy

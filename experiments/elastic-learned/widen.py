@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 import torch
+
 from placer.policies.model import build_policy, save_policy_file, widened_for_resizes
 from placer.policies.policy_file import read_policy_file
 

@@ -11,10 +11,9 @@ import argparse
 import json
 from pathlib import Path
 
+from placer.common.atomic import write_atomic
 from placer.policies.recipe import load_recipe
 from placer.policies.teachers import OBSERVATION_FIELDS, file_sha256
-
-from placer.common.atomic import write_atomic
 
 
 def main() -> None:

@@ -14,12 +14,11 @@ import argparse
 import json
 from pathlib import Path
 
+from placer.common.atomic import write_atomic
 from placer.policies.config import TrainConfig
 from placer.policies.teachers import file_sha256
 from placer.policies.train import train
 from placer.policies.validation import RatesCache
-
-from placer.common.atomic import write_atomic
 
 
 def main() -> None:

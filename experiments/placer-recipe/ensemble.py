@@ -19,15 +19,15 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
-from placer.envs.action import action_mask, decision
-from placer.envs.observation import observe
-from placer.policies.loading import LearnedPolicy
-from placer.policies.recipe import load_recipe
-from placer.policies.validation import validation_configs
 from tqdm import tqdm
 
 from placer.baselines.specs import PolicySpec
+from placer.envs.action import action_mask, decision
+from placer.envs.observation import observe
 from placer.evaluate.runner import Runner, tasks
+from placer.policies.loading import LearnedPolicy
+from placer.policies.recipe import load_recipe
+from placer.policies.validation import validation_configs
 
 
 class Ensemble(LearnedPolicy):

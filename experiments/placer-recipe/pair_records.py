@@ -16,10 +16,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-from placer.policies.recipe import load_recipe
-from placer.policies.validation import validation_regimes
 
 from placer.evaluate.stats import mean_ci95
+from placer.policies.recipe import load_recipe
+from placer.policies.validation import validation_regimes
 
 
 def main() -> None:

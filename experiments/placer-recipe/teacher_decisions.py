@@ -21,13 +21,13 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+
+from placer.baselines.policy import Policy
 from placer.envs.advice import Advisers
+from placer.evaluate.runner import Runner, tasks
 from placer.policies.loading import LearnedPolicy
 from placer.policies.recipe import load_recipe
 from placer.policies.validation import validation_configs
-
-from placer.baselines.policy import Policy
-from placer.evaluate.runner import Runner, tasks
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Decision, Job, Place
 

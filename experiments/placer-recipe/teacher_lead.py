@@ -20,16 +20,16 @@ import json
 from pathlib import Path
 
 import numpy as np
-from placer.envs.env import regimes, variant_of
-from placer.policies.config import TrainConfig, load_train_config
-from placer.policies.teachers import _tuning, candidate_context
 
 from placer.baselines.best import TUNING_METRIC
 from placer.baselines.registry import make_heuristic, make_policy
 from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
+from placer.envs.env import regimes, variant_of
 from placer.evaluate.stats import mean_ci95
 from placer.graphs.catalog import resolve_graph
+from placer.policies.config import TrainConfig, load_train_config
+from placer.policies.teachers import _tuning, candidate_context
 
 
 def main() -> None:

@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-from placer.policies.recipe import load_recipe
-from placer.policies.validation import RatesCache, config_rates, regime_rows, validation_configs, validation_regimes
 
 from placer.evaluate.runner import tasks
+from placer.policies.recipe import load_recipe
+from placer.policies.validation import RatesCache, config_rates, regime_rows, validation_configs, validation_regimes
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
 from placer.envs.config import EnvConfig
 from placer.envs.env import ClusterPlacementEnv
 from placer.envs.observation import GraphTable

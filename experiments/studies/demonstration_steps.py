@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+
 from placer.envs.config import EnvConfig
 from placer.envs.env import ClusterPlacementEnv
 from placer.envs.regime import Regime

@@ -31,14 +31,14 @@ import numpy as np
 
 # a sibling script: experiments/studies/ is on the path of a script run from it
 from departures import families_runner, regime_arguments, regime_parser, run_regimes
-from placer.envs.action import REJECT, action_mask, decision
-from placer.envs.observation import Offer, observe
-from placer.policies.loading import JobHistory, LearnedPolicy
 
 from placer.baselines.guard import Guarded
 from placer.baselines.policy import Policy, run_policy
+from placer.envs.action import REJECT, action_mask, decision
+from placer.envs.observation import Offer, observe
 from placer.evaluate.runner import Task
 from placer.evaluate.stats import mean_ci95, plus_minus
+from placer.policies.loading import JobHistory, LearnedPolicy
 from placer.sim.types import Decision
 
 

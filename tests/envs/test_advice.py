@@ -1,13 +1,13 @@
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
-from placer.envs.action import REJECT
-from placer.envs.advice import advice_arrays
 
 from placer import envs
 from placer.baselines.policy import run_policy
 from placer.baselines.registry import PolicyContext, make_policy
 from placer.common.errors import PlacerError
+from placer.envs.action import REJECT
+from placer.envs.advice import advice_arrays
 from placer.sim.options import Option
 from placer.sim.types import Place, Reject
 

@@ -6,13 +6,13 @@ import re
 
 import numpy as np
 import pytest
+
+from placer import envs
+from placer.common.errors import PlacerError
 from placer.envs.baseline import StreamBaseline, baseline_for
 from placer.envs.config import EnvConfig
 from placer.envs.env import cost_models_for
 from placer.envs.regime import Regime
-
-from placer import envs
-from placer.common.errors import PlacerError
 
 QUEUED = {"graphs": ("alexnet", "gnmt", "resnet18"), "jobs": 60, "queue": "edf-bf", "reward": "mission", "load": 1.2, "clusters": "dgx8x8"}
 

@@ -3,10 +3,10 @@
 import re
 
 import pytest
-from placer.envs.config import EnvConfig
 
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import ConfigError, EnvConfigError, PlacerError
+from placer.envs.config import EnvConfig
 
 
 def test_the_rules_are_the_placement_rules_in_their_order():

@@ -2,12 +2,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
-from placer.envs.action import REJECT, decision
-from placer.envs.observation import GraphTooLargeError
-from placer.envs.reward import reward
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from placer import envs
+from placer.envs.action import REJECT, decision
+from placer.envs.observation import GraphTooLargeError
+from placer.envs.reward import reward
 from placer.sim.types import BlockReason, Outcome
 
 SMALL = {"graphs": ("alexnet", "gnmt", "resnet18"), "episode_jobs": 40}

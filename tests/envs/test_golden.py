@@ -8,11 +8,11 @@ import struct
 
 import numpy as np
 import pytest
-from placer.envs.env import cost_models_for
-from placer.policies.config import load_train_config
 
 from placer import envs
 from placer.common.shipped import data_dir
+from placer.envs.env import cost_models_for
+from placer.policies.config import load_train_config
 
 PACML = load_train_config(data_dir() / "configs" / "pacml.toml").env  # the training config bench_training builds
 FEATURED = PACML.with_changes(

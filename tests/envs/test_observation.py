@@ -4,13 +4,13 @@ import math
 
 import numpy as np
 import pytest
+
+from placer.common.errors import PlacerError
+from placer.cost import CostModel
 from placer.envs.action import action_mask
 from placer.envs.config import EnvConfig
 from placer.envs.env import ClusterPlacementEnv
 from placer.envs.observation import GraphRef, GraphTable, JobHistory, Offer, observe
-
-from placer.common.errors import PlacerError
-from placer.cost import CostModel
 from placer.sim.options import OptionTable, options
 from placer.sim.simulator import ClusterView
 from placer.sim.types import Job

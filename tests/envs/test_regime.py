@@ -3,11 +3,11 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from placer.common.errors import EnvConfigError
 from placer.envs.config import EnvConfig
 from placer.envs.regime import POOLED, Regime, parse_table
 from placer.policies.teachers import Teachers
-
-from placer.common.errors import EnvConfigError
 
 SPEC = st.text(alphabet=st.characters(blacklist_characters="|", blacklist_categories=("Cs",)), min_size=1, max_size=12)
 LOAD = st.one_of(st.none(), st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False))

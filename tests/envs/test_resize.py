@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from placer.baselines.policy import run_policy
 from placer.envs.action import any_option
 from placer.envs.env import ClusterPlacementEnv
 from placer.envs.resize import KEEP, RESIZE_FEATURES, ResizeOffer, ResizeRound, ShrinkOffer
 from placer.envs.reward import reward
-
-from placer.baselines.policy import run_policy
 from placer.sim.elastic import ResizeError, plan_resizes
 from placer.sim.simulator import PULL, Simulator
 from placer.sim.types import Place, Resize
@@ -228,6 +228,7 @@ def test_an_elastic_policy_widened_from_a_fixed_one_decides_arriving_jobs_as_it_
     """``init_policy`` of a fixed policy for an elastic config: zero weights on the ``resize`` features, so every arriving
     job gets the fixed policy's action."""
     import torch
+
     from placer.policies.config import PolicySection, TrainConfig, TrainSection
     from placer.policies.loading import greedy_action
     from placer.policies.model import build_policy, save_policy_file
@@ -280,6 +281,7 @@ def test_a_learned_policy_resizes_in_a_run_as_in_the_env(tmp_path):
     """An elastic policy file loads as an ElasticLearnedPolicy, whose run (placer evaluate's) is the env's greedy episode,
     resizes included (an elastic adviser's decisions observed at both kinds of offer)."""
     import torch
+
     from placer.policies.loading import ElasticLearnedPolicy, LearnedPolicy, greedy_action
     from placer.policies.model import build_policy, save_policy_file
 
@@ -300,11 +302,10 @@ def test_a_learned_policy_resizes_in_a_run_as_in_the_env(tmp_path):
     assert env.sim is not None
     run = run_policy(learned, env.cost, env.stream, env.sim.queue, np.random.default_rng(0))
     assert offers > 0 and shrinks > 0 and any(r.resizes for r in env.sim.records)  # grown and shrunk
-    from placer.policies.loading import make_learned_policy
-
     from placer.baselines.registry import PolicyContext
     from placer.baselines.specs import PolicySpec
     from placer.common.errors import PolicyError
+    from placer.policies.loading import make_learned_policy
 
     with pytest.raises(PolicyError, match="not for a policy trained elastic"):  # a gate would drop its resizes silently
         make_learned_policy(PolicySpec.parse(f"learned:{tmp_path / 'elastic.pt'}:below=1.1"), PolicyContext(env.cost.cluster))
@@ -334,6 +335,7 @@ def test_action_0_is_scored_by_the_keep_head_at_a_resize_offer_and_by_the_reject
     """An elastic network scores keeping a running job with a head of its own (placer.policies.scorer): moving the keep head's
     bias moves action 0's logit at resize offers only, and the numpy actor decides as torch does at both kinds of offer."""
     import torch
+
     from placer.policies.inference import NumpyPolicy
     from placer.policies.loading import greedy_action
     from placer.policies.model import build_policy

@@ -1,9 +1,9 @@
 import dataclasses
 
 import pytest
-from placer.envs.reward import SLOWDOWN_WEIGHT, reward
 
 from placer import envs
+from placer.envs.reward import SLOWDOWN_WEIGHT, reward
 from placer.sim.types import BlockReason, JobRecord, Outcome
 
 ACCEPTED = JobRecord(

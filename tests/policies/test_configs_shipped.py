@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
-from placer.policies.config import load_train_config
-from placer.policies.recipe import is_recipe, load_recipe
 
 from placer.baselines.registry import make_heuristic
+from placer.policies.config import load_train_config
+from placer.policies.recipe import is_recipe, load_recipe
 
 CONFIGS = sorted((Path(__file__).parents[2] / "data" / "configs").glob("*.toml"))
 

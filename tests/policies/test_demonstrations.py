@@ -2,11 +2,11 @@
 decisions as one never stopped, playing only the episodes it had not kept."""
 
 import numpy as np
+
 import placer.policies.imitation as imitation
 from placer.envs.config import EnvConfig
 from placer.policies.demonstrations import Spool, load_demonstrations, merge, save_demonstrations
 from placer.policies.imitation import collect
-
 from tests.policies.test_warm import _demonstrations, _same
 
 # several clusters, loads and structures: each episode's draws come from the env's random state, which a resume restores
@@ -65,6 +65,7 @@ def test_a_recording_stopped_part_way_goes_on_to_the_same_decisions(tmp_path, mo
 def test_a_learner_driven_recording_resumes_too(tmp_path):
     """DAgger's rounds record the learner's states: the learner is deterministic, so they resume alike."""
     import torch
+
     from placer.envs.observation import GraphTable
     from placer.policies.model import build_policy
 

@@ -3,16 +3,16 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from torch.nn import functional as F
+
+from placer import envs
+from placer.baselines.registry import make_heuristic
 from placer.envs.config import EnvConfig
 from placer.envs.observation import GraphTable
 from placer.envs.resize import KEEP, ResizeOffer, ShrinkOffer
 from placer.policies.imitation import _masked_logits, agreement, clone, collect, teacher_action, teacher_choice
 from placer.policies.model import build_policy
 from placer.policies.train import reproducible_torch
-from torch.nn import functional as F
-
-from placer import envs
-from placer.baselines.registry import make_heuristic
 from placer.sim.types import Outcome
 
 CONFIG = EnvConfig(clusters=("dgx8x8",), graphs=("alexnet", "gnmt"), episode_jobs=40, max_nodes=64, max_edges=128)
@@ -117,7 +117,6 @@ def test_the_env_keeps_the_episodes_stream_for_a_clairvoyant_teacher():
 
 def test_soft_targets_by_hand():
     from placer.policies.imitation import teacher_targets
-
     from placer.sim.types import Place, Reject
 
     class Option:

@@ -10,21 +10,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
+from placer.cluster.topology import load_cluster
+from placer.common.errors import PolicyError
+from placer.common.shipped import default_policy_file, policy_names, shipped_policy_file
+from placer.cost import CostModel
 from placer.envs.action import action_mask, action_of, decision, option_table
 from placer.envs.config import EnvConfig
 from placer.envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, Offer, forward_size, graph_arrays, observe
+from placer.graphs.catalog import resolve_graph
 from placer.policies.gnn import GraphEncoder
 from placer.policies.imitation import teacher_targets
 from placer.policies.inference import NumpyGraphEncoder, NumpyPolicy, load_inference_policy
 from placer.policies.loading import LearnedPolicy, greedy_action
 from placer.policies.model import FORMAT, VERSION, build_policy, load_policy_file, save_policy_file
 from placer.policies.policy_file import read_policy_file
-
-from placer.cluster.topology import load_cluster
-from placer.common.errors import PolicyError
-from placer.common.shipped import default_policy_file, policy_names, shipped_policy_file
-from placer.cost import CostModel
-from placer.graphs.catalog import resolve_graph
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
 from tests.policies.streams import stream

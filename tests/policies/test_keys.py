@@ -5,10 +5,9 @@ import subprocess
 import sys
 import tomllib
 
-from placer.policies.keys import TABLES, config_keys
-
 from placer.common.shipped import data_dir
 from placer.common.tomlfile import read_toml
+from placer.policies.keys import TABLES, config_keys
 
 
 def test_every_key_has_a_meaning_and_a_default_a_toml_file_can_write():

@@ -4,15 +4,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
+from placer import envs
+from placer.common.errors import PolicyError
 from placer.envs.action import decision
 from placer.envs.config import EnvConfig
 from placer.envs.observation import GRAPH_KEYS, graph_arrays
 from placer.policies.extractor import PlacementExtractor
 from placer.policies.gnn import GraphEncoder
 from placer.policies.model import build_policy, load_policy_file, save_policy_file
-
-from placer import envs
-from placer.common.errors import PolicyError
 from tests.envs.test_advice import outcomes
 
 
@@ -59,7 +59,6 @@ def test_deduplicated_and_cached_graph_encodings_equal_the_plain_ones():
 
 def test_graphs_with_equal_array_sums_are_encoded_apart():
     from placer.envs.observation import GraphTable, observation_space
-
     from tests.placer.toys import equal_sum_paths
 
     table = GraphTable(equal_sum_paths(), max_nodes=8, max_edges=8)  # the old fingerprint (sums of the arrays) collided
@@ -127,9 +126,8 @@ def test_lean_inference_picks_the_sb3_distribution_mode():
 
 
 def test_a_policy_file_missing_its_env_is_a_clear_error(tmp_path):
-    from placer.policies.model import FORMAT, VERSION, load_policy_file
-
     from placer.common.errors import PolicyError
+    from placer.policies.model import FORMAT, VERSION, load_policy_file
 
     path = tmp_path / "noenv.pt"
     torch.save({"format": FORMAT, "version": VERSION, "policy": {}, "state_dict": {}}, path)
@@ -159,9 +157,8 @@ def test_cached_graph_encodings_give_the_same_decisions_as_full_observations(adv
 
 def test_a_policy_with_advisers_decides_in_a_run_as_in_the_env():
     """LearnedPolicy.decide puts every offer to its advisers as the env does, so a run of it is the env's greedy episode."""
-    from placer.policies.loading import LearnedPolicy, greedy_action
-
     from placer.baselines.policy import run_policy
+    from placer.policies.loading import LearnedPolicy, greedy_action
 
     advisers = ("lean:admit=0.5+best_fit",)  # its admission reads the sizes of the run's jobs: a run must start it afresh
     graphs = ("alexnet", "gnmt", "resnet18")
@@ -214,12 +211,11 @@ def test_env_and_policy_at_8192_devices_and_a_5000_op_graph(tmp_path):
 
 
 def test_learned_with_a_load_gate_is_the_shipped_policy_guarded_by_adaptive():
-    from placer.policies.loading import LearnedPolicy
-
     from placer.baselines.adaptive import Adaptive
     from placer.baselines.guard import Guarded
     from placer.baselines.registry import PolicyContext, make_policy
     from placer.cluster.topology import load_cluster
+    from placer.policies.loading import LearnedPolicy
 
     context = PolicyContext(load_cluster("dgx8x8"))
     guarded = make_policy("learned:pacml:below=1.15", context)

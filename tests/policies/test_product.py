@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+
 from placer.policies.product import Validated, choose_product, verdict
 from placer.policies.validation import RegimeRow, pooled_row
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from placer.common.errors import PlacerError
+from placer.common.shipped import data_dir
 from placer.envs.config import EnvConfig
 from placer.envs.regime import Regime
 from placer.policies.policy_file import read_policy_file
 from placer.policies.promotion import check_incumbent, check_promote_target, promote_with_card
 from placer.policies.recipe import choose_rl_winner, is_recipe, load_recipe, run_recipe
 from placer.policies.validation import RegimeRow, regime_rows, validation_rates, validation_regimes
-
-from placer.common.errors import PlacerError
-from placer.common.shipped import data_dir
 
 CONFIGS = data_dir() / "configs"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from placer.policies.loading import LearnedPolicy
 
 from placer.cluster.topology import load_cluster
 from placer.common.shipped import shipped_policy_file
 from placer.cost import CostModel
+from placer.policies.loading import LearnedPolicy
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
 from placer.sim.types import Place

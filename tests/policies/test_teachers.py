@@ -4,17 +4,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from placer.envs.config import EnvConfig
-from placer.envs.regime import Regime
-from placer.policies.imitation import collect
-from placer.policies.teachers import Teachers, chosen_member, regime_members, regimes, tune_regime, tuned_per_regime
 
 from placer.baselines.best import BEST_CANDIDATES, TUNING_METRIC
 from placer.baselines.registry import make_heuristic
 from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
+from placer.envs.config import EnvConfig
+from placer.envs.regime import Regime
 from placer.evaluate.stats import mean_ci95
 from placer.graphs.catalog import resolve_graph
+from placer.policies.imitation import collect
+from placer.policies.teachers import Teachers, chosen_member, regime_members, regimes, tune_regime, tuned_per_regime
 
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "experiments" / "policies" / "default.pt"  # retired: named by its file
 DEFAULT = f"learned:{DEFAULT_FILE}"
@@ -177,10 +177,9 @@ def _tuning_blocking(config, row, policy) -> float:
 
 def test_a_learned_candidate_teaches_the_regimes_it_is_chosen_for():
     pytest.importorskip("torch")
+    from placer import envs
     from placer.policies.imitation import teacher_action
     from placer.policies.loading import LearnedPolicy
-
-    from placer import envs
 
     low, high = (r.key for r in regimes(CONFIG))
     teachers = Teachers("best", 16, {low: "lean", high: DEFAULT})
@@ -201,9 +200,8 @@ def test_a_learned_candidate_teaches_the_regimes_it_is_chosen_for():
 
 
 def test_teacher_candidates_need_a_teacher_tuned_per_regime_and_policy_names():
-    from placer.policies.config import TrainConfig, TrainSection
-
     from placer.common.errors import PlacerError
+    from placer.policies.config import TrainConfig, TrainSection
 
     env = CONFIG
     with pytest.raises(PlacerError, match="not tuned per regime"):
@@ -218,9 +216,8 @@ def test_teacher_candidates_need_a_teacher_tuned_per_regime_and_policy_names():
 
 
 def test_elastic_best_is_tuned_per_regime_among_the_elastic_families_and_its_members_resize_in_the_recording():
-    from placer.policies.teachers import _tuning, variant_of
-
     from placer.baselines.best import ELASTIC_CANDIDATES
+    from placer.policies.teachers import _tuning, variant_of
 
     config = CONFIG.with_changes(elastic=True, loads=(0.9,), graphs=("alexnet", "vgg16", "resnet18", "gnmt"), max_nodes=512, max_edges=1024)
     scores: dict = {}

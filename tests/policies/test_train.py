@@ -5,18 +5,18 @@ import sys
 import numpy as np
 import pytest
 import torch
-from placer.envs.config import EnvConfig
-from placer.policies.config import PolicySection, PPOSection, TrainConfig, TrainSection
-from placer.policies.loading import LearnedPolicy
-from placer.policies.policy_file import read_policy_file
-from placer.policies.teachers import teacher_members, with_baseline
-from placer.policies.train import train
 
 from placer.cluster.topology import load_cluster
 from placer.common.errors import PlacerError
 from placer.common.shipped import data_dir
 from placer.cost import CostModel
+from placer.envs.config import EnvConfig
 from placer.graphs.catalog import resolve_graph
+from placer.policies.config import PolicySection, PPOSection, TrainConfig, TrainSection
+from placer.policies.loading import LearnedPolicy
+from placer.policies.policy_file import read_policy_file
+from placer.policies.teachers import teacher_members, with_baseline
+from placer.policies.train import train
 from placer.sim.rollout import simulate
 from placer.workloads.generator import BetaDistribution, Workload
 
@@ -172,9 +172,9 @@ def test_env_processes_train_the_same_policy_as_one_process(tmp_path):
 
 def test_device_auto_is_the_cpu_here_and_cuda_without_a_gpu_is_refused():
     import torch
-    from placer.policies.train import resolve_device
 
     from placer.common.errors import PlacerError
+    from placer.policies.train import resolve_device
 
     assert resolve_device("cpu") == "cpu"
     assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
@@ -357,8 +357,9 @@ def test_a_configured_baseline_is_shaped_for_ppos_discount():
 def test_anchored_ppo_adds_the_kl_to_its_starting_policy_and_nothing_else(tmp_path):
     """anchor_kl: each sample's entropy slot is ent_coef * H - anchor_kl * KL(anchor || policy), KL computed as torch
     does over the unmasked actions; 0 where the policy is its anchor; the anchor is not saved or optimised."""
-    from placer.policies.train import _anchor, build_model
     from torch.distributions import Categorical, kl_divergence
+
+    from placer.policies.train import _anchor, build_model
 
     config = tiny_config()
     config = config.model_copy(update={"ppo": config.ppo.model_copy(update={"anchor_kl": 0.5, "ent_coef": 0.01})})

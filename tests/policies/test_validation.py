@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from placer.envs.config import EnvConfig
 from placer.policies.validation import validation_rates
 
@@ -25,10 +26,9 @@ def test_validation_in_processes_gives_the_same_rates_in_the_same_order(capsys, 
 
 
 def test_a_policy_file_validates_to_the_same_rates_here_and_over_workers():
+    from placer.common.shipped import shipped_policy_file
     from placer.policies.loading import LearnedPolicy
     from placer.policies.validation import policy_file_rates
-
-    from placer.common.shipped import shipped_policy_file
 
     path = shipped_policy_file("pacml")
     data = LearnedPolicy.from_file(path).env.model_dump()
@@ -82,12 +82,11 @@ def test_rates_are_kept_per_evaluation_so_a_repeated_or_shared_setting_is_measur
 def test_a_policy_files_rates_are_kept_by_its_content(tmp_path, monkeypatch):
     import shutil
 
+    from placer.common.shipped import shipped_policy_file
     from placer.policies import validation
     from placer.policies.loading import LearnedPolicy
     from placer.policies.model import load_policy_file, save_policy_file
     from placer.policies.policy_file import read_policy_file
-
-    from placer.common.shipped import shipped_policy_file
 
     path = tmp_path / "student.pt"
     shutil.copyfile(shipped_policy_file("pacml"), path)

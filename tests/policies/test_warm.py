@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 import torch
+
 from placer.policies.demonstrations import Demonstrations
 from placer.policies.train import train
 from placer.policies.warm import RECORDED, recorded
-
 from tests.policies.test_train import tiny_config
 
 
@@ -159,12 +159,11 @@ def test_an_unadvised_policy_widened_for_advisers_scores_every_offer_as_before(t
 
 
 def test_a_candidate_read_with_other_advisers_is_refused_in_one_line(tmp_path):
+    from placer.common.errors import TrainingError
     from placer.envs.env import ClusterPlacementEnv
     from placer.policies.config import PolicySection
     from placer.policies.model import build_policy, save_policy_file
     from placer.policies.warm import start_weights
-
-    from placer.common.errors import TrainingError
 
     settings = {"clusters": "dgx8x8", "graphs": ["alexnet", "resnet18"], "jobs": 20, "load": 0.9}
     one = ClusterPlacementEnv(**settings, advisers=("lean",))
@@ -177,9 +176,8 @@ def test_a_candidate_read_with_other_advisers_is_refused_in_one_line(tmp_path):
 
 
 def test_clone_from_candidate_needs_a_candidate_and_a_warm_start():
-    from placer.policies.config import TrainConfig
-
     from placer.common.errors import ConfigError
+    from placer.policies.config import TrainConfig
 
     data = tiny_config(0).model_dump(mode="json")
     data["train"] |= {"clone_from_candidate": True, "imitation_steps": 40}

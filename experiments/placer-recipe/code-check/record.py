@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from placer.policies.config import load_train_config
 from placer.policies.imitation import collect
 
