@@ -46,7 +46,7 @@ from placer import place, resolve_graph
 from placer.cluster.topology import Cluster, load_cluster, parse_cluster_spec
 from placer.cost import CostModel
 from placer.baselines.registry import make_heuristic
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Job
 from placer.common.shipped import default_policy_file
 from placer.policies.loading import LearnedPolicy

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.sim.options import Option, OptionTable, any_feasible
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
 
 REJECT = 0

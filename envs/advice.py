@@ -27,7 +27,7 @@ from placer.envs import action as act
 from placer.envs.baseline import baseline_policy
 from placer.envs.resize import ResizeOffer, rebalance_choice
 from placer.sim.options import Option, OptionTable
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place
 
 ADVISER_SEED = 0

@@ -19,7 +19,7 @@ from placer.cluster.placement import PLACEMENT_RULES
 from placer.cluster.topology import Cluster
 from placer.cost import Strategy
 from placer.sim.options import Option, OptionTable, fitting_iteration_s
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import DEADLINE_TOLERANCE
 
 OPTION_FEATURES, GROUP_FEATURES = 13, 6

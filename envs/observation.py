@@ -83,7 +83,7 @@ from placer.graphs.catalog import resolve_graph
 from placer.graphs.job_graph import JobGraph
 from placer.sim.history import RATE_WINDOWS, RECENT, ArrivalHistory, LoadMeter
 from placer.sim.options import OptionTable
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from placer.baselines.elastic_lean import fastest
 from placer.envs import action as act
 from placer.sim.elastic import RunningJob, resize_pause_s
 from placer.sim.options import Option, OptionTable
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject, Resize, meets_deadline
 
 RESIZE_FEATURES = 5

@@ -15,7 +15,8 @@ from placer.graphs.job_graph import JobGraph, load_job_graph
 from placer.graphs.pipedream import load_pipedream
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import simulate
-from placer.sim.simulator import ClusterView, Simulator
+from placer.sim.simulator import Simulator
+from placer.sim.state import ClusterView
 from placer.sim.types import BlockReason, Job, JobRecord, Outcome, Place, Reject
 from placer.workloads.generator import BetaDistribution, JobSpec, SizeDistribution, Workload
 

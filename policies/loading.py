@@ -24,7 +24,7 @@ from placer.envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, 
 from placer.envs.resize import Floors, ResizeRound, ShrinkOffer, arrival_offer
 from placer.policies.inference import NumpyPolicy, load_inference_policy
 from placer.sim.options import Option
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Reject, Resize
 
 if TYPE_CHECKING:

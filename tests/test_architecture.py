@@ -24,8 +24,8 @@ PLACER_LAYERS = (
 )  # fmt: skip
 MAX_LINES = 400
 MAX_FUNCTION_LINES = 80
-# files another change owns (not split here): the simulator, being rewritten
-LONG_FILES_ALLOWED = {"placer/sim/simulator.py"}
+# files allowed over the cap, each with its reason (none today)
+LONG_FILES_ALLOWED: set[str] = set()
 # files and functions over the caps still to be split along their concerns (issue 80 item 3 emptied both)
 LONG_FILES_PENDING: set[str] = set()
 LONG_FUNCTIONS_PENDING: set[tuple[str, str]] = set()

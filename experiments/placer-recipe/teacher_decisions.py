@@ -28,7 +28,7 @@ from placer.evaluate.runner import Runner, tasks
 from placer.policies.loading import LearnedPolicy
 from placer.policies.recipe import load_recipe
 from placer.policies.validation import validation_configs
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place
 
 KINDS = ("same", "same_degree", "smaller", "larger", "rejects", "places", "both_reject")

@@ -36,7 +36,7 @@ from placer.common.errors import PlacerError, validation_message
 from placer.evaluate.config import EvaluationConfig
 from placer.evaluate.runner import Runner, Task
 from placer.sim.options import options
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, JobRecord, Outcome, Place
 
 RANK_BINS = (0.5, 0.8, 0.9, 0.95)  # size-rank bins of held jobs: below 0.5, 0.5-0.8, ..., 0.95 and above

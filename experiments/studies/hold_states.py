@@ -21,7 +21,7 @@ from departures import families_runner, regime_arguments, regime_parser, run_reg
 
 from placer.baselines.policy import Policy, run_policy
 from placer.evaluate.runner import Task
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place
 
 

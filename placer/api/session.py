@@ -26,7 +26,7 @@ from placer.common.errors import PolicyError, QueryError
 from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.options import DEFAULT_MAX_DEGREE, degrees_for, options
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Job, Place, meets_deadline
 
 

@@ -37,7 +37,7 @@ from placer.baselines.policy import TUNING_SEED, Policy, Tuning, run_policy
 from placer.baselines.specs import PolicySpec
 from placer.common.errors import PolicyError
 from placer.sim.history import WINDOW, LoadMeter
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject, meets_deadline
 
 WINDOWS = (32, 96)  # tuned: short follows a daily cycle, long reads a steady load better

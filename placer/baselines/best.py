@@ -29,7 +29,7 @@ from placer.baselines.specs import PolicySpec
 from placer.common.errors import PolicyError
 from placer.sim.engine.program import Program
 from placer.sim.queueing import QueueConfig
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Resize
 
 BEST_CANDIDATES = (

@@ -36,7 +36,7 @@ from placer.baselines.policy import Policy
 from placer.baselines.specs import PolicySpec
 from placer.sim.options import DEFAULT_MAX_DEGREE, Option, OptionTable, any_feasible, degrees_for
 from placer.sim.queueing import QueueConfig
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
 
 CONSOLIDATING_RULES = ("best_fit", "first_fit", "spread")  # the placement rules a lease tries, in preference

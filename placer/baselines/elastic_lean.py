@@ -31,7 +31,7 @@ from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.elastic import ResizeError, RunningJob, plan_resizes, resize_pause_s
 from placer.sim.options import Option
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject, Resize, meets_deadline
 
 Choice = tuple[tuple[int, ...], float]  # devices and the iteration (s) there

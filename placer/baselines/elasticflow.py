@@ -38,7 +38,7 @@ from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.elastic import RunningJob, resize_pause_s
 from placer.sim.options import DEFAULT_MAX_DEGREE
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject, Resize, meets_deadline
 
 Block = tuple[int, ...]

@@ -23,7 +23,7 @@ from placer.baselines.policy import Policy, Tuning
 from placer.baselines.specs import PolicySpec
 from placer.sim.history import LoadMeter
 from placer.sim.queueing import QueueConfig
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place
 from placer.workloads.generator import JobSpec
 

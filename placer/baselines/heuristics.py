@@ -48,7 +48,7 @@ from placer.common.errors import PolicyError
 from placer.sim.engine.program import Program
 from placer.sim.history import ArrivalHistory
 from placer.sim.options import DEFAULT_MAX_DEGREE, Option, OptionTable, any_feasible, degrees_for
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Reject
 
 LEAN_TIE = 1e-3

@@ -29,7 +29,8 @@ from placer.baselines.heuristics import Lean
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.common.errors import PolicyError
 from placer.sim.options import degrees_for, options
-from placer.sim.simulator import ClusterView, Simulator
+from placer.sim.simulator import Simulator
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Outcome, Place, Reject
 from placer.workloads.generator import JobSpec
 

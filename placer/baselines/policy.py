@@ -23,7 +23,7 @@ from placer.cost import CostModel
 from placer.sim.engine.program import Program, external
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import RunResult, simulate
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Resize
 from placer.workloads.generator import JobSpec
 

@@ -44,7 +44,7 @@ def resize_pause_s(cluster: Cluster, graph: JobGraph) -> float:
 @dataclass(frozen=True)
 class RunningJob:
     """A running job as the simulator tracks it in elastic mode (and an elastic policy sees it in
-    :attr:`ClusterView.running_jobs <placer.sim.simulator.ClusterView.running_jobs>`). Times are absolute seconds."""
+    :attr:`ClusterView.running_jobs <placer.sim.state.ClusterView.running_jobs>`). Times are absolute seconds."""
 
     job: Job
     devices: tuple[int, ...]

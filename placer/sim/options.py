@@ -15,7 +15,7 @@ from placer.cluster.placement import DEFAULT_RULE
 from placer.cost import CostModel, Prediction, Strategy
 from placer.cost.tables import PlacementTable
 from placer.graphs.job_graph import JobGraph
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import DEADLINE_TOLERANCE, Job, Place, meets_deadline
 
 DEFAULT_MAX_DEGREE = 16

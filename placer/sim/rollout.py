@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from placer.cost import CostModel
 from placer.sim.metrics import RunMetrics, compute_metrics
 from placer.sim.queueing import QueueConfig
-from placer.sim.simulator import ClusterView, RebalanceFn, Simulator
+from placer.sim.simulator import RebalanceFn, Simulator
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, JobRecord
 from placer.workloads.generator import JobSpec
 

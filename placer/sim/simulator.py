@@ -29,7 +29,6 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Final, Literal, cast
 
 import numpy as np
@@ -39,35 +38,13 @@ from placer.sim import elastic
 from placer.sim.elastic import ResizeError, RunningJob
 from placer.sim.fastest import fastest_iteration_s, servable
 from placer.sim.queueing import QueueConfig
-from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject, Resize, meets_deadline
+from placer.sim.state import ClusterView, check_decision, job_record
+from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject, Resize
 from placer.workloads.generator import JobSpec
 
 _COMPLETION, _ARRIVAL, _EXPIRY = 0, 1, 2
-_LOSS = QueueConfig()
+_LOSS = QueueConfig()  # the loss system
 PULL: Final = "pull"  # ``rebalance=PULL``: the caller answers the rebalance points (next_decision, rebalanced)
-
-
-@dataclass(frozen=True)
-class ClusterView:
-    """A read-only snapshot for policies: which devices are free, when busy ones free up, who waits."""
-
-    cost: CostModel
-    now: float
-    free: np.ndarray  # (N,) bool
-    free_at: np.ndarray  # (N,) seconds (absolute) when each device is next free; ``now`` if free
-    running: int  # number of running jobs
-    waiting: tuple[Job, ...] = ()  # jobs in the queue, in arrival order (the offered one included)
-    queue: QueueConfig = _LOSS
-    running_jobs: tuple[RunningJob, ...] = ()  # elastic mode only: every running job, its devices and progress
-    elastic: bool = False  # running jobs may be resized (the simulator was handed a rebalance callable)
-
-    @property
-    def cluster(self):
-        return self.cost.cluster
-
-    @property
-    def num_free(self) -> int:
-        return int(self.free.sum())
 
 
 class Simulator:
@@ -268,7 +245,8 @@ class Simulator:
         servers = self.cost.shape(devices).servers  # the servers the devices span
         label = strategy.label if strategy else None
         fastest = self._fastest.pop(job.job_id, None)
-        self.records.append(_record(job, Outcome.ACCEPTED, None, devices, jct, finish, label, servers, self.now - job.arrival_s, fastest))
+        wait = self.now - job.arrival_s
+        self.records.append(job_record(job, Outcome.ACCEPTED, None, devices, jct, finish, label, servers, wait, fastest))
         if self.elastic:
             iteration_s = prediction.iteration_s
             self._progress[job.job_id] = elastic.start(job, devices, iteration_s, self.now, finish)
@@ -299,7 +277,7 @@ class Simulator:
     def _leave(self, job: Job, reason: BlockReason, decision: Decision | None = None) -> JobRecord:
         self._waiting.pop(job.job_id, None)
         devices = decision.devices if isinstance(decision, Place) else ()
-        record = _record(
+        record = job_record(
             job, Outcome.BLOCKED, reason, devices, None, None, wait_s=self.now - job.arrival_s, fastest=self._fastest.pop(job.job_id, None)
         )
         self.records.append(record)
@@ -398,60 +376,3 @@ class Simulator:
 
 
 RebalanceFn = Callable[[ClusterView], Sequence[Resize]]
-
-
-def check_decision(
-    cost: CostModel, free: np.ndarray, now: float, job: Job, decision: Decision
-) -> tuple[BlockReason | None, float | None, Prediction | None]:
-    """Why ``decision`` would block ``job`` at ``now`` on the free devices ``free`` (None if accepted), its JCT, and
-    the prediction on its devices once they fit (the cost model asked once)."""
-    if isinstance(decision, Reject):
-        return BlockReason.REJECTED, None, None
-    if not isinstance(decision, Place):
-        raise TypeError(f"decision must be Reject or Place, got {decision!r}")
-    devices = decision.devices
-    n = cost.cluster.num_devices
-    if not devices or len(set(devices)) != len(devices) or any(not (0 <= d < n) for d in devices) or not free[list(devices)].all():
-        return BlockReason.NO_CAPACITY, None, None
-    prediction = cost.predict(job.graph, devices)
-    if not prediction.fits:
-        return BlockReason.OUT_OF_MEMORY, None, None
-    jct = prediction.iteration_s * (job.iterations or job.graph.iterations)  # CostModel.jct_s
-    if not meets_deadline(jct, job.remaining_s(now)):
-        return BlockReason.DEADLINE, jct, prediction
-    return None, jct, prediction
-
-
-def _record(
-    job: Job,
-    outcome,
-    reason,
-    devices: tuple[int, ...],
-    jct,
-    finish,
-    strategy: str | None = None,
-    servers: int = 0,
-    wait_s: float = 0.0,
-    fastest: float | None = None,
-) -> JobRecord:
-    fastest = fastest if fastest is not None else job.fastest_jct_s or None  # a snapshot's queued job: what it carries
-    return JobRecord(
-        job_id=job.job_id,
-        graph=job.graph.name,
-        arrival_s=job.arrival_s,
-        beta=job.beta,
-        iterations=job.iterations,
-        sequential_jct_s=job.sequential_jct_s,
-        deadline_s=job.deadline_s,
-        outcome=outcome,
-        reason=reason,
-        degree=len(devices),
-        devices=tuple(int(d) for d in devices),
-        jct_s=jct,
-        finish_s=finish,
-        strategy=strategy,
-        servers=servers,
-        wait_s=wait_s,
-        fastest_jct_s=fastest,
-        avoidable=fastest is None or servable(job, fastest),
-    )

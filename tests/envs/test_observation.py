@@ -12,7 +12,7 @@ from placer.envs.config import EnvConfig
 from placer.envs.env import ClusterPlacementEnv
 from placer.envs.observation import GraphRef, GraphTable, JobHistory, Offer, observe
 from placer.sim.options import OptionTable, options
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Job
 from tests.placer.toys import chain, equal_sum_paths, toy_cluster
 

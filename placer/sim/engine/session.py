@@ -16,7 +16,7 @@ import numpy as np
 from placer.cost import CostModel
 from placer.sim.elastic import ResizeError
 from placer.sim.queueing import QueueConfig
-from placer.sim.simulator import ClusterView, check_decision
+from placer.sim.state import ClusterView, check_decision
 from placer.sim.types import BlockReason, Decision, Job, JobRecord, Resize
 from placer.workloads.generator import JobSpec
 

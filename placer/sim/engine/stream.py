@@ -17,7 +17,7 @@ from placer.sim.fastest import servable
 from placer.sim.metrics import compute_metrics
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import DecideFn, RunResult
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject
 from placer.workloads.generator import JobSpec
 
@@ -118,7 +118,7 @@ def run_program(
 ) -> RunResult:
     """The run of ``program`` on ``jobs`` (sorted by arrival, each with iterations > 0: :func:`supported`) with ``queue``
     (the loss system by default): what :func:`~placer.sim.rollout.simulate` gives for the heuristic it describes, or with
-    :data:`EXTERNAL` for ``decide`` (a policy's, asked at each offer with a :class:`~placer.sim.simulator.ClusterView` as
+    :data:`EXTERNAL` for ``decide`` (a policy's, asked at each offer with a :class:`~placer.sim.state.ClusterView` as
     the reference simulator gives it). ``on_job``: called once per job decided for good."""
     stream = Stream(cost, list(jobs), program, queue or QueueConfig())
     while stream.advance(on_job) == k.ASK:

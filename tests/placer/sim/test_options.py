@@ -11,7 +11,7 @@ from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
 from placer.sim.options import any_feasible, options
-from placer.sim.simulator import ClusterView
+from placer.sim.state import ClusterView
 from placer.sim.types import Job
 from tests.placer.toys import chain, toy_cluster
 
