@@ -15,7 +15,16 @@ import typer
 from rich.table import Table
 
 from placer.cli.app import app, console, progress_bar
-from placer.cli.options import FirstSeed, OutFolder, check_distinct_betas, check_seed_range, checked_cluster, model_options
+from placer.cli.options import (
+    FirstSeed,
+    OutFolder,
+    check_distinct_betas,
+    check_seed_range,
+    checked_cluster,
+    evaluation_default,
+    evaluation_option,
+    model_options,
+)
 from placer.sim.workload import WorkloadSpec
 from placer.workloads.generator import check_load
 
@@ -26,9 +35,9 @@ def bound(
     workload: dict,
     cluster: Annotated[str, typer.Option(help="cluster preset name or TOML file", callback=checked_cluster)] = "pacml",
     seeds: Annotated[int, typer.Option(help="runs per beta distribution")] = 3,
-    first_seed: FirstSeed = 0,
-    max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
-    strategy: Annotated[str, typer.Option(help="cost model: auto, dp, tp, pp, or sipml")] = "auto",
+    first_seed: FirstSeed = evaluation_default("first_seed"),
+    max_degree: Annotated[int, evaluation_option("max_degree", "largest partitioning degree")] = evaluation_default("max_degree"),
+    strategy: Annotated[str, evaluation_option("strategy", "cost model: auto, dp, tp, pp, or sipml")] = evaluation_default("strategy"),
     time_limit: Annotated[float, typer.Option(min=1, help="seconds of solver time per run")] = 60.0,
     out: OutFolder = Path("runs/bound"),
     verbose: Annotated[bool, typer.Option("--verbose", help="show the solver's log (quiet otherwise)")] = False,

@@ -17,6 +17,8 @@ from placer.cli.options import (
     check_distinct_betas,
     check_seed_range,
     checked_cluster,
+    evaluation_default,
+    evaluation_option,
     model_options,
 )
 from placer.cli.tables import terminal_table
@@ -41,7 +43,7 @@ def evaluate(
         Path | None, typer.Option(help="use every *.json graph in this folder instead of --graphs", **INPUT_FOLDER)
     ] = None,
     seeds: Annotated[int, typer.Option(help="runs per policy and beta distribution")] = 3,
-    first_seed: FirstSeed = 0,
+    first_seed: FirstSeed = evaluation_default("first_seed"),
     policies: Annotated[
         str, typer.Option(help="comma-separated policy names; learned=LABEL:PATH.pt a policy file of one's own, reported as LABEL")
     ] = "para_max,para_min,fixed:4,fixed:8,random,lean",
@@ -50,9 +52,11 @@ def evaluate(
         Path | None,
         typer.Option(help="with --trace: another window of the trace to tune best, adaptive and the like on", **INPUT_FILE),
     ] = None,
-    max_degree: Annotated[int, typer.Option(help="largest partitioning degree")] = 16,
+    max_degree: Annotated[int, evaluation_option("max_degree", "largest partitioning degree")] = evaluation_default("max_degree"),
     policy_file: Annotated[Path | None, typer.Option(help="trained policy for the 'learned' policy", **INPUT_FILE)] = None,
-    strategy: Annotated[str, typer.Option(help="cost model: auto (data x tensor x pipeline), dp, tp, pp, or sipml (PAC-ML)")] = "auto",
+    strategy: Annotated[
+        str, evaluation_option("strategy", "cost model: auto (data x tensor x pipeline), dp, tp, pp, or sipml (PAC-ML)")
+    ] = evaluation_default("strategy"),
     workers: Annotated[int, typer.Option(min=1, help="local processes to spread the runs over (same results)")] = 1,
     ray: Annotated[str | None, typer.Option(help="spread the runs over a Ray cluster: its address, or 'local'")] = None,
     out: OutFolder = Path("runs/eval"),

@@ -188,3 +188,18 @@ def _scalar(annotation: Any) -> Any:
 def _plain(annotation: Any) -> Any:
     """``Annotated[X, ...]`` -> ``X``."""
     return typing.get_args(annotation)[0] if typing.get_origin(annotation) is Annotated else annotation
+
+
+def evaluation_option(name: str, help: str) -> Any:
+    """The ``typer.Option`` of :class:`~placer.evaluate.config.EvaluationConfig`'s field ``name`` (its bounds; its default
+    is :func:`evaluation_default`'s), so that the commands that build one (evaluate, bound) state it once."""
+    from placer.evaluate.config import EvaluationConfig
+
+    return typer.Option(help=help, **option_bounds(EvaluationConfig.model_fields[name]))
+
+
+def evaluation_default(name: str) -> Any:
+    """:class:`~placer.evaluate.config.EvaluationConfig`'s default of field ``name``."""
+    from placer.evaluate.config import EvaluationConfig
+
+    return EvaluationConfig.model_fields[name].default

@@ -62,3 +62,17 @@ def test_an_open_bound_is_refused_in_one_line():
 
     result = CliRunner().invoke(app, ["serve", "--memory-only", "--cache-mb", "0"])
     assert result.exit_code == 2 and "Invalid value for '--cache-mb'" in result.output and "x>0" in result.output
+
+
+@pytest.mark.parametrize("command", ["evaluate", "bound"])
+def test_evaluation_options_take_the_configs_defaults_and_bounds(command):
+    # max_degree, strategy and first_seed are EvaluationConfig's: the commands that build one state none of them again
+    import inspect
+
+    from placer.cli import bound, evaluate
+    from placer.evaluate.config import EvaluationConfig
+
+    function = {"evaluate": evaluate.evaluate, "bound": bound.bound}[command]
+    parameters = inspect.signature(function).parameters
+    for name in ("max_degree", "strategy", "first_seed"):
+        assert parameters[name].default == EvaluationConfig.model_fields[name].default, name
