@@ -3,9 +3,9 @@
     python benchmarks/bench_recipe_stage.py [--config data/configs/placer.toml] [--steps 2048] [--against DIR] [--smoke]
 
 Runs the first RL stage of the recipe ``--config`` (its PPO with the teacher's baseline rollouts on each episode's
-arrivals, the KL anchor to the clone's weights where it has them, its checkpoints and final paired validation against
-``best``), started fresh as ``bench_training.py`` starts it, for ``--steps`` and for twice as many timesteps, each in a
-fresh process, and prints the wall time of each, the marginal rate (``--steps`` / the difference: what each further
+arrivals, the KL anchor, its checkpoints and final paired validation against ``best``), from fresh weights (no warm
+start: the clone is the recipe's stage before), for ``--steps`` and twice as many timesteps, each in a fresh process,
+and prints the wall time of each, the marginal rate (``--steps`` / the difference: what each further
 step costs) and the fixed cost of a stage (tuning, validation, start-up). With ``--against DIR`` (a checkout of
 another commit, e.g. ``git worktree add /tmp/base e897caf``) it runs the same stage there in the same run and prints the
 ratios. One process at a time, on the machine's cores as the recipe uses them.
@@ -37,7 +37,8 @@ for root in ("placer.policies", "policies"):  # this tree's namespace, or an old
 config, steps = Path(sys.argv[1]), int(sys.argv[2])
 with tempfile.TemporaryDirectory() as tmp:
     stage = load_recipe(config, Path(tmp) / "recipe").rl[0].config
-    train_cfg = stage.train.model_copy(update={"init_policy": None, "eval_every": steps, "checkpoint_every": steps})
+    fresh = {"init_policy": None, "imitation_steps": 0, "dagger_rounds": 0}  # PPO from fresh weights: no clone stage inside
+    train_cfg = stage.train.model_copy(update={**fresh, "eval_every": steps, "checkpoint_every": steps})
     stage = stage.model_copy(update={"train": train_cfg})
     train(stage, Path(tmp) / "stage", timesteps=steps, progress=False)
 print(json.dumps({"wall_s": time.perf_counter() - start}))
