@@ -313,7 +313,7 @@ def _add_middleware(app: FastAPI, settings: ServiceSettings) -> None:
         small_limit=SMALL_BODY_BYTES,
         large_paths=("/v1/placements",),
     )
-    app.add_middleware(JsonOnly)
+    app.add_middleware(JsonOnly, routes=app.router.routes)  # the routes as added: every one is in by now
     app.add_middleware(SameSiteWrites, allowed_hosts=settings.allowed_hosts)
     app.add_middleware(BearerToken, tenants=settings.access())  # resolves the request's tenant (a tokenless server's one)
     if settings.allowed_hosts is not None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from placer.serve.tenants import Tenants
@@ -112,18 +114,20 @@ class JsonOnly:
     CORS preflight, which this service never grants. So refusing every other request that changes
     state keeps pages from reserving, renewing or reporting through a browser (placer's clients
     send the header on every request).
+    A method no route of ``routes`` takes at that path changes nothing: it passes, for the router's 405 (or 404).
     """
 
     METHODS = ("POST", "PUT", "PATCH")
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute] = ()) -> None:
+        self.app, self.routes = app, tuple(routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             scope["type"] == "http"
             and scope["method"] in self.METHODS
             and not _is_json(dict(scope.get("headers", [])).get(b"content-type"))
+            and (not self.routes or any(route.matches(scope)[0] is Match.FULL for route in self.routes))
         ):
             return await _reject(send, 415, "requests that change state must be JSON (Content-Type: application/json), bodiless ones too")
         await self.app(scope, receive, send)

@@ -102,3 +102,12 @@ def test_exactly_one_of_is_in_the_request_schemas(model, body, valid):
     with _served() as (client, spec):
         validator = _validator(spec, {"$ref": f"#/components/schemas/{model}"})
         assert validator.is_valid(body) == valid, json.dumps(body)
+
+
+def test_a_method_no_route_takes_is_405_not_415_and_a_route_still_needs_json():
+    # a PUT on a path whose routes take GET, POST or DELETE changes nothing: the router's 405 (schemathesis's ST204)
+    with _served() as (client, _):
+        bare = {"Authorization": client.headers["Authorization"]}
+        assert client.put("/v1/jobs/0", headers=bare).status_code == 405
+        assert client.put("/v1/jobs/0/resize-proposal", headers=bare).status_code == 405
+        assert client.post("/v1/jobs/0/lease", headers=bare).status_code == 415  # a route's write without JSON: refused
