@@ -15,6 +15,16 @@ def pipedream_dir() -> Path:
     return path
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the engine once, before any worker starts (pytest-xdist's controller, or the one process): a fresh
+    clone's first engine run compiles it (about 30 s), and the workers and the commands the tests start then load it
+    from numba's cache instead of each compiling it under a test's time limit."""
+    if not hasattr(config, "workerinput"):
+        from placer.sim.engine.stream import warm_up
+
+        warm_up()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``pytest -n N`` (pytest-xdist, ``--dist loadgroup``) the tests of one real Ray cluster run in one worker:
     its fixture is package-scoped, and a second worker would start a second cluster beside it. A test elsewhere that

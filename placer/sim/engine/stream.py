@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
+import networkx as nx
 import numpy as np
 
+from placer.cluster.topology import Cluster, parse_cluster_spec
 from placer.cost import CostModel
+from placer.graphs.job_graph import JobGraph
 from placer.sim.elastic import ResizeError
 from placer.sim.fastest import servable
 from placer.sim.metrics import compute_metrics
@@ -23,7 +26,7 @@ from placer.workloads.generator import JobSpec
 
 from . import kernels as k
 from .prices import PriceBook
-from .program import Program
+from .program import Program, external
 
 _REASONS = (
     BlockReason.REJECTED, BlockReason.NO_CAPACITY, BlockReason.OUT_OF_MEMORY, BlockReason.DEADLINE, BlockReason.QUEUE_FULL,
@@ -356,3 +359,19 @@ def _records(specs: list[JobSpec], book: PriceBook, c: Arrays, start: int, n: in
             )  # fmt: skip
         )
     return out
+
+
+def warm_up() -> None:
+    """Compile the engine (or load it from numba's cache beside the package) on a two-job stream: a heuristic's program
+    and a caller's decisions, whose kernels share one signature. A fresh install's first call compiles (about 30 s)."""
+    spec = {
+        "name": "warm-up", "device_types": {"gpu": {"memory_bytes": 1e10, "speed": 1.0}},
+        "servers": [{"count": 1, "devices_per_server": 2, "device_type": "gpu"}],
+        "links": {"intra_server": {"bandwidth_Bps": 1e10, "latency_s": 0.0}, "inter_server": {"bandwidth_Bps": 1e9, "latency_s": 0.0}},
+    }  # fmt: skip
+    cost = CostModel(Cluster(parse_cluster_spec(spec)), strategy="sipml")
+    graph = nx.DiGraph()
+    graph.add_node("op", name="op", compute_s=1.0, param_bytes=0.0, activation_bytes=0.0, **{"pass": "forward"})
+    jobs = [JobSpec(float(t), JobGraph(graph, name="warm-up", iterations=1), 1.0, 1) for t in range(2)]
+    run_program(cost, jobs, Program("lean", ("first_fit",), 2))
+    run_program(cost, jobs, external(2), decide=lambda job, view: Reject())
