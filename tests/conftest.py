@@ -17,7 +17,7 @@ def pipedream_dir() -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Compile the engine once, before any worker starts (pytest-xdist's controller, or the one process): a fresh
-    clone's first engine run compiles it (about 30 s), and the workers and the commands the tests start then load it
+    clone's first engine run compiles it (43 s on 2 cores), and the workers and the commands the tests start then load it
     from numba's cache instead of each compiling it under a test's time limit."""
     if not hasattr(config, "workerinput"):
         from placer.sim.engine.stream import warm_up
