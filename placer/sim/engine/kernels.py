@@ -17,45 +17,24 @@ import numpy as np
 from numba import njit
 
 from .answers import external_answer
-from .codes import (  # noqa: F401  (the kernels read them as compile-time constants)
+from .codes import (  # the kernels read them as compile-time constants
     ACCEPTED,
     APPLIED,
     ARRIVAL,
     ASK,
-    BEST_FIT,
     BLOCKED,
     COMPLETION,
     DEADLINE,
     DONE,
-    EFFICIENT,
     EXPIRED,
     EXPIRY,
     EXTERNAL,
     F_NOW,
-    FIRST_FIT,
-    FIXED,
     GROW,
-    KEY_BITS,
-    KEY_WORDS,
-    LEAN,
-    MAX_KEY_DEGREE,
-    N_STATE,
     NEED,
     NO_CAPACITY,
     OUT_OF_MEMORY,
-    P_CAP,
-    P_FIXED,
     P_KIND,
-    P_MAX_DEGREE,
-    P_NRULES,
-    P_RULES,
-    PARA_MAX,
-    PARA_MIN,
-    Q_ADMIT,
-    Q_ADMIT_FREE,
-    Q_EFF,
-    Q_QUIET,
-    Q_TIE,
     QUEUE_FULL,
     REJECTED,
     S_ANSWERED,
@@ -63,12 +42,9 @@ from .codes import (  # noqa: F401  (the kernels read them as compile-time const
     S_HEAP,
     S_NEXT,
     S_NFREE,
-    S_NNEED,
     S_NOFFERS,
     S_NREC,
     S_NRUNNING,
-    S_NSHAPES,
-    S_NSIZES,
     S_NTL,
     S_NWAIT,
     S_OFFER_AT,
@@ -77,11 +53,9 @@ from .codes import (  # noqa: F401  (the kernels read them as compile-time const
     S_SEQ,
     S_STOP,
     S_VERSION,
-    SPREAD,
-    SWITCH,
     TOLERANCE,
 )
-from .options import decide, free_total, meets  # noqa: F401
+from .options import decide, free_total
 
 
 @njit(cache=True)

@@ -20,7 +20,7 @@ from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.fastest import fastest_iteration_s
 
-from .kernels import KEY_WORDS
+from .codes import KEY_WORDS
 
 _KEY = types.UniTuple(types.int64, KEY_WORDS + 1)
 MAX_BOOKS = 16  # price books kept (one per pricing key: a cluster, its calibration and the model's settings)

@@ -20,7 +20,7 @@ from placer.sim.state import ClusterView, check_decision
 from placer.sim.types import BlockReason, Decision, Job, JobRecord, Resize
 from placer.workloads.generator import JobSpec
 
-from . import kernels as k
+from . import codes as k
 from .program import external
 from .stream import Stream
 

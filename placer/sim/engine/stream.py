@@ -24,7 +24,8 @@ from placer.sim.state import ClusterView
 from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject
 from placer.workloads.generator import JobSpec
 
-from . import kernels as k
+from . import codes as k
+from . import kernels
 from .prices import PriceBook
 from .program import Program, external
 
@@ -247,10 +248,10 @@ class Stream:
 def _compiled(args: tuple):
     """The compiled :func:`~placer.sim.engine.kernels.run` for these arguments' types: typed once per stream, not at every
     call (a stream returns for prices many times; numba's dispatcher would type its ~60 arrays each time)."""
-    signature = tuple(k.run.typeof_pyval(a) for a in args)
-    if signature not in k.run.overloads:
-        k.run.compile(signature)  # or loads it from the cache beside the package
-    return getattr(k.run.overloads[signature], "entry_point")  # noqa: B009  (numba's stubs do not name it)
+    signature = tuple(kernels.run.typeof_pyval(a) for a in args)
+    if signature not in kernels.run.overloads:
+        kernels.run.compile(signature)  # or loads it from the cache beside the package
+    return getattr(kernels.run.overloads[signature], "entry_point")  # noqa: B009  (numba's stubs do not name it)
 
 
 def _arrays(cost: CostModel, specs: list[JobSpec], book: PriceBook, queue: QueueConfig, width: int) -> Arrays:

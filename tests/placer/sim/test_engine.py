@@ -18,7 +18,7 @@ from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
 from placer.graphs.catalog import PACML_GRAPHS, resolve_graph
 from placer.sim import rollout
-from placer.sim.engine import kernels, options
+from placer.sim.engine import codes, kernels, options
 from placer.sim.engine.stream import run_program, supported
 from placer.sim.queueing import QueueConfig
 from placer.sim.types import BlockReason, Outcome
@@ -118,7 +118,7 @@ def test_hand_worked_queue():
 def test_rules_match_the_reference(counts, degree, rule):
     starts = np.cumsum([0, *counts[:-1]]).astype(np.int64)
     out, scratch = np.zeros(degree, dtype=np.int64), np.zeros(degree, dtype=np.int64)
-    code = {"first_fit": kernels.FIRST_FIT, "best_fit": kernels.BEST_FIT, "spread": kernels.SPREAD}[rule]
+    code = {"first_fit": codes.FIRST_FIT, "best_fit": codes.BEST_FIT, "spread": codes.SPREAD}[rule]
     found = options.rule_positions(code, degree, sum(counts), len(counts), starts, np.array(counts, dtype=np.int64), out, scratch)
     (expected,) = rule_indices(starts.tolist(), counts, rule, [degree])
     assert (tuple(out.tolist()) if found else None) == expected
@@ -128,7 +128,7 @@ def test_rules_match_the_reference(counts, degree, rule):
 @given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.5]), st.integers(0, 2)), min_size=1, max_size=40))
 def test_heap_pops_in_the_reference_order(events):
     n = len(events)
-    ist, ht, hk, hs, hp = np.zeros(kernels.N_STATE, dtype=np.int64), np.zeros(n), *(np.zeros(n, dtype=np.int64) for _ in range(3))
+    ist, ht, hk, hs, hp = np.zeros(codes.N_STATE, dtype=np.int64), np.zeros(n), *(np.zeros(n, dtype=np.int64) for _ in range(3))
     reference: list[tuple[float, int, int, int]] = []
     for payload, (time, kind) in enumerate(events):
         kernels.push(ist, ht, hk, hs, hp, time, kind, payload)
