@@ -39,7 +39,7 @@ from .codes import (  # the kernels read them as compile-time constants
 
 # -- placement rules on the free devices ----------------------------------------------------------------------------
 @njit(cache=True)
-def free_runs(free, server_of, ids, run_start, run_count, run_server, place):
+def free_runs(free, server_of, ids, run_start, run_count, place):
     """The free device ids ascending (``ids``), each server's run of them (start, count, server) and each free id's run
     (``place``); returns (number free, number of runs)."""
     n_free, n_runs, last = 0, 0, -1
@@ -47,7 +47,7 @@ def free_runs(free, server_of, ids, run_start, run_count, run_server, place):
         if free[d]:
             s = server_of[d]
             if s != last:
-                run_start[n_runs], run_count[n_runs], run_server[n_runs] = n_free, 0, s
+                run_start[n_runs], run_count[n_runs] = n_free, 0
                 n_runs += 1
                 last = s
             run_count[n_runs - 1] += 1
@@ -176,8 +176,8 @@ def build_table(g, limit, rules, n_rules, iters, ist, free, server_of, dev_rate,
 def _structure(limit, rules, n_rules, ist, free, server_of, dev_rate, dev_kind, dev_mem, n_mem, shapes, rep_dev, rep_deg, w):
     """The table's placements on the free devices (positions, repeats, shape ids; new shapes keyed): its number of
     options, or -1 when the shape table is full. It depends on the free devices alone, not on the job."""
-    ids, place, run_start, run_count, run_server = w.ids, w.place, w.run_start, w.run_count, w.run_server
-    n_free, n_runs = free_runs(free, server_of, ids, run_start, run_count, run_server, place)
+    ids, place, run_start, run_count = w.ids, w.place, w.run_start, w.run_count
+    n_free, n_runs = free_runs(free, server_of, ids, run_start, run_count, place)
     n = 0
     for degree in range(1, limit + 1):
         for r in range(n_rules):
@@ -236,7 +236,7 @@ def thriftiest(n, deadline, tie, w):
 
 # -- decision programs (placer.baselines.heuristics, as arrays) -----------------------------------------------------
 @njit(cache=True)
-def large(j, pi, pf, ist, seq_jct, seen, sizes):
+def large(j, pf, ist, seq_jct, seen, sizes):
     """Lean's size admission (``Lean._large``): True when job ``j`` should wait."""
     if not seen[j]:
         seen[j] = True
@@ -266,7 +266,7 @@ def decide(j, pi, pf, ist, deadline, c, w):
     if kind == LEAN or kind == SWITCH:
         quiet = ist[S_NWAIT] <= 1 and ist[S_NFREE] > pf[Q_QUIET] * n_devices
         if kind == LEAN or not quiet:
-            if pf[Q_ADMIT] >= 0 and large(j, pi, pf, ist, c.seq_jct, c.seen, c.sizes):
+            if pf[Q_ADMIT] >= 0 and large(j, pf, ist, c.seq_jct, c.seen, c.sizes):
                 return -1
             cap = pi[P_CAP] if pi[P_CAP] > 0 else pi[P_MAX_DEGREE]
             n = _table(j, min(min(pi[P_MAX_DEGREE], cap), n_devices), pi[P_RULES:], pi[P_NRULES], ist, c, w)

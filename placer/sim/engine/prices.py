@@ -48,7 +48,7 @@ class PriceBook:
     graphs: list[JobGraph] = field(default_factory=list)
     price: np.ndarray = field(default_factory=lambda: np.full((4, 256), np.nan))
     fits: np.ndarray = field(default_factory=lambda: np.zeros((4, 256), dtype=np.bool_))
-    rep_dev: np.ndarray = field(default_factory=lambda: np.zeros((256, 1), dtype=np.int64))
+    rep_dev: np.ndarray = field(init=False)  # (shapes, degree_width), made beside rep_deg
     rep_deg: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
     servers: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
     labels: dict[tuple[int, int], str | None] = field(default_factory=dict)

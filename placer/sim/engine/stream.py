@@ -43,7 +43,6 @@ class Work(NamedTuple):
     place: np.ndarray
     run_start: np.ndarray
     run_count: np.ndarray
-    run_server: np.ndarray
     scratch: np.ndarray
     pos: np.ndarray
     deg: np.ndarray
@@ -315,7 +314,6 @@ def _work(n_devices: int, width: int, n_rules: int) -> Work:
         place=np.zeros(n_devices, dtype=i8),
         run_start=np.zeros(n_devices, dtype=i8),
         run_count=np.zeros(n_devices, dtype=i8),
-        run_server=np.zeros(n_devices, dtype=i8),
         scratch=np.zeros(max(width, 1), dtype=i8),
         pos=np.zeros((m, max(width, 1)), dtype=i8),
         deg=np.zeros(m, dtype=i8),
