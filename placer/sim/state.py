@@ -3,7 +3,8 @@ how it records a job (:func:`job_record`): shared by the reference simulator and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,9 @@ class ClusterView:
     queue: QueueConfig = _LOSS
     running_jobs: tuple[RunningJob, ...] = ()  # elastic mode only: every running job, its devices and progress
     elastic: bool = False  # running jobs may be resized (the simulator was handed a rebalance callable)
+    # the compiled engine's option tables on this snapshot (:class:`~placer.sim.engine.offers.OfferTables`), None where
+    # the caller builds them from the cost model; not part of the state a view shows
+    tables: Any = field(default=None, compare=False, repr=False)
 
     @property
     def cluster(self):

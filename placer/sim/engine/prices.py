@@ -16,7 +16,7 @@ from numba import types
 from numba.typed import Dict
 
 from placer.common.lru import LRUCache
-from placer.cost import CostModel
+from placer.cost import CostModel, Strategy
 from placer.graphs.job_graph import JobGraph
 from placer.sim.fastest import fastest_iteration_s
 
@@ -38,7 +38,8 @@ class PriceBook:
 
     ``price[g, s]``: graph row ``g``'s seconds per iteration on shape ``s`` (NaN: not asked yet); ``fits[g, s]`` whether
     it fits in memory there; ``rep_dev[s, :rep_deg[s]]``: devices of a placement with that shape (the first seen);
-    ``servers[s]`` the servers it spans; ``labels[g, s]`` the cost model's split (``Strategy.label``) or None.
+    ``servers[s]`` the servers it spans; ``strategies[g, s]`` the cost model's split there (None: none) and ``labels[g, s]``
+    its ``Strategy.label``.
     """
 
     cost: CostModel
@@ -52,6 +53,7 @@ class PriceBook:
     rep_deg: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
     servers: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
     labels: dict[tuple[int, int], str | None] = field(default_factory=dict)
+    strategies: dict[tuple[int, int], Strategy | None] = field(default_factory=dict)
     fastest: dict[str, float] = field(default_factory=dict)  # graph key -> its fastest iteration on the idle cluster (s)
 
     def __post_init__(self) -> None:
@@ -96,6 +98,7 @@ class PriceBook:
             prediction = self.cost.predict(self.graphs[g], shape)
             self.price[g, s], self.fits[g, s] = prediction.iteration_s, prediction.fits
             self.servers[s] = shape.servers
+            self.strategies[g, s] = prediction.strategy
             self.labels[g, s] = prediction.strategy.label if prediction.strategy else None
 
     def grow(self) -> None:

@@ -26,32 +26,17 @@ from placer.workloads.generator import JobSpec
 
 from . import codes as k
 from . import kernels
+from .entry import compiled
+from .offers import OfferTables
 from .prices import PriceBook
 from .program import Program, external
+from .work import Work, work_arrays
 
 _REASONS = (
     BlockReason.REJECTED, BlockReason.NO_CAPACITY, BlockReason.OUT_OF_MEMORY, BlockReason.DEADLINE, BlockReason.QUEUE_FULL,
     BlockReason.EXPIRED,
 )  # fmt: skip
 _DISCIPLINES = {"fifo": 0, "edf": 1, "sjf": 2}
-
-
-class Work(NamedTuple):
-    """One decision's option table (``R x D`` options, degree-major) and the free devices it was built on."""
-
-    ids: np.ndarray
-    place: np.ndarray
-    run_start: np.ndarray
-    run_count: np.ndarray
-    scratch: np.ndarray
-    pos: np.ndarray
-    deg: np.ndarray
-    valid: np.ndarray
-    repeat: np.ndarray
-    shape: np.ndarray
-    jct: np.ndarray
-    fits: np.ndarray
-    meta: np.ndarray  # the table's (free version, degree limit, rules, rule code, options) it was built for
 
 
 class Arrays(NamedTuple):
@@ -144,10 +129,14 @@ class Stream:
         self.ist, self.fst = np.zeros(k.N_STATE, dtype=np.int64), np.zeros(1)
         self.ist[k.S_PENDING], self.ist[k.N_STATE - 1], self.ist[k.S_NFREE], self.ist[k.S_NTL] = -1, n_devices, n_devices, 1
         self.c = _arrays(cost, specs, self.book, queue, width)
-        self.w = _work(n_devices, width, len(program.rules))
+        self.w = work_arrays(n_devices, width, len(program.rules))
+        self.width = width
+        self.offer_work: dict[tuple[str, ...], Work] = {}  # the offers' tables (placer.sim.engine.offers), per rule tuple
+        self.per_server = np.bincount(np.asarray(cost.cluster.server_of), minlength=cost.cluster.num_servers).astype(np.int64)
         self.pi, self.pf = program.arrays()
         self.status = -1
         self._entry: Callable[..., int] | None = None
+        self.offer_entry: Callable[..., int] | None = None  # placer.sim.engine.offers' kernel, typed once
         self._jobs: dict[int, Job] = {}
         self._reported = 0
 
@@ -167,7 +156,7 @@ class Stream:
             ist[k.S_NSHAPES] = len(book.shapes)
             self.c = self.c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
             args = (ist, self.fst, self.pi, self.pf, self.c, self.w)
-            entry = self._entry = self._entry or _compiled(args)
+            entry = self._entry = self._entry or compiled(kernels.run, args)
             status = entry(*args)
             if on_job is not None:
                 for _ in range(ist[k.S_NREC] - self._reported):
@@ -201,7 +190,8 @@ class Stream:
         free, free_at = c.free.copy(), c.free_at.copy()
         free.flags.writeable = free_at.flags.writeable = False
         waiting = tuple(self.job(int(j)) for j in c.wait_ids[: ist[k.S_NWAIT]])
-        return ClusterView(self.cost, self.now, free, free_at, int(ist[k.S_NRUNNING]), waiting, self.queue)
+        running = int(ist[k.S_NRUNNING])
+        return ClusterView(self.cost, self.now, free, free_at, running, waiting, self.queue, tables=OfferTables(self, free))
 
     def answer(self, decision: Decision) -> None:
         """Write the caller's decision for the pending job where
@@ -242,15 +232,6 @@ class Stream:
     def timeline(self) -> list[tuple[float, int]]:
         n = self.ist[k.S_NTL]
         return list(zip(self.c.tl_time[:n].tolist(), self.c.tl_busy[:n].tolist(), strict=True))
-
-
-def _compiled(args: tuple):
-    """The compiled :func:`~placer.sim.engine.kernels.run` for these arguments' types: typed once per stream, not at every
-    call (a stream returns for prices many times; numba's dispatcher would type its ~60 arrays each time)."""
-    signature = tuple(kernels.run.typeof_pyval(a) for a in args)
-    if signature not in kernels.run.overloads:
-        kernels.run.compile(signature)  # or loads it from the cache beside the package
-    return getattr(kernels.run.overloads[signature], "entry_point")  # noqa: B009  (numba's stubs do not name it)
 
 
 def _arrays(cost: CostModel, specs: list[JobSpec], book: PriceBook, queue: QueueConfig, width: int) -> Arrays:
@@ -304,25 +285,6 @@ def _arrays(cost: CostModel, specs: list[JobSpec], book: PriceBook, queue: Queue
         rec_wait=np.zeros(n, dtype=f8),
         tl_time=np.zeros(3 * n + 4, dtype=f8),
         tl_busy=np.zeros(3 * n + 4, dtype=i8),
-    )
-
-
-def _work(n_devices: int, width: int, n_rules: int) -> Work:
-    m, i8 = width * n_rules, np.int64
-    return Work(
-        ids=np.zeros(n_devices, dtype=i8),
-        place=np.zeros(n_devices, dtype=i8),
-        run_start=np.zeros(n_devices, dtype=i8),
-        run_count=np.zeros(n_devices, dtype=i8),
-        scratch=np.zeros(max(width, 1), dtype=i8),
-        pos=np.zeros((m, max(width, 1)), dtype=i8),
-        deg=np.zeros(m, dtype=i8),
-        valid=np.zeros(m, dtype=np.bool_),
-        repeat=np.zeros(m, dtype=np.bool_),
-        shape=np.zeros(m, dtype=i8),
-        jct=np.zeros(m),
-        fits=np.zeros(m, dtype=np.bool_),
-        meta=np.full(5, -1, dtype=i8),
     )
 
 

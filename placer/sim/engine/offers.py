@@ -1,0 +1,130 @@
+"""Option tables of an offer, built by the compiled engine: what a caller that decides in Python (the learning
+environment, a learned policy) reads at an offer, without the cost model's Python table.
+
+:class:`EngineOptions` is an :class:`~placer.sim.options.OptionTable` (the same options, arrays and order; the
+differential tests hold the two equal at every offer of generated streams) built from the engine's table on the
+stream's free devices and its price book. A view the engine gives (:meth:`~placer.sim.engine.stream.Stream.view`)
+carries an :class:`OfferTables`, which builds them while that view is the stream's current state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numba import njit
+
+from placer.cluster.placement import PLACEMENT_RULES
+from placer.sim.state import ClusterView
+from placer.sim.types import Job
+
+from . import codes as k
+from .entry import compiled
+from .options import _table
+from .table import EngineOptions
+from .work import Work, work_arrays
+
+if TYPE_CHECKING:
+    from .stream import Stream
+
+_RULE_CODES = {rule: i for i, rule in enumerate(PLACEMENT_RULES)}  # first_fit, best_fit, spread: the engine's codes
+
+
+@njit(cache=True)
+def offer_table(j, limit, rules, n_rules, ist, c, w, per_server, spanned, breaks, counts):
+    """Job ``j``'s option table at degrees 1..``limit`` x ``rules[:n_rules]`` into ``w`` (as a program builds it), and per
+    option the servers it spans and the wholly free servers it takes devices from (``spanned``, ``breaks``; 0 without
+    devices); ``counts``: (free devices, wholly free servers). Returns the number of options, or -2 / -3 when prices or
+    shape room are wanted (``per_server``: each server's number of devices)."""
+    n = _table(j, limit, rules, n_rules, ist, c, w)
+    if n < 0:
+        return n
+    n_free = 0
+    for d in range(c.free.shape[0]):
+        n_free += c.free[d]
+    n_runs = w.place[n_free - 1] + 1 if n_free > 0 else 0
+    whole = 0
+    for r in range(n_runs):
+        whole += w.run_count[r] == per_server[c.server_of[w.ids[w.run_start[r]]]]
+    counts[0], counts[1] = n_free, whole
+    for i in range(n):
+        spanned[i], breaks[i] = 0, 0
+        if not w.valid[i]:
+            continue
+        last = -1
+        for p in range(w.deg[i]):
+            run = w.place[w.pos[i, p]]
+            if run != last:
+                last = run
+                spanned[i] += 1
+                breaks[i] += w.run_count[run] == per_server[c.server_of[w.ids[w.run_start[run]]]]
+    return n
+
+
+class OfferTables:
+    """The option tables of offers on one of ``stream``'s views (``free``: the device state that view shows): built by
+    the engine while the stream is still in that state, None once it has moved on (the caller builds its own)."""
+
+    def __init__(self, stream: Stream, free: np.ndarray) -> None:
+        self._stream, self._free = stream, free
+        self._version, self._now = int(stream.ist[k.S_VERSION]), stream.now
+        self._built: dict[tuple, EngineOptions] = {}  # per (job, degrees, rules, padding): a view's offers ask again
+
+    def options(
+        self, job: Job, view: ClusterView, max_degree: int, rules: Sequence[str], pad_to: int | None = None
+    ) -> EngineOptions | None:
+        """``job``'s options on ``view`` (the view this was given with) at degrees 1..min(``max_degree``, devices) x
+        ``rules``, padded with options without devices up to ``pad_to`` (default ``max_degree``); None where the engine
+        cannot build them: the view is another's or no longer the stream's state, a rule the engine lacks, a job of another
+        stream or degrees wider than the stream's arrays."""
+        stream = self._stream
+        current = int(stream.ist[k.S_VERSION]) == self._version and stream.now == self._now
+        if view.free is not self._free or not current or not 0 < len(rules) <= 3 or any(r not in _RULE_CODES for r in rules):
+            return None
+        if not (0 <= job.job_id < len(stream.specs) and stream.job(job.job_id) is job):
+            return None
+        limit = min(max_degree, stream.cost.cluster.num_devices)
+        if limit > stream.width or limit < 1:
+            return None
+        key = (job.job_id, limit, tuple(rules), max_degree if pad_to is None else pad_to)
+        built = self._built.get(key)
+        if built is None:
+            built = self._built[key] = _engine_options(stream, job, view, limit, tuple(rules), key[3])
+        return built
+
+
+def _engine_options(stream: Stream, job: Job, view: ClusterView, limit: int, rules: tuple[str, ...], pad_to: int) -> EngineOptions:
+    """Build ``job``'s table in the stream's offer work arrays (one per rule tuple), pricing new shapes on the way."""
+    w = stream.offer_work.get(rules)
+    if w is None:
+        w = stream.offer_work[rules] = work_arrays(stream.cost.cluster.num_devices, stream.book.degree_width, len(rules))
+    codes = np.array([_RULE_CODES[r] for r in rules] + [0] * (3 - len(rules)), dtype=np.int64)
+    m = len(w.deg)
+    spanned, breaks, counts = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), np.zeros(2, dtype=np.int64)
+    per_server = stream.per_server
+    book, ist = stream.book, stream.ist
+    while True:
+        ist[k.S_NSHAPES] = len(book.shapes)
+        stream.c = c = stream.c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
+        args = (job.job_id, limit, codes, len(rules), ist, c, w, per_server, spanned, breaks, counts)
+        if stream.offer_entry is None:
+            stream.offer_entry = compiled(offer_table, args)
+        n = stream.offer_entry(*args)
+        if n == -2:
+            book.fill(c.need_g[: ist[k.S_NNEED]], c.need_s[: ist[k.S_NNEED]])
+        elif n == -3:
+            book.grow()
+        else:
+            return EngineOptions(job, view, rules, pad_to, _arrays(stream, job, w, n, spanned, breaks, counts))
+
+
+def _arrays(stream: Stream, job: Job, w: Work, n: int, spanned: np.ndarray, breaks: np.ndarray, counts: np.ndarray) -> dict:
+    """The table's arrays, copied (the work arrays are the next table's)."""
+    return {
+        "degree": w.deg[:n].copy(), "valid": w.valid[:n].copy(), "repeat": w.repeat[:n].copy(),
+        "jct": np.where(w.fits[:n], w.jct[:n], np.inf), "spanned": spanned[:n].copy(), "breaks": breaks[:n].copy(),
+        "ids": w.ids[: counts[0]].copy(), "positions": w.pos[:n].copy(), "shape": w.shape[:n].copy(),
+        "graph_row": int(stream.c.graph[job.job_id]), "strategies": stream.book.strategies,
+        "num_free": int(counts[0]), "whole": int(counts[1]),
+    }  # fmt: skip
