@@ -22,7 +22,7 @@ class EngineOptions(OptionTable):
         self.deadline_s = job.remaining_s(view.now)
         self.degree, self.valid, self.repeat = arrays["degree"], arrays["valid"], arrays["repeat"]
         self._jct, self.spanned, self.breaks = arrays["jct"], arrays["spanned"], arrays["breaks"]
-        self._ids, self._positions, self._shape = arrays["ids"], arrays["positions"], arrays["shape"]
+        self._free_ids, self._positions, self._shape = arrays["ids"], arrays["positions"], arrays["shape"]
         self._graph_row, self._strategies = arrays["graph_row"], arrays["strategies"]
         self._num_free, self._whole = arrays["num_free"], arrays["whole"]
         self.n_table = len(self.degree)
@@ -67,7 +67,7 @@ class EngineOptions(OptionTable):
         """Option ``i``'s device ids, ascending (None without devices)."""
         if i >= self.n_table or not self.valid[i]:
             return None
-        return tuple(self._ids[self._positions[i, : self.degree[i]]].tolist())
+        return tuple(self._free_ids[self._positions[i, : self.degree[i]]].tolist())
 
     def strategy_at(self, i: int):
         """The cost model's split of the job on option ``i``'s devices (None without devices or split)."""
