@@ -24,6 +24,7 @@ from placer.cli.options import (
 from placer.cli.tables import terminal_table
 from placer.cli.trained import outside_training
 from placer.common.errors import ResultsError, UsageError
+from placer.evaluate.config import load_label
 from placer.evaluate.stats import per_hour, plus_minus
 from placer.sim.workload import WorkloadSpec
 
@@ -223,7 +224,7 @@ def summary_table(result, width: int | None = None) -> Table:
         if row["blocking_rate"] == min(same):
             bold.add((i, 2 + several))
         body.append(
-            ([str(row["load"])] if several else [])
+            ([load_label(row["load"])] if several else [])
             + [
                 row["beta_dist"],
                 row["policy"],

@@ -72,7 +72,7 @@ def report(
     _check_references(result.config.policies, against, hindsight)  # before any table is printed
     rows = result.summary()
     _say_setting(result, fmt)
-    loads = result.config.load_values
+    loads = result.config.run_loads  # a replayed trace's: (None,), as its rows record it
     for load in loads:
         if len(loads) > 1:
             say(f"\nload {load}:\n", fmt)

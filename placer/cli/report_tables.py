@@ -13,6 +13,7 @@ from placer.cli.app import warn
 from placer.cli.tables import TableFormat, emit, emit_by_beta, say
 from placer.cli.verdicts import verdict_lines
 from placer.common.errors import ResultsError, UsageError
+from placer.evaluate.config import load_label
 from placer.evaluate.stats import per_hour, per_hour_spec, plus_minus
 
 
@@ -64,7 +65,7 @@ def outcomes_table(result, rows: list[dict], fmt: TableFormat) -> None:
             bold.add((i, 5))
         body.append(
             [
-                "trace" if result.config.trace else str(r["load"]),  # a replayed trace has its own arrivals: no load was set
+                load_label(r["load"]),  # a replayed trace has its own arrivals: no load was set (None)
                 r["beta_dist"],
                 r["policy"],
                 f"{r['blocking_rate']:.3f}",
@@ -248,7 +249,7 @@ def _by_load_table(result, fmt: TableFormat, statistic: tuple[str, str], title: 
     body = []
     for policy in policies:
         for load in result.config.load_values:
-            runs = [r for r in result.runs if r["policy"] == policy and r.get("load", load) == load]
+            runs = [r for r in result.runs if r["policy"] == policy and (trace or r.get("load", load) == load)]
             cells = [[r for r in runs if r["beta_dist"] == b] for b in betas]
             body.append([policy if trace else f"{policy} (load {load})", *(cell(here) if here else "-" for here in cells)])
     emit_by_beta(body, betas, [statistic[1]], fmt)

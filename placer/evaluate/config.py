@@ -128,6 +128,14 @@ class EvaluationConfig(BaseModel):
         return self.workload if load == self.workload.load else self.workload.model_copy(update={"load": load})  # loads are checked
 
     @property
+    def run_loads(self) -> tuple[float | None, ...]:
+        """The ``load`` each load's runs record (in ``results.json``, ``summary.csv``, ``jobs.csv``): :attr:`load_values`,
+        or ``(None,)`` for a replayed trace, whose arrival times set its load: no load was set, none is recorded (null in
+        JSON, an empty cell in CSV). Results written before recorded the workload's unused default, 0.9;
+        :func:`~placer.evaluate.results.read_results` reads those as None."""
+        return (None,) if self.trace else self.load_values
+
+    @property
     def beta_labels(self) -> tuple[str, ...]:
         """The runs' ``beta_dist`` labels: the workload's distributions, or ``trace`` for a replayed trace."""
         return ("trace",) if self.trace else self.workload.beta_dists
@@ -136,3 +144,8 @@ class EvaluationConfig(BaseModel):
 def total_decisions(config: EvaluationConfig) -> int:
     """Jobs an evaluation decides (without a trace, whose length is known only once read)."""
     return config.workload.jobs * len(config.beta_labels) * config.seeds * len(config.policies) * len(config.load_values)
+
+
+def load_label(load: float | None) -> str:
+    """A run's recorded ``load`` as a table shows it: the number, or ``trace`` for a replayed trace's (None)."""
+    return "trace" if load is None else str(load)

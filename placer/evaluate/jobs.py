@@ -1,6 +1,7 @@
 """An evaluation's per-job table, ``jobs.csv``: one row per (policy, run, job), streamed to disk run by run.
 
-Columns (:data:`JOB_COLUMNS`): the run (``policy`` as the results name it, ``load``, ``beta_dist``, ``seed``), the job
+Columns (:data:`JOB_COLUMNS`): the run (``policy`` as the results name it, ``load``: empty for a replayed trace, whose
+arrivals set the load (tables older than that say 0.9, the unused default), ``beta_dist``, ``seed``), the job
 (``job``: its id in arrival order, ``arrival_s``, ``graph``) and what happened to it: ``degree`` (devices it ran on, 0 when
 blocked), ``devices`` (their names, space-separated), ``wait_s`` (arrival to start, or to leaving the queue),
 ``jct_s`` (start to finish, the run time alone: the ``mean_jct_s`` of the results), ``slowdown``, ``outcome``
@@ -71,8 +72,9 @@ def slowdown(record: JobRecord) -> float | None:
     return (record.wait_s + record.jct_s) / record.fastest_jct_s
 
 
-def job_rows(records: Iterable[JobRecord], device_name: Callable[[int], str], run: tuple[str, float, str, int]) -> list[Row]:
-    """The rows of one run's ``records``; ``run`` is (policy, load, beta distribution, seed), ``device_name`` names a device."""
+def job_rows(records: Iterable[JobRecord], device_name: Callable[[int], str], run: tuple[str, float | None, str, int]) -> list[Row]:
+    """The rows of one run's ``records``; ``run`` is (policy, load, beta distribution, seed), the load None (an empty cell)
+    on a replayed trace; ``device_name`` names a device."""
     rows: list[Row] = []
     for r in records:
         completed = r.outcome is Outcome.ACCEPTED

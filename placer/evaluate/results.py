@@ -38,14 +38,15 @@ class EvaluationResult:
     policy_files: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def summary(self) -> list[dict]:
-        """Per (load, beta distribution, policy): mean and 95% half-width of each metric over seeds (load by load).
+        """Per (load, beta distribution, policy): mean and 95% half-width of each metric over seeds (load by load; a
+        replayed trace's rows load None, as its runs: :attr:`~placer.evaluate.config.EvaluationConfig.run_loads`).
 
         The outcome metrics (:data:`OUTCOME_METRICS`) are NaN where the runs did not record them. A replayed trace is one
         job stream: its seeds vary only the policies' own randomness, so it gets no interval (NaN), not a spread
         that reads as certainty."""
         rows = []
         several = len(self.config.load_values) > 1
-        for load in self.config.load_values:
+        for load in self.config.run_loads:  # a replayed trace's rows: load None (EvaluationConfig.run_loads)
             for beta in self.config.beta_labels:
                 for policy in self.config.policies:
                     runs = [r for r in self.runs if r["beta_dist"] == beta and r["policy"] == policy and (not several or r["load"] == load)]
@@ -89,7 +90,13 @@ def read_results(data: dict, folder: Path) -> EvaluationResult:
     config = EvaluationConfig.model_validate(record["config"])
     tables = [JobsTable.from_record(record["jobs"], folder, config.policies)] if record.get("jobs") else []
     files = {str(name): dict(entry) for name, entry in (record.get("policy_files") or {}).items()}
-    return EvaluationResult(config, list(data["runs"]), jobs=tables, policy_files=files)
+    return EvaluationResult(config, unloaded_trace_runs(config, list(data["runs"])), jobs=tables, policy_files=files)
+
+
+def unloaded_trace_runs(config: EvaluationConfig, runs: list) -> list:
+    """``runs`` as a replayed trace's record them, load None (:attr:`~EvaluationConfig.run_loads`), older files' 0.9
+    (the workload's unused default) included; the runs of any other evaluation as they are."""
+    return [r | {"load": None} if isinstance(r, dict) else r for r in runs] if config.trace else runs
 
 
 OUTCOMES_NAMED = "avoidable blocking, unavoidable share, slowdown, device-hours"

@@ -152,7 +152,7 @@ class Runner:
         jobs = self.jobs(i, seed, task.load_index)
         run = run_policy(policy, self.cost, jobs, self.queue, self.run_rng(i, seed), on_job)
         m = run.metrics
-        load = config.load_values[task.load_index]
+        load = config.run_loads[task.load_index]  # None on a replayed trace: its arrivals set the load
         summary = {
             "policy": name,
             "seed": seed,

@@ -25,11 +25,13 @@ def test_the_wheel_ships_data_and_runs_outside_the_checkout(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "placer/shipped/clusters/dgx8x8.toml" in names and "placer/shipped/policies/pacml.pt" in names
     assert "placer/shipped/graphs/resnet50.json" in names and "placer/shipped/traces/philly_pollux.csv" in names
-    assert {name.split("/")[0] for name in names} == {"placer", "placer-0.1.0.dist-info"}  # one namespace: envs, policies inside
+    # one namespace (envs, policies inside) and the command's entry point beside it (placer_launch.py)
+    assert {name.split("/")[0] for name in names} == {"placer", "placer_launch.py", "placer-0.1.0.dist-info"}
     assert "placer/envs/env.py" in names and "placer/policies/loading.py" in names
     entry_points = zipfile.ZipFile(wheel).read("placer-0.1.0.dist-info/entry_points.txt").decode()
     assert "learned = placer.policies.loading:make_learned_policy" in entry_points
     assert "train = placer.policies.cli:register" in entry_points
+    assert "placer = placer_launch:main" in entry_points
     target = tmp_path / "site"
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)], capture_output=True, text=True
@@ -53,3 +55,22 @@ def test_the_wheel_ships_data_and_runs_outside_the_checkout(tmp_path):
     first, _, rest = run.stdout.partition("\n")
     assert first.startswith(str(target))  # the wheel's code, not the checkout's
     assert json.loads(rest)["strategy"] == {"dp": 8, "tp": 1, "pp": 1}
+    _the_installed_command_names_a_folder_that_shadows_it(target, tmp_path)
+
+
+def _the_installed_command_names_a_folder_that_shadows_it(target: Path, tmp_path: Path) -> None:
+    """pip's own ``placer`` script, run (``-S``: no editable install's import hook) where ``PYTHONPATH`` puts the current
+    directory, which holds a package named placer, before the installed one: one line, status 2."""
+    work = tmp_path / "work"
+    (work / "placer").mkdir(parents=True)
+    (work / "placer" / "__init__.py").write_text("")
+    deps = [p for p in sys.path if p and not Path(p).resolve().is_relative_to(ROOT)]
+    env = {k: v for k, v in os.environ.items() if k != "PLACER_DATA_DIR"} | {"PYTHONPATH": os.pathsep.join([".", str(target), *deps])}
+    for cwd, status in ((tmp_path, 0), (work, 2)):
+        run = subprocess.run(
+            [sys.executable, "-S", str(target / "bin" / "placer"), "--version"], capture_output=True, text=True, cwd=cwd, env=env
+        )
+        assert run.returncode == status and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert run.stderr == f"error: a folder named placer ({work / 'placer'}) shadows the installed package, so placer cannot start: " + (
+        "run from another directory, rename it, or take its folder off PYTHONPATH\n"
+    )

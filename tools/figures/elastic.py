@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from placer.evaluate.config import load_label
 from tools.figures.core import FigureError, Rendered
 from tools.figures.regimes import FIELD, TOLD, _mean, _paired, _runs, _signed, commands_of, reads
 from tools.figures.render import Renderer, _commands
@@ -39,7 +40,7 @@ def elastic_table(evaluations: dict[str, tuple[str, ...]], learned: str) -> Rend
         ]
         for label, rows in runs.items():
             for load in dict.fromkeys(r.get("load") for r in rows):
-                cells = [label, f"{load}"]
+                cells = [label, load_label(load)]  # a replayed trace's runs: load None
                 for policy in shown:
                     blocking, jct = _mean(rows, policy, "avoidable_blocking_rate", load), _mean(rows, policy, "mean_jct_s", load)
                     paired = "" if policy == TOLD else f" ({_signed(*_paired(rows, policy, TOLD, load=load))})"
@@ -69,7 +70,7 @@ def admission_table(name: str) -> Renderer:
             admitted = {p: sum(r["accepted"] for r in at if r["policy"] == p) for p in ADMITTED}
             shares = [_mean(at, p, "avoidable_blocking_rate") for p in blocked]
             ratios = [f"{admitted[p] / admitted[TOLD]:.2f}" if admitted[TOLD] else "-" for p in RESIZING]
-            cells = [f"{load}", *(str(admitted[p]) for p in ADMITTED), *ratios, ", ".join(f"{x:.3f}" for x in shares)]
+            cells = [load_label(load), *(str(admitted[p]) for p in ADMITTED), *ratios, ", ".join(f"{x:.3f}" for x in shares)]
             lines.append("| " + " | ".join(cells) + " |")
         jobs = sum(r["jobs"] for r in runs if r["policy"] == TOLD and r["load"] == runs[0]["load"])
         return Rendered(_commands(folder) + f"Jobs admitted out of {jobs} a load:\n\n" + "\n".join(lines) + "\n")

@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
+from placer.evaluate.config import load_label
 from placer.evaluate.stats import mean_ci95, plus_minus
 from tools.figures.core import Rendered, beside
 from tools.figures.render import Renderer, _commands
@@ -95,7 +96,7 @@ def _per_regime(runs: dict[str, list[dict]], shown: list[str]) -> list[str]:
            "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]  # fmt: skip
     for label, rows in runs.items():
         for load in dict.fromkeys(r.get("load") for r in rows):
-            cells = [label, f"{load}", f"{_unavoidable(rows, load):.3f}"]
+            cells = [label, load_label(load), f"{_unavoidable(rows, load):.3f}"]  # a replayed trace's runs: load None
             cells += [f"{_mean(rows, p, 'avoidable_blocking_rate', load):.3f}" for p in shown[:2]]
             for p in shown[2:]:
                 diff, half = _paired(rows, p, TOLD, load=load)

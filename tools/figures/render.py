@@ -48,13 +48,10 @@ def evaluation(*files: str, against: str | None = None, image: str | None = None
 
 
 def _blocking_bars(paths: list[Path], target: Path) -> None:
-    from placer.evaluate import EvaluationConfig, EvaluationResult, merge_results
+    from placer.evaluate import merge_results, read_results
     from placer.evaluate.plots import plot_metric
 
-    loaded = []
-    for path in paths:
-        data = json.loads(path.read_text())
-        loaded.append(EvaluationResult(EvaluationConfig.model_validate(data["record"]["config"]), data["runs"]))
+    loaded = [read_results(json.loads(path.read_text()), path.parent) for path in paths]  # a trace's runs: load None
     plot_metric(merge_results(loaded), "blocking_rate", target)
 
 
