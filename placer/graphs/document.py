@@ -3,7 +3,8 @@
 Every graph that enters the library as data (a file, a service request, a dict) is checked here
 first, shapes and values alike; :class:`~placer.graphs.job_graph.JobGraph` then checks what a
 schema cannot (ids unique, edges between known ops, no cycles). Types are strict: ``true`` is not
-``1``, ``1.0`` is not a ``schema_version`` and ``"3"`` is not a number.
+``1`` and ``"3"`` is not a number; an integer is JSON Schema's: ``2.0`` is the ``schema_version`` ``2``, ``2.5`` is none
+(:mod:`placer.common.integers`).
 
     {"schema": "placer.job_graph", "schema_version": 2, "name": "resnet18", "iterations": 1000,
      "batch_size": 128, "profiled_on": {"device": "V100", "precision": "fp32"}, "precision": "fp32",
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 from placer.common.errors import GraphValidationError
+from placer.common.integers import WHOLE_FLOATS
 
 SCHEMA = "placer.job_graph"
 SCHEMA_VERSION = 2
@@ -93,10 +95,10 @@ class GraphDocument(BaseModel):
 
     model_config = _STRICT | ConfigDict(populate_by_name=True)
     schema_: Literal["placer.job_graph"] = Field(alias="schema")
-    schema_version: Annotated[int, Field(ge=min(READABLE_VERSIONS), le=max(READABLE_VERSIONS))]
+    schema_version: Annotated[int, Field(ge=min(READABLE_VERSIONS), le=max(READABLE_VERSIONS)), WHOLE_FLOATS]
     name: Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
-    iterations: Annotated[int, Field(ge=1, le=MAX_ITERATIONS)] = 1000
-    batch_size: Annotated[int, Field(ge=1, le=10**9)] | None = None
+    iterations: Annotated[int, Field(ge=1, le=MAX_ITERATIONS), WHOLE_FLOATS] = 1000
+    batch_size: Annotated[int, Field(ge=1, le=10**9), WHOLE_FLOATS] | None = None
     profiled_on: ProfiledOn | None = None
     precision: Annotated[str, Field(max_length=16)] | None = None
     graph: GraphBody

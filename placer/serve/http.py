@@ -21,7 +21,7 @@ Routes (OpenAPI docs at ``/docs``):
 - ``GET /v1/cluster`` shows occupancy; ``GET /v1/health``.
 
 The policy is loaded once at start from a server-side path: no request names a file. Bodies over
-``max_body_bytes`` get 413 (any but a placement's: over :data:`SMALL_BODY_BYTES`), bodies not received
+``max_body_bytes`` get 413 (any but a placement's or a resize's: over :data:`SMALL_BODY_BYTES`), bodies not received
 within ``body_timeout_s`` 408. Graphs and their
 cost-model work are cached up to ``cache_bytes`` (the settings: :class:`~placer.serve.settings.ServiceSettings`).
 The state raises domain errors (:mod:`placer.serve.errors`); :data:`ERROR_STATUS` maps them to statuses.
@@ -86,6 +86,8 @@ from placer.serve.occupancy import Occupancy
 from placer.serve.ratelimit import RateLimiter
 from placer.serve.resizing import proposal, resize
 from placer.serve.schemas import (
+    MAX_DEGREE,
+    MAX_DEVICE_NAME_CHARS,
     CalibrationState,
     ClusterOccupancy,
     ErrorBody,
@@ -133,9 +135,12 @@ ERROR_MEANINGS = {  # every error answer's body is an ErrorBody; which statuses 
 COMMON_ERRORS = (400, 401, 408, 503)
 MAX_ERROR_CHARS = 1000  # per message in an error body
 MAX_ERRORS = 20  # validation errors listed in one body
-SMALL_BODY_BYTES = 4096  # any body but a placement's (a lease renewal, a step-time report: tens of bytes)
+SMALL_BODY_BYTES = 4096  # any body but a placement's or a resize's (a lease renewal, a step-time report: tens of bytes)
+# a resize may name MAX_DEGREE devices (ResizeRequest): room for that many of the longest names, quoted, with ", " between
+RESIZE_BODY_BYTES = MAX_DEGREE * (MAX_DEVICE_NAME_CHARS + 8) + SMALL_BODY_BYTES
 LEASE_SWEEP_S = 1.0
 _RETRY = "a retry with the same key gets the first answer"
+_LEASE_BODY = "JSON: {} renews by the job's own lease_s (so does an empty body, sent as Content-Type: application/json)"
 
 log = logging.getLogger("placer.serve")
 
@@ -242,7 +247,12 @@ def _add_write_routes(app: FastAPI, state: Occupancy, settings: ServiceSettings)
         body = await request.body()  # parsed and validated in one pass, off the event loop
         return await run_in_threadpool(_place, state, body, idempotency_key, _tenant(request))
 
-    @app.post("/v1/jobs/{job_id}/lease", response_model=RunningJob, responses=_errors(*WRITE, *JOB))
+    @app.post(
+        "/v1/jobs/{job_id}/lease",
+        response_model=RunningJob,
+        responses=_errors(*WRITE, *JOB),
+        openapi_extra={"requestBody": {"required": True, "description": _LEASE_BODY}},  # (JsonOnly: 415 without a JSON type)
+    )
     def renew_lease(job_id: str, request: Request, renewal: LeaseRenewal | None = None) -> RunningJob:
         """Renew a job's lease from now (by its own lease_s unless another is given)."""
         return state.renew(job_id, renewal or LeaseRenewal(), _tenant(request))
@@ -312,6 +322,7 @@ def _add_middleware(app: FastAPI, settings: ServiceSettings) -> None:
         timeout_s=settings.body_timeout_s,
         small_limit=SMALL_BODY_BYTES,
         large_paths=("/v1/placements",),
+        path_limits=((r"/v1/jobs/[^/]+/resize", RESIZE_BODY_BYTES),),
     )
     app.add_middleware(JsonOnly, routes=app.router.routes)  # the routes as added: every one is in by now
     app.add_middleware(SameSiteWrites, allowed_hosts=settings.allowed_hosts)

@@ -4,6 +4,7 @@ tokens."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Sequence
 from urllib.parse import urlsplit
@@ -26,7 +27,9 @@ class BodyLimit:
     until it fits (503 with ``Retry-After`` for each): bodies that stalled cannot keep newer ones
     out, and a body is refused only when the older ones cannot make room (never when ``budget``
     is at least ``limit``, the default being 8 times it). A request to any path but ``large_paths`` may send at most
-    ``small_limit`` bytes (when given): its JSON is parsed whole, one value and one error per key, before any field is checked.
+    ``small_limit`` bytes (when given): its JSON is parsed whole, one value and one error per key, before any field is checked;
+    one to a path that matches (whole) a regular expression of ``path_limits`` (pattern, bytes) may send that pattern's bytes
+    (at most ``limit``).
     """
 
     def __init__(
@@ -37,9 +40,11 @@ class BodyLimit:
         budget: int | None = None,
         small_limit: int | None = None,
         large_paths: tuple[str, ...] = (),
+        path_limits: Sequence[tuple[str, int]] = (),
     ) -> None:
         self.app, self.large_limit, self.timeout_s = app, limit, timeout_s
         self.small_limit, self.large_paths = (limit if small_limit is None else min(small_limit, limit)), large_paths
+        self.path_limits = tuple((re.compile(pattern), min(size, limit)) for pattern, size in path_limits)
         self.budget = budget if budget is not None else 8 * limit
         self.buffered = 0  # bytes held by bodies being received (one event loop: no lock needed)
         self.reading: dict[asyncio.Future[None], int] = {}  # each body being received, oldest first: its bytes; set to drop it
@@ -47,7 +52,7 @@ class BodyLimit:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        limit = self.large_limit if scope.get("path") in self.large_paths else self.small_limit
+        limit = self._limit(scope.get("path", ""))
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             return await _reject(send, 413, f"request body over {limit} bytes")
@@ -83,6 +88,12 @@ class BodyLimit:
         body: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
         del chunks
         await self.app(scope, _replay([body], receive), send)
+
+    def _limit(self, path: str) -> int:
+        """The most bytes a body sent to ``path`` may have."""
+        if path in self.large_paths:
+            return self.large_limit
+        return next((size for pattern, size in self.path_limits if pattern.fullmatch(path)), self.small_limit)
 
     def _make_room(self, mine: asyncio.Future[None]) -> bool:
         """Drop the bodies that began before ``mine``, oldest first, until the total is within budget; False if it is not."""

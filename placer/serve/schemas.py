@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from placer.api.types import PlacementDecision
 from placer.calibration.measurements import MAX_STEP_S
+from placer.common.integers import WHOLE_FLOATS
+from placer.graphs.catalog import shipped_graph_names
 from placer.graphs.document import MAX_ITERATIONS, EdgeDocument, GraphBody, GraphDocument, NodeDocument
 from placer.graphs.job_graph import JobGraph
 
@@ -27,13 +29,18 @@ def exactly_one_of(first: str, second: str) -> dict:
 
 
 def _graph_or_name(schema: dict) -> None:
-    """``graph``'s schema: a graph document, or the name of a shipped graph (placer.serve.parsing), or null."""
-    schema["anyOf"] = [*schema.get("anyOf", []), {"type": "string", "description": "the name of a shipped graph, e.g. resnet50"}]
+    """``graph``'s schema: a graph document, or the name of a shipped graph (placer.serve.parsing), or null. The names
+    are listed: any other string (``""`` too) is refused, so the schema allows none."""
+    name = {"type": "string", "enum": shipped_graph_names(), "description": "the name of a shipped graph, e.g. resnet50"}
+    schema["anyOf"] = [*schema.get("anyOf", []), name]
 
 
 # A placement's terms, the same for a request over HTTP and one made in this process (:class:`GraphPlacement`).
 Beta = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False, description="deadline = beta x sequential JCT")]
-Iterations = Annotated[int | None, Field(ge=1, le=MAX_ITERATIONS, description="training iterations (default: the graph's)")]
+# (integers are JSON Schema's, as the OpenAPI says: 1044.0 is 1044, 1044.5 is refused; placer.common.integers)
+Iterations = Annotated[
+    Annotated[int, Field(ge=1, le=MAX_ITERATIONS), WHOLE_FLOATS] | None, Field(description="training iterations (default: the graph's)")
+]
 LeaseSeconds = Annotated[
     float | None,
     Field(
@@ -48,7 +55,7 @@ LeaseSeconds = Annotated[
 class PlacementRequest(BaseModel):
     """A job to place: ``graph`` (the whole graph, or a shipped graph's name) or ``graph_key`` (one this server has seen).
 
-    Types are strict: ``"beta": "0.5"`` or ``true`` is refused, not coerced.
+    Types are strict: ``"beta": "0.5"`` or ``true`` is refused, not coerced (an integer may be written ``2.0``).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=exactly_one_of("graph", "graph_key"))
@@ -117,15 +124,22 @@ class StepTimeReport(BaseModel):
 
 
 MAX_DEGREE = 4096  # devices a resize may name (a cluster of more is refused at the degree check)
+MAX_DEVICE_NAME_CHARS = 64  # a device's name in a resize (the service's own are s<server>-g<index>)
 
 
 class ResizeRequest(BaseModel):
     """A running job's new placement: ``degree`` (the service picks the devices) or ``devices`` (by name)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=exactly_one_of("degree", "devices"))
-    degree: int | None = Field(default=None, ge=1, le=MAX_DEGREE, description="devices to run on; the service picks which")
-    devices: list[Annotated[str, Field(max_length=64)]] | None = Field(
-        default=None, min_length=1, max_length=MAX_DEGREE, description="the devices to run on, by name"
+    degree: Annotated[int, Field(ge=1, le=MAX_DEGREE), WHOLE_FLOATS] | None = Field(
+        default=None, description="devices to run on; the service picks which"
+    )
+    devices: list[Annotated[str, Field(max_length=MAX_DEVICE_NAME_CHARS)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_DEGREE,
+        description="the devices to run on, by name, each once",
+        json_schema_extra={"uniqueItems": True},  # (checked by _one_target)
     )
 
     @model_validator(mode="after")

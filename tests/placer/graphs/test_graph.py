@@ -118,7 +118,7 @@ def test_forward_flops_is_none_without_flops_and_summed_with():
         (lambda d: d.update(extra={"nested": True}), "unknown field 'extra'"),
         (lambda d: d.update(iterations=10**400), "field 'iterations' must be less than or equal to 1000000000000, got 1000"),
         (lambda d: d.update(schema_version=True), "unsupported schema_version True"),
-        (lambda d: d.update(schema_version=1.0), "unsupported schema_version 1.0"),
+        (lambda d: d.update(schema_version=1.5), "unsupported schema_version 1.5"),
         (lambda d: d["graph"]["nodes"][0].pop("name"), "node 'a' field 'name' is missing"),
         (lambda d: d.update(profiled_on={"device": ["V100"], "precision": "fp32"}), "field 'profiled_on.device' must be a string"),
         (lambda d: d["graph"]["nodes"][1].update(id=7), "node #1 field 'id' must be a string, got 7"),

@@ -149,7 +149,7 @@ def _with(mutate):
         (lambda g: g.update(profiled_on={"device": "H900", "precision": "fp32"}), "profiled_on device 'H900' is unknown"),
         (lambda g: g.update(precision=["fp32"]), "field 'precision' must be a string"),
         (lambda g: g.update(schema_version=True), "unsupported schema_version True"),
-        (lambda g: g.update(schema_version=1.0), "unsupported schema_version 1.0"),
+        (lambda g: g.update(schema_version=1.5), "unsupported schema_version 1.5"),
         (lambda g: g.update(name="n" * 257), "at most 256"),
     ],
 )

@@ -13,7 +13,9 @@ import jsonschema
 import pytest
 
 from placer.baselines.registry import make_heuristic
+from placer.graphs.catalog import shipped_graph_names
 from placer.serve.http import create_app
+from placer.serve.schemas import MAX_DEGREE
 from placer.serve.settings import ServiceSettings
 from tests.placer.live_server import loopback, running
 from tests.placer.toys import chain, toy_cluster
@@ -111,3 +113,69 @@ def test_a_method_no_route_takes_is_405_not_415_and_a_route_still_needs_json():
         assert client.put("/v1/jobs/0", headers=bare).status_code == 405
         assert client.put("/v1/jobs/0/resize-proposal", headers=bare).status_code == 405
         assert client.post("/v1/jobs/0/lease", headers=bare).status_code == 415  # a route's write without JSON: refused
+
+
+# schemathesis's failures (issue 82 item 7; tests/placer/serve/test_schemathesis.py runs it): each pairs what the schema
+# says of a request with what the service answers it
+
+
+def test_an_integer_may_be_written_as_an_integral_float_and_a_fractional_one_is_refused():
+    # JSON Schema's integer takes 1044.0: a strict int refused it (ST202); 1.5 is no integer for the schema nor the service
+    with _served() as (client, spec):
+        placement, resize = (_validator(spec, {"$ref": f"#/components/schemas/{m}"}) for m in ("PlacementRequest", "ResizeRequest"))
+        graph = chain().to_dict()
+        assert placement.is_valid({"graph": graph, "beta": 1.0, "iterations": 10.0}) and resize.is_valid({"degree": 1.0})
+        assert not placement.is_valid({"graph": graph, "beta": 1.0, "iterations": 10.5}) and not resize.is_valid({"degree": 1.5})
+        held = client.post("/v1/placements", json={"graph": graph | {"schema_version": 2.0}, "beta": 1.0, "iterations": 10.0})
+        assert held.status_code == 200 and held.json()["accepted"], held.text
+        moved = client.post(f"/v1/jobs/{held.json()['job_id']}/resize", json={"degree": 1.0})
+        assert moved.status_code == 200 and moved.json()["degree"] == 1, moved.text
+        for path, body, field in [
+            (f"/v1/jobs/{held.json()['job_id']}/resize", {"degree": 1.5}, "degree"),
+            ("/v1/placements", {"graph": graph, "beta": 1.0, "iterations": 10.5}, "iterations"),
+        ]:
+            refused = client.post(path, json=body)
+            assert refused.status_code == 422, refused.text
+            assert refused.json()["detail"][0] | {"msg": ""} == {"loc": ["body", field], "msg": "", "type": "int_from_float"}
+        assert client.post("/v1/placements", json={"graph": graph | {"schema_version": 1.5}, "beta": 1.0}).status_code == 422
+
+
+def test_a_graph_named_is_one_the_schema_lists():
+    # "graph": "" fit the schema's string and got 422 (ST202): the names are the schema's enum, and the service takes each
+    with _served() as (client, spec):
+        validator = _validator(spec, {"$ref": "#/components/schemas/PlacementRequest"})
+        named = [s for s in spec["components"]["schemas"]["PlacementRequest"]["properties"]["graph"]["anyOf"] if s.get("type") == "string"]
+        assert [s["enum"] for s in named] == [shipped_graph_names()]
+        for name in ("", "nosuchgraph"):
+            assert not validator.is_valid({"graph": name, "beta": 1.0})
+            assert client.post("/v1/placements", json={"graph": name, "beta": 1.0}).status_code == 422
+        assert validator.is_valid({"graph": "resnet50", "beta": 1.0})
+        assert client.post("/v1/placements", json={"graph": "resnet50", "beta": 1.0}).status_code == 200
+
+
+def test_a_resize_naming_more_devices_than_the_schema_allows_is_invalid_not_too_large():
+    # 4,097 names (maxItems 4,096) got 413 from the 4 KiB body limit, which schemathesis does not count as a refusal
+    # (ST201); the schema's largest list did not fit either. A resize's bodies now hold MAX_DEGREE of the longest names.
+    with _served() as (client, spec):
+        validator = _validator(spec, {"$ref": "#/components/schemas/ResizeRequest"})
+        job = client.post("/v1/placements", json={"graph": chain().to_dict(), "beta": 1.0}).json()["job_id"]
+        largest = [f"{i:064d}" for i in range(MAX_DEGREE)]
+        assert validator.is_valid({"devices": largest}) and not validator.is_valid({"devices": [*largest, "x"]})
+        body = json.dumps({"devices": largest}).encode()  # ", " between names, as requests writes them
+        answer = client.post(f"/v1/jobs/{job}/resize", content=body, headers={"Content-Type": "application/json"})
+        assert answer.status_code == 422 and "unknown devices" in answer.json()["detail"], answer.text[:300]  # read, not 413
+        over = client.post(f"/v1/jobs/{job}/resize", json={"devices": [*largest, "x"]})
+        assert over.status_code == 422 and over.json()["detail"][0]["type"] == "too_long", over.text[:300]
+        assert not validator.is_valid({"devices": ["s0-g0", "s0-g0"]})  # each once (uniqueItems), as the service checks
+        assert client.post(f"/v1/jobs/{job}/resize", json={"devices": ["s0-g0", "s0-g0"]}).status_code == 422
+
+
+def test_a_lease_renewal_declares_the_json_body_the_service_requires():
+    # the body was optional in the schema, and a renewal without one got 415 (ST202): the schema requires it now
+    with _served() as (client, spec):
+        assert spec["paths"]["/v1/jobs/{job_id}/lease"]["post"]["requestBody"]["required"] is True
+        job = client.post("/v1/placements", json={"graph": chain().to_dict(), "beta": 1.0, "lease_s": 60.0}).json()["job_id"]
+        bare = {"Authorization": client.headers["Authorization"]}
+        assert client.post(f"/v1/jobs/{job}/lease", headers=bare).status_code == 415
+        assert client.post(f"/v1/jobs/{job}/lease", json={}).status_code == 200
+        assert client.post(f"/v1/jobs/{job}/lease", headers={"Content-Type": "application/json"}).status_code == 200  # as {}
