@@ -26,6 +26,7 @@ from placer.cluster.topology import Cluster
 from placer.envs import action as act
 from placer.envs.baseline import baseline_policy
 from placer.envs.resize import ResizeOffer, rebalance_choice
+from placer.sim.engine.program import Program
 from placer.sim.options import Option, OptionTable
 from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place
@@ -40,19 +41,33 @@ class Advisers:
         self.names, self.max_degree = tuple(names), max_degree
         self._by_cluster: dict[str, tuple[Policy, ...]] = {}
         self._active: tuple[Policy, ...] | None = None  # this run's, once its first offer named the cluster
+        self._programs: tuple[Program | None, ...] = ()  # the active advisers' programs (None: decides in Python)
+        self._compiled: bool | None = None  # whether this run's advisers with programs answer in the engine
 
     def __len__(self) -> int:
         return len(self.names)
 
     def reset(self) -> None:
         """Start a run: the advisers forget the last one, and start on the cluster of the run's first offer."""
-        self._active = None
+        self._active, self._compiled = None, None
 
     def advise(self, job: Job, view: ClusterView) -> tuple[Decision, ...]:
-        """Each adviser's decision on this offer (in :attr:`names` order); call for every offer of the run."""
+        """Each adviser's decision on this offer (in :attr:`names` order); call for every offer of the run. On a view of
+        the compiled engine's, every adviser that has a program answers there (the same decisions, kept by the stream),
+        the others in Python; a run answers on one or the other throughout."""
         if self._active is None:
             self._active = self._start(view.cluster)
-        return tuple(adviser.decide(job, view) for adviser in self._active)
+            self._programs = tuple(adviser.program() for adviser in self._active)
+        programs = [p for p in self._programs if p is not None]
+        if self._compiled is None:
+            self._compiled = bool(programs) and view.tables is not None
+        if not self._compiled:
+            return tuple(adviser.decide(job, view) for adviser in self._active)
+        answers = view.tables.advise(job, view, programs) if view.tables is not None else None
+        if answers is None:
+            raise RuntimeError("the advisers' run started in the engine and was offered a view of another simulator")
+        compiled = iter(answers)
+        return tuple(next(compiled) if p is not None else a.decide(job, view) for a, p in zip(self._active, self._programs, strict=True))
 
     def advise_resize(self, offer: ResizeOffer) -> tuple[Decision, ...]:
         """Each adviser's answer to a running job's resize offer (:func:`placer.envs.resize.rebalance_choice`): ``Place`` on the

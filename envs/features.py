@@ -38,6 +38,7 @@ class _Split(dict):
 
 
 _SPLIT = _Split()
+_LOG2_QUARTER = np.array([0.0, *(math.log2(k) / 4 for k in range(1, 4097))])  # k -> log2(k) / 4 as _split gives it (0: none)
 _RULE_ONE_HOT = {rule: tuple(float(i == k) for k in range(len(RULE_INDEX))) for rule, i in RULE_INDEX.items()}
 
 
@@ -104,8 +105,7 @@ def _engine_rows(options: EngineOptions, view: ClusterView, max_degree: int, lef
     rows[fit, 3] = options.spanned[fit] / at
     rows[fit, 5] = (options.num_free - at) / cluster.num_devices
     rows[fit, 12] = (options.whole - options.breaks[fit]) / cluster.num_servers
-    if len(fit):
-        rows[fit, 6:9] = [_split(options.strategy_at(i)) for i in fit.tolist()]
+    rows[fit, 6:9] = _LOG2_QUARTER[options.ranks[fit]]  # _split's values, looked up
     out = rows.astype(np.float32)
     if len(fit):
         jct = jct_all[fit]

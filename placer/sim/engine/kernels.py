@@ -132,7 +132,7 @@ def run(ist, fst, pi, pf, c, w):
                 return ASK
             choice = external_answer(j, ist, c, w)
         else:
-            choice = decide(j, pi, pf, ist, _remaining(c, j, fst[F_NOW]), c, w)
+            choice = decide(j, pi, pf, ist, _remaining(c, j, fst[F_NOW]), c, w, c.seen, c.sizes)
         if choice == -2:
             return NEED
         if choice == -3:

@@ -17,11 +17,13 @@ from numba import njit
 
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.sim.state import ClusterView
-from placer.sim.types import Job
+from placer.sim.types import Decision, Job
 
 from . import codes as k
+from .advisers import CompiledAdvisers
 from .entry import compiled
 from .options import _table
+from .program import Program
 from .table import EngineOptions
 from .work import Work, work_arrays
 
@@ -79,10 +81,7 @@ class OfferTables:
         cannot build them: the view is another's or no longer the stream's state, a rule the engine lacks, a job of another
         stream or degrees wider than the stream's arrays."""
         stream = self._stream
-        current = int(stream.ist[k.S_VERSION]) == self._version and stream.now == self._now
-        if view.free is not self._free or not current or not 0 < len(rules) <= 3 or any(r not in _RULE_CODES for r in rules):
-            return None
-        if not (0 <= job.job_id < len(stream.specs) and stream.job(job.job_id) is job):
+        if not self._current(job, view) or not 0 < len(rules) <= 3 or any(r not in _RULE_CODES for r in rules):
             return None
         limit = min(max_degree, stream.cost.cluster.num_devices)
         if limit > stream.width or limit < 1:
@@ -92,6 +91,26 @@ class OfferTables:
         if built is None:
             built = self._built[key] = _engine_options(stream, job, view, limit, tuple(rules), key[3])
         return built
+
+    def advise(self, job: Job, view: ClusterView, programs: Sequence[Program]) -> list[Decision] | None:
+        """Each program's decision on ``job`` at ``view`` (:class:`~placer.sim.engine.advisers.CompiledAdvisers`: each
+        keeps its own record of the stream's offers, so put every offer of the stream to the same programs), or None
+        where the view is another's or no longer the stream's state."""
+        devices = self._stream.cost.cluster.num_devices
+        if not self._current(job, view) or any(min(p.max_degree, devices) > self._stream.width for p in programs):
+            return None
+        key = tuple(programs)
+        answering = self._stream.advisers.get(key)
+        if answering is None:
+            answering = self._stream.advisers[key] = CompiledAdvisers(self._stream, programs)
+        return answering.answer(job, job.remaining_s(view.now))
+
+    def _current(self, job: Job, view: ClusterView) -> bool:
+        """Whether ``view`` is this one's, still the stream's state, and ``job`` one of the stream's."""
+        stream = self._stream
+        if view.free is not self._free or int(stream.ist[k.S_VERSION]) != self._version or stream.now != self._now:
+            return False
+        return 0 <= job.job_id < len(stream.specs) and stream.job(job.job_id) is job
 
 
 def _engine_options(stream: Stream, job: Job, view: ClusterView, limit: int, rules: tuple[str, ...], pad_to: int) -> EngineOptions:
@@ -126,5 +145,6 @@ def _arrays(stream: Stream, job: Job, w: Work, n: int, spanned: np.ndarray, brea
         "jct": np.where(w.fits[:n], w.jct[:n], np.inf), "spanned": spanned[:n].copy(), "breaks": breaks[:n].copy(),
         "ids": w.ids[: counts[0]].copy(), "positions": w.pos[:n].copy(), "shape": w.shape[:n].copy(),
         "graph_row": int(stream.c.graph[job.job_id]), "strategies": stream.book.strategies,
+        "ranks": stream.book.ranks[int(stream.c.graph[job.job_id]), w.shape[:n]],
         "num_free": int(counts[0]), "whole": int(counts[1]),
     }  # fmt: skip

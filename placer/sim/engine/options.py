@@ -258,15 +258,16 @@ def free_total(ist):
 
 
 @njit(cache=True)
-def decide(j, pi, pf, ist, deadline, c, w):
+def decide(j, pi, pf, ist, deadline, c, w, seen, sizes):
     """Program ``pi``/``pf``'s decision for job ``j`` with ``deadline`` seconds left: the chosen option's index, -1 to
-    reject, -2 when prices are wanted, -3 when the shape table is full. ``c``: the run's arrays (:class:`Arrays`)."""
+    reject, -2 when prices are wanted, -3 when the shape table is full. ``c``: the run's arrays (:class:`Arrays`);
+    ``seen``, ``sizes`` (and ``ist[S_NSIZES]``): the program's own record of the jobs it was offered (lean's admission)."""
     kind, n_devices = pi[P_KIND], free_total(ist)
     limit = min(pi[P_MAX_DEGREE], n_devices)
     if kind == LEAN or kind == SWITCH:
         quiet = ist[S_NWAIT] <= 1 and ist[S_NFREE] > pf[Q_QUIET] * n_devices
         if kind == LEAN or not quiet:
-            if pf[Q_ADMIT] >= 0 and large(j, pf, ist, c.seq_jct, c.seen, c.sizes):
+            if pf[Q_ADMIT] >= 0 and large(j, pf, ist, c.seq_jct, seen, sizes):
                 return -1
             cap = pi[P_CAP] if pi[P_CAP] > 0 else pi[P_MAX_DEGREE]
             n = _table(j, min(min(pi[P_MAX_DEGREE], cap), n_devices), pi[P_RULES:], pi[P_NRULES], ist, c, w)

@@ -39,7 +39,8 @@ class PriceBook:
     ``price[g, s]``: graph row ``g``'s seconds per iteration on shape ``s`` (NaN: not asked yet); ``fits[g, s]`` whether
     it fits in memory there; ``rep_dev[s, :rep_deg[s]]``: devices of a placement with that shape (the first seen);
     ``servers[s]`` the servers it spans; ``strategies[g, s]`` the cost model's split there (None: none) and ``labels[g, s]``
-    its ``Strategy.label``.
+    its ``Strategy.label``; ``ranks[g, s]`` its data x tensor x pipeline ranks (all 0 without a split, or for ``sipml``'s
+    op splitting).
     """
 
     cost: CostModel
@@ -54,6 +55,7 @@ class PriceBook:
     servers: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
     labels: dict[tuple[int, int], str | None] = field(default_factory=dict)
     strategies: dict[tuple[int, int], Strategy | None] = field(default_factory=dict)
+    ranks: np.ndarray = field(default_factory=lambda: np.zeros((4, 256, 3), dtype=np.int64))
     fastest: dict[str, float] = field(default_factory=dict)  # graph key -> its fastest iteration on the idle cluster (s)
 
     def __post_init__(self) -> None:
@@ -88,6 +90,7 @@ class PriceBook:
             if row >= self.price.shape[0]:
                 self.price = np.vstack([self.price, np.full_like(self.price, np.nan)])
                 self.fits = np.vstack([self.fits, np.zeros_like(self.fits)])
+                self.ranks = np.concatenate([self.ranks, np.zeros_like(self.ranks)], axis=0)
         return row
 
     def fill(self, rows: np.ndarray, shape_ids: np.ndarray) -> None:
@@ -98,7 +101,9 @@ class PriceBook:
             prediction = self.cost.predict(self.graphs[g], shape)
             self.price[g, s], self.fits[g, s] = prediction.iteration_s, prediction.fits
             self.servers[s] = shape.servers
-            self.strategies[g, s] = prediction.strategy
+            self.strategies[g, s] = split = prediction.strategy
+            if split is not None and not split.sipml:
+                self.ranks[g, s] = split.dp, split.tp, split.pp
             self.labels[g, s] = prediction.strategy.label if prediction.strategy else None
 
     def grow(self) -> None:
@@ -106,6 +111,7 @@ class PriceBook:
         n = self.rep_deg.shape[0]
         self.price = np.hstack([self.price, np.full_like(self.price, np.nan)])
         self.fits = np.hstack([self.fits, np.zeros_like(self.fits)])
+        self.ranks = np.concatenate([self.ranks, np.zeros_like(self.ranks)], axis=1)
         self.rep_dev = np.vstack([self.rep_dev, np.zeros_like(self.rep_dev)])
         self.rep_deg = np.concatenate([self.rep_deg, np.zeros(n, dtype=np.int64)])
         self.servers = np.concatenate([self.servers, np.zeros(n, dtype=np.int64)])

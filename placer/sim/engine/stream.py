@@ -26,6 +26,7 @@ from placer.workloads.generator import JobSpec
 
 from . import codes as k
 from . import kernels
+from .advisers import CompiledAdvisers
 from .entry import compiled
 from .offers import OfferTables
 from .prices import PriceBook
@@ -137,6 +138,7 @@ class Stream:
         self.status = -1
         self._entry: Callable[..., int] | None = None
         self.offer_entry: Callable[..., int] | None = None  # placer.sim.engine.offers' kernel, typed once
+        self.advisers: dict[tuple[Program, ...], CompiledAdvisers] = {}  # programs answering every offer, their records
         self._jobs: dict[int, Job] = {}
         self._reported = 0
 

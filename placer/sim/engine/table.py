@@ -14,8 +14,9 @@ class EngineOptions(OptionTable):
     """:class:`~placer.sim.options.OptionTable` of ``job`` on ``view`` at degrees 1..min(``max_degree``, devices) x
     ``rules`` (and the rows without devices beyond, up to ``max_degree``), from the engine's arrays: ``degree``,
     ``valid`` (devices free), ``repeat``, ``jct_s`` (s; inf without devices or memory), ``spanned``, ``breaks`` (each
-    (n,)); :meth:`devices_at` and :meth:`strategy_at` give an option's devices and the cost model's split there;
-    ``num_free`` and ``whole`` count the free devices and the wholly free servers."""
+    (n,)) and ``ranks`` ((n, 3): the split's dp, tp, pp where the job fits; all 0 without one, or for ``sipml``);
+    :meth:`devices_at` and :meth:`strategy_at` give an option's devices and the cost model's split there; ``num_free``
+    and ``whole`` count the free devices and the wholly free servers."""
 
     def __init__(self, job: Job, view: ClusterView, rules: tuple[str, ...], max_degree: int, arrays: dict) -> None:
         self.job, self.view, self.rules = job, view, rules
@@ -24,6 +25,7 @@ class EngineOptions(OptionTable):
         self._jct, self.spanned, self.breaks = arrays["jct"], arrays["spanned"], arrays["breaks"]
         self._free_ids, self._positions, self._shape = arrays["ids"], arrays["positions"], arrays["shape"]
         self._graph_row, self._strategies = arrays["graph_row"], arrays["strategies"]
+        self.ranks = arrays["ranks"]
         self._num_free, self._whole = arrays["num_free"], arrays["whole"]
         self.n_table = len(self.degree)
         self._pad_from = self.n_table // len(rules) + 1

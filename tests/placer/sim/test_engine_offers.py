@@ -10,12 +10,13 @@ import pytest
 
 from placer.cost import CostModel
 from placer.envs import action as act
+from placer.envs.advice import Advisers
 from placer.envs.features import option_rows
 from placer.graphs.catalog import PACML_GRAPHS, resolve_graph
 from placer.sim.engine.session import EngineSimulator
 from placer.sim.engine.table import EngineOptions
 from placer.sim.queueing import QueueConfig
-from placer.sim.types import Reject
+from placer.sim.types import Place, Reject
 from placer.workloads.generator import BetaDistribution, SizeDistribution, Workload
 from tests.placer.sim.test_engine import CLUSTERS
 
@@ -103,3 +104,32 @@ def test_the_engine_declines_a_stale_or_foreign_view():
     table = act.option_table(job, view, 16, rules)
     sim.decide(table[int(np.flatnonzero(table.feasible)[0])].place())  # devices taken: the state changes
     assert view.tables.options(job, view, 16, rules) is None  # the stream moved on: the old view's tables are gone
+
+
+ADVISER_SETS = (
+    ("lean+best_fit", "para_min+best_fit", "lean:admit=0.8+best_fit", "lean:admit=0.9+best_fit", "lean:admit=0.95+best_fit",
+     "lean:admit=0.95", "switch:0.75"),  # the recipe's
+    ("para_max", "fixed:4+spread", "eff:0.5", "lean:cap=4", "lean:admit=0.9:free=0.25+spread", "random"),  # one in Python
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("cluster_name", sorted(CLUSTERS))
+def test_compiled_advisers_answer_as_their_heuristics(cluster_name):
+    cost = CostModel(CLUSTERS[cluster_name]())
+    rng = np.random.default_rng(11)
+    differ, offers = [], 0
+    for k in range(8):
+        names = ADVISER_SETS[k % len(ADVISER_SETS)]
+        compiled, python = Advisers(names, 16), Advisers(names, 16)
+        sim = EngineSimulator(cost, _stream(cost, k, rng), queue=QueueConfig.parse(("edf-bf", "none")[k % 2]))
+        while (job := sim.next_job()) is not None:
+            view = sim.view()
+            engine, reference = compiled.advise(job, view), python.advise(job, replace(view, tables=None))
+            if engine != reference:
+                differ.append((k, job.job_id, engine, reference))
+            offers += 1
+            feasible = [d for d in reference if isinstance(d, Place)]
+            sim.decide(feasible[int(rng.integers(len(feasible)))] if feasible and rng.random() < 0.8 else Reject())
+        assert compiled._compiled and not python._compiled
+    assert offers > 300
+    assert not differ, f"{len(differ)} of {offers} offers differ, first: {differ[0]}"

@@ -1,0 +1,88 @@
+"""The advisers' answers in compiled code: heuristics run beside a policy that decides in Python (the learning
+environment's advisers, a learned policy's), each answering every offer of the stream by its :class:`Program` on the
+engine's option tables, with a record of its own of the jobs it was offered (lean's admission), as its ``decide`` would
+on the same view (the differential tests hold the two equal)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numba import njit
+
+from placer.sim.types import Decision, Job, Place, Reject
+
+from . import codes as k
+from .codes import S_NSIZES
+from .entry import compiled
+from .options import decide
+from .program import Program
+from .work import work_arrays
+
+if TYPE_CHECKING:
+    from .stream import Stream
+
+
+@njit(cache=True)
+def advise_all(j, deadline, pis, pfs, ist, c, works, seen, sizes, nsizes, done, out_deg, out_dev):
+    """Each adviser's answer to job ``j`` (``deadline`` s left) not ``done`` yet: ``out_deg[a]`` devices (0: reject or
+    hold) at ``out_dev[a]``. Returns 0, or -2 / -3 when prices or shape room are wanted first (call again: the advisers
+    answered are ``done``, and asking one again gives the same answer)."""
+    saved = ist[S_NSIZES]
+    status = 0
+    for a in range(pis.shape[0]):
+        if done[a]:
+            continue
+        w = works[a]
+        ist[S_NSIZES] = nsizes[a]
+        choice = decide(j, pis[a], pfs[a], ist, deadline, c, w, seen[a], sizes[a])
+        nsizes[a] = ist[S_NSIZES]
+        if choice == -2 or choice == -3:
+            status = choice
+            break
+        done[a] = True
+        out_deg[a] = 0
+        if choice >= 0:
+            out_deg[a] = w.deg[choice]
+            for i in range(w.deg[choice]):
+                out_dev[a, i] = w.ids[w.pos[choice, i]]
+    ist[S_NSIZES] = saved
+    return status
+
+
+class CompiledAdvisers:
+    """``programs`` answering every offer of ``stream``: their work arrays and run records, kept with the stream."""
+
+    def __init__(self, stream: Stream, programs: Sequence[Program]) -> None:
+        n, devices = len(stream.specs), stream.cost.cluster.num_devices
+        self.stream = stream
+        arrays = [p.arrays() for p in programs]
+        self.pis = np.stack([pi for pi, _ in arrays])
+        self.pfs = np.stack([pf for _, pf in arrays])
+        self.works = tuple(work_arrays(devices, stream.width, len(p.rules)) for p in programs)
+        self.seen = np.zeros((len(programs), n), dtype=np.bool_)
+        self.sizes = np.zeros((len(programs), n))
+        self.nsizes = np.zeros(len(programs), dtype=np.int64)
+        self.out_dev = np.zeros((len(programs), max(stream.width, 1)), dtype=np.int64)
+        self._entry = None
+
+    def answer(self, job: Job, remaining_s: float) -> list[Decision]:
+        """Each program's decision on ``job`` with ``remaining_s`` left, in order."""
+        stream, book, ist = self.stream, self.stream.book, self.stream.ist
+        done, out_deg = np.zeros(len(self.works), dtype=np.bool_), np.zeros(len(self.works), dtype=np.int64)
+        while True:
+            ist[k.S_NSHAPES] = len(book.shapes)
+            stream.c = c = stream.c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
+            args = (job.job_id, remaining_s, self.pis, self.pfs, ist, c, self.works, self.seen, self.sizes, self.nsizes, done,
+                    out_deg, self.out_dev)  # fmt: skip
+            self._entry = self._entry or compiled(advise_all, args)
+            status = self._entry(*args)
+            if status == -2:
+                book.fill(c.need_g[: ist[k.S_NNEED]], c.need_s[: ist[k.S_NNEED]])
+            elif status == -3:
+                book.grow()
+            else:
+                break
+        rows = self.out_dev.tolist()
+        return [Place(tuple(rows[a][:d])) if d > 0 else Reject() for a, d in enumerate(out_deg.tolist())]
