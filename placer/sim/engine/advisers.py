@@ -5,7 +5,7 @@ on the same view (the differential tests hold the two equal)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -65,7 +65,7 @@ class CompiledAdvisers:
         self.sizes = np.zeros((len(programs), n))
         self.nsizes = np.zeros(len(programs), dtype=np.int64)
         self.out_dev = np.zeros((len(programs), max(stream.width, 1)), dtype=np.int64)
-        self._entry = None
+        self._entry: Callable[..., int] | None = None
 
     def answer(self, job: Job, remaining_s: float) -> list[Decision]:
         """Each program's decision on ``job`` with ``remaining_s`` left, in order."""
