@@ -46,8 +46,8 @@ def option_table(job: Job, view: ClusterView, max_degree: int, rules: tuple[str,
 def any_option(job: Job, view: ClusterView, max_degree: int, rules: tuple[str, ...]) -> bool:
     """True when some option of :func:`option_table` is feasible (one memoised lookup where the cost model builds the
     table; the engine's table, kept for the offer, where it does)."""
-    if view.tables is not None and (built := view.tables.options(job, view, max_degree, rules)) is not None:
-        return bool(built.feasible.any())  # the table the offer's observation reads next
+    if view.tables is not None and (feasible := view.tables.any_feasible(job, view, max_degree, rules)) is not None:
+        return feasible
     return any_feasible(job, view, degrees=range(1, min(max_degree, view.cluster.num_devices) + 1), rules=rules)
 
 

@@ -52,22 +52,41 @@ class Advisers:
         self._active, self._compiled = None, None
 
     def advise(self, job: Job, view: ClusterView) -> tuple[Decision, ...]:
-        """Each adviser's decision on this offer (in :attr:`names` order); call for every offer of the run. On a view of
-        the compiled engine's, every adviser that has a program answers there (the same decisions, kept by the stream),
-        the others in Python; a run answers on one or the other throughout."""
+        """Each adviser's decision on this offer (in :attr:`names` order); put every offer of the run to :meth:`advise` or
+        :meth:`observe`. On a view of the compiled engine's, every adviser that has a program answers there (the same
+        decisions, kept by the stream), the others in Python; a run answers on one or the other throughout."""
+        programs = self._begin(view)
+        if not self._compiled:
+            return tuple(adviser.decide(job, view) for adviser in self._active or ())
+        answers = view.tables.advise(job, view, programs) if view.tables is not None else None
+        if answers is None:
+            raise RuntimeError("the advisers' run started in the engine and was offered a view of another simulator")
+        compiled = iter(answers)
+        active = self._active or ()
+        return tuple(next(compiled) if p is not None else a.decide(job, view) for a, p in zip(active, self._programs, strict=True))
+
+    def observe(self, job: Job, view: ClusterView) -> None:
+        """Put this offer to the advisers where nobody reads their answers (nothing is feasible): each records it as
+        :meth:`advise` would (lean's admission, the job's size), a compiled adviser without answering."""
+        programs = self._begin(view)
+        if not self._compiled:
+            self.advise(job, view)
+            return
+        if view.tables is None or not view.tables.observe(job, view, programs):
+            raise RuntimeError("the advisers' run started in the engine and was offered a view of another simulator")
+        for adviser, program in zip(self._active or (), self._programs, strict=True):
+            if program is None:
+                adviser.decide(job, view)
+
+    def _begin(self, view: ClusterView) -> list[Program]:
+        """The run's advisers on ``view``'s cluster at its first offer; the programs of those that have one."""
         if self._active is None:
             self._active = self._start(view.cluster)
             self._programs = tuple(adviser.program() for adviser in self._active)
         programs = [p for p in self._programs if p is not None]
         if self._compiled is None:
             self._compiled = bool(programs) and view.tables is not None
-        if not self._compiled:
-            return tuple(adviser.decide(job, view) for adviser in self._active)
-        answers = view.tables.advise(job, view, programs) if view.tables is not None else None
-        if answers is None:
-            raise RuntimeError("the advisers' run started in the engine and was offered a view of another simulator")
-        compiled = iter(answers)
-        return tuple(next(compiled) if p is not None else a.decide(job, view) for a, p in zip(self._active, self._programs, strict=True))
+        return programs
 
     def advise_resize(self, offer: ResizeOffer) -> tuple[Decision, ...]:
         """Each adviser's answer to a running job's resize offer (:func:`placer.envs.resize.rebalance_choice`): ``Place`` on the

@@ -283,11 +283,12 @@ class ClusterPlacementEnv(gym.Env):
             job = point
             self._history.observe(job)
             view = sim.view()
-            self._advice = self.advisers.advise(job, view)
             arriving = arrival_offer(job, view, self.config.max_degree, self.config.rules, self._floors)
             if arriving is not None:
+                self._advice = self.advisers.advise(job, view)
                 self._offer = arriving
                 return job
+            self.advisers.observe(job, view)  # nothing feasible: no step, and no answer to read
             sim.decide(Reject())
 
     def _carry_out(self, round_: ResizeRound) -> None:

@@ -86,11 +86,15 @@ class LearnedPolicy(Policy):
         self.advisers.reset()
 
     def decide(self, job: Job, view: ClusterView) -> Decision:
-        """Record ``job`` in this run's history, put it to the advisers, and choose among its options (:meth:`offer`)."""
+        """Record ``job`` in this run's history, put it to the advisers, and choose among its options (:meth:`offer`);
+        where only reject is open the advisers record the offer without answering (nobody reads their answers)."""
         self.history.observe(job)
-        advice = self.advisers.advise(job, view)
         offer = self.offer(job, view)
-        return Reject() if offer is None else self.choose(offer, self.history, advice)
+        if offer is None or action_mask(offer.options, self.env.max_degree, len(self.env.rules)).sum() == 1:
+            self.advisers.observe(job, view)
+            self._scored = None
+            return Reject()
+        return self.choose(offer, self.history, self.advisers.advise(job, view))
 
     def offer(self, job: Job, view: ClusterView) -> Offer | ShrinkOffer | None:
         """What ``job`` is offered on arrival: its option table on ``view`` as it stands (None: nothing to choose)."""

@@ -207,8 +207,8 @@ def any_feasible(job: Job, view: ClusterView, *, degrees: Sequence[int], rules: 
     decision point, and most have nothing feasible."""
     tables = view.tables
     if tables is not None and isinstance(degrees, range) and degrees.start == 1 and degrees.step == 1 and len(degrees):
-        built = tables.options(job, view, degrees.stop - 1, rules, 0)
-        if built is not None:  # the engine's table, kept for the offer's next question
-            return bool(built.feasible.any())
+        feasible = tables.any_feasible(job, view, degrees.stop - 1, rules)
+        if feasible is not None:  # the engine's table
+            return feasible
     best = view.cost.best_iteration_s(job.graph, view.free, degrees, rules)
     return best < math.inf and meets_deadline(best * job.iterations, job.remaining_s(view.now))

@@ -14,9 +14,9 @@ from numba import njit
 from placer.sim.types import Decision, Job, Place, Reject
 
 from . import codes as k
-from .codes import S_NSIZES
+from .codes import LEAN, P_KIND, Q_ADMIT, S_NSIZES, SWITCH
 from .entry import compiled
-from .options import decide
+from .options import decide, quiet, record
 from .program import Program
 from .work import work_arrays
 
@@ -51,6 +51,21 @@ def advise_all(j, deadline, pis, pfs, ist, c, works, seen, sizes, nsizes, done, 
     return status
 
 
+@njit(cache=True)
+def observe_all(j, pis, pfs, ist, c, seen, sizes, nsizes):
+    """What each adviser's :func:`advise_all` answer to job ``j`` would change in its record, without the answer (an
+    offer with nothing feasible, whose answers nobody reads): lean's admission, and switch's when the cluster is busy,
+    record the job's size."""
+    for a in range(pis.shape[0]):
+        kind, admits = pis[a, P_KIND], pfs[a, Q_ADMIT] >= 0
+        if admits and (kind == LEAN or (kind == SWITCH and not quiet(pfs[a], ist))):
+            saved = ist[S_NSIZES]
+            ist[S_NSIZES] = nsizes[a]
+            record(j, ist, c.seq_jct, seen[a], sizes[a])
+            nsizes[a] = ist[S_NSIZES]
+            ist[S_NSIZES] = saved
+
+
 class CompiledAdvisers:
     """``programs`` answering every offer of ``stream``: their work arrays and run records, kept with the stream."""
 
@@ -66,18 +81,19 @@ class CompiledAdvisers:
         self.nsizes = np.zeros(len(programs), dtype=np.int64)
         self.out_dev = np.zeros((len(programs), max(stream.width, 1)), dtype=np.int64)
         self._entry: Callable[..., int] | None = None
+        self._observe: Callable[..., int] | None = None
 
     def answer(self, job: Job, remaining_s: float) -> list[Decision]:
         """Each program's decision on ``job`` with ``remaining_s`` left, in order."""
         stream, book, ist = self.stream, self.stream.book, self.stream.ist
         done, out_deg = np.zeros(len(self.works), dtype=np.bool_), np.zeros(len(self.works), dtype=np.int64)
         while True:
-            ist[k.S_NSHAPES] = len(book.shapes)
-            stream.c = c = stream.c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
+            c = stream.synced()
             args = (job.job_id, remaining_s, self.pis, self.pfs, ist, c, self.works, self.seen, self.sizes, self.nsizes, done,
                     out_deg, self.out_dev)  # fmt: skip
             self._entry = self._entry or compiled(advise_all, args)
             status = self._entry(*args)
+            stream.settled()
             if status == -2:
                 book.fill(c.need_g[: ist[k.S_NNEED]], c.need_s[: ist[k.S_NNEED]])
             elif status == -3:
@@ -86,3 +102,9 @@ class CompiledAdvisers:
                 break
         rows = self.out_dev.tolist()
         return [Place(tuple(rows[a][:d])) if d > 0 else Reject() for a, d in enumerate(out_deg.tolist())]
+
+    def observe(self, job: Job) -> None:
+        """Record ``job``'s offer as :meth:`answer` would, without answering."""
+        args = (job.job_id, self.pis, self.pfs, self.stream.ist, self.stream.c, self.seen, self.sizes, self.nsizes)
+        self._observe = self._observe or compiled(observe_all, args)
+        self._observe(*args)

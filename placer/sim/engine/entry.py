@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-_ENTRIES: dict[tuple, Callable[..., int]] = {}  # (kernel, layout of its arguments) -> entry point: an exact memo
+_ENTRIES: dict[tuple, Callable[..., Any]] = {}  # (kernel, layout of its arguments) -> entry point: an exact memo
 
 
-def compiled(kernel, args: tuple) -> Callable[..., int]:
+def compiled(kernel, args: tuple) -> Callable[..., Any]:
     """The compiled ``kernel`` (a numba dispatcher) for these arguments' types: typed once per layout of arguments
     (:func:`layout`: dtypes, dimensions, contiguity, writability), not at every call (a stream returns for prices
     many times, and a recipe runs thousands of streams; numba would type their ~60 arrays each time)."""

@@ -17,7 +17,7 @@ from numba import njit
 
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.sim.state import ClusterView
-from placer.sim.types import Decision, Job
+from placer.sim.types import DEADLINE_TOLERANCE, Decision, Job
 
 from . import codes as k
 from .advisers import CompiledAdvisers
@@ -92,6 +92,22 @@ class OfferTables:
             built = self._built[key] = _engine_options(stream, job, view, limit, tuple(rules), key[3])
         return built
 
+    def any_feasible(self, job: Job, view: ClusterView, max_degree: int, rules: Sequence[str]) -> bool | None:
+        """Whether some option of :meth:`options` is feasible, without copying the table out (most offers of a queue have
+        none); None where :meth:`options` would be."""
+        stream = self._stream
+        if not self._current(job, view) or not 0 < len(rules) <= 3 or any(r not in _RULE_CODES for r in rules):
+            return None
+        limit = min(max_degree, stream.cost.cluster.num_devices)
+        if limit > stream.width or limit < 1:
+            return None
+        built = self._built.get((job.job_id, limit, tuple(rules), max_degree))
+        if built is not None:
+            return bool(built.feasible.any())
+        w, n, *_ = _table_in(stream, job, limit, tuple(rules))
+        jct = w.jct[:n]  # inf where the job does not fit
+        return bool(np.any(np.isfinite(jct) & (jct <= job.remaining_s(view.now) * (1 + DEADLINE_TOLERANCE))))
+
     def advise(self, job: Job, view: ClusterView, programs: Sequence[Program]) -> list[Decision] | None:
         """Each program's decision on ``job`` at ``view`` (:class:`~placer.sim.engine.advisers.CompiledAdvisers`: each
         keeps its own record of the stream's offers, so put every offer of the stream to the same programs), or None
@@ -99,11 +115,22 @@ class OfferTables:
         devices = self._stream.cost.cluster.num_devices
         if not self._current(job, view) or any(min(p.max_degree, devices) > self._stream.width for p in programs):
             return None
+        return self._advisers(programs).answer(job, job.remaining_s(view.now))
+
+    def observe(self, job: Job, view: ClusterView, programs: Sequence[Program]) -> bool:
+        """Record ``job``'s offer at ``view`` with the programs as :meth:`advise` would, without their answers (an offer
+        with nothing feasible); False where the view is another's or no longer the stream's state."""
+        if not self._current(job, view):
+            return False
+        self._advisers(programs).observe(job)
+        return True
+
+    def _advisers(self, programs: Sequence[Program]) -> CompiledAdvisers:
         key = tuple(programs)
         answering = self._stream.advisers.get(key)
         if answering is None:
             answering = self._stream.advisers[key] = CompiledAdvisers(self._stream, programs)
-        return answering.answer(job, job.remaining_s(view.now))
+        return answering
 
     def _current(self, job: Job, view: ClusterView) -> bool:
         """Whether ``view`` is this one's, still the stream's state, and ``job`` one of the stream's."""
@@ -114,28 +141,36 @@ class OfferTables:
 
 
 def _engine_options(stream: Stream, job: Job, view: ClusterView, limit: int, rules: tuple[str, ...], pad_to: int) -> EngineOptions:
-    """Build ``job``'s table in the stream's offer work arrays (one per rule tuple), pricing new shapes on the way."""
-    w = stream.offer_work.get(rules)
-    if w is None:
-        w = stream.offer_work[rules] = work_arrays(stream.cost.cluster.num_devices, stream.book.degree_width, len(rules))
-    codes = np.array([_RULE_CODES[r] for r in rules] + [0] * (3 - len(rules)), dtype=np.int64)
-    m = len(w.deg)
-    spanned, breaks, counts = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), np.zeros(2, dtype=np.int64)
+    """Build ``job``'s table in the stream's offer work arrays, with its arrays copied out."""
+    w, n, spanned, breaks, counts = _table_in(stream, job, limit, rules)
+    return EngineOptions(job, view, rules, pad_to, _arrays(stream, job, w, n, spanned, breaks, counts))
+
+
+def _table_in(stream: Stream, job: Job, limit: int, rules: tuple[str, ...]) -> tuple[Work, int, np.ndarray, np.ndarray, np.ndarray]:
+    """Build ``job``'s table in the stream's offer work arrays (one per rule tuple), pricing new shapes on the way: the
+    work arrays, the number of options, each one's servers spanned and wholly free servers taken, and the counts."""
+    built = stream.offer_work.get(rules)
+    if built is None:
+        w = work_arrays(stream.cost.cluster.num_devices, stream.book.degree_width, len(rules))
+        codes = np.array([_RULE_CODES[r] for r in rules] + [0] * (3 - len(rules)), dtype=np.int64)
+        m = len(w.deg)
+        built = stream.offer_work[rules] = (w, codes, np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), np.zeros(2, dtype=np.int64))
+    w, codes, spanned, breaks, counts = built
     per_server = stream.per_server
     book, ist = stream.book, stream.ist
     while True:
-        ist[k.S_NSHAPES] = len(book.shapes)
-        stream.c = c = stream.c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
+        c = stream.synced()
         args = (job.job_id, limit, codes, len(rules), ist, c, w, per_server, spanned, breaks, counts)
         if stream.offer_entry is None:
             stream.offer_entry = compiled(offer_table, args)
         n = stream.offer_entry(*args)
+        stream.settled()
         if n == -2:
             book.fill(c.need_g[: ist[k.S_NNEED]], c.need_s[: ist[k.S_NNEED]])
         elif n == -3:
             book.grow()
         else:
-            return EngineOptions(job, view, rules, pad_to, _arrays(stream, job, w, n, spanned, breaks, counts))
+            return w, n, spanned, breaks, counts
 
 
 def _arrays(stream: Stream, job: Job, w: Work, n: int, spanned: np.ndarray, breaks: np.ndarray, counts: np.ndarray) -> dict:

@@ -238,6 +238,17 @@ def thriftiest(n, deadline, tie, w):
 @njit(cache=True)
 def large(j, pf, ist, seq_jct, seen, sizes):
     """Lean's size admission (``Lean._large``): True when job ``j`` should wait."""
+    record(j, ist, seq_jct, seen, sizes)
+    n = ist[S_NSIZES]
+    threshold = sizes[min(n - 1, int(pf[Q_ADMIT] * n))]
+    if seq_jct[j] <= threshold:
+        return False
+    return ist[S_NWAIT] > 1 or ist[S_NFREE] < pf[Q_ADMIT_FREE] * free_total(ist)
+
+
+@njit(cache=True)
+def record(j, ist, seq_jct, seen, sizes):
+    """Job ``j``'s sequential JCT among the sizes seen (ascending, ``ist[S_NSIZES]`` of them), once."""
     if not seen[j]:
         seen[j] = True
         n = ist[S_NSIZES]
@@ -245,11 +256,12 @@ def large(j, pf, ist, seq_jct, seen, sizes):
         sizes[at + 1 : n + 1] = sizes[at:n].copy()
         sizes[at] = seq_jct[j]
         ist[S_NSIZES] = n + 1
-    n = ist[S_NSIZES]
-    threshold = sizes[min(n - 1, int(pf[Q_ADMIT] * n))]
-    if seq_jct[j] <= threshold:
-        return False
-    return ist[S_NWAIT] > 1 or ist[S_NFREE] < pf[Q_ADMIT_FREE] * free_total(ist)
+
+
+@njit(cache=True)
+def quiet(pf, ist):
+    """Switch's quiet cluster: at most the offered job waits and more than its share of devices is free."""
+    return ist[S_NWAIT] <= 1 and ist[S_NFREE] > pf[Q_QUIET] * free_total(ist)
 
 
 @njit(cache=True)
@@ -265,8 +277,7 @@ def decide(j, pi, pf, ist, deadline, c, w, seen, sizes):
     kind, n_devices = pi[P_KIND], free_total(ist)
     limit = min(pi[P_MAX_DEGREE], n_devices)
     if kind == LEAN or kind == SWITCH:
-        quiet = ist[S_NWAIT] <= 1 and ist[S_NFREE] > pf[Q_QUIET] * n_devices
-        if kind == LEAN or not quiet:
+        if kind == LEAN or not quiet(pf, ist):
             if pf[Q_ADMIT] >= 0 and large(j, pf, ist, c.seq_jct, seen, sizes):
                 return -1
             cap = pi[P_CAP] if pi[P_CAP] > 0 else pi[P_MAX_DEGREE]

@@ -57,6 +57,8 @@ class PriceBook:
     strategies: dict[tuple[int, int], Strategy | None] = field(default_factory=dict)
     ranks: np.ndarray = field(default_factory=lambda: np.zeros((4, 256, 3), dtype=np.int64))
     fastest: dict[str, float] = field(default_factory=dict)  # graph key -> its fastest iteration on the idle cluster (s)
+    n_shapes: int = 0  # len(shapes), kept beside it (a typed dict's len is slow): a kernel that adds shapes counts them
+    layout: int = 0  # bumped whenever the arrays are replaced by larger ones (a stream then takes the new ones)
 
     def __post_init__(self) -> None:
         self.rep_dev = np.zeros((self.rep_deg.shape[0], self.degree_width), dtype=np.int64)
@@ -72,6 +74,7 @@ class PriceBook:
         elif book.degree_width < degree_width:
             book.rep_dev = np.hstack([book.rep_dev, np.zeros((book.rep_dev.shape[0], degree_width - book.degree_width), dtype=np.int64)])
             book.degree_width = degree_width
+            book.layout += 1
         return book
 
     def fastest_iteration_s(self, graph: JobGraph) -> float:
@@ -91,6 +94,7 @@ class PriceBook:
                 self.price = np.vstack([self.price, np.full_like(self.price, np.nan)])
                 self.fits = np.vstack([self.fits, np.zeros_like(self.fits)])
                 self.ranks = np.concatenate([self.ranks, np.zeros_like(self.ranks)], axis=0)
+                self.layout += 1
         return row
 
     def fill(self, rows: np.ndarray, shape_ids: np.ndarray) -> None:
@@ -112,6 +116,7 @@ class PriceBook:
         self.price = np.hstack([self.price, np.full_like(self.price, np.nan)])
         self.fits = np.hstack([self.fits, np.zeros_like(self.fits)])
         self.ranks = np.concatenate([self.ranks, np.zeros_like(self.ranks)], axis=1)
+        self.layout += 1
         self.rep_dev = np.vstack([self.rep_dev, np.zeros_like(self.rep_dev)])
         self.rep_deg = np.concatenate([self.rep_deg, np.zeros(n, dtype=np.int64)])
         self.servers = np.concatenate([self.servers, np.zeros(n, dtype=np.int64)])

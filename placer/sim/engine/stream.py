@@ -31,7 +31,7 @@ from .entry import compiled
 from .offers import OfferTables
 from .prices import PriceBook
 from .program import Program, external
-from .work import Work, work_arrays
+from .work import work_arrays
 
 _REASONS = (
     BlockReason.REJECTED, BlockReason.NO_CAPACITY, BlockReason.OUT_OF_MEMORY, BlockReason.DEADLINE, BlockReason.QUEUE_FULL,
@@ -130,9 +130,10 @@ class Stream:
         self.ist, self.fst = np.zeros(k.N_STATE, dtype=np.int64), np.zeros(1)
         self.ist[k.S_PENDING], self.ist[k.N_STATE - 1], self.ist[k.S_NFREE], self.ist[k.S_NTL] = -1, n_devices, n_devices, 1
         self.c = _arrays(cost, specs, self.book, queue, width)
+        self._layout = self.book.layout  # the book's arrays self.c holds
         self.w = work_arrays(n_devices, width, len(program.rules))
         self.width = width
-        self.offer_work: dict[tuple[str, ...], Work] = {}  # the offers' tables (placer.sim.engine.offers), per rule tuple
+        self.offer_work: dict[tuple[str, ...], tuple] = {}  # the offers' tables' arrays (placer.sim.engine.offers), per rules
         self.per_server = np.bincount(np.asarray(cost.cluster.server_of), minlength=cost.cluster.num_servers).astype(np.int64)
         self.pi, self.pf = program.arrays()
         self.status = -1
@@ -155,11 +156,10 @@ class Stream:
         book, ist = self.book, self.ist
         ist[k.S_STOP] = int(stop_after_answer)
         while True:
-            ist[k.S_NSHAPES] = len(book.shapes)
-            self.c = self.c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
-            args = (ist, self.fst, self.pi, self.pf, self.c, self.w)
+            args = (ist, self.fst, self.pi, self.pf, self.synced(), self.w)
             entry = self._entry = self._entry or compiled(kernels.run, args)
             status = entry(*args)
+            self.settled()
             if on_job is not None:
                 for _ in range(ist[k.S_NREC] - self._reported):
                     on_job()
@@ -172,6 +172,20 @@ class Stream:
             else:
                 self.status = status
                 return status
+
+    def synced(self) -> Arrays:
+        """The run's arrays with the price book's (replaced when the book grew), and the book's shape count in
+        ``ist``: call before a kernel that reads the book, and :meth:`settled` after it."""
+        book = self.book
+        self.ist[k.S_NSHAPES] = book.n_shapes
+        if self._layout != book.layout:
+            self.c = self.c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
+            self._layout = book.layout
+        return self.c
+
+    def settled(self) -> None:
+        """Keep the shapes a kernel added in the book's count (every stream on the book numbers its shapes from it)."""
+        self.book.n_shapes = int(self.ist[k.S_NSHAPES])
 
     def pending_job(self) -> Job:
         """The job the engine offers (after :data:`ASK`)."""

@@ -124,8 +124,10 @@ def test_compiled_advisers_answer_as_their_heuristics(cluster_name):
         sim = EngineSimulator(cost, _stream(cost, k, rng), queue=QueueConfig.parse(("edf-bf", "none")[k % 2]))
         while (job := sim.next_job()) is not None:
             view = sim.view()
-            engine, reference = compiled.advise(job, view), python.advise(job, replace(view, tables=None))
-            if engine != reference:
+            reference = python.advise(job, replace(view, tables=None))
+            if not act.any_option(job, view, 16, ("first_fit", "best_fit")) and k % 4 < 2:
+                compiled.observe(job, view)  # as the env records an offer it steps past: the later answers still agree
+            elif (engine := compiled.advise(job, view)) != reference:
                 differ.append((k, job.job_id, engine, reference))
             offers += 1
             feasible = [d for d in reference if isinstance(d, Place)]
