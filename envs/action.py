@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.sim.options import Option, OptionTable, any_feasible
-from placer.sim.options import option_table as options_table
 from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
 
@@ -37,17 +36,13 @@ def num_actions(max_degree: int, num_rules: int) -> int:
 
 def option_table(job: Job, view: ClusterView, max_degree: int, rules: tuple[str, ...]) -> OptionTable:
     """Options for degrees 1..max_degree x ``rules``; degrees beyond the cluster have no devices (each option built when
-    first read: the mask and the observation read the table's arrays). The compiled engine builds them where it gave
-    the view (``view.tables``), the cost model elsewhere: the same table."""
+    first read: the mask and the observation read the table's arrays)."""
     usable = min(max_degree, view.cluster.num_devices)
-    return options_table(job, view, range(1, usable + 1), rules, max_degree)
+    return OptionTable(job, view, range(1, usable + 1), rules, max_degree)
 
 
 def any_option(job: Job, view: ClusterView, max_degree: int, rules: tuple[str, ...]) -> bool:
-    """True when some option of :func:`option_table` is feasible (one memoised lookup where the cost model builds the
-    table; the engine's table, kept for the offer, where it does)."""
-    if view.tables is not None and (feasible := view.tables.any_feasible(job, view, max_degree, rules)) is not None:
-        return feasible
+    """True when some option of :func:`option_table` is feasible (one memoised lookup: no table is built)."""
     return any_feasible(job, view, degrees=range(1, min(max_degree, view.cluster.num_devices) + 1), rules=rules)
 
 

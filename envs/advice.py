@@ -58,7 +58,7 @@ class Advisers:
         programs = self._begin(view)
         if not self._compiled:
             return tuple(adviser.decide(job, view) for adviser in self._active or ())
-        answers = view.tables.advise(job, view, programs) if view.tables is not None else None
+        answers = view.engine.advise(job, view, programs) if view.engine is not None else None
         if answers is None:
             raise RuntimeError("the advisers' run started in the engine and was offered a view of another simulator")
         compiled = iter(answers)
@@ -72,7 +72,7 @@ class Advisers:
         if not self._compiled:
             self.advise(job, view)
             return
-        if view.tables is None or not view.tables.observe(job, view, programs):
+        if view.engine is None or not view.engine.observe(job, view, programs):
             raise RuntimeError("the advisers' run started in the engine and was offered a view of another simulator")
         for adviser, program in zip(self._active or (), self._programs, strict=True):
             if program is None:
@@ -85,7 +85,7 @@ class Advisers:
             self._programs = tuple(adviser.program() for adviser in self._active)
         programs = [p for p in self._programs if p is not None]
         if self._compiled is None:
-            self._compiled = bool(programs) and view.tables is not None
+            self._compiled = bool(programs) and view.engine is not None
         return programs
 
     def advise_resize(self, offer: ResizeOffer) -> tuple[Decision, ...]:

@@ -18,7 +18,6 @@ import numpy as np
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.cluster.topology import Cluster
 from placer.cost import Strategy
-from placer.sim.engine.table import EngineOptions
 from placer.sim.options import Option, OptionTable, fitting_iteration_s
 from placer.sim.state import ClusterView
 from placer.sim.types import DEADLINE_TOLERANCE
@@ -38,7 +37,6 @@ class _Split(dict):
 
 
 _SPLIT = _Split()
-_LOG2_QUARTER = np.array([0.0, *(math.log2(k) / 4 for k in range(1, 4097))])  # k -> log2(k) / 4 as _split gives it (0: none)
 _RULE_ONE_HOT = {rule: tuple(float(i == k) for k in range(len(RULE_INDEX))) for rule, i in RULE_INDEX.items()}
 
 
@@ -47,8 +45,6 @@ def option_rows(
 ) -> np.ndarray:
     """(len(table), OPTION_FEATURES) float32: one row per option; ``left``: the job's seconds left (at least 1e-9),
     ``seq``: its sequential JCT, ``whole``: wholly free servers, ``is_whole``: whether each server is."""
-    if isinstance(table, EngineOptions):
-        return _engine_rows(table, view, max_degree, left, seq)
     if isinstance(table, OptionTable):
         return _table_rows(table, max_degree, left, seq)
     cluster = view.cluster
@@ -91,28 +87,6 @@ def _table_rows(options: OptionTable, max_degree: int, left: float, seq: float) 
         rows[fit, 1] = np.minimum(jct / left, 4) / 4
         rows[fit, 2] = np.minimum(degree * jct / seq, 4) / 4
     return rows
-
-
-def _engine_rows(options: EngineOptions, view: ClusterView, max_degree: int, left: float, seq: float) -> np.ndarray:
-    """:func:`option_rows` of the engine's table: the values of :func:`_table_rows`, bit for bit, from its arrays."""
-    cluster, n, rules = view.cluster, options.n_table, options.rules
-    degree, unfit, fitted = _layout(tuple(range(1, n // len(rules) + 1)), rules, max_degree, options.padding)
-    jct_all = options.jct_s
-    fit = np.flatnonzero(np.isfinite(jct_all))
-    rows = unfit.copy()
-    at = degree[fit]
-    rows[fit] = fitted[fit]
-    rows[fit, 3] = options.spanned[fit] / at
-    rows[fit, 5] = (options.num_free - at) / cluster.num_devices
-    rows[fit, 12] = (options.whole - options.breaks[fit]) / cluster.num_servers
-    rows[fit, 6:9] = _LOG2_QUARTER[options.ranks[fit]]  # _split's values, looked up
-    out = rows.astype(np.float32)
-    if len(fit):
-        jct = jct_all[fit]
-        out[fit, 0] = jct <= options.deadline_s * (1 + DEADLINE_TOLERANCE)  # meets_deadline
-        out[fit, 1] = np.minimum(jct / left, 4) / 4
-        out[fit, 2] = np.minimum(at.astype(np.float64) * jct / seq, 4) / 4
-    return out
 
 
 def _static_rows(options: OptionTable, max_degree: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -312,7 +312,7 @@ def _decision_arrays(
     )
     n = cluster.num_devices
     if isinstance(table, OptionTable):  # the cost model's table counted the free devices and the wholly free servers
-        num_free, whole, is_whole = table.num_free, table.whole, []
+        num_free, whole, is_whole = table.table.num_free, table.table.whole, []
     else:
         num_free = view.num_free
         per_server = np.bincount(cluster.server_of, minlength=cluster.num_servers)

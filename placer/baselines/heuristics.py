@@ -47,7 +47,7 @@ from placer.cluster.placement import DEFAULT_RULE, PLACEMENT_RULES
 from placer.common.errors import PolicyError
 from placer.sim.engine.program import Program
 from placer.sim.history import ArrivalHistory
-from placer.sim.options import DEFAULT_MAX_DEGREE, Option, any_feasible, degrees_for, option_table
+from placer.sim.options import DEFAULT_MAX_DEGREE, Option, OptionTable, any_feasible, degrees_for
 from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Reject
 
@@ -73,7 +73,7 @@ class Heuristic(Policy):
         degrees = degrees_for(view, self.max_degree)
         if self.feasible_only and not any_feasible(job, view, degrees=degrees, rules=(self.rule,)):
             return Reject()
-        chosen = self.choose(job, view, option_table(job, view, degrees, (self.rule,)))
+        chosen = self.choose(job, view, OptionTable(job, view, degrees, (self.rule,)))
         return chosen.place() if chosen is not None else Reject()
 
     def choose(self, job: Job, view: ClusterView, table: Sequence[Option]) -> Option | None:
@@ -188,7 +188,7 @@ class Lean(Heuristic):
         rules = self.rules_in_preference()
         if not any_feasible(job, view, degrees=degrees, rules=rules):
             return None
-        table = option_table(job, view, degrees, rules)
+        table = OptionTable(job, view, degrees, rules)
         chosen = table.thriftiest(LEAN_TIE)  # of equals, the first: the preferred rule's
         return table[chosen] if chosen is not None else None
 
@@ -255,6 +255,6 @@ class Switch(Lean):
     def decide(self, job: Job, view: ClusterView) -> Decision:
         if len(view.waiting) > 1 or view.num_free <= self.quiet_free * view.cluster.num_devices:
             return super().decide(job, view)
-        table = option_table(job, view, degrees_for(view, self.max_degree), (self.rule,))
+        table = OptionTable(job, view, degrees_for(view, self.max_degree), (self.rule,))
         feasible = np.flatnonzero(table.feasible)
         return table[int(feasible[-1])].place() if len(feasible) else Reject()

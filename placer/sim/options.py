@@ -117,16 +117,6 @@ class OptionTable(Sequence[Option]):
         return (self[i] for i in range(len(self)))
 
     @property
-    def num_free(self) -> int:
-        """The free devices the table was built on."""
-        return self.table.num_free
-
-    @property
-    def whole(self) -> int:
-        """The wholly free servers among them."""
-        return self.table.whole
-
-    @property
     def jct_s(self) -> np.ndarray:
         """(len(table),) float64: each placement's :attr:`Option.jct_s` (s), inf where it has no devices or the job does
         not fit there; the same floats an option holds, without building it."""
@@ -178,17 +168,6 @@ class OptionTable(Sequence[Option]):
         return Option(degree, rule, table.devices(i, self._ids), jct, self.deadline_s, prediction.strategy, table.shapes[slot].servers)
 
 
-def option_table(job: Job, view: ClusterView, degrees: range, rules: Sequence[str], max_degree: int = 0) -> OptionTable:
-    """``OptionTable(job, view, degrees, rules, max_degree)``: the compiled engine's where it gave the view
-    (``view.tables``: the same table, bit for bit), the cost model's elsewhere. ``degrees`` is 1..some degree."""
-    tables = view.tables
-    if tables is not None and degrees.start == 1 and degrees.step == 1 and len(degrees):
-        built = tables.options(job, view, degrees.stop - 1, rules, max_degree)
-        if built is not None:
-            return built
-    return OptionTable(job, view, degrees, rules, max_degree)
-
-
 def fitting_iteration_s(cost: CostModel, graph: JobGraph, table: PlacementTable, predicted: Sequence[Prediction]) -> np.ndarray:
     """(len(table),) float64: each placement's iteration (s) where ``graph`` fits there, inf elsewhere (kept in the table)."""
     key = ("fitting_iteration_s", graph.key)
@@ -205,10 +184,5 @@ def any_feasible(job: Job, view: ClusterView, *, degrees: Sequence[int], rules: 
     """``any(o.feasible for o in options(job, view, degrees=degrees, rules=rules))``, from one memoised lookup
     (:meth:`~placer.cost.CostModel.best_iteration_s`) instead of the table: a queue re-offers its waiting jobs at every
     decision point, and most have nothing feasible."""
-    tables = view.tables
-    if tables is not None and isinstance(degrees, range) and degrees.start == 1 and degrees.step == 1 and len(degrees):
-        feasible = tables.any_feasible(job, view, degrees.stop - 1, rules)
-        if feasible is not None:  # the engine's table
-            return feasible
     best = view.cost.best_iteration_s(job.graph, view.free, degrees, rules)
     return best < math.inf and meets_deadline(best * job.iterations, job.remaining_s(view.now))

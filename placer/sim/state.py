@@ -30,9 +30,9 @@ class ClusterView:
     queue: QueueConfig = _LOSS
     running_jobs: tuple[RunningJob, ...] = ()  # elastic mode only: every running job, its devices and progress
     elastic: bool = False  # running jobs may be resized (the simulator was handed a rebalance callable)
-    # the compiled engine's option tables on this snapshot (:class:`~placer.sim.engine.offers.OfferTables`), None where
-    # the caller builds them from the cost model; not part of the state a view shows
-    tables: Any = field(default=None, compare=False, repr=False)
+    # the compiled engine's answers on this snapshot (:class:`~placer.sim.engine.advisers.EngineAdvice`: the advisers'),
+    # None on the reference simulator's views; not part of the state a view shows
+    engine: Any = field(default=None, compare=False, repr=False)
 
     @property
     def cluster(self):

@@ -1,7 +1,10 @@
 """The advisers' answers in compiled code: heuristics run beside a policy that decides in Python (the learning
 environment's advisers, a learned policy's), each answering every offer of the stream by its :class:`Program` on the
 engine's option tables, with a record of its own of the jobs it was offered (lean's admission), as its ``decide`` would
-on the same view (the differential tests hold the two equal)."""
+on the same view (the differential tests hold the two equal).
+
+A view the engine gives (:meth:`~placer.sim.engine.stream.Stream.view`) carries an :class:`EngineAdvice` (its
+``engine``), which answers for the programs while that view is the stream's current state."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
+from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
 
 from . import codes as k
@@ -108,3 +112,44 @@ class CompiledAdvisers:
         args = (job.job_id, self.pis, self.pfs, self.stream.ist, self.stream.c, self.seen, self.sizes, self.nsizes)
         self._observe = self._observe or compiled(observe_all, args)
         self._observe(*args)
+
+
+class EngineAdvice:
+    """The programs' answers to offers on one of ``stream``'s views (``free``: the device state that view shows), while
+    the stream is still in that state."""
+
+    def __init__(self, stream: Stream, free: np.ndarray) -> None:
+        self._stream, self._free = stream, free
+        self._version, self._now = int(stream.ist[k.S_VERSION]), stream.now
+
+    def advise(self, job: Job, view: ClusterView, programs: Sequence[Program]) -> list[Decision] | None:
+        """Each program's decision on ``job`` at ``view`` (:class:`CompiledAdvisers`: each keeps its own record of the
+        stream's offers, so put every offer of the stream to the same programs), or None where the view is another's or
+        no longer the stream's state, or a program is wider than the stream's arrays."""
+        devices = self._stream.cost.cluster.num_devices
+        if not self._current(job, view) or any(min(p.max_degree, devices) > self._stream.width for p in programs):
+            return None
+        return self._advisers(programs).answer(job, job.remaining_s(view.now))
+
+    def observe(self, job: Job, view: ClusterView, programs: Sequence[Program]) -> bool:
+        """Record ``job``'s offer at ``view`` with the programs as :meth:`advise` would, without their answers (an offer
+        with nothing feasible); False where :meth:`advise` would give None."""
+        devices = self._stream.cost.cluster.num_devices
+        if not self._current(job, view) or any(min(p.max_degree, devices) > self._stream.width for p in programs):
+            return False
+        self._advisers(programs).observe(job)
+        return True
+
+    def _advisers(self, programs: Sequence[Program]) -> CompiledAdvisers:
+        key = tuple(programs)
+        answering = self._stream.advisers.get(key)
+        if answering is None:
+            answering = self._stream.advisers[key] = CompiledAdvisers(self._stream, programs)
+        return answering
+
+    def _current(self, job: Job, view: ClusterView) -> bool:
+        """Whether ``view`` is this one's, still the stream's state, and ``job`` one of the stream's."""
+        stream = self._stream
+        if view.free is not self._free or int(stream.ist[k.S_VERSION]) != self._version or stream.now != self._now:
+            return False
+        return 0 <= job.job_id < len(stream.specs) and stream.job(job.job_id) is job

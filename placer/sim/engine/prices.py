@@ -16,7 +16,7 @@ from numba import types
 from numba.typed import Dict
 
 from placer.common.lru import LRUCache
-from placer.cost import CostModel, Strategy
+from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.fastest import fastest_iteration_s
 
@@ -38,9 +38,7 @@ class PriceBook:
 
     ``price[g, s]``: graph row ``g``'s seconds per iteration on shape ``s`` (NaN: not asked yet); ``fits[g, s]`` whether
     it fits in memory there; ``rep_dev[s, :rep_deg[s]]``: devices of a placement with that shape (the first seen);
-    ``servers[s]`` the servers it spans; ``strategies[g, s]`` the cost model's split there (None: none) and ``labels[g, s]``
-    its ``Strategy.label``; ``ranks[g, s]`` its data x tensor x pipeline ranks (all 0 without a split, or for ``sipml``'s
-    op splitting).
+    ``servers[s]`` the servers it spans; ``labels[g, s]`` the cost model's split (``Strategy.label``) or None.
     """
 
     cost: CostModel
@@ -54,8 +52,6 @@ class PriceBook:
     rep_deg: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
     servers: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
     labels: dict[tuple[int, int], str | None] = field(default_factory=dict)
-    strategies: dict[tuple[int, int], Strategy | None] = field(default_factory=dict)
-    ranks: np.ndarray = field(default_factory=lambda: np.zeros((4, 256, 3), dtype=np.int64))
     fastest: dict[str, float] = field(default_factory=dict)  # graph key -> its fastest iteration on the idle cluster (s)
     n_shapes: int = 0  # len(shapes), kept beside it (a typed dict's len is slow): a kernel that adds shapes counts them
     layout: int = 0  # bumped whenever the arrays are replaced by larger ones (a stream then takes the new ones)
@@ -93,7 +89,6 @@ class PriceBook:
             if row >= self.price.shape[0]:
                 self.price = np.vstack([self.price, np.full_like(self.price, np.nan)])
                 self.fits = np.vstack([self.fits, np.zeros_like(self.fits)])
-                self.ranks = np.concatenate([self.ranks, np.zeros_like(self.ranks)], axis=0)
                 self.layout += 1
         return row
 
@@ -105,9 +100,6 @@ class PriceBook:
             prediction = self.cost.predict(self.graphs[g], shape)
             self.price[g, s], self.fits[g, s] = prediction.iteration_s, prediction.fits
             self.servers[s] = shape.servers
-            self.strategies[g, s] = split = prediction.strategy
-            if split is not None and not split.sipml:
-                self.ranks[g, s] = split.dp, split.tp, split.pp
             self.labels[g, s] = prediction.strategy.label if prediction.strategy else None
 
     def grow(self) -> None:
@@ -115,7 +107,6 @@ class PriceBook:
         n = self.rep_deg.shape[0]
         self.price = np.hstack([self.price, np.full_like(self.price, np.nan)])
         self.fits = np.hstack([self.fits, np.zeros_like(self.fits)])
-        self.ranks = np.concatenate([self.ranks, np.zeros_like(self.ranks)], axis=1)
         self.layout += 1
         self.rep_dev = np.vstack([self.rep_dev, np.zeros_like(self.rep_dev)])
         self.rep_deg = np.concatenate([self.rep_deg, np.zeros(n, dtype=np.int64)])

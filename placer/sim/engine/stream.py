@@ -26,9 +26,8 @@ from placer.workloads.generator import JobSpec
 
 from . import codes as k
 from . import kernels
-from .advisers import CompiledAdvisers
+from .advisers import CompiledAdvisers, EngineAdvice
 from .entry import compiled
-from .offers import OfferTables
 from .prices import PriceBook
 from .program import Program, external
 from .work import work_arrays
@@ -133,12 +132,9 @@ class Stream:
         self._layout = self.book.layout  # the book's arrays self.c holds
         self.w = work_arrays(n_devices, width, len(program.rules))
         self.width = width
-        self.offer_work: dict[tuple[str, ...], tuple] = {}  # the offers' tables' arrays (placer.sim.engine.offers), per rules
-        self.per_server = np.bincount(np.asarray(cost.cluster.server_of), minlength=cost.cluster.num_servers).astype(np.int64)
         self.pi, self.pf = program.arrays()
         self.status = -1
         self._entry: Callable[..., int] | None = None
-        self.offer_entry: Callable[..., int] | None = None  # placer.sim.engine.offers' kernel, typed once
         self.advisers: dict[tuple[Program, ...], CompiledAdvisers] = {}  # programs answering every offer, their records
         self._jobs: dict[int, Job] = {}
         self._reported = 0
@@ -207,7 +203,7 @@ class Stream:
         free.flags.writeable = free_at.flags.writeable = False
         waiting = tuple(self.job(int(j)) for j in c.wait_ids[: ist[k.S_NWAIT]])
         running = int(ist[k.S_NRUNNING])
-        return ClusterView(self.cost, self.now, free, free_at, running, waiting, self.queue, tables=OfferTables(self, free))
+        return ClusterView(self.cost, self.now, free, free_at, running, waiting, self.queue, engine=EngineAdvice(self, free))
 
     def answer(self, decision: Decision) -> None:
         """Write the caller's decision for the pending job where
