@@ -9,20 +9,29 @@ Prints, on one core:
 - **decisions per second** of ``lean`` on ``dgx8x8`` (bench_simulator's case: PAC-ML's graphs, beta A, load 0.9, the
   loss system) with the cost model's prices cold (a fresh cost model and no price book: the pricing bounds both paths)
   and warm (another stream of the regime run first, untimed, as every stream after a regime's first finds them);
-and checks that both paths gave the same records.
+- **the distil stage's environment** (``data/configs/placer.toml``'s, whose observation holds the answers of the recipe's
+  seven advisers at every offer): steps per second with random valid actions, the advisers answering in compiled code
+  against each answering in Python (the reference), after ``--steps`` untimed steps of each;
+and checks that both paths gave the same records (and the environment the same observations and rewards).
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
 from placer import BetaDistribution, CostModel, Workload, load_cluster, make_heuristic, resolve_graph
 from placer.baselines.best import BEST_CANDIDATES
 from placer.baselines.policy import TUNING_SEED, run_policy
+from placer.common.shipped import data_dir
+from placer.envs.advice import Advisers
+from placer.envs.env import ClusterPlacementEnv
 from placer.graphs.catalog import PACML_GRAPHS
+from placer.policies.recipe import load_recipe
 from placer.sim.engine.prices import forget_prices
 from placer.sim.engine.stream import run_program
 from placer.sim.queueing import QueueConfig
@@ -81,15 +90,39 @@ def decisions_per_second(arrivals: int, engine: bool, warm: bool) -> float:
     return arrivals / once(streams[0])
 
 
+def distil_environment(steps: int, compiled: bool) -> tuple[float, list]:
+    """Steps per second of the recipe's distil environment, its advisers ``compiled`` or in Python, and what it gave
+    (each step's observation digest and reward), after as many steps untimed."""
+    recipe = load_recipe(data_dir() / "configs" / "placer.toml", Path(tempfile.gettempdir()) / "bench-engine-recipe")
+    config = recipe.distil.config.env
+    env = ClusterPlacementEnv(config)
+    env.advisers = Advisers(config.advisers, config.max_degree, compiled=compiled)
+    env.reset(seed=1)
+    rng, seen = np.random.default_rng(0), []
+
+    def go(n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            obs, reward, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+            seen.append((hash(b"".join(np.ascontiguousarray(v).tobytes() for v in obs.values())), reward))
+            if done:
+                env.reset()
+        return n / (time.perf_counter() - start)
+
+    go(steps)
+    return go(steps), seen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=200, help="jobs per tuning stream")
     parser.add_argument("--streams", type=int, default=4, help="tuning streams (TUNING_STREAMS: 4)")
     parser.add_argument("--arrivals", type=int, default=1000, help="arrivals of the decisions-per-second stream")
+    parser.add_argument("--steps", type=int, default=2000, help="environment steps timed (after as many untimed)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks it runs, times nothing worth reading")
     args = parser.parse_args()
     if args.smoke:
-        args.jobs, args.streams, args.arrivals = 20, 1, 30
+        args.jobs, args.streams, args.arrivals, args.steps = 20, 1, 30, 20
     tuning_stage(5, 1, engine=True)  # load (or compile, once per install) the engine before timing it
     reference_s, reference = tuning_stage(args.jobs, args.streams, engine=False)
     engine_s, engine = tuning_stage(args.jobs, args.streams, engine=True)
@@ -105,6 +138,11 @@ def main() -> None:
             f"lean on dgx8x8, {label}: reference {ref:7,.0f}/s, engine {eng:7,.0f}/s: {eng / ref:.1f}x "
             f"({eng / TARGET_DECISIONS_PER_S:.2f}x the 20,000/s target)"
         )
+    python_rate, python_seen = distil_environment(args.steps, compiled=False)
+    compiled_rate, compiled_seen = distil_environment(args.steps, compiled=True)
+    print("distil environment (7 advisers), steps/s:")
+    print(f"  advisers in Python {python_rate:6,.0f}, compiled {compiled_rate:6,.0f}: {compiled_rate / python_rate:.2f}x; "
+          f"same steps: {python_seen == compiled_seen}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -37,8 +37,8 @@ ADVISER_SEED = 0
 class Advisers:
     """The heuristics ``names`` on each cluster they meet (built there on first use), started afresh in each run."""
 
-    def __init__(self, names: Sequence[str], max_degree: int) -> None:
-        self.names, self.max_degree = tuple(names), max_degree
+    def __init__(self, names: Sequence[str], max_degree: int, *, compiled: bool = True) -> None:
+        self.names, self.max_degree, self.compiled = tuple(names), max_degree, compiled  # compiled=False: always in Python
         self._by_cluster: dict[str, tuple[Policy, ...]] = {}
         self._active: tuple[Policy, ...] | None = None  # this run's, once its first offer named the cluster
         self._programs: tuple[Program | None, ...] = ()  # the active advisers' programs (None: decides in Python)
@@ -85,7 +85,7 @@ class Advisers:
             self._programs = tuple(adviser.program() for adviser in self._active)
         programs = [p for p in self._programs if p is not None]
         if self._compiled is None:
-            self._compiled = bool(programs) and view.engine is not None
+            self._compiled = self.compiled and bool(programs) and view.engine is not None
         return programs
 
     def advise_resize(self, offer: ResizeOffer) -> tuple[Decision, ...]:
