@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def _the_installed_command_names_a_folder_that_shadows_it(target: Path, tmp_path
     work = tmp_path / "work"
     (work / "placer").mkdir(parents=True)
     (work / "placer" / "__init__.py").write_text("")
-    deps = [p for p in sys.path if p and not Path(p).resolve().is_relative_to(ROOT)]
+    deps = list(dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib")))  # numpy & co (a venv may be in ROOT)
     env = {k: v for k, v in os.environ.items() if k != "PLACER_DATA_DIR"} | {"PYTHONPATH": os.pathsep.join([".", str(target), *deps])}
     for cwd, status in ((tmp_path, 0), (work, 2)):
         run = subprocess.run(
