@@ -52,6 +52,20 @@ from placer.graphs.job_graph import JobGraph
 STRATEGIES = ("auto", "dp", "tp", "pp", "sipml")
 
 
+MAX_SHARED_PRICINGS = 4  # pricing keys (a cluster, its calibration, the model's settings) whose predictions are kept
+_SHARED: LRUCache[tuple, LRUCache[tuple, Prediction]] = LRUCache(MAX_SHARED_PRICINGS)  # an exact memo
+
+
+def _shared_predictions(key: tuple, maxsize: int) -> LRUCache[tuple, Prediction]:
+    """The predictions of every cost model with pricing key ``key`` (a prediction is a pure function of the key, the
+    graph and the shape): a recipe's and an evaluation's many models of one cluster price each (graph, shape) once. The
+    last :data:`MAX_SHARED_PRICINGS` keys are kept, each bounded as one model's were (``maxsize`` predictions)."""
+    memo = _SHARED.get(key)
+    if memo is None or memo.maxsize != maxsize:
+        memo = _SHARED[key] = LRUCache(maxsize)
+    return memo
+
+
 class CostModel:
     """Iteration time, memory and the chosen strategy of jobs on one cluster, with caches.
 
@@ -97,14 +111,15 @@ class CostModel:
         self._bind(cluster, max_predictions, max_graphs)
 
     def _bind(self, cluster: Cluster, max_predictions: int, max_graphs: int) -> CostModel:
-        """Set what depends on the cluster's constants (the graph-side caches above do not), with empty caches; self."""
+        """Set what depends on the cluster's constants (the graph-side caches above do not), with empty caches but the
+        predictions, which every model of one :attr:`pricing_key` shares (:func:`_shared_predictions`); self."""
         self.cluster = cluster
         self.fabric = Fabric.of(cluster)
         self.overheads = cluster.spec.overheads
         self.jobs = cluster.spec.jobs
         self._speed = cluster.speed.tolist()  # plain lists: placements are small, numpy calls are not free
         self._rate = [v * c for v, c in zip(self._speed, cluster.compute_scale, strict=True)]
-        self._predictions: LRUCache[tuple, Prediction] = LRUCache(max_predictions)
+        self._predictions = _shared_predictions(self.pricing_key, max_predictions) if self.cache else LRUCache(max_predictions)
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
         self._placed = Placements(cluster, self._rate, self._speed, cluster.memory_bytes.tolist(), max_graphs)
         self._by_shape: LRUCache[str, dict[PlacementShape, Prediction]] = LRUCache(max_graphs)  # graph key -> shape -> prediction

@@ -132,7 +132,19 @@ def test_uncached_model_gives_the_same_answer_and_stores_nothing():
     cached, uncached = CostModel(toy_cluster(2, 4), strategy="sipml"), CostModel(toy_cluster(2, 4), strategy="sipml", cache=False)
     for devices in ([0, 1], [0, 4], [0, 1, 2, 5]):
         assert uncached.jct_s(chain(), devices) == cached.jct_s(chain(), devices)
-    assert not uncached._predictions and len(cached._predictions) == 3
+    assert not uncached._predictions
+    keys = [(chain().key, cached.shape(devices), "sipml") for devices in ([0, 1], [0, 4], [0, 1, 2, 5])]
+    assert all(cached._predictions.get(key) is not None for key in keys)
+
+
+def test_models_of_one_pricing_key_share_their_predictions():
+    first, second = CostModel(toy_cluster(2, 4), strategy="sipml"), CostModel(toy_cluster(2, 4), strategy="sipml")
+    assert first._predictions is second._predictions  # what one prices, the other finds
+    assert CostModel(toy_cluster(2, 4), strategy="auto")._predictions is not first._predictions  # another setting
+    assert CostModel(toy_cluster(2, 3), strategy="sipml")._predictions is not first._predictions  # another cluster
+    assert CostModel(toy_cluster(2, 4), strategy="sipml", cache=False)._predictions is not first._predictions
+    retuned = first.retuned(first.fabric, first.overheads, {})
+    assert retuned._predictions is not first._predictions  # calibration's twins price apart
 
 
 def test_a_rebased_model_predicts_as_a_new_one_and_adopts_prices_made_elsewhere():
