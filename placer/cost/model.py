@@ -45,25 +45,12 @@ from placer.cost.data_parallel import bucket_order_exposed_s, even_buckets_expos
 from placer.cost.prediction import Prediction, Strategy
 from placer.cost.profile import GraphProfile
 from placer.cost.shape import PlacementShape
+from placer.cost.shared import shared_predictions
 from placer.cost.stages import Stages, factorisations, one_f_one_b, tp_inside_servers
 from placer.cost.tables import PlacementEntry, Placements, PlacementTable
 from placer.graphs.job_graph import JobGraph
 
 STRATEGIES = ("auto", "dp", "tp", "pp", "sipml")
-
-
-MAX_SHARED_PRICINGS = 4  # pricing keys (a cluster, its calibration, the model's settings) whose predictions are kept
-_SHARED: LRUCache[tuple, LRUCache[tuple, Prediction]] = LRUCache(MAX_SHARED_PRICINGS)  # an exact memo
-
-
-def _shared_predictions(key: tuple, maxsize: int) -> LRUCache[tuple, Prediction]:
-    """The predictions of every cost model with pricing key ``key`` (a prediction is a pure function of the key, the
-    graph and the shape): a recipe's and an evaluation's many models of one cluster price each (graph, shape) once. The
-    last :data:`MAX_SHARED_PRICINGS` keys are kept, each bounded as one model's were (``maxsize`` predictions)."""
-    memo = _SHARED.get(key)
-    if memo is None or memo.maxsize != maxsize:
-        memo = _SHARED[key] = LRUCache(maxsize)
-    return memo
 
 
 class CostModel:
@@ -73,7 +60,8 @@ class CostModel:
     optimizer state bytes per fp32 parameter byte (4: weights, gradients, two Adam moments =
     16 bytes per parameter). ``micro_batches`` and ``recompute``: pipeline settings
     (:mod:`placer.cost.pipeline`). ``cache=False`` recomputes every time (benchmarks).
-    Caches are LRU-bounded: ``max_graphs`` graphs' profiles and ``max_predictions`` predictions,
+    Caches are LRU-bounded: ``max_graphs`` graphs' profiles and ``max_predictions`` predictions
+    (shared by every model of one :attr:`pricing_key`: :mod:`placer.cost.shared`),
     so a long-running service's memory stays flat however many distinct graphs it sees; with
     ``max_graph_bytes`` the per-graph caches are also bounded by their size (estimated at
     :data:`BYTES_PER_COMPILED_ELEMENT` per op or edge), so a few huge graphs cannot hold memory
@@ -112,14 +100,14 @@ class CostModel:
 
     def _bind(self, cluster: Cluster, max_predictions: int, max_graphs: int) -> CostModel:
         """Set what depends on the cluster's constants (the graph-side caches above do not), with empty caches but the
-        predictions, which every model of one :attr:`pricing_key` shares (:func:`_shared_predictions`); self."""
+        predictions, which every model of one :attr:`pricing_key` shares (:func:`~placer.cost.shared.shared_predictions`); self."""
         self.cluster = cluster
         self.fabric = Fabric.of(cluster)
         self.overheads = cluster.spec.overheads
         self.jobs = cluster.spec.jobs
         self._speed = cluster.speed.tolist()  # plain lists: placements are small, numpy calls are not free
         self._rate = [v * c for v, c in zip(self._speed, cluster.compute_scale, strict=True)]
-        self._predictions = _shared_predictions(self.pricing_key, max_predictions) if self.cache else LRUCache(max_predictions)
+        self._predictions = shared_predictions(self.pricing_key, max_predictions) if self.cache else LRUCache(max_predictions)
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
         self._placed = Placements(cluster, self._rate, self._speed, cluster.memory_bytes.tolist(), max_graphs)
         self._by_shape: LRUCache[str, dict[PlacementShape, Prediction]] = LRUCache(max_graphs)  # graph key -> shape -> prediction

@@ -19,9 +19,9 @@ def compiled(kernel, args: tuple) -> Callable[..., Any]:
     entry = _ENTRIES.get(key)
     if entry is None:
         signature = tuple(kernel.typeof_pyval(a) for a in args)
-        if signature not in kernel.overloads:
-            kernel.compile(signature)  # or loads it from the cache beside the package
-        entry = _ENTRIES[key] = getattr(kernel.overloads[signature], "entry_point")  # noqa: B009  (numba's stubs do not name it)
+        # the overload already compiled, else loaded from the cache beside the package, else compiled (its own key in
+        # kernel.overloads may differ from the signature asked for: a fresh compile keys it by the types it inferred)
+        entry = _ENTRIES[key] = kernel.compile(signature)
     return entry
 
 

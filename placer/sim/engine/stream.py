@@ -30,6 +30,7 @@ from .advisers import CompiledAdvisers, EngineAdvice
 from .entry import compiled
 from .prices import PriceBook
 from .program import Program, external
+from .work import Work as Work  # where numba's cache index of an earlier install pickled it
 from .work import work_arrays
 
 _REASONS = (
@@ -263,7 +264,7 @@ def _arrays(cost: CostModel, specs: list[JobSpec], book: PriceBook, queue: Queue
         qi=np.array([queue.capacity, _DISCIPLINES[queue.discipline], int(queue.backfill)], dtype=i8),
         free=np.ones(n_devices, dtype=b1),
         free_at=np.zeros(n_devices, dtype=f8),
-        server_of=np.asarray(cluster.server_of, dtype=i8),
+        server_of=np.array(cluster.server_of, dtype=i8),  # a writable copy: one layout, one compiled signature
         dev_rate=rate,
         dev_kind=kinds,
         dev_mem=memory,

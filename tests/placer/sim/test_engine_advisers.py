@@ -77,3 +77,14 @@ def test_compiled_advisers_answer_as_their_heuristics(cluster_name):
         assert compiled._compiled and not python._compiled
     assert offers > 300
     assert not differ, f"{len(differ)} of {offers} offers differ, first: {differ[0]}"
+
+
+def test_an_earlier_installs_compiled_cache_still_unpickles():
+    # numba's cache index pickles the kernels' argument types by module: an install before the work arrays moved to
+    # placer.sim.engine.work named them in placer.sim.engine.stream, and loading that index must not fail on the name
+    import pickle
+
+    from placer.sim.engine import stream, work
+
+    assert stream.Work is work.Work
+    assert pickle.loads(pickle.dumps(work.Work)) is work.Work
