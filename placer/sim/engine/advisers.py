@@ -126,16 +126,14 @@ class EngineAdvice:
         """Each program's decision on ``job`` at ``view`` (:class:`CompiledAdvisers`: each keeps its own record of the
         stream's offers, so put every offer of the stream to the same programs), or None where the view is another's or
         no longer the stream's state, or a program is wider than the stream's arrays."""
-        devices = self._stream.cost.cluster.num_devices
-        if not self._current(job, view) or any(min(p.max_degree, devices) > self._stream.width for p in programs):
+        if not self._usable(job, view, programs):
             return None
         return self._advisers(programs).answer(job, job.remaining_s(view.now))
 
     def observe(self, job: Job, view: ClusterView, programs: Sequence[Program]) -> bool:
         """Record ``job``'s offer at ``view`` with the programs as :meth:`advise` would, without their answers (an offer
         with nothing feasible); False where :meth:`advise` would give None."""
-        devices = self._stream.cost.cluster.num_devices
-        if not self._current(job, view) or any(min(p.max_degree, devices) > self._stream.width for p in programs):
+        if not self._usable(job, view, programs):
             return False
         self._advisers(programs).observe(job)
         return True
@@ -147,9 +145,13 @@ class EngineAdvice:
             answering = self._stream.advisers[key] = CompiledAdvisers(self._stream, programs)
         return answering
 
-    def _current(self, job: Job, view: ClusterView) -> bool:
-        """Whether ``view`` is this one's, still the stream's state, and ``job`` one of the stream's."""
+    def _usable(self, job: Job, view: ClusterView, programs: Sequence[Program]) -> bool:
+        """Whether ``view`` is this one's and still the stream's state, ``job`` one of the stream's, and every program
+        within the stream's arrays."""
         stream = self._stream
         if view.free is not self._free or int(stream.ist[k.S_VERSION]) != self._version or stream.now != self._now:
             return False
-        return 0 <= job.job_id < len(stream.specs) and stream.job(job.job_id) is job
+        if not (0 <= job.job_id < len(stream.specs) and stream.job(job.job_id) is job):
+            return False
+        devices = stream.cost.cluster.num_devices
+        return all(min(p.max_degree, devices) <= stream.width for p in programs)
