@@ -87,6 +87,28 @@ def run_policy(
     """One run of ``policy`` on ``jobs``: reset with ``rng``, told the stream (a clairvoyant reference uses it), simulated."""
     policy.reset(rng)
     policy.foresee(jobs)
+    return _run_reset(policy, cost, jobs, queue, on_job)
+
+
+def run_metric(
+    policy: Policy, cost: CostModel, jobs: Sequence[JobSpec], queue: QueueConfig, rng: np.random.Generator, metric: str
+) -> float:
+    """``run_policy(policy, cost, jobs, queue, rng).metrics.<metric>``; a rule the engine runs alone, asked for a metric it
+    counts from the run's arrays (:data:`~placer.sim.engine.stream.METRICS_FROM_ARRAYS`), builds no records."""
+    from placer.sim.engine.stream import METRICS_FROM_ARRAYS, program_metric, supported  # numba loads with the first run
+
+    policy.reset(rng)
+    policy.foresee(jobs)
+    program = policy.program() if metric in METRICS_FROM_ARRAYS and not policy.elastic else None
+    if program is not None and supported(cost, jobs, program):
+        return program_metric(cost, jobs, program, policy.queue(queue), metric)
+    return float(getattr(_run_reset(policy, cost, jobs, queue, None).metrics, metric))
+
+
+def _run_reset(
+    policy: Policy, cost: CostModel, jobs: Sequence[JobSpec], queue: QueueConfig, on_job: Callable[[], None] | None
+) -> RunResult:
+    """:func:`run_policy` of a policy already reset and told the stream."""
     if not policy.elastic:
         from placer.sim.engine.stream import run_program, supported  # numba loads with the first run
 
@@ -142,8 +164,7 @@ class Tuning:
         if key is not None and key in self._measured:
             return self._measured[key]
         rngs = (np.random.default_rng([TUNING_SEED + k, 1]) for k in range(self.streams))
-        runs = (run_policy(policy, self.cost, jobs, self.queue, rng) for jobs, rng in zip(self.jobs, rngs, strict=True))
-        values = tuple(float(getattr(run.metrics, metric)) for run in runs)
+        values = tuple(run_metric(policy, self.cost, jobs, self.queue, rng, metric) for jobs, rng in zip(self.jobs, rngs, strict=True))
         if key is not None:
             self._measured[key] = values
         return values

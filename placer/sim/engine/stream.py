@@ -16,7 +16,6 @@ from placer.cluster.topology import Cluster, parse_cluster_spec
 from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.elastic import ResizeError
-from placer.sim.fastest import servable
 from placer.sim.metrics import compute_metrics
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import DecideFn, RunResult
@@ -116,6 +115,27 @@ def run_program(
         stream.answer(decide(stream.pending_job(), stream.view()))
     records, timeline = stream.records(0), stream.timeline()
     return RunResult(records, timeline, compute_metrics(records, timeline, cost.cluster.num_devices))
+
+
+METRICS_FROM_ARRAYS = ("blocking_rate", "avoidable_blocking_rate")  # what :func:`program_metric` reads without records
+
+
+def program_metric(cost: CostModel, jobs: Iterable[JobSpec], program: Program, queue: QueueConfig, metric: str) -> float:
+    """``run_program(cost, jobs, program, queue).metrics.<metric>`` for a ``metric`` of :data:`METRICS_FROM_ARRAYS` and a
+    program that decides alone (not :data:`EXTERNAL`), counted from the run's arrays: no records, timeline or metrics
+    built (tuning asks for one number per run)."""
+    if metric not in METRICS_FROM_ARRAYS:
+        raise ValueError(f"metric {metric!r} is not read from the arrays (those: {', '.join(METRICS_FROM_ARRAYS)})")
+    stream = Stream(cost, list(jobs), program, queue)
+    if stream.advance() != k.DONE:
+        raise ValueError("program_metric runs programs that decide alone: this one asks for decisions")
+    c, n = stream.c, stream.recorded
+    blocked = c.rec_outcome[:n] != k.ACCEPTED
+    if metric == "blocking_rate":
+        return 1 - (n - int(np.count_nonzero(blocked))) / n if n else 0.0
+    servable = avoidable(c)[c.rec_job[:n]]
+    count = int(np.count_nonzero(servable))
+    return int(np.count_nonzero(servable & blocked)) / count if count else 0.0
 
 
 class Stream:
@@ -313,23 +333,37 @@ def _device_kinds(cost: CostModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.array([kind_ids[kind] for kind in kinds], dtype=np.int64), rate, np.array([ranks[m] for m in memory], dtype=np.int64)
 
 
+def avoidable(c: Arrays) -> np.ndarray:
+    """(jobs,) bool: each job's :func:`~placer.sim.fastest.servable` (its fastest placement on the idle cluster, started at
+    arrival, meets its deadline), elementwise in the reference's float operations and order."""
+    deadline = c.beta * c.seq_jct
+    return c.arrival + deadline - c.fastest >= c.arrival - 1e-9 * np.maximum(1.0, deadline)
+
+
 def _records(specs: list[JobSpec], book: PriceBook, c: Arrays, start: int, n: int) -> list[JobRecord]:
+    if n <= start:
+        return []
+    rows = slice(start, n)
+    jobs = c.rec_job[rows]
+    accepted = (c.rec_outcome[rows] == k.ACCEPTED).tolist()
+    seq, fastest, beta = c.seq_jct[jobs], c.fastest[jobs], c.beta[jobs]
+    columns = zip(
+        jobs.tolist(), accepted, seq.tolist(), fastest.tolist(), (beta * seq).tolist(), avoidable(c)[jobs].tolist(),
+        c.rec_reason[rows].tolist(), c.rec_deg[rows].tolist(), c.rec_jct[rows].tolist(), c.rec_finish[rows].tolist(),
+        c.rec_shape[rows].tolist(), c.rec_wait[rows].tolist(), c.graph[jobs].tolist(), c.rec_dev[rows].tolist(),
+        strict=True,
+    )  # fmt: skip
     out = []
-    for r in range(start, n):
-        j = int(c.rec_job[r])
-        spec, seq, fastest = specs[j], float(c.seq_jct[j]), float(c.fastest[j])
-        accepted = c.rec_outcome[r] == k.ACCEPTED
-        shape, g = int(c.rec_shape[r]), int(c.graph[j])
-        job = Job(j, spec.graph, spec.arrival_s, spec.beta, spec.iterations, seq, fastest)
+    for j, ok, seq_s, fastest_s, deadline_s, servable_, reason, degree, jct, finish, shape, wait, g, devices in columns:
+        spec = specs[j]
         out.append(
             JobRecord(
                 job_id=j, graph=spec.graph.name, arrival_s=spec.arrival_s, beta=spec.beta, iterations=spec.iterations,
-                sequential_jct_s=seq, deadline_s=job.deadline_s, outcome=Outcome.ACCEPTED if accepted else Outcome.BLOCKED,
-                reason=None if accepted else _REASONS[int(c.rec_reason[r])], degree=int(c.rec_deg[r]),
-                devices=tuple(c.rec_dev[r, : c.rec_deg[r]].tolist()), jct_s=float(c.rec_jct[r]) if accepted else None,
-                finish_s=float(c.rec_finish[r]) if accepted else None, strategy=book.labels.get((g, shape)) if accepted else None,
-                servers=int(book.servers[shape]) if accepted else 0, wait_s=float(c.rec_wait[r]), fastest_jct_s=fastest,
-                avoidable=servable(job, fastest),
+                sequential_jct_s=seq_s, deadline_s=deadline_s, outcome=Outcome.ACCEPTED if ok else Outcome.BLOCKED,
+                reason=None if ok else _REASONS[reason], degree=degree, devices=tuple(devices[:degree]),
+                jct_s=jct if ok else None, finish_s=finish if ok else None,
+                strategy=book.labels.get((g, shape)) if ok else None, servers=int(book.servers[shape]) if ok else 0,
+                wait_s=wait, fastest_jct_s=fastest_s, avoidable=servable_,
             )  # fmt: skip
         )
     return out

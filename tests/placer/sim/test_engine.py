@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.baselines.best import BEST_CANDIDATES
-from placer.baselines.policy import Policy, run_policy
+from placer.baselines.policy import Policy, run_metric, run_policy
 from placer.baselines.registry import make_heuristic
 from placer.cluster.placement import rule_indices
 from placer.cluster.topology import load_cluster
@@ -19,7 +19,7 @@ from placer.cost import CostModel
 from placer.graphs.catalog import PACML_GRAPHS, resolve_graph
 from placer.sim import rollout
 from placer.sim.engine import codes, kernels, options
-from placer.sim.engine.stream import run_program, supported
+from placer.sim.engine.stream import METRICS_FROM_ARRAYS, program_metric, run_program, supported
 from placer.sim.queueing import QueueConfig
 from placer.sim.types import BlockReason, Outcome
 from placer.workloads.generator import BetaDistribution, JobSpec, SizeDistribution, Workload
@@ -81,6 +81,8 @@ def test_engine_matches_the_reference_on_generated_streams(cluster_name):
         assert program is not None and supported(cost, jobs, program), policy
         engine = run_program(cost, jobs, program, config)
         same = (engine.records, engine.busy_timeline, engine.metrics) == (reference.records, reference.busy_timeline, reference.metrics)
+        counted = tuple(program_metric(cost, jobs, program, config, metric) for metric in METRICS_FROM_ARRAYS)  # tuning's
+        same = same and counted == tuple(getattr(reference.metrics, metric) for metric in METRICS_FROM_ARRAYS)
         if not same:
             differ.append((policy, queue, beta, load, spread, n, seed))
     assert not differ, f"{len(differ)} of {STREAMS_PER_CLUSTER} streams differ, first: {differ[0]}"
@@ -100,6 +102,11 @@ def test_hand_worked_run():
     assert (r1.outcome, r1.reason, r1.degree) == (Outcome.BLOCKED, BlockReason.REJECTED, 0)
     assert (r2.outcome, r2.devices, r2.finish_s) == (Outcome.ACCEPTED, (0, 1), 8.5)
     assert run.busy_timeline == [(0.0, 0), (1.0, 2), (4.5, 0), (5.0, 2), (8.5, 0)]
+    specs, program = _specs((1.0, 1.0), (2.0, 1.0), (5.0, 1.0)), make_heuristic("para_max").program()
+    assert program_metric(cost, specs, program, QueueConfig(), "blocking_rate") == 1 - 2 / 3
+    assert program_metric(cost, specs, program, QueueConfig(), "avoidable_blocking_rate") == 1 / 3  # every job avoidable
+    with pytest.raises(ValueError, match="not read from the arrays"):
+        program_metric(cost, specs, program, QueueConfig(), "mean_jct_s")
 
 
 def test_hand_worked_queue():
@@ -258,3 +265,16 @@ def test_an_external_decision_that_is_no_placement_is_blocked_as_the_reference_b
     reasons = [r.reason for r in engine.records]
     assert reasons[:3] == [BlockReason.NO_CAPACITY] * 3 and reasons[4] is BlockReason.REJECTED
     assert engine.records[3].devices == (1, 0) and engine.records[3].outcome is Outcome.ACCEPTED  # in the order given
+
+
+@pytest.mark.parametrize("name", ["lean:admit=0.9", "random", "elastic_lean"])
+def test_run_metric_is_the_metric_of_run_policy_counted_or_run(name):
+    # a rule the engine runs alone is counted from its arrays, any other policy (random draws from its rng, elastic_lean
+    # resizes) runs as run_policy runs it: the same value either way, and the rng drawn from alike
+    cost = CostModel(load_cluster("dgx8x8"))
+    graphs = [resolve_graph(g) for g in PACML_GRAPHS]
+    workload = Workload(graphs, BetaDistribution("B"), 1.3, 64, 120, sequential_iteration_s=cost.sequential_iteration_s)
+    jobs, queue = list(workload.jobs(np.random.default_rng(3))), QueueConfig.parse("edf-bf")
+    for metric in ("avoidable_blocking_rate", "blocking_rate", "mean_jct_s"):
+        run = run_policy(make_heuristic(name), cost, jobs, queue, np.random.default_rng(5))
+        assert run_metric(make_heuristic(name), cost, jobs, queue, np.random.default_rng(5), metric) == getattr(run.metrics, metric)
