@@ -5,7 +5,9 @@
 Prints, on one core:
 - **the tuning stage as `best` runs it** (every candidate of ``BEST_CANDIDATES`` on each tuning stream of one regime:
   ``dgx8x8``, the EDF queue with backfilling, load 0.9, beta C, job lengths spread 100-fold), end to end with one cost
-  model per path, as ``placer evaluate`` and the recipe's tuning use it: seconds and the ratio;
+  model per path, as ``placer evaluate`` and the recipe's tuning use it: seconds and the ratio; then the engine's runs
+  asked only for tuning's number, as ``Tuning.per_stream`` asks, counted from the arrays against read from the records
+  (the better of two runs each, alternated);
 - **decisions per second** of ``lean`` on ``dgx8x8`` (bench_simulator's case: PAC-ML's graphs, beta A, load 0.9, the
   loss system) with the cost model's prices cold (a fresh cost model and no price book: the pricing bounds both paths)
   and warm (another stream of the regime run first, untimed, as every stream after a regime's first finds them);
@@ -26,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from placer import BetaDistribution, CostModel, Workload, load_cluster, make_heuristic, resolve_graph
-from placer.baselines.best import BEST_CANDIDATES
-from placer.baselines.policy import TUNING_SEED, run_policy
+from placer.baselines.best import BEST_CANDIDATES, TUNING_METRIC
+from placer.baselines.policy import TUNING_SEED, run_metric, run_policy
 from placer.common.shipped import data_dir
 from placer.envs.advice import Advisers
 from placer.envs.env import ClusterPlacementEnv
@@ -42,17 +44,22 @@ from placer.workloads.generator import SizeDistribution
 TARGET_DECISIONS_PER_S = 20_000.0
 
 
-def tuning_stage(jobs: int, streams: int, engine: bool) -> tuple[float, list]:
-    """Seconds to run every ``best`` candidate on ``streams`` tuning streams (a fresh cost model), and the records."""
+def _tuning_streams(jobs: int, streams: int) -> tuple[CostModel, list, QueueConfig]:
+    """A fresh cost model of ``dgx8x8``, one regime's ``streams`` tuning streams of ``jobs`` jobs and its queue."""
     cluster = load_cluster("dgx8x8")
     cost = CostModel(cluster)
     graphs = [resolve_graph(g) for g in PACML_GRAPHS]
     size = SizeDistribution("loguniform:0.1:10")
     workload = Workload(graphs, BetaDistribution("C"), 0.9, cluster.num_devices, jobs, sequential_iteration_s=cost.sequential_iteration_s,
                         size=size)  # fmt: skip
-    queue = QueueConfig.parse("edf-bf")
     drawn = [list(workload.jobs(np.random.default_rng([TUNING_SEED + k, 0]))) for k in range(streams)]
     forget_prices()  # the engine's prices as cold as the fresh cost model's
+    return cost, drawn, QueueConfig.parse("edf-bf")
+
+
+def tuning_stage(jobs: int, streams: int, engine: bool) -> tuple[float, list]:
+    """Seconds to run every ``best`` candidate on ``streams`` tuning streams (a fresh cost model), and the records."""
+    cost, drawn, queue = _tuning_streams(jobs, streams)
     records = []
     start = time.perf_counter()
     for name in BEST_CANDIDATES:
@@ -65,6 +72,23 @@ def tuning_stage(jobs: int, streams: int, engine: bool) -> tuple[float, list]:
                 run = simulate(cost, stream, policy.decide, queue=queue)
             records.append(run.records)
     return time.perf_counter() - start, records
+
+
+def tuning_metric(jobs: int, streams: int, counted: bool) -> tuple[float, list[float]]:
+    """Seconds for :func:`tuning_stage`'s runs on the engine asked for tuning's one number (``TUNING_METRIC``) each, as
+    ``Tuning.per_stream`` asks: counted from the run's arrays (``run_metric``) or read from the run's records and metrics
+    (``run_policy``, before); and the numbers."""
+    cost, drawn, queue = _tuning_streams(jobs, streams)
+    values = []
+    start = time.perf_counter()
+    for name in BEST_CANDIDATES:
+        for k, stream in enumerate(drawn):
+            policy, rng = make_heuristic(name), np.random.default_rng([TUNING_SEED + k, 1])
+            if counted:
+                values.append(run_metric(policy, cost, stream, queue, rng, TUNING_METRIC))
+            else:
+                values.append(getattr(run_policy(policy, cost, stream, queue, rng).metrics, TUNING_METRIC))
+    return time.perf_counter() - start, values
 
 
 def decisions_per_second(arrivals: int, engine: bool, warm: bool) -> float:
@@ -131,6 +155,10 @@ def main() -> None:
     print(f"tuning stage ({len(BEST_CANDIDATES)} candidates x {args.streams} streams x {args.jobs} jobs, dgx8x8 edf-bf load 0.9):")
     print(f"  reference {reference_s:6.2f} s, engine {engine_s:6.2f} s: {reference_s / engine_s:.1f}x; same records: {engine == reference}")
     print(f"  ({runs} runs; {runs * args.jobs / engine_s:,.0f} jobs/s through the engine)")
+    timed = [tuning_metric(args.jobs, args.streams, counted=counted) for counted in (False, True, False, True)]
+    read_s, counted_s = min(t for t, _ in timed[0::2]), min(t for t, _ in timed[1::2])
+    print(f"  on the engine, {TUNING_METRIC} per run from records {read_s:5.2f} s, counted from arrays {counted_s:5.2f} s: "
+          f"{read_s / counted_s:.2f}x; same values: {timed[0][1] == timed[1][1]}")
     for warm in (False, True):
         ref = decisions_per_second(args.arrivals, engine=False, warm=warm)
         eng = decisions_per_second(args.arrivals, engine=True, warm=warm)
