@@ -33,6 +33,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
@@ -45,7 +46,7 @@ from placer.cost.data_parallel import bucket_order_exposed_s, even_buckets_expos
 from placer.cost.prediction import Prediction, Strategy
 from placer.cost.profile import GraphProfile
 from placer.cost.shape import PlacementShape
-from placer.cost.shared import shared_predictions
+from placer.cost.shared import shared_placements, shared_predictions
 from placer.cost.stages import Stages, factorisations, one_f_one_b, tp_inside_servers
 from placer.cost.tables import PlacementEntry, Placements, PlacementTable
 from placer.graphs.job_graph import JobGraph
@@ -109,7 +110,8 @@ class CostModel:
         self._rate = [v * c for v, c in zip(self._speed, cluster.compute_scale, strict=True)]
         self._predictions = shared_predictions(self.pricing_key, max_predictions) if self.cache else LRUCache(max_predictions)
         self._sequential: LRUCache[str, float] = LRUCache(max_graphs)
-        self._placed = Placements(cluster, self._rate, self._speed, cluster.memory_bytes.tolist(), max_graphs)
+        placements = partial(Placements, cluster, self._rate, self._speed, cluster.memory_bytes.tolist(), max_graphs)
+        self._placed = shared_placements(self.pricing_key, max_graphs, placements) if self.cache else placements()
         self._by_shape: LRUCache[str, dict[PlacementShape, Prediction]] = LRUCache(max_graphs)  # graph key -> shape -> prediction
         return self
 

@@ -147,6 +147,22 @@ def test_models_of_one_pricing_key_share_their_predictions():
     assert retuned._predictions is not first._predictions  # calibration's twins price apart
 
 
+def test_models_of_one_pricing_key_share_their_placement_tables():
+    free = np.array([True, True, False, True, True, True, True, False])
+    first, second = CostModel(toy_cluster(2, 4), strategy="sipml"), CostModel(toy_cluster(2, 4), strategy="sipml")
+    table = first.placement_table(free, (1, 2, 3), ("first_fit", "spread"))
+    assert second.placement_table(free, (1, 2, 3), ("first_fit", "spread")) is table  # built once, found by the other
+    assert first.table_predictions(chain(), table) is second.table_predictions(chain(), table)  # its predictions too
+    for apart in (
+        CostModel(toy_cluster(2, 4), strategy="auto"),  # another setting: other predictions in its tables
+        CostModel(toy_cluster(2, 3), strategy="sipml"),  # another cluster
+        CostModel(toy_cluster(2, 4), strategy="sipml", cache=False),
+        CostModel(toy_cluster(2, 4), strategy="sipml", max_graphs=7),  # tables bounded otherwise
+        first.retuned(first.fabric, first.overheads, {}),  # calibration's twins price apart
+    ):
+        assert apart._placed is not first._placed
+
+
 def test_a_rebased_model_predicts_as_a_new_one_and_adopts_prices_made_elsewhere():
     """A refitted cluster's model (the service's refit): the old model's graph-side caches, none of its predictions."""
     graph = toy_graph({"a": op(1.0, param_bytes=1e9), "b": op(2.0, param_bytes=1e9)}, {("a", "b"): 1e3})
