@@ -124,6 +124,7 @@ def advice_arrays(advice: Sequence[Decision], table: Sequence[Option]) -> tuple[
 
 def _on_devices(wanted: frozenset[int], table: Sequence[Option]) -> list[int]:
     """The indices of the options whose devices are ``wanted``; of an :class:`OptionTable`, only its options of that
-    degree are built."""
-    indices = table.at_degree(len(wanted)) if isinstance(table, OptionTable) else range(len(table))
-    return [o for o in indices if (devices := table[o].devices) is not None and frozenset(devices) == wanted]
+    degree are looked at, and none is built."""
+    if isinstance(table, OptionTable):
+        return [o for o in table.at_degree(len(wanted)) if (devices := table.devices_of(o)) is not None and frozenset(devices) == wanted]
+    return [o for o in range(len(table)) if (devices := table[o].devices) is not None and frozenset(devices) == wanted]

@@ -137,6 +137,15 @@ class OptionTable(Sequence[Option]):
         first = degrees.index(degree) * per_degree
         return range(first, first + per_degree)
 
+    def devices_of(self, index: int) -> tuple[int, ...] | None:
+        """``self[index].devices``, without building the option."""
+        table = self.table
+        if index >= len(table) or table.slots[index] < 0:
+            return None
+        if self._ids is None:
+            self._ids = np.flatnonzero(self.view.free).tolist()
+        return table.devices(index, self._ids)
+
     def _meets(self, jct: np.ndarray) -> np.ndarray:
         return np.isfinite(jct) & (jct <= self.deadline_s * (1 + DEADLINE_TOLERANCE))  # meets_deadline, elementwise
 

@@ -10,7 +10,7 @@ from placer.cluster.placement import PLACEMENT_RULES
 from placer.cluster.topology import load_cluster
 from placer.cost import CostModel
 from placer.graphs.catalog import resolve_graph
-from placer.sim.options import any_feasible, options
+from placer.sim.options import OptionTable, any_feasible, options
 from placer.sim.state import ClusterView
 from placer.sim.types import Job
 from tests.placer.toys import chain, toy_cluster
@@ -55,3 +55,16 @@ def test_any_feasible_on_a_hand_built_case():
     assert not any_feasible(job, late, degrees=range(1, 3), rules=("first_fit",))
     none_free = ClusterView(cost, 0.0, np.zeros(2, dtype=bool), np.zeros(2), 0)
     assert not any_feasible(job, none_free, degrees=range(1, 3), rules=("first_fit",))
+
+
+@settings(max_examples=40, deadline=None)
+@given(cluster=st.sampled_from(sorted(COSTS)), free_bits=st.integers(min_value=0, max_value=2**64 - 1), padded=st.integers(0, 80))
+def test_an_option_s_devices_read_without_building_it_are_its_devices(cluster, free_bits, padded):
+    cost = COSTS[cluster]
+    n = cost.cluster.num_devices
+    free = np.array([(free_bits >> d) & 1 == 1 for d in range(n)])
+    view = ClusterView(cost, 0.0, free, np.zeros(n), 0)
+    job = Job(0, chain(), 0.0, 1.0, 3, cost.sequential_jct_s(chain(), 3))
+    table = OptionTable(job, view, range(1, 17), tuple(PLACEMENT_RULES), max_degree=16 + padded)
+    read = [table.devices_of(i) for i in range(len(table))]  # first, while no option is built
+    assert read == [option.devices for option in table]
