@@ -209,8 +209,8 @@ def test_a_tuning_runs_each_named_heuristic_once_per_metric(monkeypatch):
     from placer.workloads.generator import Workload
 
     runs = []
-    real = policy_module.run_policy
-    monkeypatch.setattr(policy_module, "run_policy", lambda *a, **k: runs.append(a[0].name) or real(*a, **k))
+    real = policy_module.run_metric  # what Tuning.per_stream runs, once per stream
+    monkeypatch.setattr(policy_module, "run_metric", lambda *a, **k: runs.append(a[0].name) or real(*a, **k))
     cost = CostModel(toy_cluster(2, 2, inter=(1e9, 0.0)), strategy="sipml")
     draw = Workload([chain()], BetaDistribution("uniform:0.5:1.0"), 1.0, 4, 20).jobs
     tuning = policy_module.Tuning(cost, QueueConfig.parse("edf-bf"), draw, streams=2)
