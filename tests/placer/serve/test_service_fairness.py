@@ -103,7 +103,7 @@ def test_a_well_behaved_client_is_answered_through_connection_churn_from_eight_a
         statuses = []
         try:
             time.sleep(0.3)
-            deadline = time.monotonic() + 8.0
+            deadline = time.monotonic() + 30.0  # a bound against a hang, not a speed bar: answers are counted, not timed
             while len(statuses) < 30 and time.monotonic() < deadline:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
                 try:
