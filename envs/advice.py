@@ -78,6 +78,21 @@ class Advisers:
             if program is None:
                 adviser.decide(job, view)
 
+    def screenable(self, cluster: Cluster) -> bool:
+        """Whether an engine that screens offers (:meth:`observe_screened`) can stand in for :meth:`observe` on
+        ``cluster``: no adviser, or every one with a program answering in the engine."""
+        return not self.names or (self.compiled and all(a.program() is not None for a in self._on(cluster)))
+
+    def observe_screened(self, log: np.ndarray, view: ClusterView) -> None:
+        """Put the offers an engine screened out since the last offer (``log``: the rows of
+        :meth:`~placer.sim.engine.session.EngineSimulator.screened`) to the advisers as :meth:`observe` would have at
+        each; ``view`` is the engine's current one. Only where :meth:`screenable`."""
+        if not self.names or not len(log):
+            return
+        programs = self._begin(view)
+        if not self._compiled or len(programs) != len(self.names) or not view.engine.observe_logged(view, programs, log):
+            raise RuntimeError("screened offers reach only advisers that all answer in the engine, on its current view")
+
     def _begin(self, view: ClusterView) -> list[Program]:
         """The run's advisers on ``view``'s cluster at its first offer; the programs of those that have one."""
         if self._active is None:
@@ -101,10 +116,15 @@ class Advisers:
     def _start(self, cluster: Cluster) -> tuple[Policy, ...]:
         """``cluster``'s advisers, reset with a generator of their own, seeded alike in the env and at inference, so that
         no draw of the env's changes with them."""
+        advisers = self._on(cluster)
+        for adviser in advisers:
+            adviser.reset(np.random.default_rng(ADVISER_SEED))
+        return advisers
+
+    def _on(self, cluster: Cluster) -> tuple[Policy, ...]:
+        """``cluster``'s advisers (built on first use)."""
         if cluster.name not in self._by_cluster:
             self._by_cluster[cluster.name] = tuple(baseline_policy(name, cluster, self.max_degree, "adviser") for name in self.names)
-        for adviser in self._by_cluster[cluster.name]:
-            adviser.reset(np.random.default_rng(ADVISER_SEED))
         return self._by_cluster[cluster.name]
 
 

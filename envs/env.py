@@ -102,12 +102,14 @@ class _Draws:
     costs: tuple[CostModel, ...]
 
 
-def stepped_simulator(cost: CostModel, stream: Sequence, queue: QueueConfig, elastic: bool) -> Simulator | EngineSimulator:
-    """The simulator an episode steps: the compiled engine's (:class:`~placer.sim.engine.session.EngineSimulator`)
-    wherever it runs the stream, the reference's when resizes are on (the engine has none) or the stream is one it
-    cannot key (:func:`~placer.sim.engine.stream.supported`)."""
+def stepped_simulator(
+    cost: CostModel, stream: Sequence, queue: QueueConfig, elastic: bool, screen: tuple[int, tuple[str, ...]] | None = None
+) -> Simulator | EngineSimulator:
+    """The simulator an episode steps: the compiled engine's (:class:`~placer.sim.engine.session.EngineSimulator`,
+    screening its offers by ``screen`` where given) wherever it runs the stream, the reference's when resizes are on
+    (the engine has none) or the stream is one it cannot key (:func:`~placer.sim.engine.stream.supported`)."""
     if not elastic and supported(cost, stream, external(cost.cluster.num_devices)):
-        return EngineSimulator(cost, stream, queue=queue)
+        return EngineSimulator(cost, stream, queue=queue, screen=screen)
     return Simulator(cost, stream, queue=queue, rebalance=PULL if elastic else None)
 
 
@@ -206,7 +208,8 @@ class ClusterPlacementEnv(gym.Env):
         devices = self.cost.cluster.num_devices
         workload = w.stream(list(draws.graphs), beta, devices, self.cost.sequential_iteration_s, size, structure, load)
         self.stream = tuple(workload.jobs(rng))  # the episode's jobs: for a clairvoyant teacher, never observed
-        self.sim = stepped_simulator(self.cost, self.stream, queue, self.config.elastic)
+        screen = (self.config.max_degree, self.config.rules) if self.advisers.screenable(self.cost.cluster) else None
+        self.sim = stepped_simulator(self.cost, self.stream, queue, self.config.elastic, screen)
         self._history = JobHistory()
         self._round, self._resized = None, 0.0
         self.advisers.reset()
@@ -274,6 +277,7 @@ class ClusterPlacementEnv(gym.Env):
                     return offer.job
                 self._carry_out(self._round)
             point = sim.next_decision()
+            screened = self._observe_screened(sim)  # the offers the engine rejected unasked, as the loop below would
             if point is None:
                 return None
             if not isinstance(point, Job):  # a rebalance point (elastic)
@@ -283,6 +287,10 @@ class ClusterPlacementEnv(gym.Env):
             job = point
             self._history.observe(job)
             view = sim.view()
+            if screened:  # the engine offers only jobs with a feasible option
+                self._advice = self.advisers.advise(job, view)
+                self._offer = act.Offer(job, view, act.option_table(job, view, self.config.max_degree, self.config.rules))
+                return job
             arriving = arrival_offer(job, view, self.config.max_degree, self.config.rules, self._floors)
             if arriving is not None:
                 self._advice = self.advisers.advise(job, view)
@@ -290,6 +298,18 @@ class ClusterPlacementEnv(gym.Env):
                 return job
             self.advisers.observe(job, view)  # nothing feasible: no step, and no answer to read
             sim.decide(Reject())
+
+    def _observe_screened(self, sim: Simulator | EngineSimulator) -> bool:
+        """Observe the offers ``sim`` screened out since the last step (nothing feasible), in order: the history
+        sees each job, the advisers each offer. False where ``sim`` does not screen."""
+        if not isinstance(sim, EngineSimulator) or not sim.screening:
+            return False
+        log = sim.screened()
+        if len(log):
+            for job_id in log[:, 0].tolist():
+                self._history.observe(sim.job(job_id))
+            self.advisers.observe_screened(log, sim.view())
+        return True
 
     def _carry_out(self, round_: ResizeRound) -> None:
         """Answer the rebalance point with ``round_``'s resizes; their change to the resized jobs' rewards is the next

@@ -30,6 +30,8 @@ from placer.sim.types import Decision, Job, Reject, Resize
 if TYPE_CHECKING:
     import torch
 
+    from placer.cluster.topology import Cluster
+
 GRAPH_CACHE_SIZE = 512
 # learned:below=L, :last=K, :waiting=W (Guarded)
 GATE_ARGUMENTS = {"below": positive_finite, "last": positive_finite, "waiting": positive_int}
@@ -95,6 +97,20 @@ class LearnedPolicy(Policy):
             self._scored = None
             return Reject()
         return self.choose(offer, self.history, self.advisers.advise(job, view))
+
+    def screen(self, cluster: Cluster) -> tuple[int, tuple[str, ...]] | None:
+        """Its option table's degrees and rules, where :meth:`decide` rejects what has no feasible option there unasked
+        (not elastic, whose offers widen by shrinking, and with advisers that answer in the engine)."""
+        if self._floors is not None or not self.advisers.screenable(cluster):
+            return None
+        return self.env.max_degree, self.env.rules
+
+    def observe_screened(self, jobs: Sequence[Job], log: np.ndarray, view: ClusterView) -> None:
+        """:meth:`decide` on offers with nothing feasible, all at once: the history and the advisers record them."""
+        for job in jobs:
+            self.history.observe(job)
+        self.advisers.observe_screened(log, view)
+        self._scored = None
 
     def offer(self, job: Job, view: ClusterView) -> Offer | ShrinkOffer | None:
         """What ``job`` is offered on arrival: its option table on ``view`` as it stands (None: nothing to choose)."""

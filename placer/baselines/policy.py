@@ -3,8 +3,9 @@
 A policy decides one offer at a time (``decide(job, view)``); the hooks have no-op defaults, so
 callers never probe for them: ``reset`` (a new run), ``foresee`` (told the whole stream: only a
 clairvoyant reference uses it), ``tuned`` (fitted to a workload on streams apart from the evaluated
-ones), ``stats`` (its own account of a run) and ``estimates`` (a planner's cost of each candidate
-it weighed at the last offer, for soft imitation targets) and ``rebalance`` (an elastic policy's resizes of running
+ones), ``stats`` (its own account of a run), ``screen`` with ``observe_screened`` (a policy that rejects unasked what
+it cannot place feasibly: the engine rejects those offers for it and tells it) and ``estimates`` (a planner's cost of
+each candidate it weighed at the last offer, for soft imitation targets) and ``rebalance`` (an elastic policy's resizes of running
 jobs after completions; a policy is elastic when it sets :attr:`Policy.elastic`, and only then runs in an elastic
 simulator, :mod:`placer.sim.elastic`).
 """
@@ -19,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
+from placer.cluster.topology import Cluster
 from placer.cost import CostModel
 from placer.sim.engine.program import Program, external
 from placer.sim.queueing import QueueConfig
@@ -66,6 +68,18 @@ class Policy:
         """A planner's candidates at the last offer with their estimated cost (jobs blocked); empty for rules."""
         return ()
 
+    def screen(self, cluster: Cluster) -> tuple[int, tuple[str, ...]] | None:
+        """``(max_degree, rules)`` where, on ``cluster``, this policy rejects every offer with no feasible option at
+        degrees 1..max_degree x ``rules`` (devices free, memory fits, deadline met) and does nothing else there but what
+        :meth:`observe_screened` does: the compiled engine then rejects those offers itself, unasked
+        (:func:`~placer.sim.engine.program.external`). None (the default): asked at every offer."""
+        return None
+
+    def observe_screened(self, jobs: Sequence[Job], log: np.ndarray, view: ClusterView) -> None:
+        """Take in the offers the engine rejected for this policy since it last decided (:meth:`screen`): ``jobs`` in
+        order, ``log`` their rows of :meth:`~placer.sim.engine.stream.Stream.screened`, ``view`` the engine's current
+        one; as :meth:`decide` would have at each."""
+
     def program(self) -> Program | None:
         """The rule-based program that decides as this policy does, for the compiled engine (None: none does, the
         reference simulator runs it)."""
@@ -112,9 +126,11 @@ def _run_reset(
     if not policy.elastic:
         from placer.sim.engine.stream import run_program, supported  # numba loads with the first run
 
-        program = policy.program() or external(cost.cluster.num_devices)
+        devices, screen = cost.cluster.num_devices, policy.screen(cost.cluster)
+        program = policy.program() or (external(devices) if screen is None else external(devices, min(screen[0], devices), screen[1]))
         if supported(cost, jobs, program):
-            return run_program(cost, jobs, program, policy.queue(queue), policy.decide, on_job)
+            told = policy.observe_screened if screen is not None else None
+            return run_program(cost, jobs, program, policy.queue(queue), policy.decide, on_job, told)
     return simulate(cost, jobs, policy.decide, on_job, policy.queue(queue), policy.rebalance if policy.elastic else None)
 
 

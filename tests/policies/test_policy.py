@@ -248,3 +248,15 @@ def test_a_detached_critic_trains_only_its_own_layers(detach):
     critic_own = {name for name, _ in policy.named_parameters() if name.startswith(("mlp_extractor.critic.", "value_net."))}
     assert critic_own <= moved
     assert (moved == critic_own) is detach
+
+
+@pytest.mark.parametrize("settings,screened", [({}, True), ({"advisers": ("lean", "random")}, False), ({"elastic": True}, False)])
+def test_the_engine_rejects_for_a_learned_policy_only_what_it_would_reject_unasked(settings, screened):
+    """A learned policy rejects every offer with nothing feasible and records it; not so where an adviser decides in
+    Python (it must see each offer as made) or elastic (a shrink may make room)."""
+    from placer.policies.loading import LearnedPolicy
+
+    env = envs.ClusterPlacementEnv(graphs=("alexnet", "gnmt"), episode_jobs=20, **settings)
+    learned = LearnedPolicy.of(build_policy(env.config, 16, 2, [32], env.graph_table), env.config)
+    expected = (env.config.max_degree, env.config.rules) if screened else None
+    assert learned.screen(env.cost.cluster) == expected

@@ -18,7 +18,7 @@ from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
 
 from . import codes as k
-from .codes import LEAN, P_KIND, Q_ADMIT, S_NSIZES, SWITCH
+from .codes import LEAN, P_KIND, Q_ADMIT, S_NFREE, S_NSIZES, S_NWAIT, SWITCH
 from .entry import compiled
 from .options import decide, quiet, record
 from .program import Program
@@ -70,6 +70,17 @@ def observe_all(j, pis, pfs, ist, c, seen, sizes, nsizes):
             ist[S_NSIZES] = saved
 
 
+@njit(cache=True)
+def observe_logged(log, pis, pfs, ist, c, seen, sizes, nsizes):
+    """:func:`observe_all` of each offer of ``log`` (rows of :meth:`~placer.sim.engine.stream.Stream.screened`), in
+    order, each with the jobs waiting and the devices free it was offered at."""
+    waiting, free = ist[S_NWAIT], ist[S_NFREE]
+    for r in range(log.shape[0]):
+        ist[S_NWAIT], ist[S_NFREE] = log[r, 1], log[r, 2]
+        observe_all(log[r, 0], pis, pfs, ist, c, seen, sizes, nsizes)
+    ist[S_NWAIT], ist[S_NFREE] = waiting, free
+
+
 class CompiledAdvisers:
     """``programs`` answering every offer of ``stream``: their work arrays and run records, kept with the stream."""
 
@@ -86,6 +97,7 @@ class CompiledAdvisers:
         self.out_dev = np.zeros((len(programs), max(stream.width, 1)), dtype=np.int64)
         self._entry: Callable[..., int] | None = None
         self._observe: Callable[..., int] | None = None
+        self._replay: Callable[..., int] | None = None
 
     def answer(self, job: Job, remaining_s: float) -> list[Decision]:
         """Each program's decision on ``job`` with ``remaining_s`` left, in order."""
@@ -113,6 +125,13 @@ class CompiledAdvisers:
         self._observe = self._observe or compiled(observe_all, args)
         self._observe(*args)
 
+    def observe_logged(self, log: np.ndarray) -> None:
+        """Record each offer of ``log`` (a screening program's, :meth:`~placer.sim.engine.stream.Stream.screened`) as
+        :meth:`observe` would have when it was made."""
+        args = (log, self.pis, self.pfs, self.stream.ist, self.stream.c, self.seen, self.sizes, self.nsizes)
+        self._replay = self._replay or compiled(observe_logged, args)
+        self._replay(*args)
+
 
 class EngineAdvice:
     """The programs' answers to offers on one of ``stream``'s views (``free``: the device state that view shows), while
@@ -138,6 +157,15 @@ class EngineAdvice:
         self._advisers(programs).observe(job)
         return True
 
+    def observe_logged(self, view: ClusterView, programs: Sequence[Program], log: np.ndarray) -> bool:
+        """Record the offers the stream's screening program rejected unasked (``log``: their rows of
+        :meth:`~placer.sim.engine.stream.Stream.screened`) with the programs, each as :meth:`observe` would have at its
+        offer; False where ``view`` is not this one's and the stream's state."""
+        if not self._current(view):
+            return False
+        self._advisers(programs).observe_logged(log)
+        return True
+
     def _advisers(self, programs: Sequence[Program]) -> CompiledAdvisers:
         key = tuple(programs)
         answering = self._stream.advisers.get(key)
@@ -145,11 +173,16 @@ class EngineAdvice:
             answering = self._stream.advisers[key] = CompiledAdvisers(self._stream, programs)
         return answering
 
+    def _current(self, view: ClusterView) -> bool:
+        """Whether ``view`` is this one's and still the stream's state."""
+        stream = self._stream
+        return view.free is self._free and int(stream.ist[k.S_VERSION]) == self._version and stream.now == self._now
+
     def _usable(self, job: Job, view: ClusterView, programs: Sequence[Program]) -> bool:
         """Whether ``view`` is this one's and still the stream's state, ``job`` one of the stream's, and every program
         within the stream's arrays."""
         stream = self._stream
-        if view.free is not self._free or int(stream.ist[k.S_VERSION]) != self._version or stream.now != self._now:
+        if not self._current(view):
             return False
         if not (0 <= job.job_id < len(stream.specs) and stream.job(job.job_id) is job):
             return False

@@ -15,7 +15,9 @@ from .options import partition_key
 def external_answer(j, ist, c, w):
     """The caller's answer to job ``j``, as ``decide`` gives it: -1 to reject; 0 to place on the devices it wrote at
     ``w.ids[:w.deg[0]]`` (in its order; ``w.pos[0]`` the identity), their shape keyed into ``w.shape[0]``; -5 when they
-    are no placement (none, repeated, unknown or busy: ``no_capacity``); -2 / -3 when prices or shape room are wanted."""
+    are no placement (none, repeated, unknown or busy: ``no_capacity``); -2 / -3 when prices or shape room are wanted.
+    The answer overwrote the table ``w`` held (a screening program's): it is marked stale."""
+    w.meta[0] = -1
     degree = w.deg[0]
     if degree < 0:
         return -1

@@ -31,10 +31,14 @@ from .codes import (  # the kernels read them as compile-time constants
     EXTERNAL,
     F_NOW,
     GROW,
+    LOGGED,
     NEED,
     NO_CAPACITY,
     OUT_OF_MEMORY,
     P_KIND,
+    P_NRULES,
+    P_RULES,
+    P_SCREEN,
     QUEUE_FULL,
     REJECTED,
     S_ANSWERED,
@@ -55,7 +59,7 @@ from .codes import (  # the kernels read them as compile-time constants
     S_VERSION,
     TOLERANCE,
 )
-from .options import decide, free_total
+from .options import build_table, decide, free_total, meets
 
 
 @njit(cache=True)
@@ -114,7 +118,8 @@ def pop(ist, ht, hk, hs, hp):
 @njit(cache=True)
 def run(ist, fst, pi, pf, c, w):
     """Run the stream to its end, to a decision that wants prices or to one the caller makes: :data:`DONE`, :data:`NEED`,
-    :data:`GROW` or :data:`ASK` (answer it with :func:`~placer.sim.engine.options.external_answer`'s inputs)."""
+    :data:`GROW`, :data:`ASK` (answer it with :func:`~placer.sim.engine.options.external_answer`'s inputs) or
+    :data:`LOGGED` (a screening program's log is full: read it, zero ``c.n_log``, call again)."""
     if ist[S_PHASE] == 0:
         _push_next_arrival(ist, c)
         ist[S_PHASE] = 1
@@ -129,8 +134,16 @@ def run(ist, fst, pi, pf, c, w):
         j = ist[S_PENDING]
         if pi[P_KIND] == EXTERNAL:
             if ist[S_ANSWERED] == 0:
-                return ASK
-            choice = external_answer(j, ist, c, w)
+                if pi[P_SCREEN] == 0:
+                    return ASK
+                found = screen(j, pi, ist, fst, c, w)
+                if found > 0:
+                    return ASK
+                if found < -1:
+                    return NEED if found == -2 else GROW if found == -3 else LOGGED
+                choice = -1  # nothing feasible: rejected (held in a queue) without asking
+            else:
+                choice = external_answer(j, ist, c, w)
         else:
             choice = decide(j, pi, pf, ist, _remaining(c, j, fst[F_NOW]), c, w, c.seen, c.sizes)
         if choice == -2:
@@ -144,6 +157,28 @@ def run(ist, fst, pi, pf, c, w):
             _apply(j, choice, ist, fst, c, w)
         if ist[S_STOP]:
             return APPLIED
+
+
+@njit(cache=True)
+def screen(j, pi, ist, fst, c, w):
+    """Whether job ``j`` has a feasible option at degrees 1..``pi[P_SCREEN]`` x the program's rules (the reference's
+    :func:`~placer.sim.options.any_feasible`): 1 if so; 0 if not, logged in ``c.log`` (the job, the jobs waiting and
+    the devices free); -2 / -3 when prices or shape room are wanted, -4 when the log is full."""
+    limit = min(pi[P_SCREEN], free_total(ist))
+    n = build_table(c.graph[j], limit, pi[P_RULES:], pi[P_NRULES], c.iters[j], ist, c.free, c.server_of, c.dev_rate,
+                    c.dev_kind, c.dev_mem, c.n_mem[0], c.shapes, c.rep_dev, c.rep_deg, c.price, c.fits, c.need_g, c.need_s, w)
+    if n < 0:
+        return -2 if n == -1 else -3
+    deadline = _remaining(c, j, fst[F_NOW])
+    for i in range(n):
+        if meets(w.jct[i], deadline):
+            return 1
+    at = c.n_log[0]
+    if at >= c.log.shape[0]:
+        return -4
+    c.log[at, 0], c.log[at, 1], c.log[at, 2] = j, ist[S_NWAIT], ist[S_NFREE]
+    c.n_log[0] = at + 1
+    return 0
 
 
 @njit(cache=True)

@@ -19,9 +19,12 @@ KINDS = {
 RULES = {"first_fit": k.FIRST_FIT, "best_fit": k.BEST_FIT, "spread": k.SPREAD}
 
 
-def external(max_degree: int) -> Program:
-    """The program of a policy that decides in Python (learned, planners): the engine asks it at every offer."""
-    return Program("external", ("first_fit",), max_degree)
+def external(max_degree: int, screen: int = 0, rules: tuple[str, ...] = ("first_fit",)) -> Program:
+    """The program of a policy that decides in Python (learned, planners): the engine asks it at every offer, or, with
+    ``screen`` > 0, only at the offers where some option at degrees 1..``screen`` x ``rules`` is feasible (devices free,
+    memory fits, deadline met), rejecting the others itself and logging them (:meth:`~placer.sim.engine.stream.Stream.
+    screened`), as a policy that rejects whatever it cannot place feasibly would."""
+    return Program("external", rules, max_degree, screen=screen)
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Program:
     """``kind`` (a key of :data:`KINDS`) over placement ``rules`` (lean: every rule, its preferred first; the others: one)
     at degrees up to ``max_degree``; ``cap`` (lean, 0: none), ``fixed`` (the degree of ``fixed``), ``efficiency``
     (``eff``), ``quiet_free`` (``switch``), ``admit`` (lean's size admission quantile, None: none) with ``admit_free``,
-    and lean's ``tie`` (relative, on device-seconds)."""
+    and lean's ``tie`` (relative, on device-seconds); ``screen`` (``external``: :func:`external`)."""
 
     kind: str
     rules: tuple[str, ...]
@@ -41,13 +44,15 @@ class Program:
     admit: float | None = None
     admit_free: float = 0.5
     tie: float = 0.0
+    screen: int = 0
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(int64 program, float64 program), as the kernels read them (``P_*`` and ``Q_*`` of the kernels)."""
-        ints = np.zeros(k.P_RULES + 3, dtype=np.int64)
+        ints = np.zeros(k.P_INTS, dtype=np.int64)
         ints[k.P_KIND], ints[k.P_MAX_DEGREE], ints[k.P_CAP], ints[k.P_FIXED] = KINDS[self.kind], self.max_degree, self.cap, self.fixed
         ints[k.P_NRULES] = len(self.rules)
         ints[k.P_RULES : k.P_RULES + len(self.rules)] = [RULES[r] for r in self.rules]
+        ints[k.P_SCREEN] = self.screen
         floats = np.zeros(5)
         floats[k.Q_EFF], floats[k.Q_QUIET], floats[k.Q_ADMIT_FREE], floats[k.Q_TIE] = (
             self.efficiency, self.quiet_free, self.admit_free, self.tie,

@@ -27,11 +27,20 @@ from .stream import Stream
 
 class EngineSimulator:
     """``jobs`` (sorted by arrival, iterations > 0) on ``cost``'s cluster with ``queue`` (the loss system by default),
-    stepped one decision at a time: the reference simulator's records, timeline and offers (tests/placer/sim)."""
+    stepped one decision at a time: the reference simulator's records, timeline and offers (tests/placer/sim).
 
-    def __init__(self, cost: CostModel, jobs: Iterable[JobSpec], *, queue: QueueConfig | None = None) -> None:
-        self.cost, self.queue = cost, queue or QueueConfig()
-        self._stream = Stream(cost, list(jobs), external(cost.cluster.num_devices), self.queue)
+    With ``screen=(max_degree, rules)`` it offers only the jobs with a feasible option at degrees 1..max_degree x
+    ``rules`` and rejects the others itself (:func:`~placer.sim.engine.program.external`), as a caller that rejects
+    such jobs unasked would; :meth:`screened` names them."""
+
+    def __init__(
+        self, cost: CostModel, jobs: Iterable[JobSpec], *, queue: QueueConfig | None = None,
+        screen: tuple[int, tuple[str, ...]] | None = None,
+    ) -> None:  # fmt: skip
+        self.cost, self.queue, self.screening = cost, queue or QueueConfig(), screen is not None
+        devices = cost.cluster.num_devices
+        program = external(devices) if screen is None else external(devices, min(screen[0], devices), screen[1])
+        self._stream = Stream(cost, list(jobs), program, self.queue)
         self.pending: Job | None = None
         self._records: list[JobRecord] = []
 
@@ -46,6 +55,15 @@ class EngineSimulator:
 
     def view(self) -> ClusterView:
         return self._stream.view()
+
+    def screened(self) -> np.ndarray:
+        """(n, 3) int64: the offers rejected unasked since the last call, in order (screening: the constructor's
+        ``screen``): each one's job id, the number of jobs waiting and of devices free then."""
+        return self._stream.screened()
+
+    def job(self, job_id: int) -> Job:
+        """The stream's job ``job_id``, as it was offered."""
+        return self._stream.job(job_id)
 
     def decide(self, decision: Decision) -> JobRecord | None:
         """Apply ``decision`` to the pending job; its record, or None when it is held in the queue."""

@@ -20,7 +20,7 @@ from placer.sim.metrics import compute_metrics
 from placer.sim.queueing import QueueConfig
 from placer.sim.rollout import DecideFn, RunResult
 from placer.sim.state import ClusterView
-from placer.sim.types import BlockReason, Decision, Job, JobRecord, Outcome, Place, Reject
+from placer.sim.types import Decision, Job, JobRecord, Place, Reject
 from placer.workloads.generator import JobSpec
 
 from . import codes as k
@@ -29,13 +29,10 @@ from .advisers import CompiledAdvisers, EngineAdvice
 from .entry import compiled
 from .prices import PriceBook
 from .program import Program, external
+from .records import avoidable, job_records
 from .work import Work as Work  # where numba's cache index of an earlier install pickled it
 from .work import work_arrays
 
-_REASONS = (
-    BlockReason.REJECTED, BlockReason.NO_CAPACITY, BlockReason.OUT_OF_MEMORY, BlockReason.DEADLINE, BlockReason.QUEUE_FULL,
-    BlockReason.EXPIRED,
-)  # fmt: skip
 _DISCIPLINES = {"fifo": 0, "edf": 1, "sjf": 2}
 
 
@@ -85,6 +82,8 @@ class Arrays(NamedTuple):
     rec_wait: np.ndarray
     tl_time: np.ndarray
     tl_busy: np.ndarray
+    log: np.ndarray  # (L, 3): the offers a screening program rejected unasked (job, jobs waiting, devices free)
+    n_log: np.ndarray  # (1,): the rows of log written since it was last read
 
 
 def supported(cost: CostModel, jobs: Sequence[JobSpec], program: Program) -> bool:
@@ -103,18 +102,29 @@ def run_program(
     queue: QueueConfig | None = None,
     decide: DecideFn | None = None,
     on_job: Callable[[], None] | None = None,
+    screened: Callable[[list[Job], np.ndarray, ClusterView], None] | None = None,
 ) -> RunResult:
     """The run of ``program`` on ``jobs`` (sorted by arrival, each with iterations > 0: :func:`supported`) with ``queue``
     (the loss system by default): what :func:`~placer.sim.rollout.simulate` gives for the heuristic it describes, or with
     :data:`EXTERNAL` for ``decide`` (a policy's, asked at each offer with a :class:`~placer.sim.state.ClusterView` as
-    the reference simulator gives it). ``on_job``: called once per job decided for good."""
+    the reference simulator gives it). ``on_job``: called once per job decided for good. A screening program's
+    rejections (:func:`~placer.sim.engine.program.external`) reach ``screened`` (their jobs, :meth:`Stream.screened`'s
+    rows, the current view) before each decision and at the end."""
     stream = Stream(cost, list(jobs), program, queue or QueueConfig())
     while stream.advance(on_job) == k.ASK:
         if decide is None:
             raise ValueError("an external program needs the policy's decide")
-        stream.answer(decide(stream.pending_job(), stream.view()))
+        view = stream.view()
+        _tell_screened(stream, screened, view)
+        stream.answer(decide(stream.pending_job(), view))
+    _tell_screened(stream, screened, stream.view())
     records, timeline = stream.records(0), stream.timeline()
     return RunResult(records, timeline, compute_metrics(records, timeline, cost.cluster.num_devices))
+
+
+def _tell_screened(stream: Stream, screened: Callable[[list[Job], np.ndarray, ClusterView], None] | None, view: ClusterView) -> None:
+    if screened is not None and len(log := stream.screened()):
+        screened([stream.job(j) for j in log[:, 0].tolist()], log, view)
 
 
 METRICS_FROM_ARRAYS = ("blocking_rate", "avoidable_blocking_rate")  # what :func:`program_metric` reads without records
@@ -159,6 +169,7 @@ class Stream:
         self.advisers: dict[tuple[Program, ...], CompiledAdvisers] = {}  # programs answering every offer, their records
         self._jobs: dict[int, Job] = {}
         self._reported = 0
+        self._screened: list[np.ndarray] = []  # log rows read when the log filled, not yet taken
 
     def advance(self, on_job: Callable[[], None] | None = None) -> int:
         """Run to the end (:data:`DONE`) or to an offer the caller answers (:data:`ASK`), pricing on the way; ``on_job``
@@ -186,6 +197,9 @@ class Stream:
                 book.fill(self.c.need_g[:n], self.c.need_s[:n])
             elif status == k.GROW:
                 book.grow()
+            elif status == k.LOGGED:
+                self._screened.append(self.c.log[: self.c.n_log[0]].copy())
+                self.c.n_log[0] = 0
             else:
                 self.status = status
                 return status
@@ -199,6 +213,14 @@ class Stream:
             self.c = self.c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
             self._layout = book.layout
         return self.c
+
+    def screened(self) -> np.ndarray:
+        """(n, 3) int64: the offers a screening program (:func:`~placer.sim.engine.program.external`) rejected since the
+        last call, in order: each one's job, the number of jobs waiting and of devices free when it was offered."""
+        c = self.c
+        rows = [*self._screened, c.log[: c.n_log[0]]]
+        self._screened, c.n_log[0] = [], 0
+        return np.concatenate(rows) if len(rows) > 1 else rows[0].copy()
 
     def settled(self) -> None:
         """Keep the shapes a kernel added in the book's count (every stream on the book numbers its shapes from it)."""
@@ -260,7 +282,7 @@ class Stream:
 
     def records(self, start: int) -> list[JobRecord]:
         """The records from the ``start``-th on, as the reference's :class:`JobRecord` s."""
-        return _records(self.specs, self.book, self.c, start, self.recorded)
+        return job_records(self.specs, self.book, self.c, start, self.recorded)
 
     def timeline(self) -> list[tuple[float, int]]:
         n = self.ist[k.S_NTL]
@@ -318,6 +340,8 @@ def _arrays(cost: CostModel, specs: list[JobSpec], book: PriceBook, queue: Queue
         rec_wait=np.zeros(n, dtype=f8),
         tl_time=np.zeros(3 * n + 4, dtype=f8),
         tl_busy=np.zeros(3 * n + 4, dtype=i8),
+        log=np.zeros((max(n, 64), 3), dtype=i8),
+        n_log=np.zeros(1, dtype=i8),
     )
 
 
@@ -331,42 +355,6 @@ def _device_kinds(cost: CostModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ranks = {m: i for i, m in enumerate(sorted(set(memory)))}
     rate = np.array([s * scale for s, _, scale in kinds], dtype=np.float64)
     return np.array([kind_ids[kind] for kind in kinds], dtype=np.int64), rate, np.array([ranks[m] for m in memory], dtype=np.int64)
-
-
-def avoidable(c: Arrays) -> np.ndarray:
-    """(jobs,) bool: each job's :func:`~placer.sim.fastest.servable` (its fastest placement on the idle cluster, started at
-    arrival, meets its deadline), elementwise in the reference's float operations and order."""
-    deadline = c.beta * c.seq_jct
-    return c.arrival + deadline - c.fastest >= c.arrival - 1e-9 * np.maximum(1.0, deadline)
-
-
-def _records(specs: list[JobSpec], book: PriceBook, c: Arrays, start: int, n: int) -> list[JobRecord]:
-    if n <= start:
-        return []
-    rows = slice(start, n)
-    jobs = c.rec_job[rows]
-    accepted = (c.rec_outcome[rows] == k.ACCEPTED).tolist()
-    seq, fastest, beta = c.seq_jct[jobs], c.fastest[jobs], c.beta[jobs]
-    columns = zip(
-        jobs.tolist(), accepted, seq.tolist(), fastest.tolist(), (beta * seq).tolist(), avoidable(c)[jobs].tolist(),
-        c.rec_reason[rows].tolist(), c.rec_deg[rows].tolist(), c.rec_jct[rows].tolist(), c.rec_finish[rows].tolist(),
-        c.rec_shape[rows].tolist(), c.rec_wait[rows].tolist(), c.graph[jobs].tolist(), c.rec_dev[rows].tolist(),
-        strict=True,
-    )  # fmt: skip
-    out = []
-    for j, ok, seq_s, fastest_s, deadline_s, servable_, reason, degree, jct, finish, shape, wait, g, devices in columns:
-        spec = specs[j]
-        out.append(
-            JobRecord(
-                job_id=j, graph=spec.graph.name, arrival_s=spec.arrival_s, beta=spec.beta, iterations=spec.iterations,
-                sequential_jct_s=seq_s, deadline_s=deadline_s, outcome=Outcome.ACCEPTED if ok else Outcome.BLOCKED,
-                reason=None if ok else _REASONS[reason], degree=degree, devices=tuple(devices[:degree]),
-                jct_s=jct if ok else None, finish_s=finish if ok else None,
-                strategy=book.labels.get((g, shape)) if ok else None, servers=int(book.servers[shape]) if ok else 0,
-                wait_s=wait, fastest_jct_s=fastest_s, avoidable=servable_,
-            )  # fmt: skip
-        )
-    return out
 
 
 def warm_up() -> None:
