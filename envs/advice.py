@@ -17,7 +17,7 @@ with no feasible option included, in the environment and in :class:`placer.polic
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -134,17 +134,30 @@ def advice_arrays(advice: Sequence[Decision], table: Sequence[Option]) -> tuple[
     ``Place(())``, which the simulator blocks for lack of capacity: no heuristic does)."""
     columns = np.zeros((len(table), len(advice)), dtype=np.float32)
     holds = np.zeros(len(advice), dtype=np.float32)
+    by_degree: dict[int, dict[frozenset[int], list[int]]] = {}  # the options' device sets at each degree advised
     for a, decision in enumerate(advice):
         if isinstance(decision, Place) and decision.devices:
-            columns[_on_devices(frozenset(decision.devices), table), a] = 1.0
+            wanted = frozenset(decision.devices)
+            placements = by_degree.get(len(wanted))
+            if placements is None:
+                placements = by_degree[len(wanted)] = _placements_at(len(wanted), table)
+            columns[placements.get(wanted, []), a] = 1.0
         else:
             holds[a] = 1.0
     return columns, holds
 
 
-def _on_devices(wanted: frozenset[int], table: Sequence[Option]) -> list[int]:
-    """The indices of the options whose devices are ``wanted``; of an :class:`OptionTable`, only its options of that
-    degree are looked at, and none is built."""
+def _placements_at(degree: int, table: Sequence[Option]) -> dict[frozenset[int], list[int]]:
+    """The options of ``table`` on ``degree`` distinct devices, by their devices; of an :class:`OptionTable`, only its
+    options of that degree are looked at, and none is built."""
+    out: dict[frozenset[int], list[int]] = {}
+    devices_of: Callable[[int], tuple[int, ...] | None]
     if isinstance(table, OptionTable):
-        return [o for o in table.at_degree(len(wanted)) if (devices := table.devices_of(o)) is not None and frozenset(devices) == wanted]
-    return [o for o in range(len(table)) if (devices := table[o].devices) is not None and frozenset(devices) == wanted]
+        devices_of, indices = table.devices_of, table.at_degree(degree)
+    else:
+        devices_of, indices = (lambda o: table[o].devices), range(len(table))
+    for o in indices:
+        devices = devices_of(o)
+        if devices is not None and len(placed := frozenset(devices)) == degree:
+            out.setdefault(placed, []).append(o)
+    return out

@@ -34,6 +34,8 @@ def test_advice_marks_every_option_on_the_advised_devices_and_the_holds():
     columns, holds = advice_arrays([Place((0, 1)), Reject(), Place((4,)), Place((7,))], table)
     assert columns.tolist() == [[0, 0, 0, 0], [0, 0, 1, 0], [1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]]
     assert holds.tolist() == [0, 1, 0, 0]  # a placement on devices no option uses is neither
+    columns, _ = advice_arrays([Place((1, 0)), Place((0, 4)), Place((0, 1))], table)  # two advisers on one degree's devices
+    assert columns.tolist() == [[0, 0, 0], [0, 0, 0], [1, 0, 1], [1, 0, 1], [0, 0, 0]]
 
 
 def test_advice_on_an_option_table_marks_what_its_built_options_would():

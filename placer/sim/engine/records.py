@@ -22,11 +22,12 @@ _REASONS = (
 )  # fmt: skip
 
 
-def avoidable(c: Arrays) -> np.ndarray:
-    """(jobs,) bool: each job's :func:`~placer.sim.fastest.servable` (its fastest placement on the idle cluster, started at
-    arrival, meets its deadline), elementwise in the reference's float operations and order."""
-    deadline = c.beta * c.seq_jct
-    return c.arrival + deadline - c.fastest >= c.arrival - 1e-9 * np.maximum(1.0, deadline)
+def avoidable(c: Arrays, jobs: np.ndarray | slice = slice(None)) -> np.ndarray:
+    """(jobs,) bool: each job's (of ``jobs``: all by default) :func:`~placer.sim.fastest.servable` (its fastest placement
+    on the idle cluster, started at arrival, meets its deadline), elementwise in the reference's float operations and
+    order."""
+    arrival, deadline = c.arrival[jobs], c.beta[jobs] * c.seq_jct[jobs]
+    return arrival + deadline - c.fastest[jobs] >= arrival - 1e-9 * np.maximum(1.0, deadline)
 
 
 def job_records(specs: list[JobSpec], book: PriceBook, c: Arrays, start: int, n: int) -> list[JobRecord]:
@@ -38,7 +39,7 @@ def job_records(specs: list[JobSpec], book: PriceBook, c: Arrays, start: int, n:
     accepted = (c.rec_outcome[rows] == k.ACCEPTED).tolist()
     seq, fastest, beta = c.seq_jct[jobs], c.fastest[jobs], c.beta[jobs]
     columns = zip(
-        jobs.tolist(), accepted, seq.tolist(), fastest.tolist(), (beta * seq).tolist(), avoidable(c)[jobs].tolist(),
+        jobs.tolist(), accepted, seq.tolist(), fastest.tolist(), (beta * seq).tolist(), avoidable(c, jobs).tolist(),
         c.rec_reason[rows].tolist(), c.rec_deg[rows].tolist(), c.rec_jct[rows].tolist(), c.rec_finish[rows].tolist(),
         c.rec_shape[rows].tolist(), c.rec_wait[rows].tolist(), c.graph[jobs].tolist(), c.rec_dev[rows].tolist(),
         strict=True,
