@@ -92,12 +92,11 @@ class LearnedPolicy(Policy):
         where only reject is open the advisers record the offer without answering (nobody reads their answers)."""
         self.history.observe(job)
         offer = self.offer(job, view)
-        mask = action_mask(offer.options, self.env.max_degree, len(self.env.rules)) if offer is not None else None
-        if offer is None or mask is None or mask.sum() == 1:
+        if offer is None or action_mask(offer.options, self.env.max_degree, len(self.env.rules)).sum() == 1:
             self.advisers.observe(job, view)
             self._scored = None
             return Reject()
-        return self.choose(offer, self.history, self.advisers.advise(job, view), mask)
+        return self.choose(offer, self.history, self.advisers.advise(job, view))
 
     def screen(self, cluster: Cluster) -> tuple[int, tuple[str, ...]] | None:
         """Its option table's degrees and rules, where :meth:`decide` rejects what has no feasible option there unasked
@@ -117,16 +116,12 @@ class LearnedPolicy(Policy):
         """What ``job`` is offered on arrival: its option table on ``view`` as it stands (None: nothing to choose)."""
         return Offer(job, view, option_table(job, view, self.env.max_degree, self.env.rules))
 
-    def choose(
-        self, offer: Offer | ShrinkOffer, history: JobHistory, advice: tuple[Decision, ...] = (), mask: np.ndarray | None = None
-    ) -> Decision:
+    def choose(self, offer: Offer | ShrinkOffer, history: JobHistory, advice: tuple[Decision, ...] = ()) -> Decision:
         """The decision for ``offer`` given the run's ``history`` (which holds ``offer.job``) and each adviser's decision on
-        it (:meth:`placer.envs.advice.Advisers.advise`; a policy with advisers refuses none); writes nothing but the encoding
-        cache. ``mask``: the offer's action mask, where the caller has made it."""
+        it (:meth:`placer.envs.advice.Advisers.advise`; a policy with advisers refuses none); writes nothing but the encoding cache."""
         env = self.env
         self._scored = None
-        if mask is None:
-            mask = action_mask(offer.options, env.max_degree, len(env.rules))
+        mask = action_mask(offer.options, env.max_degree, len(env.rules))
         if mask.sum() == 1:
             return decision(0, offer.options)  # only reject (or hold) is open: no need to ask the network
         encoding, graph = self._graph(offer.job)
