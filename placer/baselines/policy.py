@@ -126,8 +126,8 @@ def _run_reset(
     if not policy.elastic:
         from placer.sim.engine.stream import run_program, supported  # numba loads with the first run
 
-        devices, screen = cost.cluster.num_devices, policy.screen(cost.cluster)
-        program = policy.program() or (external(devices) if screen is None else external(devices, min(screen[0], devices), screen[1]))
+        screen = policy.screen(cost.cluster)
+        program = policy.program() or external(cost.cluster.num_devices, screen)
         if supported(cost, jobs, program):
             told = policy.observe_screened if screen is not None else None
             return run_program(cost, jobs, program, policy.queue(queue), policy.decide, on_job, told)

@@ -19,12 +19,14 @@ KINDS = {
 RULES = {"first_fit": k.FIRST_FIT, "best_fit": k.BEST_FIT, "spread": k.SPREAD}
 
 
-def external(max_degree: int, screen: int = 0, rules: tuple[str, ...] = ("first_fit",)) -> Program:
+def external(max_degree: int, screen: tuple[int, tuple[str, ...]] | None = None) -> Program:
     """The program of a policy that decides in Python (learned, planners): the engine asks it at every offer, or, with
-    ``screen`` > 0, only at the offers where some option at degrees 1..``screen`` x ``rules`` is feasible (devices free,
-    memory fits, deadline met), rejecting the others itself and logging them (:meth:`~placer.sim.engine.stream.Stream.
-    screened`), as a policy that rejects whatever it cannot place feasibly would."""
-    return Program("external", rules, max_degree, screen=screen)
+    ``screen=(degree, rules)``, only at the offers where some option at degrees 1..min(degree, ``max_degree``) x
+    ``rules`` is feasible (devices free, memory fits, deadline met), rejecting the others itself and logging them
+    (:meth:`~placer.sim.engine.stream.Stream.screened`), as a policy that rejects whatever it cannot place feasibly would."""
+    if screen is None:
+        return Program("external", ("first_fit",), max_degree)
+    return Program("external", screen[1], max_degree, screen=min(screen[0], max_degree))
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,7 @@ class EngineSimulator:
         screen: tuple[int, tuple[str, ...]] | None = None,
     ) -> None:  # fmt: skip
         self.cost, self.queue, self.screening = cost, queue or QueueConfig(), screen is not None
-        devices = cost.cluster.num_devices
-        program = external(devices) if screen is None else external(devices, min(screen[0], devices), screen[1])
-        self._stream = Stream(cost, list(jobs), program, self.queue)
+        self._stream = Stream(cost, list(jobs), external(cost.cluster.num_devices, screen), self.queue)
         self.pending: Job | None = None
         self._records: list[JobRecord] = []
 

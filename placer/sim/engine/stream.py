@@ -115,15 +115,17 @@ def run_program(
         if decide is None:
             raise ValueError("an external program needs the policy's decide")
         view = stream.view()
-        _tell_screened(stream, screened, view)
+        if screened is not None:
+            _tell_screened(stream, screened, view)
         stream.answer(decide(stream.pending_job(), view))
-    _tell_screened(stream, screened, stream.view())
+    if screened is not None:
+        _tell_screened(stream, screened, stream.view())
     records, timeline = stream.records(0), stream.timeline()
     return RunResult(records, timeline, compute_metrics(records, timeline, cost.cluster.num_devices))
 
 
-def _tell_screened(stream: Stream, screened: Callable[[list[Job], np.ndarray, ClusterView], None] | None, view: ClusterView) -> None:
-    if screened is not None and len(log := stream.screened()):
+def _tell_screened(stream: Stream, screened: Callable[[list[Job], np.ndarray, ClusterView], None], view: ClusterView) -> None:
+    if len(log := stream.screened()):
         screened([stream.job(j) for j in log[:, 0].tolist()], log, view)
 
 

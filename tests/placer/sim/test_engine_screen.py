@@ -1,4 +1,4 @@
-"""A screening program (``external(devices, screen, rules)``): the engine rejects, unasked, every offer with no feasible
+"""A screening program (``external(devices, (degree, rules))``): the engine rejects, unasked, every offer with no feasible
 option and logs it; a caller that rejects exactly those offers itself gets the same run, and the log names the offers
 it would have seen (job, jobs waiting, devices free), checked on hand-worked runs and against the reference's
 :func:`~placer.sim.options.any_feasible` on generated streams."""
@@ -37,8 +37,7 @@ def _screened_run(cost, jobs, queue, decide, screen):
     def told(jobs_, log, view):
         logs.append((tuple(j.job_id for j in jobs_), log.tolist()))
 
-    devices = cost.cluster.num_devices
-    return run_program(cost, jobs, external(devices, screen[0], screen[1]), queue, decide, None, told), logs
+    return run_program(cost, jobs, external(cost.cluster.num_devices, screen), queue, decide, None, told), logs
 
 
 def test_hand_worked_loss_system():
