@@ -220,5 +220,5 @@ def group_arrays(view: ClusterView, time_left_s: float, max_groups: int) -> tupl
             least[~np.isfinite(least)] = 0.0
         out[:, 3] = least
         out[:, 0] = np.bincount(group, weights=view.free, minlength=max_groups) / groups.safe
-    np.clip(out, 0.0, 4.0, out=out)  # the kept columns are clipped already: clipping again changes none
+    np.minimum(np.maximum(out, 0.0, out=out), 4.0, out=out)  # np.clip without its wrappers; the kept columns are clipped already
     return out, groups.mask.copy()

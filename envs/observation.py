@@ -374,12 +374,13 @@ def _queue_features(job: Job, view: ClusterView) -> tuple[float, ...]:
     if not view.queue.enabled:
         return (0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
     waiting = view.waiting or (job,)
+    latest = job.latest_start_s
     mean_seq = sum(j.sequential_jct_s for j in waiting) / len(waiting)
-    earlier = sum(j.latest_start_s < job.latest_start_s for j in waiting)
+    earlier = sum(j.arrival_s + j.beta * j.sequential_jct_s - j.fastest_jct_s < latest for j in waiting)  # latest_start_s
     return (
         1.0,
         (view.now - job.arrival_s) / deadline,
-        min(max((job.latest_start_s - view.now) / deadline, 0.0), 1.0),
+        min(max((latest - view.now) / deadline, 0.0), 1.0),
         len(waiting) / view.queue.capacity,
         math.log10(max(job.sequential_jct_s, 1e-9) / max(mean_seq, 1e-9)) / 2,
         earlier / len(waiting),

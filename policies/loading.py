@@ -23,7 +23,7 @@ from placer.envs.config import EnvConfig
 from placer.envs.observation import GRAPH_KEYS, UNLISTED, GraphRef, JobHistory, Offer, forward_size, graph_arrays, observe
 from placer.envs.resize import Floors, ResizeRound, ShrinkOffer, arrival_offer
 from placer.policies.inference import NumpyPolicy, load_inference_policy
-from placer.sim.options import Option
+from placer.sim.options import Option, OptionTable
 from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Reject, Resize
 
@@ -92,7 +92,7 @@ class LearnedPolicy(Policy):
         where only reject is open the advisers record the offer without answering (nobody reads their answers)."""
         self.history.observe(job)
         offer = self.offer(job, view)
-        if offer is None or action_mask(offer.options, self.env.max_degree, len(self.env.rules)).sum() == 1:
+        if offer is None or not _any_open(offer.options, self.env):
             self.advisers.observe(job, view)
             self._scored = None
             return Reject()
@@ -252,3 +252,10 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     return Guarded(
         learned, adaptive, arguments.get("below", math.inf), spec=spec, last=arguments.get("last"), waiting=arguments.get("waiting")
     )
+
+
+def _any_open(options: Sequence[Option], env: EnvConfig) -> bool:
+    """Whether an action besides reject is open on ``options`` (:func:`action_mask` beyond its first entry)."""
+    if isinstance(options, OptionTable):
+        return bool(options.feasible.any())
+    return bool(action_mask(options, env.max_degree, len(env.rules))[1:].any())

@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from placer.baselines.policy import Policy
 from placer.baselines.specs import PolicySpec
 from placer.common.progress import bar_off
+from placer.cost import CostModel
 from placer.envs.config import EnvConfig
 from placer.envs.regime import POOLED, Regime
 from placer.evaluate.config import VALIDATION_SEED, EvaluationConfig
@@ -76,13 +77,16 @@ def config_rates(
     measured). A config naming a ``policy_file`` runs ``learned`` from that file over ``workers`` processes."""
     name = policy.name if isinstance(policy, Policy) else policy
     total = sum(len(tasks(c)) for c in configs)
+    costs: dict[tuple[str, str], CostModel] = {}  # one per cluster and strategy: its caches serve every evaluation on it
     with tqdm(total=total, desc=f"validating {name}", unit="stream", disable=bar_off(progress), leave=False) as bar:
         for config in configs:
             if workers > 1 and not isinstance(policy, Policy):
                 done = run_tasks(config, tasks(config), workers=workers, on_task=lambda _: bar.update())
                 yield np.array([summary["blocking_rate"] for summary, _ in done], dtype=float)
                 continue
-            runner = Runner(config, policies=[policy] if isinstance(policy, Policy) else None)
+            cost = costs.get((config.cluster, config.strategy))
+            runner = Runner(config, policies=[policy] if isinstance(policy, Policy) else None, cost=cost)
+            costs[config.cluster, config.strategy] = runner.cost
             rates = []
             for task in tasks(config):
                 rates.append(runner.run(task)[0]["blocking_rate"])

@@ -59,12 +59,13 @@ class Runner:
     Each task's randomness comes only from its seed and distribution index, so a task gives the
     same result whichever runner runs it, in whatever order: in this process, a process pool or
     a Ray cluster (:mod:`placer.evaluate.parallel`). ``policies`` replaces the policies built from
-    ``config.policies`` (e.g. a policy being trained), one per name, in the same order.
+    ``config.policies`` (e.g. a policy being trained), one per name, in the same order. ``cost``: a cost model of the
+    config's cluster and strategy that other runners use too (its caches are exact: sharing changes speed only).
     """
 
-    def __init__(self, config: EvaluationConfig, policies: Sequence[Policy] | None = None) -> None:
+    def __init__(self, config: EvaluationConfig, policies: Sequence[Policy] | None = None, cost: CostModel | None = None) -> None:
         self.config = config
-        self.cluster = load_cluster(config.cluster)
+        self.cluster = load_cluster(config.cluster) if cost is None else cost.cluster
         self.graphs = resolve_graphs(list(config.workload.graphs) or None, config.graphs_dir)
         if policies is None:
             context = PolicyContext(self.cluster, config.max_degree, Path(config.policy_file) if config.policy_file else None)
@@ -73,7 +74,9 @@ class Runner:
         by_name = {g.name: g for g in self.graphs}
         self.trace = read_trace(config.trace, by_name, resolve_graph) if config.trace else None
         self.tune_trace = read_trace(config.tune_trace, by_name, resolve_graph) if config.tune_trace else None
-        self.cost = CostModel(self.cluster, strategy=config.strategy)  # caches are exact, so runs may share it
+        if cost is not None and cost.strategy != config.strategy:
+            raise ValueError(f"a cost model of strategy {cost.strategy!r} for an evaluation of strategy {config.strategy!r}")
+        self.cost = cost or CostModel(self.cluster, strategy=config.strategy)  # caches are exact, so runs may share it
         self.queue = config.workload.queues[0]
         self._tuned: dict[tuple[int, int, int], Policy] = {}  # (policy, beta, load) -> the policy tuned for that workload
         self._tunings: dict[QueueConfig, dict[tuple[int, int], Tuning]] = {}  # queue -> (beta, load) -> its tuning streams

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -116,17 +117,20 @@ class OptionTable(Sequence[Option]):
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
-    @property
+    @cached_property
     def jct_s(self) -> np.ndarray:
-        """(len(table),) float64: each placement's :attr:`Option.jct_s` (s), inf where it has no devices or the job does
-        not fit there; the same floats an option holds, without building it."""
-        return fitting_iteration_s(self.view.cost, self.job.graph, self.table, self.predicted) * self.job.iterations
+        """(len(table),) float64, read-only: each placement's :attr:`Option.jct_s` (s), inf where it has no devices or the
+        job does not fit there; the same floats an option holds, without building it (computed once per table)."""
+        out = fitting_iteration_s(self.view.cost, self.job.graph, self.table, self.predicted) * self.job.iterations
+        out.flags.writeable = False
+        return out
 
-    @property
+    @cached_property
     def feasible(self) -> np.ndarray:
-        """(len,) bool: each option's :attr:`Option.feasible`, without building them."""
+        """(len,) bool, read-only: each option's :attr:`Option.feasible`, without building them (computed once per table)."""
         out = np.zeros(len(self), dtype=bool)
         out[: len(self.table)] = self._meets(self.jct_s)
+        out.flags.writeable = False
         return out
 
     def at_degree(self, degree: int) -> range:
