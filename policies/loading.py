@@ -92,7 +92,7 @@ class LearnedPolicy(Policy):
         where only reject is open the advisers record the offer without answering (nobody reads their answers)."""
         self.history.observe(job)
         offer = self.offer(job, view)
-        if offer is None or not _any_open(offer.options, self.env):
+        if offer is None or not _any_open(offer.options):
             self.advisers.observe(job, view)
             self._scored = None
             return Reject()
@@ -254,8 +254,8 @@ def make_learned_policy(spec: PolicySpec, context: PolicyContext) -> LearnedPoli
     )
 
 
-def _any_open(options: Sequence[Option], env: EnvConfig) -> bool:
+def _any_open(options: Sequence[Option]) -> bool:
     """Whether an action besides reject is open on ``options`` (:func:`action_mask` beyond its first entry)."""
     if isinstance(options, OptionTable):
         return bool(options.feasible.any())
-    return bool(action_mask(options, env.max_degree, len(env.rules))[1:].any())
+    return any(option.feasible for option in options)

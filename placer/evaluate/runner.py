@@ -64,6 +64,8 @@ class Runner:
     """
 
     def __init__(self, config: EvaluationConfig, policies: Sequence[Policy] | None = None, cost: CostModel | None = None) -> None:
+        if cost is not None and cost.strategy != config.strategy:
+            raise ValueError(f"a cost model of strategy {cost.strategy!r} for an evaluation of strategy {config.strategy!r}")
         self.config = config
         self.cluster = load_cluster(config.cluster) if cost is None else cost.cluster
         self.graphs = resolve_graphs(list(config.workload.graphs) or None, config.graphs_dir)
@@ -74,8 +76,6 @@ class Runner:
         by_name = {g.name: g for g in self.graphs}
         self.trace = read_trace(config.trace, by_name, resolve_graph) if config.trace else None
         self.tune_trace = read_trace(config.tune_trace, by_name, resolve_graph) if config.tune_trace else None
-        if cost is not None and cost.strategy != config.strategy:
-            raise ValueError(f"a cost model of strategy {cost.strategy!r} for an evaluation of strategy {config.strategy!r}")
         self.cost = cost or CostModel(self.cluster, strategy=config.strategy)  # caches are exact, so runs may share it
         self.queue = config.workload.queues[0]
         self._tuned: dict[tuple[int, int, int], Policy] = {}  # (policy, beta, load) -> the policy tuned for that workload

@@ -246,8 +246,7 @@ class Stream:
         c, ist = self.c, self.ist
         free, free_at = c.free.copy(), c.free_at.copy()
         free.flags.writeable = free_at.flags.writeable = False
-        made, job = self._jobs, self.job
-        waiting = tuple(made[j] if j in made else job(j) for j in c.wait_ids[: ist[k.S_NWAIT]].tolist())
+        waiting = tuple(map(self.job, c.wait_ids[: ist[k.S_NWAIT]].tolist()))
         running = int(ist[k.S_NRUNNING])
         return ClusterView(self.cost, self.now, free, free_at, running, waiting, self.queue, engine=EngineAdvice(self, free))
 
