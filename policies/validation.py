@@ -25,7 +25,7 @@ from placer.cost import CostModel
 from placer.envs.config import EnvConfig
 from placer.envs.regime import POOLED, Regime
 from placer.evaluate.config import VALIDATION_SEED, EvaluationConfig
-from placer.evaluate.parallel import run_tasks
+from placer.evaluate.parallel import run_task_groups
 from placer.evaluate.runner import Runner, tasks
 from placer.evaluate.stats import mean_ci95, plus_minus
 from placer.policies.policy_file import read_policy_file
@@ -62,7 +62,8 @@ def validation_rates(
 
     ``policy``: a policy name (built, and tuned per cell if it tunes, like ``placer evaluate`` does) or a built policy
     (e.g. the one being trained), reset before every stream. ``workers`` > 1 runs a named policy's streams in that many
-    processes (:func:`placer.evaluate.parallel.run_tasks`: the same rates, a task's result depending only on its seed);
+    processes (:func:`placer.evaluate.parallel.run_task_groups`, one pool for every evaluation: the same rates, a task's
+    result depending only on its seed);
     a built policy always runs here. ``progress``: a bar over the streams on stderr.
     """
     name = policy.name if isinstance(policy, Policy) else policy
@@ -79,11 +80,12 @@ def config_rates(
     total = sum(len(tasks(c)) for c in configs)
     costs: dict[tuple[str, str], CostModel] = {}  # one per cluster and strategy: its caches serve every evaluation on it
     with tqdm(total=total, desc=f"validating {name}", unit="stream", disable=bar_off(progress), leave=False) as bar:
-        for config in configs:
-            if workers > 1 and not isinstance(policy, Policy):
-                done = run_tasks(config, tasks(config), workers=workers, on_task=lambda _: bar.update())
+        if workers > 1 and not isinstance(policy, Policy):  # one pool for every evaluation: its workers' caches kept
+            groups = [(config, tasks(config)) for config in configs]
+            for done in run_task_groups(groups, workers=workers, on_task=lambda _: bar.update()):
                 yield np.array([summary["blocking_rate"] for summary, _ in done], dtype=float)
-                continue
+            return
+        for config in configs:
             cost = costs.get((config.cluster, config.strategy))
             runner = Runner(config, policies=[policy] if isinstance(policy, Policy) else None, cost=cost)
             costs[config.cluster, config.strategy] = runner.cost

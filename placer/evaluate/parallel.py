@@ -18,7 +18,7 @@ without Ray.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from placer.common.errors import MissingDependencyError, RayClusterError
 from placer.common.pool import spawn_pool
@@ -34,10 +34,12 @@ def _run(config_json: str, task: Task, jobs: bool = False) -> tuple[dict, dict] 
     of the per-job table."""
     runner = _RUNNERS.get(config_json)
     if runner is None:
-        _RUNNERS.clear()  # one evaluation at a time per worker
+        config = EvaluationConfig.model_validate_json(config_json)
+        shared = [r.cost for r in _RUNNERS.values() if (r.config.cluster, r.config.strategy) == (config.cluster, config.strategy)]
+        _RUNNERS.clear()  # one evaluation at a time per worker; the last one's cost model kept if this one's cluster is its
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         _one_torch_thread()
-        runner = _RUNNERS[config_json] = Runner(EvaluationConfig.model_validate_json(config_json))
+        runner = _RUNNERS[config_json] = Runner(config, cost=shared[0] if shared else None)
     return runner.run_jobs(task) if jobs else runner.run(task)
 
 
@@ -60,12 +62,26 @@ def run_tasks(
 ) -> list[tuple[dict, dict]]:
     """Every task's (run summary, timelines), in the order of ``todo``; ``on_jobs`` gets each task's rows of the per-job
     table in that order, as they come (not kept: :mod:`placer.evaluate.jobs`)."""
-    config_json = config.model_dump_json()
     if ray_address is not None:
-        return _run_on_ray(config_json, todo, ray_address, on_task, on_jobs)
+        return _run_on_ray(config.model_dump_json(), todo, ray_address, on_task, on_jobs)
+    return next(run_task_groups([(config, todo)], workers=workers, on_task=on_task, on_jobs=on_jobs))
+
+
+def run_task_groups(
+    groups: Sequence[tuple[EvaluationConfig, Sequence[Task]]],
+    *,
+    workers: int = 1,
+    on_task: Callable[[int], None] | None = None,
+    on_jobs: Callable[[list[Row]], None] | None = None,
+) -> Iterator[list[tuple[dict, dict]]]:
+    """:func:`run_tasks` of each (evaluation, tasks) of ``groups`` in turn, yielded as each group's tasks are done, every
+    group's tasks queued at once on one pool of ``workers`` processes: a worker's caches (a cluster's prices) serve every
+    evaluation it runs, and none idles at one group's last task while another group's wait. The same outputs as one
+    :func:`run_tasks` a group."""
     with spawn_pool(workers) as pool:
-        futures = [pool.submit(_run, config_json, task, on_jobs is not None) for task in todo]
-        return _collect(futures, lambda future: future.result(), on_task, on_jobs)
+        pending = [[pool.submit(_run, config.model_dump_json(), task, on_jobs is not None) for task in todo] for config, todo in groups]
+        for futures in pending:
+            yield _collect(futures, lambda future: future.result(), on_task, on_jobs)
 
 
 def _collect(pending: list, result: Callable, on_task, on_jobs) -> list[tuple[dict, dict]]:

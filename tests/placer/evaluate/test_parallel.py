@@ -5,6 +5,8 @@ import json
 import pytest
 
 from placer.evaluate import EvaluationConfig, evaluate, tasks
+from placer.evaluate.parallel import run_task_groups
+from placer.evaluate.runner import Runner
 from tests.conftest import RAY
 
 CONFIG = EvaluationConfig(
@@ -35,6 +37,18 @@ def test_a_process_pool_gives_the_serial_results():
     pooled = evaluate(CONFIG, workers=2, on_task=ticks.append)
     assert _bytes(pooled) == _bytes(serial)
     assert ticks == [30] * 12
+
+
+def test_one_pool_over_several_evaluations_gives_each_its_serial_results():
+    other = CONFIG.model_copy(update={"cluster": "mixed", "policies": ["lean"]})  # another cluster between two of dgx8x8
+    same = CONFIG.model_copy(update={"policies": ["random"]})
+    groups = [(config, tasks(config)) for config in (CONFIG, other, same)]
+    ticks = []
+    pooled = list(run_task_groups(groups, workers=2, on_task=ticks.append))
+    assert [len(outputs) for outputs in pooled] == [12, 4, 4] and len(ticks) == 20
+    for (config, todo), outputs in zip(groups, pooled, strict=True):
+        serial = Runner(config)
+        assert json.dumps(outputs, sort_keys=True) == json.dumps([serial.run(task) for task in todo], sort_keys=True)
 
 
 @pytest.mark.slow
