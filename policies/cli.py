@@ -28,6 +28,10 @@ def train(
         int | None,
         typer.Option(min=1, help="a recipe only: processes for tuning and validation, and RL seeds run at once (same policy for any)"),
     ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(help="a recipe only: run its RL seeds, tuning and validation on this Ray cluster (HOST:PORT, or local)"),
+    ] = None,
     promote: Annotated[
         Path | None, typer.Option(help="copy the final policy here only if it blocks no more jobs than its teacher's online rule")
     ] = None,
@@ -41,7 +45,7 @@ def train(
     from placer.policies.promotion import check_promote_target
 
     if keys:
-        given = (config, out, timesteps, device, cluster, load, graphs, workers, promote)
+        given = (config, out, timesteps, device, cluster, load, graphs, workers, ray, promote)
         if any(v is not None for v in given) or resume or force:
             raise UsageError("--keys lists every key a config may set and takes no other option")
         from placer.policies.keys import keys_as_toml
@@ -59,12 +63,15 @@ def train(
         raise ConfigError("--load and --graphs go with --cluster (train a recipe for your cluster)")
     from placer.policies.recipe import is_recipe
 
+    if workers is not None and ray is not None:
+        raise UsageError("--workers spreads over local processes, --ray over a Ray cluster: give one")
     if is_recipe(config):
-        _train_recipe(config, out, timesteps, resume, force, device, cluster, load, graphs, workers, promote)
+        _train_recipe(config, out, timesteps, resume, force, device, cluster, load, graphs, (workers, ray), promote)
         return
-    if workers is not None:
+    if workers is not None or ray is not None:
         raise ConfigError(
-            f"--workers spreads a recipe's stages (a config with a [recipe] table); {config} is not one: set its [train] eval_workers"
+            f"--workers and --ray spread a recipe's stages (a config with a [recipe] table); {config} is not one: "
+            "set its [train] eval_workers or ray"
         )
     if cluster is not None:
         raise ConfigError(f"--cluster trains a recipe (a config with a [recipe] table, e.g. data/configs/placer.toml); {config} is not one")
@@ -85,10 +92,11 @@ def _train_recipe(
     cluster: str | None,
     load: str | None,
     graphs: str | None,
-    workers: int | None,
+    spread: tuple[int | None, str | None],
     promote: Path | None,
 ) -> None:
-    """``placer train`` of a recipe: its stages, for ``cluster`` when given; the product and its card."""
+    """``placer train`` of a recipe: its stages, for ``cluster`` when given, over ``spread`` (workers, Ray address); the
+    product and its card."""
     from placer.policies.recipe import for_cluster, load_recipe, parse_loads, run_recipe
 
     changes = None
@@ -97,10 +105,20 @@ def _train_recipe(
 
         load_cluster(cluster)  # an unreadable cluster file is one line now
         changes = for_cluster(cluster, parse_loads(load) if load else None, graphs.split(",") if graphs else None)
+    if spread[1] is not None:
+        out = out.resolve()  # every node of the Ray cluster reads and writes the stages' folders by this path
     recipe = load_recipe(config, out, changes)
     if device is not None:
         recipe = recipe.with_device(device)
-    product = run_recipe(recipe, out, resume=resume, force=force, timesteps=timesteps, report=_report, promote=promote, workers=workers)
+    workers, ray = spread
+    if ray is not None:
+        from placer.common.on_ray import join
+
+        ray = join(ray, log_to_driver=True)  # "local" started here: the stages' processes join it by its address
+        _report(f"on the Ray cluster at {ray}")
+    product = run_recipe(
+        recipe, out, resume=resume, force=force, timesteps=timesteps, report=_report, promote=promote, workers=workers, ray=ray
+    )
     typer.echo(f"wrote {product} and {out / 'card.json'}")
 
 

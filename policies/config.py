@@ -93,6 +93,7 @@ class TrainSection(BaseModel):
     imitation_learning_rate: float = _d(1e-3, "the clone's step size", gt=0)
     imitation_workers: int = _d(1, "processes recording the teacher", ge=1)
     eval_workers: int = _d(1, "processes tuning best per regime and validating (the same figures for any count)", ge=1)
+    ray: str | None = _d(None, "a Ray cluster (HOST:PORT) that tunes and validates instead of eval_workers processes (the same figures)")
     dagger_rounds: int = _d(0, "after cloning: rounds of (the learner drives, the teacher labels, clone again on all)", ge=0)
     dagger_steps: int = _d(10_000, "decisions recorded per DAgger round", ge=1)
     ppo_baseline: bool = _d(

@@ -41,12 +41,12 @@ def validate_policy(
 ) -> Validated:
     """The policy of ``policy_file`` against ``best`` (or the policy file ``reference``) on the validation streams of
     ``config``'s environment, per regime and pooled (``progress``: a bar over each policy's streams)."""
-    env, workers = config.env, config.train.eval_workers
-    learned = np.asarray(cache.file_rates(policy_file, env, episodes, workers, progress))
+    env, workers, ray = config.env, config.train.eval_workers, config.train.ray
+    learned = np.asarray(cache.file_rates(policy_file, env, episodes, workers, progress, ray=ray))
     if reference is None:
-        reference_rates = np.asarray(cache.rates("best", env, episodes, workers, progress))
+        reference_rates = np.asarray(cache.rates("best", env, episodes, workers, progress, ray=ray))
     else:
-        reference_rates = np.asarray(cache.file_rates(reference, env, episodes, workers, progress))
+        reference_rates = np.asarray(cache.file_rates(reference, env, episodes, workers, progress, ray=ray))
     rows = regime_rows(learned, reference_rates, validation_regimes(env, episodes))
     return Validated(policy=str(policy_file), regimes=rows, pooled=pooled_row(learned, reference_rates))
 

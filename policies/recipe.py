@@ -90,9 +90,12 @@ class Recipe(BaseModel):
         """Every stage's PPO network on ``device`` (``auto``, ``cpu`` or ``cuda``)."""
         return self._each_stage(lambda config: config.train.model_copy(update={"device": device}))
 
-    def with_workers(self, workers: int) -> Recipe:
-        """Every stage's tuning and validation over ``workers`` processes (``eval_workers``): the same results for any count."""
-        return self._each_stage(lambda config: config.train.model_copy(update={"eval_workers": workers}))
+    def with_spread(self, workers: int | None, ray: str | None = None) -> Recipe:
+        """Every stage's tuning and validation over ``workers`` processes (``eval_workers``) or, given ``ray``, on that Ray
+        cluster (``[train] ray``): the same results for any."""
+        spread: dict[str, Any] = {"eval_workers": workers} if workers is not None else {}
+        spread |= {"ray": ray} if ray is not None else {}
+        return self._each_stage(lambda config: config.train.model_copy(update=spread))
 
     def _each_stage(self, train: Callable[[TrainConfig], Any]) -> Recipe:
         """The recipe with each stage's ``[train]`` replaced by ``train(config)``."""
@@ -166,6 +169,7 @@ def run_recipe(
     report: Callable[[str], None] | None = None,
     promote: Path | None = None,
     workers: int | None = None,
+    ray: str | None = None,
 ) -> Path:
     """Run every stage not yet finished (module docstring) and return the policy file that ships (``out/policy.pt``).
 
@@ -173,7 +177,9 @@ def run_recipe(
     starts every stage over). ``workers`` (default: the configs' ``eval_workers``) spreads what does not depend on how it
     is spread: the tuning and validation of every stage over that many processes, and the RL seeds, up to that many at
     once, each in its own process; the policy is the same for any count (the imitation recording's ``imitation_workers``
-    seed the teacher's episodes, so they stay the recipe's)."""
+    seed the teacher's episodes, so they stay the recipe's). ``ray`` (a Ray cluster's address, default: the configs' ``ray``)
+    runs them there instead: the RL seeds all at once, and every stage's tuning and validation, as Ray tasks (``out`` on
+    a filesystem every node sees at the same path); the same policy again."""
     from placer.policies.promotion import check_incumbent, check_promote_target
     from placer.policies.train import prepare_out
 
@@ -181,8 +187,7 @@ def run_recipe(
     if promote is not None:
         check_promote_target(promote)
         check_incumbent(promote)
-    if workers is not None:
-        recipe = recipe.with_workers(workers)
+    recipe = recipe.with_spread(workers, ray)
     prepare_out(out, resume=resume, force=force)
     write_atomic(out / "recipe.json", recipe.model_dump_json(indent=1) + "\n")
     cache = RatesCache(out / "rates.json")  # best and the baselines validated once for every stage, and every resume
@@ -241,7 +246,7 @@ def _run_recipe(
     card = make_card(recipe, out, records, choice, validated.regimes, finish())
     card["product"] = {"chosen": chosen, "candidates": {name: v.model_dump() for name, v in candidates.items()}}
     card["verdict"] = {"serve": serve, "command": line}
-    card["workers"] = workers
+    card["workers"], card["ray"] = workers, recipe.distil.config.train.ray
     if incumbent is not None:
         card["against_incumbent"] = {"policy": str(promote), "regimes": [r.model_dump() for r in incumbent]}
     write_atomic(out / "card.json", json.dumps(card, indent=1) + "\n")
@@ -295,23 +300,28 @@ def run_stages(
     stages: list[Stage], options: StageOptions, say: Callable[[str], None], cache: RatesCache, workers: int
 ) -> dict[str, dict[str, Any]]:
     """:func:`run_stage` for each of ``stages`` (independent of each other), up to ``workers`` at once in their own
-    processes (no progress bars; each reports its lines prefixed by its name); in this process when ``workers`` is 1."""
-    if workers <= 1 or len(stages) <= 1:
+    processes (no progress bars; each reports its lines prefixed by its name); in this process when ``workers`` is 1.
+    Where their ``[train] ray`` names a Ray cluster, all at once as Ray tasks of one CPU there (their tuning and
+    validation too): ``options.out`` absolute, and seen by its nodes at the same path."""
+    ray = stages[0].config.train.ray if stages else None
+    if ray is None and (workers <= 1 or len(stages) <= 1):
         return {stage.name: run_stage(stage, options, say, cache) for stage in stages}
-    from placer.common.pool import spawn_pool
+    from placer.common.pool import results_in_order
 
+    if ray is not None and not options.out.is_absolute():  # the stages' configs name their inputs under it
+        raise ConfigError(f"a recipe on Ray needs an absolute out folder (every node reads it), not {str(options.out)!r}")
     quiet = options.model_copy(update={"progress": False})
     spread = min(workers * len(stages), os.cpu_count() or 1)  # the stages' processes are all free for it now
     for stage in stages:  # what every stage validates against, measured once here rather than once in each process
         cache.warm(stage.config, spread)
+    at_once = min(workers, len(stages))
+    where = f"on the Ray cluster at {ray}" if ray is not None else f"up to {at_once} at once"
+    say(f"{', '.join(stage.name for stage in stages)}: {len(stages)} stages, {where}")
     records: dict[str, dict[str, Any]] = {}
-    with spawn_pool(min(workers, len(stages))) as pool:
-        futures = {pool.submit(_stage_in_process, stage, quiet, cache): stage.name for stage in stages}
-        say(f"{', '.join(futures.values())}: {len(futures)} stages, up to {min(workers, len(stages))} at once")
-        for future in futures:  # in stage order, so the records are too
-            name = futures[future]
-            records[name] = future.result()
-            say(f"[{name}] finished in {records[name]['wall_s']:.0f} s")
+    with results_in_order(_stage_in_process, [(stage, quiet, cache) for stage in stages], workers=at_once, ray=ray) as done:
+        for stage, record in zip(stages, done, strict=True):  # in stage order, so the records are too
+            records[stage.name] = record
+            say(f"[{stage.name}] finished in {record['wall_s']:.0f} s")
     return records
 
 

@@ -21,7 +21,7 @@ def prepare_out(out: Path, *, resume: bool, force: bool) -> None:
         raise TrainingError(f"cannot create --out {str(out)!r}: {exc.strerror or exc}") from None
 
 
-RESUME_MAY_CHANGE = {"train": ("timesteps", "eval_workers", "device"), "ppo": ("vec_env",)}  # budget and spread, not what it learns
+RESUME_MAY_CHANGE = {"train": ("timesteps", "eval_workers", "ray", "device"), "ppo": ("vec_env",)}  # budget and spread, not what it learns
 
 
 def _without_budget(config: dict) -> dict:

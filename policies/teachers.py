@@ -27,7 +27,7 @@ from placer.baselines.specs import HEURISTIC_KINDS, PolicySpec
 from placer.cluster.topology import Cluster, load_cluster
 from placer.common.atomic import write_atomic
 from placer.common.errors import EnvConfigError, PlacerError
-from placer.common.pool import spawn_pool
+from placer.common.pool import results_in_order
 from placer.common.progress import bar_off
 from placer.cost import CostModel
 from placer.envs.config import EnvConfig
@@ -229,11 +229,13 @@ def regime_members(
     workers: int = 1,
     progress: bool = False,
     scores: dict[str, dict[str, float]] | None = None,
+    ray: str | None = None,
     policy_file: str | None = None,
     tuned: FamilyTunings | None = None,
     teacher: str = "best",
 ) -> dict[str, str]:
-    """:attr:`Regime.key` -> the member ``best`` chose for it, for every regime of ``config`` (``workers`` processes).
+    """:attr:`Regime.key` -> the member ``best`` chose for it, for every regime of ``config`` (``workers`` processes, or
+    Ray tasks on the cluster at ``ray``).
 
     ``pooled``: regime fields (of :data:`REGIME_FIELDS`) the choice is not made per value of but pooled over, e.g.
     ``("beta_dist", "structure")``: one member per cluster and load, the least avoidable blocking over every beta
@@ -255,7 +257,7 @@ def regime_members(
     jobs = [(config, rows, tuple(candidates), policy_file, tuned.get(d), teacher) for rows, d in zip(groups.values(), digests, strict=True)]
     bar = dict(total=len(jobs), desc="tuning best per regime", unit="regime", disable=bar_off(progress), leave=False)
     scored: list[Scored] = []
-    for digest, (score, families) in zip(digests, tqdm(_mapped(_score_group, jobs, workers), **bar), strict=True):
+    for digest, (score, families) in zip(digests, tqdm(_mapped(_score_group, jobs, workers, ray), **bar), strict=True):
         tuned.put(digest, families)  # kept now: a run stopped later does not tune this group again
         scored.append(score)
     members: dict[str, str] = {}
@@ -269,14 +271,11 @@ def regime_members(
     return members
 
 
-def _mapped(function: Callable[[Any], Any], items: Sequence[Any], workers: int) -> Iterator[Any]:
+def _mapped(function: Callable[[Any], Any], items: Sequence[Any], workers: int, ray: str | None = None) -> Iterator[Any]:
     """``function`` of each item, in order, each yielded as soon as it and those before it are done (``workers`` > 1:
-    spawned processes)."""
-    if workers <= 1:
-        yield from map(function, items)
-        return
-    with spawn_pool(workers) as pool:
-        yield from pool.map(function, items)
+    spawned processes; ``ray``: Ray tasks on that cluster)."""
+    with results_in_order(function, ((item,) for item in items), workers=workers, ray=ray) as results:
+        yield from results
 
 
 class Teachers:
@@ -362,6 +361,7 @@ def teacher_members(config: TrainConfig, out: Path, progress: bool, tuned: Famil
         margin=settings.teacher_margin,
         resolved=settings.teacher_resolved,
         workers=settings.eval_workers,  # tuning's scores do not depend on how many processes measure them
+        ray=settings.ray,
         progress=progress,
         scores=scores,
         policy_file=settings.candidate_policy_file,

@@ -72,8 +72,9 @@ class TrainingCallback(BaseCallback):
         best_file = self.out / "eval.jsonl"
         if best_file.exists():
             self.best = min((r["learned"] for r in read_eval_rows(best_file)), default=float("inf"))
-        for name in self.config.train.baselines:
-            rates = self.cache.rates(name, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
+        train = self.config.train
+        for name in train.baselines:
+            rates = self.cache.rates(name, self.env, train.eval_episodes, train.eval_workers, ray=train.ray)
             self.baselines[name] = float(np.mean(rates))
         if self.num_timesteps == 0 and self.config.train.validate_start:
             self.evaluate()  # the starting (possibly warm-started) policy is a candidate too
@@ -119,7 +120,8 @@ class TrainingCallback(BaseCallback):
         policy.set_training_mode(False)
         candidate = self.out / "validating.pt"
         save_policy_file(candidate, policy, self.env, self.arch)
-        rates = self.cache.file_rates(candidate, self.env, self.config.train.eval_episodes, self.config.train.eval_workers)
+        train = self.config.train
+        rates = self.cache.file_rates(candidate, self.env, train.eval_episodes, train.eval_workers, ray=train.ray)
         self.evaluated = (self.num_timesteps, rates)
         rate = float(np.mean(rates))
         self.logger.record("eval/blocking_rate", rate)

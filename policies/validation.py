@@ -55,7 +55,13 @@ def validation_configs(env: EnvConfig, episodes: int, policy: str | PolicySpec) 
 
 
 def validation_rates(
-    policy: str | PolicySpec | Policy, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False
+    policy: str | PolicySpec | Policy,
+    env: EnvConfig,
+    episodes: int,
+    workers: int = 1,
+    progress: bool = False,
+    *,
+    ray: str | None = None,
 ) -> np.ndarray:
     """Blocking rate per validation stream (module docstring), in a fixed order: cluster, queue, size, structure, then the
     evaluation's task order (load, beta, episode).
@@ -63,26 +69,31 @@ def validation_rates(
     ``policy``: a policy name (built, and tuned per cell if it tunes, like ``placer evaluate`` does) or a built policy
     (e.g. the one being trained), reset before every stream. ``workers`` > 1 runs a named policy's streams in that many
     processes (:func:`placer.evaluate.parallel.run_task_groups`, one pool for every evaluation: the same rates, a task's
-    result depending only on its seed);
-    a built policy always runs here. ``progress``: a bar over the streams on stderr.
+    result depending only on its seed), or given ``ray`` (a Ray cluster's address) as Ray tasks there; a built policy
+    always runs here. ``progress``: a bar over the streams on stderr.
     """
     name = policy.name if isinstance(policy, Policy) else policy
     configs = list(validation_configs(env, episodes, name))
-    return np.concatenate(list(config_rates(policy, configs, workers, progress)))
+    return np.concatenate(list(config_rates(policy, configs, workers, progress, ray=ray)))
 
 
 def config_rates(
-    policy: str | PolicySpec | Policy, configs: list[EvaluationConfig], workers: int = 1, progress: bool = False
+    policy: str | PolicySpec | Policy,
+    configs: list[EvaluationConfig],
+    workers: int = 1,
+    progress: bool = False,
+    *,
+    ray: str | None = None,
 ) -> Iterator[np.ndarray]:
     """:func:`validation_rates` of each of ``configs`` in turn (one array of its streams' rates per config, as each is
-    measured). A config naming a ``policy_file`` runs ``learned`` from that file over ``workers`` processes."""
+    measured). A config naming a ``policy_file`` runs ``learned`` from that file over ``workers`` processes (or ``ray``)."""
     name = policy.name if isinstance(policy, Policy) else policy
     total = sum(len(tasks(c)) for c in configs)
     costs: dict[tuple[str, str], CostModel] = {}  # one per cluster and strategy: its caches serve every evaluation on it
     with tqdm(total=total, desc=f"validating {name}", unit="stream", disable=bar_off(progress), leave=False) as bar:
-        if workers > 1 and not isinstance(policy, Policy):  # one pool for every evaluation: its workers' caches kept
+        if (workers > 1 or ray is not None) and not isinstance(policy, Policy):  # one pool for every evaluation
             groups = [(config, tasks(config)) for config in configs]
-            for done in run_task_groups(groups, workers=workers, on_task=lambda _: bar.update()):
+            for done in run_task_groups(groups, workers=workers, ray_address=ray, on_task=lambda _: bar.update()):
                 yield np.array([summary["blocking_rate"] for summary, _ in done], dtype=float)
             return
         for config in configs:
@@ -96,24 +107,29 @@ def config_rates(
             yield np.array(rates, dtype=float)
 
 
-def policy_file_rates(path: Path, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False) -> np.ndarray:
-    """:func:`validation_rates` of the policy saved at ``path``: here when ``workers`` is 1, else over that many processes,
-    each reading the file (``learned`` with its ``policy_file``). The same rates either way: the file's weights are the
-    numpy actor's whether it runs here or there, and a stream's result depends only on its seed."""
+def policy_file_rates(
+    path: Path, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False, *, ray: str | None = None
+) -> np.ndarray:
+    """:func:`validation_rates` of the policy saved at ``path``: here when ``workers`` is 1, else over that many processes
+    (or on the Ray cluster at ``ray``, whose nodes see ``path``), each reading the file (``learned`` with its
+    ``policy_file``). The same rates either way: the file's weights are the numpy actor's whether it runs here or there,
+    and a stream's result depends only on its seed."""
     configs = list(validation_configs(env, episodes, "learned"))
-    return np.concatenate(list(file_config_rates(path, configs, workers, progress)))
+    return np.concatenate(list(file_config_rates(path, configs, workers, progress, ray=ray)))
 
 
-def file_config_rates(path: Path, configs: list[EvaluationConfig], workers: int = 1, progress: bool = False) -> Iterator[np.ndarray]:
+def file_config_rates(
+    path: Path, configs: list[EvaluationConfig], workers: int = 1, progress: bool = False, *, ray: str | None = None
+) -> Iterator[np.ndarray]:
     """:func:`config_rates` of the policy saved at ``path`` (``configs`` name ``learned``)."""
     from placer.policies.loading import LearnedPolicy
 
     if not configs:
         return iter(())
-    if workers <= 1:
+    if workers <= 1 and ray is None:
         return config_rates(LearnedPolicy.from_file(path), configs, progress=progress)
-    named = [c.model_copy(update={"policy_file": str(path)}) for c in configs]
-    return config_rates(f"learned ({path.name})", named, workers, progress)
+    named = [c.model_copy(update={"policy_file": str(path.resolve())}) for c in configs]  # read where the tasks run
+    return config_rates(f"learned ({path.name})", named, workers, progress, ray=ray)
 
 
 def validation_regimes(env: EnvConfig, episodes: int) -> list[Regime]:
@@ -223,22 +239,27 @@ class RatesCache:
     def warm(self, config: TrainConfig, workers: int | None = None) -> None:
         """Measure now the named policies a training run of ``config`` validates against (:func:`paired_summary`'s:
         its teacher, the online rule it must not be worse than, its baselines), over ``workers`` processes (default: its
-        ``eval_workers``; the rates are the same for any count)."""
+        ``eval_workers``; the rates are the same for any count), or on the Ray cluster of its ``ray``."""
         teacher = config.train.imitation_teacher
         for name in dict.fromkeys([teacher, online_reference(teacher), *config.train.baselines]):
-            self.rates(name, config.env, config.train.eval_episodes, workers or config.train.eval_workers)
+            self.rates(name, config.env, config.train.eval_episodes, workers or config.train.eval_workers, ray=config.train.ray)
 
-    def rates(self, policy: str, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False) -> np.ndarray:
+    def rates(
+        self, policy: str, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False, *, ray: str | None = None
+    ) -> np.ndarray:
         configs = list(validation_configs(env, episodes, policy))
-        return self._kept(str(policy), configs, episodes, lambda todo: config_rates(policy, todo, workers, progress))
+        return self._kept(str(policy), configs, episodes, lambda todo: config_rates(policy, todo, workers, progress, ray=ray))
 
-    def file_rates(self, path: Path, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False) -> np.ndarray:
+    def file_rates(
+        self, path: Path, env: EnvConfig, episodes: int, workers: int = 1, progress: bool = False, *, ray: str | None = None
+    ) -> np.ndarray:
         """:func:`policy_file_rates` of the policy file at ``path``, kept under its policy's digest
         (:meth:`~placer.policies.policy_file.PolicyPayload.digest`: env, architecture, weights): a resumed run validates the
         same policy once, even saved again, and a file rewritten with other weights is measured again."""
         digest = read_policy_file(path).digest()
         configs = list(validation_configs(env, episodes, "learned"))
-        return self._kept(f"file:{digest}", configs, episodes, lambda todo: file_config_rates(path, todo, workers, progress))
+        measure = lambda todo: file_config_rates(path, todo, workers, progress, ray=ray)  # noqa: E731
+        return self._kept(f"file:{digest}", configs, episodes, measure)
 
     def _kept(
         self, name: str, configs: list[EvaluationConfig], episodes: int, measure: Callable[[list[EvaluationConfig]], Iterator[np.ndarray]]
@@ -323,7 +344,7 @@ def paired_summary(
     learned_rates = validation_rates(learned, env, episodes, progress=progress) if learned_rates is None else learned_rates
     rows = [_row("learned", learned_rates, None)]
     for name in dict.fromkeys([teacher, reference, *config.train.baselines]):
-        rates = (cache or RatesCache()).rates(name, env, episodes, config.train.eval_workers, progress)
+        rates = (cache or RatesCache()).rates(name, env, episodes, config.train.eval_workers, progress, ray=config.train.ray)
         label = f"{name} (teacher)" if name == teacher else name
         rows.append(_row(label, rates, learned_rates))
     return PairedSummary(streams=len(learned_rates), teacher=teacher, reference=reference, rows=rows)

@@ -63,9 +63,9 @@ def ray_demo(
 ) -> None:
     """Start a local Ray cluster, place a tiny DDP job with placer, run it, report its step times and show the refit;
     with --resize-to, move it to another degree (checkpoint, new placement group, restart) and run it again."""
+    from placer.common.on_ray import import_ray
     from placer.ray import HttpService, LocalService, check_service, connect, place_job
     from placer.ray.demo import await_refit, demo_graph, demo_template, report_chunks, run_ddp, start_local_cluster
-    from placer.ray.nodes import import_ray
 
     ray = import_ray()
     try:

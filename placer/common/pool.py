@@ -15,8 +15,8 @@ import multiprocessing
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -39,6 +39,33 @@ def spawn_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     except BaseException:
         terminate(pool)
         raise
+
+
+@contextmanager
+def results_in_order(
+    function: Callable[..., Any], calls: Iterable[tuple], *, workers: int = 1, ray: str | None = None
+) -> Iterator[Iterator[Any]]:
+    """``function(*call)`` of each of ``calls``, yielded in the order of ``calls``, each as soon as it and those before it
+    are done: here, one after the other, when ``workers`` is 1; else all submitted at once to ``workers`` spawned
+    processes (:func:`spawn_pool`: stopped on an exception in the block) or, given ``ray`` (an address), as Ray tasks of
+    one CPU on that cluster (:mod:`placer.common.on_ray`). ``function``: module-level, importable where it runs."""
+    if ray is not None:
+        from placer.common.on_ray import join, map_on_ray
+
+        join(ray)
+        yield map_on_ray(function, calls)
+    elif workers <= 1:
+        yield (function(*call) for call in calls)
+    else:
+        with spawn_pool(workers) as pool:
+            yield _in_order([pool.submit(function, *call) for call in calls])
+
+
+def _in_order(futures: list[Future | None]) -> Iterator[Any]:
+    for i, future in enumerate(futures):
+        futures[i] = None  # let each result go once it is read
+        assert future is not None
+        yield future.result()
 
 
 @contextmanager

@@ -17,11 +17,11 @@ without Ray.
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from placer.common.errors import MissingDependencyError, RayClusterError
-from placer.common.pool import spawn_pool
+from placer.common.pool import results_in_order
 from placer.evaluate.config import EvaluationConfig
 from placer.evaluate.jobs import Row
 from placer.evaluate.runner import Runner, Task
@@ -60,74 +60,39 @@ def run_tasks(
     on_task: Callable[[int], None] | None = None,
     on_jobs: Callable[[list[Row]], None] | None = None,
 ) -> list[tuple[dict, dict]]:
-    """Every task's (run summary, timelines), in the order of ``todo``; ``on_jobs`` gets each task's rows of the per-job
-    table in that order, as they come (not kept: :mod:`placer.evaluate.jobs`)."""
-    if ray_address is not None:
-        return _run_on_ray(config.model_dump_json(), todo, ray_address, on_task, on_jobs)
-    return next(run_task_groups([(config, todo)], workers=workers, on_task=on_task, on_jobs=on_jobs))
+    """Every task's (run summary, timelines), in the order of ``todo``, over ``workers`` processes or, given
+    ``ray_address``, Ray tasks on that cluster; ``on_jobs`` gets each task's rows of the per-job table in that order, as
+    they come (not kept: :mod:`placer.evaluate.jobs`)."""
+    groups = [(config, todo)]
+    return next(run_task_groups(groups, workers=workers, ray_address=ray_address, on_task=on_task, on_jobs=on_jobs))
 
 
 def run_task_groups(
     groups: Sequence[tuple[EvaluationConfig, Sequence[Task]]],
     *,
     workers: int = 1,
+    ray_address: str | None = None,
     on_task: Callable[[int], None] | None = None,
     on_jobs: Callable[[list[Row]], None] | None = None,
 ) -> Iterator[list[tuple[dict, dict]]]:
     """:func:`run_tasks` of each (evaluation, tasks) of ``groups`` in turn, yielded as each group's tasks are done, every
-    group's tasks queued at once on one pool of ``workers`` processes: a worker's caches (a cluster's prices) serve every
-    evaluation it runs, and none idles at one group's last task while another group's wait. The same outputs as one
-    :func:`run_tasks` a group."""
-    with spawn_pool(workers) as pool:
-        pending = [[pool.submit(_run, config.model_dump_json(), task, on_jobs is not None) for task in todo] for config, todo in groups]
-        for futures in pending:
-            yield _collect(futures, lambda future: future.result(), on_task, on_jobs)
+    group's tasks queued at once on one pool of ``workers`` processes (or on the Ray cluster at ``ray_address``): a
+    worker's caches (a cluster's prices) serve every evaluation it runs, and none idles at one group's last task while
+    another group's wait. The same outputs as one :func:`run_tasks` a group."""
+    rows = on_jobs is not None
+    calls = [(json, task, rows) for json, todo in ((config.model_dump_json(), todo) for config, todo in groups) for task in todo]
+    with results_in_order(_run, calls, workers=workers, ray=ray_address) as results:
+        for _, todo in groups:
+            yield _collect(itertools.islice(results, len(todo)), on_task, on_jobs)
 
 
-def _collect(pending: list, result: Callable, on_task, on_jobs) -> list[tuple[dict, dict]]:
-    """The ``result`` of each of ``pending`` in order, each let go once read (a run's rows are not held after ``on_jobs``)."""
+def _collect(results: Iterable[tuple], on_task, on_jobs) -> list[tuple[dict, dict]]:
+    """(summary, timelines) of each of ``results``, the per-job rows handed to ``on_jobs`` and not kept."""
     outputs = []
-    for i, handle in enumerate(pending):
-        summary, timeline, *rows = result(handle)
-        pending[i] = None
+    for summary, timeline, *rows in results:
         outputs.append((summary, timeline))
         if on_jobs is not None:
             on_jobs(rows[0])
         if on_task is not None:
             on_task(summary["jobs"])
     return outputs
-
-
-def _run_on_ray(config_json: str, todo: Sequence[Task], address: str, on_task, on_jobs) -> list[tuple[dict, dict]]:
-    try:
-        import ray
-    except ImportError:
-        raise MissingDependencyError("--ray needs Ray: pip install -e '.[ray]'") from None
-    if not ray.is_initialized():
-        _check_reachable(address)
-        try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)  # "local" starts a new instance even where
-            # /tmp/ray names an older one (ray.init(address=None) joins that one, and waits for it forever if it is gone)
-        except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise RayClusterError(f"cannot reach a Ray cluster at {address!r}: {str(exc).splitlines()[0]}") from None
-    remote = ray.remote(num_cpus=1)(_run)
-    refs = [remote.remote(config_json, task, on_jobs is not None) for task in todo]
-    return _collect(refs, ray.get, on_task, on_jobs)
-
-
-RAY_CONNECT_TIMEOUT_S = 3.0
-
-
-def _check_reachable(address: str) -> None:
-    """One line within :data:`RAY_CONNECT_TIMEOUT_S` when ``host:port`` (or ``ray://host:port``) does
-    not accept a connection: Ray itself retries for over a minute. ``local`` and ``auto`` are left to Ray."""
-    import socket
-
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not port.isdigit():
-        return
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT_S):
-            pass
-    except OSError as exc:
-        raise RayClusterError(f"cannot reach a Ray cluster at {address!r}: {exc.strerror or exc}") from None

@@ -22,9 +22,9 @@ from typing import Any
 
 from placer.cluster.topology import ClusterSpec, parse_cluster_spec
 from placer.common.errors import PlacerError
+from placer.common.on_ray import import_ray
 from placer.graphs.job_graph import JobGraph
 from placer.ray.job import RayJob
-from placer.ray.nodes import import_ray
 from placer.serve.schemas import CalibrationState
 
 WIDTH, BATCH, CLASSES = 256, 512, 10

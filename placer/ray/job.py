@@ -29,8 +29,9 @@ from typing import Any
 
 from placer.api.types import PlacementDecision
 from placer.common.errors import PlacerError
+from placer.common.on_ray import first_line, import_ray
 from placer.graphs.job_graph import JobGraph
-from placer.ray.nodes import RayCluster, RayClusterError, first_line, import_ray
+from placer.ray.nodes import RayCluster, RayClusterError
 from placer.ray.service import LeaseLostError, PlacementService
 from placer.serve.schemas import ResizeDecision
 

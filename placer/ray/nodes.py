@@ -10,12 +10,12 @@ index) is Ray's to assign: placer picks nodes and counts, never GPU indices.
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from placer.cluster.topology import Cluster, ClusterSpec, ServerGroup, load_cluster
 from placer.common.errors import RayClusterError
+from placer.common.on_ray import import_ray, join
 
 ACCELERATOR_PREFIX = "accelerator_type:"
 
@@ -97,39 +97,8 @@ def connect(address: str | None = None, template: str | Path | ClusterSpec = "pa
 
     ``template``: the cluster file (preset name, TOML path or spec) whose links and device types describe the nodes.
     """
+    join(address)
     ray = import_ray()
-    if not ray.is_initialized():
-        check_reachable(address)
-        try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        except Exception as exc:  # ConnectionError, RuntimeError, ...: one line is enough
-            raise RayClusterError(f"cannot reach a Ray cluster at {address!r}: {first_line(exc)}") from None
     spec = template if isinstance(template, ClusterSpec) else load_cluster(template).spec
     nodes = nodes_from_ray(ray.nodes())
     return RayCluster(Cluster(cluster_spec(nodes, spec, name=name)), nodes)
-
-
-def check_reachable(address: str | None, timeout_s: float = 5.0) -> None:
-    """A one-line :class:`RayClusterError` when ``address`` (``HOST:PORT``) takes no TCP connection: Ray itself
-    retries for a minute and then aborts the process."""
-    if not address or address in ("auto", "local") or "://" in address or ":" not in address:
-        return
-    host, _, port = address.rpartition(":")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
-    except (OSError, ValueError) as exc:
-        raise RayClusterError(f"cannot reach a Ray cluster at {address!r}: {first_line(exc)}") from None
-
-
-def import_ray():
-    """The ``ray`` module, or a one-line error naming the extra that installs it."""
-    try:
-        import ray
-    except ImportError:
-        raise RayClusterError("the Ray integration needs Ray: pip install -e '.[ray]'") from None
-    return ray
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

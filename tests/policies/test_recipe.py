@@ -231,6 +231,9 @@ def test_the_command_line_refuses_bad_input_in_one_line_before_any_work(tmp_path
         (["train", "--config", quick, "--out", "o", "--cluster", "nosuch.toml"], "nosuch.toml"),
         (["train", "--config", quick, "--out", "o", "--load", "0.9"], "go with --cluster"),
         (["train", "--config", str(CONFIGS / "pacml.toml"), "--out", "o", "--cluster", "dgx8x8"], "not one"),
+        (["train", "--config", quick, "--out", "o", "--workers", "2", "--ray", "local"], "give one"),
+        (["train", "--config", str(CONFIGS / "pacml.toml"), "--out", "o", "--ray", "127.0.0.1:1"], "not one"),
+        (["train", "--config", quick, "--out", "o", "--ray", "127.0.0.1:1"], "cannot reach a Ray cluster at '127.0.0.1:1'"),
         (["clusters", "check"], "usage"),
     ]:
         done = placer(*args)

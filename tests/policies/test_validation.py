@@ -59,7 +59,7 @@ def test_rates_are_kept_per_evaluation_so_a_repeated_or_shared_setting_is_measur
     repeated = base.model_copy(update={"settings": ({}, {}, {"loads": [0.7]})})  # [env] twice, then a load of its own
     measured: list[int] = []
     real = validation.config_rates
-    monkeypatch.setattr(validation, "config_rates", lambda policy, todo, *a: measured.append(len(todo)) or real(policy, todo, *a))
+    monkeypatch.setattr(validation, "config_rates", lambda policy, todo, *a, **k: measured.append(len(todo)) or real(policy, todo, *a, **k))
     cache = validation.RatesCache(tmp_path / "rates.json")
     alone = cache.rates("para_min", base, 1)
     both = cache.rates("para_min", repeated, 1)
