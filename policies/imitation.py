@@ -29,7 +29,7 @@ import torch
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from placer.common.pool import spawn_pool
+from placer.common.pool import results_in_order, spawn_pool
 from placer.common.progress import bar_off
 from placer.envs.action import REJECT, Offer
 from placer.envs.action import action_of as teacher_action
@@ -92,6 +92,7 @@ def collect(
     policy_file: str | None = None,
     ticks: Queue | None = None,
     spool: Path | None = None,
+    ray: str | None = None,
 ) -> Demonstrations:
     """Record at least ``steps`` (>= 1) decisions of the heuristic ``teacher`` that had a choice (a progress bar when
     ``progress``, over every worker's decisions; ``ticks``: a queue told each episode's count, for a parent's bar).
@@ -105,7 +106,8 @@ def collect(
     choice (a reservoir, seeded by ``seed`` and the episode): a busy episode (10^4 decisions) then teaches no more than a
     quiet one (10^2), and ``steps`` spread over many episodes instead of a few. 0 records every decision.
     ``workers`` > 1 records in that many processes, worker ``w`` seeded ``1009 seed + w + 1`` (a slow
-    teacher such as ``lookahead`` or ``hindsight`` then takes 1 / workers of the time; the learner is copied to each).
+    teacher such as ``lookahead`` or ``hindsight`` then takes 1 / workers of the time; the learner is copied to each);
+    given ``ray`` (a Ray cluster's address), as that many Ray tasks there instead: the same decisions (no progress bar).
     ``temperature`` (jobs) makes a planner's soft targets (:func:`teacher_targets`); 0 keeps them one-hot.
     ``members``: for the teacher ``best``, the member tuned per regime (:func:`placer.policies.teachers.regime_members`);
     each episode is demonstrated by its regime's member; ``policy_file``: the file a ``learned`` member runs.
@@ -114,7 +116,7 @@ def collect(
     """
     if workers > 1:
         jobs = (config, teacher, steps, seed, workers, gamma, learner, temperature, members, per_episode, policy_file)
-        return _collect_in_processes(*jobs, progress=progress, spool=spool)
+        return _collect_in_processes(*jobs, progress=progress, spool=spool, ray=ray)
     drive = GreedyLearner(learner) if learner is not None else None
     env = ClusterPlacementEnv(config)
     teachers = Teachers(teacher, config.max_degree, members, policy_file, config.all_clusters)
@@ -270,23 +272,21 @@ def _collect_in_processes(
     *,
     progress: bool,
     spool: Path | None = None,
+    ray: str | None = None,
 ) -> Demonstrations:
     shares = [steps // workers + (w < steps % workers) for w in range(workers)]
+    spools = [spool / f"worker-{w}" if spool is not None else None for w in range(workers)]
+    calls = [
+        (config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature, members, per_episode, policy_file)
+        for w, share in enumerate(shares)
+    ]
+    if ray is not None:  # no queue shared with the tasks for a bar: each worker's share comes back whole
+        with results_in_order(_collect_one, [((*call, None, spools[w]),) for w, call in enumerate(calls) if shares[w]], ray=ray) as done:
+            return merge(list(done))
     manager = multiprocessing.get_context("spawn").Manager() if progress else nullcontext()  # a Manager serves the bar's queue
     with spawn_pool(workers) as pool, manager as served:
         ticks = served.Queue() if served is not None else None
-        futures = [
-            pool.submit(
-                _collect_one,
-                (
-                    *(config, teacher, share, 1009 * seed + w + 1, gamma, learner, temperature, members, per_episode, policy_file),
-                    ticks,
-                    spool / f"worker-{w}" if spool is not None else None,
-                ),
-            )
-            for w, share in enumerate(shares)
-            if share
-        ]
+        futures = [pool.submit(_collect_one, (*call, ticks, spools[w])) for w, call in enumerate(calls) if shares[w]]
         if ticks is not None:
             _show_ticks(ticks, futures, steps, f"recording {teacher}")
         return merge([future.result() for future in futures])

@@ -178,8 +178,8 @@ def run_recipe(
     is spread: the tuning and validation of every stage over that many processes, and the RL seeds, up to that many at
     once, each in its own process; the policy is the same for any count (the imitation recording's ``imitation_workers``
     seed the teacher's episodes, so they stay the recipe's). ``ray`` (a Ray cluster's address, default: the configs' ``ray``)
-    runs them there instead: the RL seeds all at once, and every stage's tuning and validation, as Ray tasks (``out`` on
-    a filesystem every node sees at the same path); the same policy again."""
+    runs them there instead: the RL seeds all at once, and every stage's tuning, validation and recordings' worker
+    shares, as Ray tasks (``out`` absolute, on a filesystem every node sees at the same path); the same policy again."""
     from placer.policies.promotion import check_incumbent, check_promote_target
     from placer.policies.train import prepare_out
 
@@ -188,6 +188,8 @@ def run_recipe(
         check_promote_target(promote)
         check_incumbent(promote)
     recipe = recipe.with_spread(workers, ray)
+    if recipe.distil.config.train.ray is not None and not out.is_absolute():  # the stages' configs name their inputs under it
+        raise ConfigError(f"a recipe on Ray needs an absolute out folder (every node reads it), not {str(out)!r}")
     prepare_out(out, resume=resume, force=force)
     write_atomic(out / "recipe.json", recipe.model_dump_json(indent=1) + "\n")
     cache = RatesCache(out / "rates.json")  # best and the baselines validated once for every stage, and every resume
@@ -308,8 +310,6 @@ def run_stages(
         return {stage.name: run_stage(stage, options, say, cache) for stage in stages}
     from placer.common.pool import results_in_order
 
-    if ray is not None and not options.out.is_absolute():  # the stages' configs name their inputs under it
-        raise ConfigError(f"a recipe on Ray needs an absolute out folder (every node reads it), not {str(options.out)!r}")
     quiet = options.model_copy(update={"progress": False})
     spread = min(workers * len(stages), os.cpu_count() or 1)  # the stages' processes are all free for it now
     for stage in stages:  # what every stage validates against, measured once here rather than once in each process

@@ -82,11 +82,12 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
         "policy_file": settings.candidate_policy_file,
     }
     what = recording_what(config, common)
+    where: dict[str, Any] = {"ray": settings.ray, "progress": progress}  # where and how the recording runs, not what: not in ``what``
     teacher = what | {"steps": settings.imitation_steps, "seed": settings.seed}
     data = recorded(
         out / RECORDED / "warm.npz",
         teacher,
-        partial(collect, env_config, settings.imitation_teacher, settings.imitation_steps, settings.seed, progress=progress, **common),
+        partial(collect, env_config, settings.imitation_teacher, settings.imitation_steps, settings.seed, **where, **common),
     )
     cloning: dict[str, Any] = {
         "epochs": settings.imitation_epochs,
@@ -118,7 +119,7 @@ def _clone_teacher(model: MaskablePPO, config: TrainConfig, out: Path, progress:
                 settings.dagger_steps,
                 seed,
                 learner=model.policy,
-                progress=progress,
+                **where,
                 **common,
             ),
         )

@@ -42,6 +42,16 @@ def test_tuning_and_validation_on_ray_give_the_figures_they_give_here(ray_addres
     assert policy_file_rates(path, learned_env, 1, ray=ray_address).tolist() == learned.tolist()
 
 
+def test_a_recording_on_ray_records_the_decisions_its_worker_processes_record(ray_address, tmp_path):
+    from placer.policies.imitation import collect
+
+    config = EnvConfig(clusters=("dgx8x8",), graphs=("alexnet", "gnmt"), episode_jobs=40, max_nodes=64, max_edges=128)
+    here = collect(config, "lean", 90, seed=3, workers=2)
+    there = collect(config, "lean", 90, seed=3, workers=2, ray=ray_address, spool=tmp_path / "spool")
+    assert len(there) == len(here) and (there.actions == here.actions).all() and (there.returns == here.returns).all()
+    assert sorted(p.name for p in (tmp_path / "spool").iterdir()) == ["worker-0", "worker-1"]  # each task kept its episodes
+
+
 def test_placer_train_on_ray_makes_the_policies_the_recipe_makes_here(ray_address, tmp_path):
     from placer.policies.policy_file import read_policy_file
     from placer.policies.recipe import load_recipe, run_recipe
