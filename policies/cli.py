@@ -24,6 +24,9 @@ def train(
     ] = None,
     load: Annotated[str | None, typer.Option(help="with --cluster: the offered loads to train and validate at, e.g. 0.5,0.9,1.3")] = None,
     graphs: Annotated[str | None, typer.Option(help="with --cluster: the job graphs of the workload (comma-separated)")] = None,
+    trace: Annotated[
+        Path | None, typer.Option(help="with --cluster: arrival times from this replay CSV (placer import trace), its first 2/3")
+    ] = None,
     workers: Annotated[
         int | None,
         typer.Option(min=1, help="a recipe only: processes for tuning and validation, and RL seeds run at once (same policy for any)"),
@@ -45,7 +48,7 @@ def train(
     from placer.policies.promotion import check_promote_target
 
     if keys:
-        given = (config, out, timesteps, device, cluster, load, graphs, workers, ray, promote)
+        given = (config, out, timesteps, device, cluster, load, graphs, trace, workers, ray, promote)
         if any(v is not None for v in given) or resume or force:
             raise UsageError("--keys lists every key a config may set and takes no other option")
         from placer.policies.keys import keys_as_toml
@@ -59,14 +62,14 @@ def train(
         raise ConfigError(f"--device must be auto, cpu or cuda, got {device!r}")
     if promote is not None:
         check_promote_target(promote)  # before anything slow: a bad path is one line now, not after the run
-    if (load or graphs) and not cluster:
-        raise ConfigError("--load and --graphs go with --cluster (train a recipe for your cluster)")
+    if (load or graphs or trace) and not cluster:
+        raise ConfigError("--load, --graphs and --trace go with --cluster (train a recipe for your cluster)")
     from placer.policies.recipe import is_recipe
 
     if workers is not None and ray is not None:
         raise UsageError("--workers spreads over local processes, --ray over a Ray cluster: give one")
     if is_recipe(config):
-        _train_recipe(config, out, timesteps, resume, force, device, cluster, load, graphs, (workers, ray), promote)
+        _train_recipe(config, out, timesteps, resume, force, device, (cluster, load, graphs, trace), (workers, ray), promote)
         return
     if workers is not None or ray is not None:
         raise ConfigError(
@@ -89,22 +92,21 @@ def _train_recipe(
     resume: bool,
     force: bool,
     device: str | None,
-    cluster: str | None,
-    load: str | None,
-    graphs: str | None,
+    mine: tuple[str | None, str | None, str | None, Path | None],
     spread: tuple[int | None, str | None],
     promote: Path | None,
 ) -> None:
-    """``placer train`` of a recipe: its stages, for ``cluster`` when given, over ``spread`` (workers, Ray address); the
-    product and its card."""
+    """``placer train`` of a recipe: its stages, for ``mine`` (--cluster, --load, --graphs, --trace) when its cluster is
+    given, over ``spread`` (workers, Ray address); the product and its card."""
     from placer.policies.recipe import for_cluster, load_recipe, parse_loads, run_recipe
 
     changes = None
+    cluster, load, graphs, trace = mine
     if cluster is not None:
         from placer.cluster.topology import load_cluster
 
         load_cluster(cluster)  # an unreadable cluster file is one line now
-        changes = for_cluster(cluster, parse_loads(load) if load else None, graphs.split(",") if graphs else None)
+        changes = for_cluster(cluster, parse_loads(load) if load else None, graphs.split(",") if graphs else None, trace)
     if spread[1] is not None:
         out = out.resolve()  # every node of the Ray cluster reads and writes the stages' folders by this path
     recipe = load_recipe(config, out, changes)

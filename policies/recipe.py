@@ -111,15 +111,21 @@ def is_recipe(path: Path) -> bool:
     return RECIPE in read_toml(path, what="training config", extends=True)
 
 
-def for_cluster(cluster: str, loads: list[float] | None = None, graphs: list[str] | None = None) -> dict[str, Any]:
+def for_cluster(
+    cluster: str, loads: list[float] | None = None, graphs: list[str] | None = None, trace: Path | None = None
+) -> dict[str, Any]:
     """The changes that train a recipe for one cluster of the user's (a preset or a cluster file): every stage's episodes
     on that cluster alone (the recipe's other settings, PAC-ML's loss system among them, dropped), at ``loads`` and on
-    ``graphs`` where given (else the recipe's)."""
+    ``graphs`` where given (else the recipe's), with the arrival times of the replay CSV ``trace`` where given (windows of
+    its first two thirds by time, ``part=train``, for every stage and its validation; the last third kept apart)."""
     env: dict[str, Any] = {"clusters": [cluster], "settings": [{}]}
     if loads:
         env["loads"] = list(loads)
-    if graphs:
-        env["workload"] = {"graphs": list(graphs)}
+    workload: dict[str, Any] = {"graphs": list(graphs)} if graphs else {}
+    if trace is not None:
+        workload["structure"] = [f"replay:{trace.resolve()}:part=train"]
+    if workload:
+        env["workload"] = workload
     return {"env": env}
 
 

@@ -67,8 +67,8 @@ class WorkloadSpec(BaseModel):
         ("iid",),
         min_length=1,
         description=(
-            "stream structure: iid, or daily, sweeps, recurring, replay:philly (:part=train its first two thirds by time, "
-            ":part=held its last third), several joined by + (daily+sweeps)"
+            "stream structure: iid, or daily, sweeps, recurring, replay:philly or replay:FILE.csv (:part=train its first two "
+            "thirds by time, :part=held its last third), several joined by + (daily+sweeps)"
         ),
     )
     queue: Specs = Field(

@@ -20,6 +20,9 @@ A structure spec is ``iid`` (independent arrivals, the default) or one or more p
   windows from the trace's first two thirds by time (72.6 days, 65,057 arrivals) and
   ``replay:philly:part=held`` from the last third (36.3 days, 17,190 arrivals), so that a policy
   trained on one part is judged on arrivals it never saw.
+- ``replay:FILE.csv`` (``:part=...`` as above): the arrival times of a trace of your own, in placer's replay CSV
+  (``arrival_s`` in seconds, e.g. what ``placer import trace`` writes from six clusters' log formats); the path holds
+  no ``:`` or ``+``. ``placer train --trace FILE`` trains on its ``part=train`` and validates on its ``part=held``.
 
 Parts compose: ``daily+sweeps``, ``replay:philly+recurring``. The offered load stays the
 workload's: sweeps slow the rate of arrival events by their mean jobs per event, and recurring
@@ -41,6 +44,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache, cached_property
+from pathlib import Path
 
 import numpy as np
 
@@ -126,10 +130,12 @@ class Structure:
 
 
 def _replay_source(spec: str, args: list[str]) -> str:
-    """``TRACE`` or ``TRACE:PART`` from a replay part's arguments (``philly``, ``philly:part=held``)."""
-    usage = f"use replay:{' or replay:'.join(REPLAY_TRACES)}, optionally with :part={' or :part='.join(REPLAY_PARTS)}"
-    if not args or args[0] not in REPLAY_TRACES or len(args) > 2:
+    """``TRACE`` or ``TRACE:PART`` from a replay part's arguments (``philly``, ``philly:part=held``, ``mine.csv``)."""
+    usage = f"use replay:{' or replay:'.join(REPLAY_TRACES)} or replay:FILE.csv, optionally with :part={' or :part='.join(REPLAY_PARTS)}"
+    if not args or not (args[0] in REPLAY_TRACES or args[0].endswith(".csv")) or len(args) > 2:
         raise WorkloadError(f"bad structure {spec!r}: {usage}")
+    if args[0] not in REPLAY_TRACES:
+        _trace_times(args[0])  # a missing or malformed file is one line now, not at the first stream
     if len(args) == 1:
         return args[0]
     key, _, part = args[1].partition("=")
@@ -224,10 +230,32 @@ def trace_part_gaps(trace: str, part: str | None = None) -> np.ndarray:
 
 @cache
 def _trace_times(trace: str) -> np.ndarray:
-    """The trace's arrival times in seconds, sorted (a trace's tied arrivals repeat a time)."""
-    path = data_dir() / "traces" / "philly_pollux.csv"
-    rows = csv.DictReader(read_text(path, what="trace", error=WorkloadError).splitlines())
-    times = np.sort(np.asarray([datetime.fromisoformat(row["timestamp"]).timestamp() for row in rows], dtype=np.float64))
+    """The trace's arrival times in seconds, sorted (a trace's tied arrivals repeat a time): the shipped Philly trace's,
+    or those of the replay CSV at the path ``trace`` (its ``arrival_s`` column)."""
+    if trace in REPLAY_TRACES:
+        path = data_dir() / "traces" / "philly_pollux.csv"
+        rows = csv.DictReader(read_text(path, what="trace", error=WorkloadError).splitlines())
+        times = np.asarray([datetime.fromisoformat(row["timestamp"]).timestamp() for row in rows], dtype=np.float64)
+    else:
+        path = Path(trace)
+        times = _arrival_column(path, csv.DictReader(read_text(path, what="trace", error=WorkloadError).splitlines()))
+    times = np.sort(times)
     if len(times) < 3 or times[-1] <= times[0]:
-        raise WorkloadError(f"{path}: too few arrivals to replay")
+        raise WorkloadError(f"{path}: too few arrivals to replay (at least 3, over a time span)")
     return times
+
+
+def _arrival_column(path: Path, rows: csv.DictReader) -> np.ndarray:
+    """The ``arrival_s`` of every row of a replay CSV (seconds), or one line naming the first row that has none."""
+    if "arrival_s" not in (rows.fieldnames or ()):
+        raise WorkloadError(f"{path}: not a replay CSV (no arrival_s column; placer import trace writes one)")
+    times = []
+    for line, row in enumerate(rows, start=2):
+        try:
+            times.append(float(row["arrival_s"]))
+        except (TypeError, ValueError):
+            raise WorkloadError(f"{path}:{line}: arrival_s {row['arrival_s']!r} is not a number of seconds") from None
+    values = np.asarray(times, dtype=np.float64)
+    if not np.isfinite(values).all():
+        raise WorkloadError(f"{path}: an arrival_s is not finite")
+    return values

@@ -178,6 +178,12 @@ def test_a_recipe_for_your_cluster_trains_there_alone(tmp_path):
     for stage in recipe.stages:  # the distil stage's own settings (PAC-ML's cluster among them) are dropped too
         env = stage.config.env
         assert env.all_clusters == (mine,) and env.loads == (0.5, 1.3) and env.workload.graphs == ("resnet50", "gnmt")
+    trace = tmp_path / "arrivals.csv"  # your own arrival times: every stage replays windows of their first two thirds
+    trace.write_text("arrival_s\n" + "".join(f"{t * t}\n" for t in range(40)))
+    recipe = load_recipe(CONFIGS / "placer.toml", tmp_path, for_cluster(mine, None, ["gnmt"], trace))
+    for stage in recipe.stages:
+        workload = stage.config.env.workload
+        assert workload.structure == (f"replay:{trace}:part=train",) and workload.graphs == ("gnmt",), stage.name
 
 
 def test_loads_are_parsed_in_one_line():
@@ -232,6 +238,8 @@ def test_the_command_line_refuses_bad_input_in_one_line_before_any_work(tmp_path
         (["train", "--config", quick, "--out", "o", "--load", "0.9"], "go with --cluster"),
         (["train", "--config", str(CONFIGS / "pacml.toml"), "--out", "o", "--cluster", "dgx8x8"], "not one"),
         (["train", "--config", quick, "--out", "o", "--workers", "2", "--ray", "local"], "give one"),
+        (["train", "--config", quick, "--out", "o", "--trace", "t.csv"], "go with --cluster"),
+        (["train", "--config", quick, "--out", "o", "--cluster", "dgx8x8", "--trace", "none.csv"], "cannot read trace"),
         (["train", "--config", str(CONFIGS / "pacml.toml"), "--out", "o", "--ray", "127.0.0.1:1"], "not one"),
         (["train", "--config", quick, "--out", "o", "--ray", "127.0.0.1:1"], "cannot reach a Ray cluster at '127.0.0.1:1'"),
         (["clusters", "check"], "usage"),

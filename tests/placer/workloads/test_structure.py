@@ -1,4 +1,5 @@
 import math
+import re
 
 import numpy as np
 import pytest
@@ -128,6 +129,40 @@ def test_a_replayed_part_draws_its_windows_from_that_part_only():
     assert np.allclose(replayed_gaps("philly", 50, np.random.default_rng(3), part="held"), window / window.mean())
     stream = list(_workload("replay:philly:part=held", 50).jobs(np.random.default_rng(3)))
     assert np.allclose(np.diff([s.arrival_s for s in stream]), (window / window.mean() * _workload("iid").mean_gap_s)[1:50])
+
+
+def test_a_trace_of_your_own_replays_its_arrival_times_split_by_time(tmp_path):
+    path = tmp_path / "mine.csv"  # unsorted, as a log may be; the cut is at 2/3 of the 0-150 s span: 100 s
+    path.write_text("arrival_s,graph,beta,iterations\n0,alexnet,2,10\n30,alexnet,2,10\n10,gnmt,2,10\n60,a,2,1\n100,a,2,1\n150,a,2,1\n")
+    assert trace_part_gaps(str(path)).tolist() == [10, 20, 30, 40, 50]
+    assert trace_part_gaps(str(path), "train").tolist() == [10, 20, 30] and trace_part_gaps(str(path), "held").tolist() == [50]
+    assert Structure(f"replay:{path}:part=held").replay == str(path) and Structure(f"replay:{path}").replay_part is None
+    stream = list(_workload(f"replay:{path}:part=train", 4).jobs(np.random.default_rng(3)))  # a window wraps within its part
+    gaps = np.diff([s.arrival_s for s in stream])
+    assert np.allclose(gaps / gaps[0], [1, 2, 3])  # this seed's window: the gaps 30 | 10 20 30, wrapped within 0-60 s
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("when,graph\n1,a\n2,a\n3,a\n", "not a replay CSV (no arrival_s column"),
+        ("arrival_s\n0\nsoon\n5\n", "mine.csv:3: arrival_s 'soon' is not a number"),
+        ("arrival_s\n0\ninf\n5\n", "is not finite"),
+        ("arrival_s\n4\n4\n4\n", "too few arrivals to replay"),
+    ],
+)
+def test_a_bad_trace_of_your_own_is_one_line_when_the_spec_is_read(tmp_path, text, message):
+    path = tmp_path / "mine.csv"
+    path.write_text(text)
+    with pytest.raises(WorkloadError, match=re.escape(message)):
+        Structure(f"replay:{path}:part=train")
+
+
+def test_a_replay_of_anything_else_names_what_it_replays(tmp_path):
+    with pytest.raises(WorkloadError, match="replay:FILE.csv"):
+        Structure(f"replay:{tmp_path / 'mine.txt'}")
+    with pytest.raises(WorkloadError, match="cannot read|does not exist|No such file"):
+        Structure(f"replay:{tmp_path / 'none.csv'}")
 
 
 def test_the_daily_cycle_modulates_the_rate():
