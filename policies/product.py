@@ -1,6 +1,6 @@
 """What a recipe ships: its candidates (the distilled student and the RL winner) validated against ``best`` regime by
-regime on the same streams, the one that ships chosen, and the verdict (serve it, or the heuristic where learning did
-not pay).
+regime on the same streams, the one that ships chosen, and the verdict (serve it, or the shipped policy where that one
+pays and blocks less on the same streams, or the heuristic where learning did not pay, and why).
 
 The choice (:func:`choose_product`): a candidate no worse than ``best`` in any regime before one that is, then the lower
 pooled blocking rate, then the student. Both were validated on streams apart from every training and tuning stream, so
@@ -20,6 +20,7 @@ from placer.policies.config import TrainConfig
 from placer.policies.validation import RatesCache, RegimeRow, pooled_row, regime_rows, validation_regimes
 
 STUDENT, RL_WINNER = "student", "rl-winner"  # a recipe's candidates, as its card names them
+LEARNED, SHIPPED = "learned", "shipped"  # what a verdict may serve besides a heuristic: this run's policy, the shipped one
 
 
 class Validated(BaseModel):
@@ -70,19 +71,75 @@ def regime_lines(rows: list[RegimeRow], reference: str = "best", name: str = "po
     return out
 
 
-def verdict(validated: Validated, table: Any, clusters: list[str]) -> tuple[str, str]:
-    """Whether learning paid on this run's regimes, and the ``placer serve`` line that serves the answer: the learned
-    policy where it blocks no more than ``best`` in any regime and fewer pooled over every validation stream (the pooled
-    interval of best - it lies above 0), else the heuristic ``best`` chose most often in the student's teacher table
-    (``table``: its ``members.json``). One regime resolved better is not enough: among many regimes of a few streams
-    each, some are, by chance. A service runs one cluster: trained on several (``clusters``), the line serves the first
-    and says so in a shell comment."""
+def pays(validated: Validated) -> bool:
+    """It blocks no more than ``best`` in any regime and fewer pooled over every validation stream (the pooled interval
+    of best - it lies above 0). One regime resolved better is not enough: among many regimes of a few streams each,
+    some are, by chance."""
+    pooled = validated.pooled
+    return validated.worse_regimes == 0 and pooled.difference - (0 if np.isnan(pooled.half) else pooled.half) > 0
+
+
+def verdict(validated: Validated, table: Any, clusters: list[str], shipped: Validated | None = None) -> tuple[str, str]:
+    """What to serve on this run's regimes, and the ``placer serve`` line that serves it: of this run's policy
+    (``learned``) and the shipped one (``shipped``, validated on the same streams, where given), whichever :func:`pays`
+    and blocks less pooled (this run's at equal rates); where neither pays, the heuristic ``best`` chose most often in
+    the student's teacher table (``table``: its ``members.json``). A service runs one cluster: trained on several
+    (``clusters``), the line serves the first and says so in a shell comment."""
     cluster = clusters[0]
     others = f"  # trained for {', '.join(clusters)}: one service per cluster" if len(clusters) > 1 else ""
-    pooled = validated.pooled
-    if validated.worse_regimes == 0 and pooled.difference - (0 if np.isnan(pooled.half) else pooled.half) > 0:
-        return "learned", f"placer serve --cluster {cluster} --policy-file PATH{others}"
+    learned = [(name, v) for name, v in ((LEARNED, validated), (SHIPPED, shipped)) if v is not None and pays(v)]
+    if learned:
+        name, chosen = min(learned, key=lambda pair: pair[1].pooled.learned)  # min keeps the first of equals: this run's
+        return name, f"placer serve --cluster {cluster} --policy-file {'PATH' if name == LEARNED else chosen.policy}{others}"
     members = list((table or {}).get("members", {}).values())
     families = [m for m in members if not m.startswith("learned")] or ["best"]
     member = max(dict.fromkeys(families), key=families.count)
     return member, f"placer serve --cluster {cluster} --heuristic {member}{others}"
+
+
+def why_not(validated: Validated, name: str = "the policy") -> str:
+    """In words, why ``validated`` does not pay against ``best`` (:func:`pays`), and where its lead is positive but not
+    resolved, about how many streams would resolve a lead that size (the interval narrows as one over their root)."""
+    pooled = validated.pooled
+    if validated.worse_regimes:
+        return f"{name} blocks more than best in {validated.worse_regimes} regime(s)"
+    if pooled.difference <= 0 or np.isnan(pooled.half):
+        return f"{name} blocks no fewer jobs than best pooled ({pooled.learned:.4f} against {pooled.reference:.4f})"
+    needed = int(np.ceil(pooled.streams * (pooled.half / pooled.difference) ** 2))
+    return (
+        f"{name}'s lead over best, {pooled.difference:+.4f} ± {pooled.half:.4f} over {pooled.streams} streams, is not resolved;"
+        f" about {needed} streams would resolve a lead that size ([recipe] validation_episodes)"
+    )
+
+
+def verdict_reason(serve: str, validated: Validated, shipped: Validated | None) -> str:
+    """:func:`verdict`'s reason for serving ``serve``, in parentheses (none where this run's policy is served)."""
+    if serve == LEARNED:
+        return ""
+    if serve == SHIPPED and shipped is not None:
+        return f" (it blocks {shipped.pooled.learned:.4f} pooled, this run's policy {validated.pooled.learned:.4f})"
+    theirs = f"; {why_not(shipped, 'the shipped policy')}" if shipped is not None else ""
+    return f" (learning did not pay here: {why_not(validated, 'this run')}{theirs})"
+
+
+def judged(
+    validated: Validated, config: TrainConfig, episodes: int, cache: RatesCache, table: Any, progress: bool = False
+) -> tuple[str, str, str, Validated | None]:
+    """:func:`verdict` of this run's ``validated`` policy beside the shipped one, validated here on the same streams
+    of ``config`` (:func:`shipped_candidate`): what to serve, its ``placer serve`` line, the reason in parentheses
+    (:func:`verdict_reason`) and the shipped policy's validation (None where it cannot decide on these streams)."""
+    shipped = shipped_candidate(config, episodes, cache, progress)
+    serve, line = verdict(validated, table, list(config.env.all_clusters), shipped)
+    return serve, line, verdict_reason(serve, validated, shipped), shipped
+
+
+def shipped_candidate(config: TrainConfig, episodes: int, cache: RatesCache, progress: bool = False) -> Validated | None:
+    """The shipped policy (:func:`placer.common.shipped.default_policy_file`) against ``best`` on the same validation
+    streams as a recipe's candidates; None where it cannot decide on them (its observation does not fit the env)."""
+    from placer.common.errors import PlacerError
+    from placer.common.shipped import default_policy_file
+
+    try:
+        return validate_policy(default_policy_file(), config, episodes, cache, progress=progress)
+    except (PlacerError, ValueError):
+        return None

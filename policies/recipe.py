@@ -44,7 +44,7 @@ from placer.common.atomic import write_atomic
 from placer.common.errors import ConfigError
 from placer.common.tomlfile import merged, read_toml, validate
 from placer.policies.config import TrainConfig
-from placer.policies.product import RL_WINNER, STUDENT, choose_product, regime_lines, validate_policy, verdict
+from placer.policies.product import RL_WINNER, STUDENT, choose_product, judged, regime_lines, validate_policy
 from placer.policies.validation import RatesCache, RegimeRow
 from placer.policies.wallclock import WALL, clock
 
@@ -241,10 +241,10 @@ def _run_recipe(
     say(f"ships: the {chosen} ({product}), against best regime by regime:")
     for line in regime_lines(validated.regimes):
         say(line)
-    env = config.env
-    serve, line = verdict(validated, _json(out / DISTIL / "members.json"), list(env.all_clusters))
+    say("validating the shipped policy on the same streams: the verdict weighs it too")
+    serve, line, why, shipped = judged(validated, config, episodes, cache, _json(out / DISTIL / "members.json"), options.progress)
     line = line.replace("PATH", str(promote or product))
-    say(f"verdict: serve {serve}" + ("" if serve == "learned" else " (learning did not pay here)") + f": {line}")
+    say(f"verdict: serve {serve}{why}: {line}")
     incumbent = None
     if promote is not None and promote.exists():
         say(f"validating the policy against the one it would replace ({promote}), regime by regime")
@@ -253,7 +253,7 @@ def _run_recipe(
             say(text)
     card = make_card(recipe, out, records, choice, validated.regimes, finish())
     card["product"] = {"chosen": chosen, "candidates": {name: v.model_dump() for name, v in candidates.items()}}
-    card["verdict"] = {"serve": serve, "command": line}
+    card["verdict"] = {"serve": serve, "command": line, "shipped": shipped.model_dump() if shipped is not None else None}
     card["workers"], card["ray"] = workers, recipe.distil.config.train.ray
     if incumbent is not None:
         card["against_incumbent"] = {"policy": str(promote), "regimes": [r.model_dump() for r in incumbent]}

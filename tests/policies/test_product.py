@@ -57,3 +57,39 @@ def test_the_verdict_serves_learning_only_where_it_paid_pooled_and_lost_nowhere(
     )
     assert verdict(_validated([better], _row(0.02, 0.01)), None, ["my.toml"])[0] == "learned"
     assert verdict(_validated([worse], _row(-0.02, 0.01)), None, ["my.toml"])[0] == "best"  # no table: best itself
+
+
+def test_the_verdict_weighs_the_shipped_policy_on_the_same_streams():
+    table = {"members": {"a": "lean"}}
+    level, worse = _row(0.0, 0.01), _row(-0.05, 0.01)
+    ours = _validated([level], _row(0.02, 0.01, learned=0.20))
+    shipped = Validated(policy="data/policies/placer.pt", regimes=[level], pooled=_row(0.03, 0.01, learned=0.19))
+    assert verdict(ours, table, ["my.toml"], shipped) == ("shipped", "placer serve --cluster my.toml --policy-file data/policies/placer.pt")
+    level_shipped = shipped.model_copy(update={"pooled": _row(0.02, 0.01, learned=0.20)})
+    assert verdict(ours, table, ["my.toml"], level_shipped)[0] == "learned"  # equal rates: this run's, made for the cluster
+    behind = shipped.model_copy(update={"regimes": [worse]})  # less pooled, but worse than best in a regime: not served
+    assert verdict(ours, table, ["my.toml"], behind)[0] == "learned"
+    unresolved = _validated([level], _row(0.01, 0.02))
+    assert verdict(unresolved, table, ["my.toml"], shipped)[0] == "shipped"  # the shipped one pays where this run's did not
+    assert verdict(unresolved, table, ["my.toml"], behind)[0] == "lean"
+    assert verdict(unresolved, table, ["my.toml"], None)[0] == "lean"  # it could not decide on these streams
+
+
+def test_why_learning_did_not_pay_says_what_more_streams_would_settle():
+    from placer.policies.product import verdict_reason, why_not
+
+    level, worse = _row(0.0, 0.01), _row(-0.05, 0.01)
+    unresolved = _validated([level], _row(0.01, 0.02, learned=0.3))  # 4 streams; the interval twice the lead: 4 x 2^2
+    assert why_not(unresolved) == (
+        "the policy's lead over best, +0.0100 ± 0.0200 over 4 streams, is not resolved;"
+        " about 16 streams would resolve a lead that size ([recipe] validation_episodes)"
+    )
+    assert why_not(_validated([level, worse], _row(0.03, 0.01))) == "the policy blocks more than best in 1 regime(s)"
+    assert why_not(_validated([level], _row(-0.01, 0.005, learned=0.3)), "this run") == (
+        "this run blocks no fewer jobs than best pooled (0.3000 against 0.2900)"
+    )
+    assert verdict_reason("learned", unresolved, None) == ""
+    assert verdict_reason("lean", unresolved, None).startswith(" (learning did not pay here: this run's lead over best")
+    assert verdict_reason("lean", unresolved, _validated([worse], _row(-0.05, 0.01))).endswith(
+        "; the shipped policy blocks more than best in 1 regime(s))"
+    )
