@@ -327,16 +327,22 @@ def run_stages(
     with results_in_order(_stage_in_process, [(stage, quiet, cache) for stage in stages], workers=at_once, ray=ray) as done:
         for stage, record in zip(stages, done, strict=True):  # in stage order, so the records are too
             records[stage.name] = record
-            say(f"[{stage.name}] finished in {record['wall_s']:.0f} s")
+            say(f"[{stage.name}] finished in {record['wall_s']:.0f} s (its lines: {options.out / stage.name}.log)")
     return records
 
 
 def _stage_in_process(stage: Stage, options: StageOptions, cache: RatesCache) -> dict[str, Any]:
-    """:func:`run_stage` in a worker process, its lines on stderr prefixed by the stage's name."""
+    """:func:`run_stage` in a worker process, its lines on stderr prefixed by the stage's name and kept in ``OUT/NAME.log``
+    (on Ray they reach the driver late, through Ray's log; not in its folder, which a resume reads as begun if not empty)."""
     import sys
 
+    log = options.out / f"{stage.name}.log"
+
     def say(message: str) -> None:
-        print(f"[{stage.name}] {message}" if not message.startswith("[") else message, file=sys.stderr, flush=True)
+        line = f"[{stage.name}] {message}" if not message.startswith("[") else message
+        print(line, file=sys.stderr, flush=True)
+        with log.open("a") as kept:
+            kept.write(line + "\n")
 
     return run_stage(stage, options, say, cache)
 

@@ -66,6 +66,7 @@ def test_placer_train_on_ray_makes_the_policies_the_recipe_makes_here(ray_addres
     assert f"on the Ray cluster at {ray_address}" in done.stderr and "2 stages, on the Ray cluster" in done.stderr
     assert "[rl-seed2] finished in" in done.stderr
     there = tmp_path / "there"
+    assert "[rl-seed1] validating the final policy" in (there / "rl-seed1.log").read_text()  # kept, however Ray's log
     for name in ("clone/policy.pt", "rl-seed1/best.pt", "rl-seed2/best.pt", "distil/policy.pt", "policy.pt"):
         ours, theirs = read_policy_file(here / name).state_dict, read_policy_file(there / name).state_dict
         assert ours.keys() == theirs.keys() and all(np.array_equal(ours[k], theirs[k]) for k in ours), name
