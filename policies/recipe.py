@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -244,7 +245,8 @@ def _run_recipe(
     say("validating the shipped policy on the same streams: the verdict weighs it too")
     serve, line, why, shipped = judged(validated, config, episodes, cache, _json(out / DISTIL / "members.json"), options.progress)
     line = line.replace("PATH", str(promote or product))
-    say(f"verdict: serve {serve}{why}: {line}")
+    say(textwrap.fill(f"verdict: serve {serve}{why}; the line that serves it:", 80, subsequent_indent="  "))
+    say(f"  {line}")  # alone on its line: pasted as it stands
     incumbent = None
     if promote is not None and promote.exists():
         say(f"validating the policy against the one it would replace ({promote}), regime by regime")
