@@ -22,7 +22,7 @@ A structure spec is ``iid`` (independent arrivals, the default) or one or more p
   trained on one part is judged on arrivals it never saw.
 - ``replay:FILE.csv`` (``:part=...`` as above): the arrival times of a trace of your own, in placer's replay CSV
   (``arrival_s`` in seconds, e.g. what ``placer import trace`` writes from six clusters' log formats); the path holds
-  no ``:`` or ``+``. ``placer train --trace FILE`` trains on its ``part=train`` and validates on its ``part=held``.
+  no ``:`` or ``+``. ``placer train --trace FILE`` trains and validates on windows of its ``part=train``; ``part=held`` stays a test set.
 
 Parts compose: ``daily+sweeps``, ``replay:philly+recurring``. The offered load stays the
 workload's: sweeps slow the rate of arrival events by their mean jobs per event, and recurring

@@ -161,7 +161,7 @@ def test_a_bad_trace_of_your_own_is_one_line_when_the_spec_is_read(tmp_path, tex
 def test_a_replay_of_anything_else_names_what_it_replays(tmp_path):
     with pytest.raises(WorkloadError, match="replay:FILE.csv"):
         Structure(f"replay:{tmp_path / 'mine.txt'}")
-    with pytest.raises(WorkloadError, match="cannot read|does not exist|No such file"):
+    with pytest.raises(WorkloadError, match="cannot read trace"):
         Structure(f"replay:{tmp_path / 'none.csv'}")
 
 
