@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit
 
 from placer.sim.state import ClusterView
 from placer.sim.types import Decision, Job, Place, Reject
@@ -20,6 +19,7 @@ from placer.sim.types import Decision, Job, Place, Reject
 from . import codes as k
 from .codes import LEAN, P_KIND, Q_ADMIT, S_NFREE, S_NSIZES, S_NWAIT, SWITCH
 from .entry import compiled
+from .jit import kernel
 from .options import decide, quiet, record
 from .program import Program
 from .work import work_arrays
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .stream import Stream
 
 
-@njit(cache=True)
+@kernel
 def advise_all(j, deadline, pis, pfs, ist, c, works, seen, sizes, nsizes, done, out_deg, out_dev):
     """Each adviser's answer to job ``j`` (``deadline`` s left) not ``done`` yet: ``out_deg[a]`` devices (0: reject or
     hold) at ``out_dev[a]``. Returns 0, or -2 / -3 when prices or shape room are wanted first (call again: the advisers
@@ -55,7 +55,7 @@ def advise_all(j, deadline, pis, pfs, ist, c, works, seen, sizes, nsizes, done, 
     return status
 
 
-@njit(cache=True)
+@kernel
 def observe_all(j, pis, pfs, ist, c, seen, sizes, nsizes):
     """What each adviser's :func:`advise_all` answer to job ``j`` would change in its record, without the answer (an
     offer with nothing feasible, whose answers nobody reads): lean's admission, and switch's when the cluster is busy,
@@ -70,7 +70,7 @@ def observe_all(j, pis, pfs, ist, c, seen, sizes, nsizes):
             ist[S_NSIZES] = saved
 
 
-@njit(cache=True)
+@kernel
 def observe_logged(log, pis, pfs, ist, c, seen, sizes, nsizes):
     """:func:`observe_all` of each offer of ``log`` (rows of :meth:`~placer.sim.engine.stream.Stream.screened`), in
     order, each with the jobs waiting and the devices free it was offered at."""

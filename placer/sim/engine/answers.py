@@ -4,14 +4,15 @@ devices, which are checked and keyed here as the reference simulator checks and 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .codes import S_NNEED, S_NSHAPES
+from .jit import kernel
 from .options import partition_key
+from .shapes import shape_id
 
 
 # -- the caller's decisions (an EXTERNAL program: a learned policy, a planner) --------------------------------------
-@njit(cache=True)
+@kernel
 def external_answer(j, ist, c, w):
     """The caller's answer to job ``j``, as ``decide`` gives it: -1 to reject; 0 to place on the devices it wrote at
     ``w.ids[:w.deg[0]]`` (in its order; ``w.pos[0]`` the identity), their shape keyed into ``w.shape[0]``; -5 when they
@@ -32,16 +33,14 @@ def external_answer(j, ist, c, w):
             if w.ids[e] == d:
                 return -5
     key = devices_key(w.ids, degree, c.server_of, c.dev_rate, c.dev_kind, c.dev_mem, c.n_mem[0], w.scratch, w.run_count)
-    if key in c.shapes:
-        sid = c.shapes[key]
-    else:
-        sid = ist[S_NSHAPES]
-        if sid >= c.rep_deg.shape[0]:
-            return -3
-        c.shapes[key] = sid
-        ist[S_NSHAPES] += 1
+    known = ist[S_NSHAPES]
+    sid = shape_id(key, ist, c.slots, c.shape_keys)
+    if sid < 0:
+        return -3
+    if sid == known:  # a new shape: these devices stand for it
         c.rep_deg[sid] = degree
-        c.rep_dev[sid, :degree] = w.ids[:degree]
+        for i in range(degree):
+            c.rep_dev[sid, i] = w.ids[i]
     w.shape[0] = sid
     g = c.graph[j]
     if np.isnan(c.price[g, sid]):
@@ -51,7 +50,7 @@ def external_answer(j, ist, c, w):
     return 0
 
 
-@njit(cache=True)
+@kernel
 def devices_key(devices, degree, server_of, dev_rate, dev_kind, dev_mem, n_mem, counts, servers):
     """:func:`shape_key` of a device list in any order (its slowest device: the first of the lowest rate in that order)."""
     slowest, mem = devices[0], n_mem
@@ -60,10 +59,15 @@ def devices_key(devices, degree, server_of, dev_rate, dev_kind, dev_mem, n_mem, 
         if dev_rate[devices[i]] < dev_rate[slowest]:
             slowest = devices[i]
         mem = min(mem, dev_mem[devices[i]])
-    ordered = np.sort(servers[:degree])
+    for i in range(1, degree):  # the servers ascending (insertion sort: no allocation)
+        value, at = servers[i], i
+        while at > 0 and servers[at - 1] > value:
+            servers[at] = servers[at - 1]
+            at -= 1
+        servers[at] = value
     n_parts = 0
     for i in range(degree):
-        if i == 0 or ordered[i] != ordered[i - 1]:
+        if i == 0 or servers[i] != servers[i - 1]:
             counts[n_parts] = 0
             n_parts += 1
         counts[n_parts - 1] += 1

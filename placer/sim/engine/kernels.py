@@ -14,7 +14,6 @@ Integer state ``ist`` (int64) and float state ``fst`` (float64) hold the scalars
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .answers import external_answer
 from .codes import (  # the kernels read them as compile-time constants
@@ -59,10 +58,12 @@ from .codes import (  # the kernels read them as compile-time constants
     S_VERSION,
     TOLERANCE,
 )
+from .jit import kernel
 from .options import build_table, decide, free_total, meets
+from .order import stable_sort
 
 
-@njit(cache=True)
+@kernel
 def _less(ht, hk, hs, i, j):
     if ht[i] != ht[j]:
         return ht[i] < ht[j]
@@ -71,7 +72,7 @@ def _less(ht, hk, hs, i, j):
     return hs[i] < hs[j]
 
 
-@njit(cache=True)
+@kernel
 def _swap(ht, hk, hs, hp, i, j):
     ht[i], ht[j] = ht[j], ht[i]
     hk[i], hk[j] = hk[j], hk[i]
@@ -79,7 +80,7 @@ def _swap(ht, hk, hs, hp, i, j):
     hp[i], hp[j] = hp[j], hp[i]
 
 
-@njit(cache=True)
+@kernel
 def push(ist, ht, hk, hs, hp, time, kind, payload):
     """heapq.heappush of ``(time, kind, seq, payload)``, seq the next of ``ist[S_SEQ]``."""
     i = ist[S_HEAP]
@@ -94,7 +95,7 @@ def push(ist, ht, hk, hs, hp, time, kind, payload):
         i = parent
 
 
-@njit(cache=True)
+@kernel
 def pop(ist, ht, hk, hs, hp):
     """heapq.heappop: the index 0 entry moved to the end of the live heap; returns that index."""
     last = ist[S_HEAP] - 1
@@ -115,7 +116,7 @@ def pop(ist, ht, hk, hs, hp):
 
 
 # -- the event loop (placer.sim.simulator.Simulator, without snapshots or resizes) ---------------------------------
-@njit(cache=True)
+@kernel
 def run(ist, fst, pi, pf, c, w):
     """Run the stream to its end, to a decision that wants prices or to one the caller makes: :data:`DONE`, :data:`NEED`,
     :data:`GROW`, :data:`ASK` (answer it with :func:`~placer.sim.engine.options.external_answer`'s inputs) or
@@ -159,14 +160,15 @@ def run(ist, fst, pi, pf, c, w):
             return APPLIED
 
 
-@njit(cache=True)
+@kernel
 def screen(j, pi, ist, fst, c, w):
     """Whether job ``j`` has a feasible option at degrees 1..``pi[P_SCREEN]`` x the program's rules (the reference's
     :func:`~placer.sim.options.any_feasible`): 1 if so; 0 if not, logged in ``c.log`` (the job, the jobs waiting and
     the devices free); -2 / -3 when prices or shape room are wanted, -4 when the log is full."""
     limit = min(pi[P_SCREEN], free_total(ist))
     n = build_table(c.graph[j], limit, pi[P_RULES:], pi[P_NRULES], c.iters[j], ist, c.free, c.server_of, c.dev_rate,
-                    c.dev_kind, c.dev_mem, c.n_mem[0], c.shapes, c.rep_dev, c.rep_deg, c.price, c.fits, c.need_g, c.need_s, w)
+                    c.dev_kind, c.dev_mem, c.n_mem[0], c.slots, c.shape_keys, c.rep_dev, c.rep_deg, c.price, c.fits, c.need_g, c.need_s,
+                    w)
     if n < 0:
         return -2 if n == -1 else -3
     deadline = _remaining(c, j, fst[F_NOW])
@@ -181,17 +183,17 @@ def screen(j, pi, ist, fst, c, w):
     return 0
 
 
-@njit(cache=True)
+@kernel
 def _deadline(c, j):
     return c.beta[j] * c.seq_jct[j]  # Job.deadline_s
 
 
-@njit(cache=True)
+@kernel
 def _remaining(c, j, now):
     return _deadline(c, j) - (now - c.arrival[j])  # Job.remaining_s
 
 
-@njit(cache=True)
+@kernel
 def _apply(j, choice, ist, fst, c, w):
     """Simulator.decide: hold or block a rejected job, start or block a placed one."""
     if choice < 0:
@@ -212,7 +214,7 @@ def _apply(j, choice, ist, fst, c, w):
     _start(j, choice, jct, sid, ist, fst, c, w)
 
 
-@njit(cache=True)
+@kernel
 def _record(j, outcome, reason, ist, fst, c, w, choice):
     k = ist[S_NREC]
     ist[S_NREC] += 1
@@ -227,14 +229,14 @@ def _record(j, outcome, reason, ist, fst, c, w, choice):
     return k
 
 
-@njit(cache=True)
+@kernel
 def _leave(j, reason, ist, fst, c, w, choice):
     _unwait(j, ist, c)
     k = _record(j, BLOCKED, reason, ist, fst, c, w, choice)
     c.rec_shape[k] = -1
 
 
-@njit(cache=True)
+@kernel
 def _start(j, choice, jct, sid, ist, fst, c, w):
     now = fst[F_NOW]
     finish = now + jct
@@ -255,7 +257,7 @@ def _start(j, choice, jct, sid, ist, fst, c, w):
     c.rec_jct[k], c.rec_finish[k], c.rec_shape[k] = jct, finish, sid
 
 
-@njit(cache=True)
+@kernel
 def _unwait(j, ist, c):
     if not c.in_wait[j]:
         return
@@ -264,18 +266,19 @@ def _unwait(j, ist, c):
     at = 0
     while c.wait_ids[at] != j:
         at += 1
-    c.wait_ids[at : n - 1] = c.wait_ids[at + 1 : n].copy()
+    for i in range(at, n - 1):
+        c.wait_ids[i] = c.wait_ids[i + 1]
     ist[S_NWAIT] = n - 1
 
 
-@njit(cache=True)
+@kernel
 def _wait(j, ist, c):
     c.wait_ids[ist[S_NWAIT]] = j  # arrivals come in id order: the list stays ascending
     ist[S_NWAIT] += 1
     c.in_wait[j] = True
 
 
-@njit(cache=True)
+@kernel
 def _mark_busy(ist, fst, c):
     busy, now, n = free_total(ist) - ist[S_NFREE], fst[F_NOW], ist[S_NTL]
     if c.tl_time[n - 1] == now:
@@ -285,7 +288,7 @@ def _mark_busy(ist, fst, c):
         ist[S_NTL] = n + 1
 
 
-@njit(cache=True)
+@kernel
 def _push_next_arrival(ist, c):
     i = ist[S_NEXT]
     ist[S_ARRIVAL_QUEUED] = i < c.arrival.shape[0]
@@ -294,7 +297,7 @@ def _push_next_arrival(ist, c):
         ist[S_NEXT] = i + 1
 
 
-@njit(cache=True)
+@kernel
 def _step(ist, fst, c, w):
     at = pop(ist, c.ht, c.hk, c.hs, c.hp)
     fst[F_NOW] = c.ht[at]
@@ -314,7 +317,7 @@ def _step(ist, fst, c, w):
         _leave(j, EXPIRED, ist, fst, c, w, -1)
 
 
-@njit(cache=True)
+@kernel
 def _arrive(j, ist, fst, c, w):
     _push_next_arrival(ist, c)
     fastest, deadline = c.fastest[j], _deadline(c, j)
@@ -329,7 +332,7 @@ def _arrive(j, ist, fst, c, w):
         push(ist, c.ht, c.hk, c.hs, c.hp, c.arrival[j] + deadline - fastest + 1e-9 * max(1.0, deadline), EXPIRY, j)
 
 
-@njit(cache=True)
+@kernel
 def _advance(ist, fst, c, w):
     """Simulator._advance: events to the next offered job, or to the end of the decisions."""
     while ist[S_PENDING] < 0:
@@ -345,7 +348,7 @@ def _advance(ist, fst, c, w):
         _open_decision_point(ist, c)
 
 
-@njit(cache=True)
+@kernel
 def _offer_next(ist, c):
     j = c.offers[ist[S_OFFER_AT]]
     ist[S_OFFER_AT] += 1
@@ -357,22 +360,22 @@ def _offer_next(ist, c):
     ist[S_PENDING] = j
 
 
-@njit(cache=True)
+@kernel
 def _open_decision_point(ist, c):
     n = ist[S_NWAIT]
     if n == 0 or (c.qi[0] > 0 and ist[S_NFREE] == 0):
         return
-    ids = c.wait_ids[:n]
+    for i in range(n):
+        c.offers[i] = c.wait_ids[i]
     if c.qi[0] > 0 and c.qi[1] != 0:  # QueueConfig.order: edf, sjf (stable over arrival order); fifo as it is
-        keys = np.empty(n)
         for i in range(n):
-            keys[i] = c.arrival[ids[i]] + _deadline(c, ids[i]) if c.qi[1] == 1 else c.seq_jct[ids[i]]
-        ids = ids[np.argsort(keys, kind="mergesort")]
-    c.offers[:n] = ids
+            j = c.wait_ids[i]
+            c.order_key[i] = c.arrival[j] + _deadline(c, j) if c.qi[1] == 1 else c.seq_jct[j]
+        stable_sort(c.offers, c.order_key, n, c.sort_ids, c.sort_keys)
     ist[S_NOFFERS], ist[S_OFFER_AT] = n, 0
 
 
-@njit(cache=True)
+@kernel
 def _close_decision_point(ist, fst, c, w):
     """The loss system blocks every job still waiting; a queue over capacity blocks its newest."""
     if c.qi[0] == 0:

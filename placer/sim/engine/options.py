@@ -4,7 +4,6 @@ shapes of :mod:`placer.cost.tables` as exact keys, and the heuristics of :mod:`p
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .codes import (  # the kernels read them as compile-time constants
     BEST_FIT,
@@ -35,10 +34,12 @@ from .codes import (  # the kernels read them as compile-time constants
     SWITCH,
     TOLERANCE,
 )
+from .jit import kernel
+from .shapes import shape_id
 
 
 # -- placement rules on the free devices ----------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def free_runs(free, server_of, ids, run_start, run_count, place):
     """The free device ids ascending (``ids``), each server's run of them (start, count, server) and each free id's run
     (``place``); returns (number free, number of runs)."""
@@ -57,10 +58,24 @@ def free_runs(free, server_of, ids, run_start, run_count, place):
     return n_free, n_runs
 
 
-@njit(cache=True)
-def rule_positions(rule, degree, n_free, n_runs, run_start, run_count, out, scratch):
+@kernel
+def runs_by_free(run_count, n_runs, order):
+    """The runs most free first, ties to the lower (a stable sort by count, descending), into ``order[:n_runs]``: what
+    ``best_fit`` fills a job no one server holds from. Insertion sort: a handful of servers, no allocation."""
+    for k in range(n_runs):
+        at = k
+        while at > 0 and run_count[order[at - 1]] < run_count[k]:
+            order[at] = order[at - 1]
+            at -= 1
+        order[at] = k
+
+
+@kernel
+def rule_positions(rule, degree, n_free, n_runs, run_start, run_count, order, take, out):
     """Positions (ascending, into the free ids) of ``degree`` devices by ``rule``
-    (:func:`placer.cluster.placement.rule_indices`) into ``out``; False when fewer are free."""
+    (:func:`placer.cluster.placement.rule_indices`) into ``out``; False when fewer are free. ``order``: the runs most free
+    first (:func:`runs_by_free`); ``take`` (n_runs,): scratch, each run's share. No allocation: a table calls it once
+    per degree and rule."""
     if degree > n_free:
         return False
     if rule == FIRST_FIT:
@@ -76,29 +91,37 @@ def rule_positions(rule, degree, n_free, n_runs, run_start, run_count, out, scra
             for i in range(degree):
                 out[i] = run_start[holder] + i
             return True
-        order = np.argsort(-run_count[:n_runs], kind="mergesort")  # most free first, ties to the lower
-        n = 0
-        for k in order:
-            for i in range(run_count[k]):
-                if n == degree:
-                    break
-                scratch[n] = run_start[k] + i
-                n += 1
-            if n == degree:
-                break
-    else:  # SPREAD: round-robin over servers, one device each per round
-        n, depth = 0, 0
-        while n < degree:
+        left = degree
+        for k in range(n_runs):  # whole runs most free first, the last one's first devices
+            take[order[k]] = min(run_count[order[k]], left)
+            left -= take[order[k]]
+    else:  # SPREAD: round-robin over servers, one device each per round: complete rounds, then the first runs left
+        depth, taken = 0, 0
+        while True:
+            more = 0
             for k in range(n_runs):
-                if run_count[k] > depth and n < degree:
-                    scratch[n] = run_start[k] + depth
-                    n += 1
+                more += run_count[k] > depth
+            if taken + more > degree:
+                break
+            taken += more
             depth += 1
-    out[:degree] = np.sort(scratch[:degree])
+            if taken == degree:
+                break
+        left = degree - taken
+        for k in range(n_runs):
+            take[k] = min(run_count[k], depth)
+            if left > 0 and run_count[k] > depth:
+                take[k] += 1
+                left -= 1
+    n = 0
+    for k in range(n_runs):  # each run's share, in device order: ascending
+        for i in range(take[k]):
+            out[n] = run_start[k] + i
+            n += 1
     return True
 
 
-@njit(cache=True)
+@kernel
 def shape_key(positions, degree, ids, place, dev_rate, dev_kind, dev_mem, n_mem, counts):
     """A placement's shape as an exact key: its devices per server largest first (a partition, in bits), the kind of
     its slowest device (the first of the lowest rate) and its smallest memory (:class:`~placer.cost.shape.PlacementShape`)."""
@@ -117,7 +140,7 @@ def shape_key(positions, degree, ids, place, dev_rate, dev_kind, dev_mem, n_mem,
     return partition_key(counts, n_parts, dev_kind[slowest] * (n_mem + 1) + mem)
 
 
-@njit(cache=True)
+@kernel
 def partition_key(counts, n_parts, kinds):
     """The key of a partition (``counts[:n_parts]``, sorted here largest first) and the slowest device's kinds code."""
     for i in range(1, n_parts):  # largest first (insertion sort: a handful of parts)
@@ -142,8 +165,8 @@ def partition_key(counts, n_parts, kinds):
 
 
 # -- the option table -----------------------------------------------------------------------------------------------
-@njit(cache=True)
-def build_table(g, limit, rules, n_rules, iters, ist, free, server_of, dev_rate, dev_kind, dev_mem, n_mem, shapes, rep_dev,
+@kernel
+def build_table(g, limit, rules, n_rules, iters, ist, free, server_of, dev_rate, dev_kind, dev_mem, n_mem, slots, keys, rep_dev,
                 rep_deg, price, fits, need_g, need_s, w):
     """The options of graph ``g`` at degrees 1..``limit`` x ``rules[:n_rules]``, degree-major (the reference's
     :class:`~placer.sim.options.OptionTable`), into the work arrays ``w`` (:class:`Work`). Returns the number of
@@ -151,7 +174,7 @@ def build_table(g, limit, rules, n_rules, iters, ist, free, server_of, dev_rate,
     full."""
     signature = rules[0] * 9 + (rules[1] * 3 if n_rules > 1 else 0) + (rules[2] if n_rules > 2 else 0)
     if not (w.meta[0] == ist[S_VERSION] and w.meta[1] == limit and w.meta[2] == n_rules and w.meta[3] == signature):
-        n = _structure(limit, rules, n_rules, ist, free, server_of, dev_rate, dev_kind, dev_mem, n_mem, shapes, rep_dev, rep_deg, w)
+        n = _structure(limit, rules, n_rules, ist, free, server_of, dev_rate, dev_kind, dev_mem, n_mem, slots, keys, rep_dev, rep_deg, w)
         if n < 0:
             return -2
         w.meta[0], w.meta[1], w.meta[2], w.meta[3], w.meta[4] = ist[S_VERSION], limit, n_rules, signature, n
@@ -172,32 +195,30 @@ def build_table(g, limit, rules, n_rules, iters, ist, free, server_of, dev_rate,
     return -1 if ist[S_NNEED] > 0 else n
 
 
-@njit(cache=True)
-def _structure(limit, rules, n_rules, ist, free, server_of, dev_rate, dev_kind, dev_mem, n_mem, shapes, rep_dev, rep_deg, w):
+@kernel
+def _structure(limit, rules, n_rules, ist, free, server_of, dev_rate, dev_kind, dev_mem, n_mem, slots, keys, rep_dev, rep_deg, w):
     """The table's placements on the free devices (positions, repeats, shape ids; new shapes keyed): its number of
     options, or -1 when the shape table is full. It depends on the free devices alone, not on the job."""
     ids, place, run_start, run_count = w.ids, w.place, w.run_start, w.run_count
     n_free, n_runs = free_runs(free, server_of, ids, run_start, run_count, place)
+    runs_by_free(run_count, n_runs, w.order)
     n = 0
     for degree in range(1, limit + 1):
         for r in range(n_rules):
             w.deg[n], w.valid[n], w.repeat[n], w.shape[n] = degree, False, False, -1
-            if rule_positions(rules[r], degree, n_free, n_runs, run_start, run_count, w.pos[n], w.scratch):
+            if rule_positions(rules[r], degree, n_free, n_runs, run_start, run_count, w.order, w.take, w.pos[n]):
                 w.valid[n] = True
                 for earlier in range(n - r, n):  # an earlier rule's same devices at this degree
-                    if w.valid[earlier] and np.array_equal(w.pos[earlier, :degree], w.pos[n, :degree]):
+                    if w.valid[earlier] and _same(w.pos[earlier], w.pos[n], degree):
                         w.repeat[n] = True
                         break
                 key = shape_key(w.pos[n], degree, ids, place, dev_rate, dev_kind, dev_mem, n_mem, w.scratch)
-                if key in shapes:
-                    sid = shapes[key]
-                else:
-                    sid = ist[S_NSHAPES]
-                    if sid >= rep_deg.shape[0]:
-                        w.meta[0] = -1
-                        return -1
-                    shapes[key] = sid
-                    ist[S_NSHAPES] += 1
+                known = ist[S_NSHAPES]
+                sid = shape_id(key, ist, slots, keys)
+                if sid < 0:
+                    w.meta[0] = -1
+                    return -1
+                if sid == known:  # a new shape: these devices stand for it
                     rep_deg[sid] = degree
                     for i in range(degree):
                         rep_dev[sid, i] = ids[w.pos[n, i]]
@@ -206,13 +227,22 @@ def _structure(limit, rules, n_rules, ist, free, server_of, dev_rate, dev_kind, 
     return n
 
 
-@njit(cache=True)
+@kernel
+def _same(a, b, n):
+    """``np.array_equal(a[:n], b[:n])`` without its temporaries."""
+    for i in range(n):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+@kernel
 def meets(jct, deadline):
     """meets_deadline for a finite JCT (an option without devices or memory has JCT inf: never)."""
     return np.isfinite(jct) and jct <= deadline * (1 + TOLERANCE)
 
 
-@njit(cache=True)
+@kernel
 def thriftiest(n, deadline, tie, w):
     """``lean``'s option (:meth:`~placer.sim.options.OptionTable.thriftiest`): -1 when none is feasible."""
     least = np.inf
@@ -235,7 +265,7 @@ def thriftiest(n, deadline, tie, w):
 
 
 # -- decision programs (placer.baselines.heuristics, as arrays) -----------------------------------------------------
-@njit(cache=True)
+@kernel
 def large(j, pf, ist, seq_jct, seen, sizes):
     """Lean's size admission (``Lean._large``): True when job ``j`` should wait."""
     record(j, ist, seq_jct, seen, sizes)
@@ -246,30 +276,37 @@ def large(j, pf, ist, seq_jct, seen, sizes):
     return ist[S_NWAIT] > 1 or ist[S_NFREE] < pf[Q_ADMIT_FREE] * free_total(ist)
 
 
-@njit(cache=True)
+@kernel
 def record(j, ist, seq_jct, seen, sizes):
     """Job ``j``'s sequential JCT among the sizes seen (ascending, ``ist[S_NSIZES]`` of them), once."""
     if not seen[j]:
         seen[j] = True
-        n = ist[S_NSIZES]
-        at = np.searchsorted(sizes[:n], seq_jct[j], side="right")  # bisect.insort
-        sizes[at + 1 : n + 1] = sizes[at:n].copy()
-        sizes[at] = seq_jct[j]
+        n, size = ist[S_NSIZES], seq_jct[j]
+        low, high = 0, n
+        while low < high:  # bisect.insort: after every equal size
+            middle = (low + high) // 2
+            if size < sizes[middle]:
+                high = middle
+            else:
+                low = middle + 1
+        for i in range(n, low, -1):
+            sizes[i] = sizes[i - 1]
+        sizes[low] = size
         ist[S_NSIZES] = n + 1
 
 
-@njit(cache=True)
+@kernel
 def quiet(pf, ist):
     """Switch's quiet cluster: at most the offered job waits and more than its share of devices is free."""
     return ist[S_NWAIT] <= 1 and ist[S_NFREE] > pf[Q_QUIET] * free_total(ist)
 
 
-@njit(cache=True)
+@kernel
 def free_total(ist):
     return ist[N_STATE - 1]  # the cluster's number of devices, set once
 
 
-@njit(cache=True)
+@kernel
 def decide(j, pi, pf, ist, deadline, c, w, seen, sizes):
     """Program ``pi``/``pf``'s decision for job ``j`` with ``deadline`` seconds left: the chosen option's index, -1 to
     reject, -2 when prices are wanted, -3 when the shape table is full. ``c``: the run's arrays (:class:`Arrays`);
@@ -305,7 +342,7 @@ def decide(j, pi, pf, ist, deadline, c, w, seen, sizes):
     return k - 1 if 1 <= k <= limit and w.valid[k - 1] else -1
 
 
-@njit(cache=True)
+@kernel
 def _efficient(n, deadline, efficiency, seq, w):
     """``eff:E``: the last feasible option at least that efficient, else the first feasible one."""
     first, last = -1, -1
@@ -318,8 +355,8 @@ def _efficient(n, deadline, efficiency, seq, w):
     return last if last >= 0 else first
 
 
-@njit(cache=True)
+@kernel
 def _table(j, limit, rules, n_rules, ist, c, w):
     n = build_table(c.graph[j], limit, rules, n_rules, c.iters[j], ist, c.free, c.server_of, c.dev_rate, c.dev_kind, c.dev_mem,
-                    c.n_mem[0], c.shapes, c.rep_dev, c.rep_deg, c.price, c.fits, c.need_g, c.need_s, w)
+                    c.n_mem[0], c.slots, c.shape_keys, c.rep_dev, c.rep_deg, c.price, c.fits, c.need_g, c.need_s, w)
     return -2 if n == -1 else -3 if n == -2 else n

@@ -12,17 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import types
-from numba.typed import Dict
 
 from placer.common.lru import LRUCache
 from placer.cost import CostModel
 from placer.graphs.job_graph import JobGraph
 from placer.sim.fastest import fastest_iteration_s
 
-from .codes import KEY_WORDS
+from .shapes import WORDS, empty_slots, rehash
 
-_KEY = types.UniTuple(types.int64, KEY_WORDS + 1)
 MAX_BOOKS = 16  # price books kept (one per pricing key: a cluster, its calibration and the model's settings)
 _BOOKS: LRUCache[tuple, PriceBook] = LRUCache(MAX_BOOKS)  # an exact memo: a book's prices are a pure function of its key
 
@@ -36,6 +33,7 @@ def forget_prices() -> None:
 class PriceBook:
     """Shapes and prices on one cost model's cluster.
 
+    ``slots`` and ``keys``: each shape's id by its exact key (:mod:`~placer.sim.engine.shapes`);
     ``price[g, s]``: graph row ``g``'s seconds per iteration on shape ``s`` (NaN: not asked yet); ``fits[g, s]`` whether
     it fits in memory there; ``rep_dev[s, :rep_deg[s]]``: devices of a placement with that shape (the first seen);
     ``servers[s]`` the servers it spans; ``labels[g, s]`` the cost model's split (``Strategy.label``) or None.
@@ -43,7 +41,6 @@ class PriceBook:
 
     cost: CostModel
     degree_width: int
-    shapes: Dict = field(default_factory=lambda: Dict.empty(key_type=_KEY, value_type=types.int64))
     rows: dict[str, int] = field(default_factory=dict)
     graphs: list[JobGraph] = field(default_factory=list)
     price: np.ndarray = field(default_factory=lambda: np.full((4, 256), np.nan))
@@ -53,11 +50,16 @@ class PriceBook:
     servers: np.ndarray = field(default_factory=lambda: np.zeros(256, dtype=np.int64))
     labels: dict[tuple[int, int], str | None] = field(default_factory=dict)
     fastest: dict[str, float] = field(default_factory=dict)  # graph key -> its fastest iteration on the idle cluster (s)
-    n_shapes: int = 0  # len(shapes), kept beside it (a typed dict's len is slow): a kernel that adds shapes counts them
+    n_shapes: int = 0  # the shapes keyed so far: a kernel that adds shapes counts them
     layout: int = 0  # bumped whenever the arrays are replaced by larger ones (a stream then takes the new ones)
 
+    slots: np.ndarray = field(init=False)
+    keys: np.ndarray = field(init=False)
+
     def __post_init__(self) -> None:
-        self.rep_dev = np.zeros((self.rep_deg.shape[0], self.degree_width), dtype=np.int64)
+        room = self.rep_deg.shape[0]
+        self.rep_dev = np.zeros((room, self.degree_width), dtype=np.int64)
+        self.slots, self.keys = empty_slots(room), np.zeros((room, WORDS), dtype=np.int64)
 
     @classmethod
     def of(cls, cost: CostModel, degree_width: int) -> PriceBook:
@@ -111,3 +113,6 @@ class PriceBook:
         self.rep_dev = np.vstack([self.rep_dev, np.zeros_like(self.rep_dev)])
         self.rep_deg = np.concatenate([self.rep_deg, np.zeros(n, dtype=np.int64)])
         self.servers = np.concatenate([self.servers, np.zeros(n, dtype=np.int64)])
+        self.keys = np.vstack([self.keys, np.zeros_like(self.keys)])
+        self.slots = empty_slots(2 * n)
+        rehash(self.keys, self.n_shapes, self.slots)

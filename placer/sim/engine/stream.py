@@ -53,7 +53,8 @@ class Arrays(NamedTuple):
     dev_kind: np.ndarray
     dev_mem: np.ndarray
     n_mem: np.ndarray
-    shapes: object
+    slots: np.ndarray  # the shapes' ids by key (placer.sim.engine.shapes)
+    shape_keys: np.ndarray
     rep_dev: np.ndarray
     rep_deg: np.ndarray
     price: np.ndarray
@@ -69,6 +70,9 @@ class Arrays(NamedTuple):
     wait_ids: np.ndarray
     in_wait: np.ndarray
     offers: np.ndarray
+    order_key: np.ndarray  # a decision point's offer keys, and the sort's spare room
+    sort_ids: np.ndarray
+    sort_keys: np.ndarray
     run_dev: np.ndarray
     run_deg: np.ndarray
     rec_job: np.ndarray
@@ -212,7 +216,9 @@ class Stream:
         book = self.book
         self.ist[k.S_NSHAPES] = book.n_shapes
         if self._layout != book.layout:
-            self.c = self.c._replace(rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits)
+            self.c = self.c._replace(
+                rep_dev=book.rep_dev, rep_deg=book.rep_deg, price=book.price, fits=book.fits, slots=book.slots, shape_keys=book.keys
+            )
             self._layout = book.layout
         return self.c
 
@@ -313,7 +319,8 @@ def _arrays(cost: CostModel, specs: list[JobSpec], book: PriceBook, queue: Queue
         dev_kind=kinds,
         dev_mem=memory,
         n_mem=np.array([int(memory.max()) + 1], dtype=i8),
-        shapes=book.shapes,
+        slots=book.slots,
+        shape_keys=book.keys,
         rep_dev=book.rep_dev,
         rep_deg=book.rep_deg,
         price=book.price,
@@ -329,6 +336,9 @@ def _arrays(cost: CostModel, specs: list[JobSpec], book: PriceBook, queue: Queue
         wait_ids=np.zeros(n, dtype=i8),
         in_wait=np.zeros(n, dtype=b1),
         offers=np.zeros(n, dtype=i8),
+        order_key=np.zeros(n, dtype=f8),
+        sort_ids=np.zeros(n, dtype=i8),
+        sort_keys=np.zeros(n, dtype=f8),
         run_dev=np.zeros((n, width), dtype=i8),
         run_deg=np.zeros(n, dtype=i8),
         rec_job=np.zeros(n, dtype=i8),

@@ -14,6 +14,8 @@ class Work(NamedTuple):
     place: np.ndarray
     run_start: np.ndarray
     run_count: np.ndarray
+    order: np.ndarray  # the runs most free first (best_fit's fill order)
+    take: np.ndarray  # each run's share of a placement
     scratch: np.ndarray
     pos: np.ndarray
     deg: np.ndarray
@@ -33,6 +35,8 @@ def work_arrays(n_devices: int, width: int, n_rules: int) -> Work:
         place=np.zeros(n_devices, dtype=i8),
         run_start=np.zeros(n_devices, dtype=i8),
         run_count=np.zeros(n_devices, dtype=i8),
+        order=np.zeros(n_devices, dtype=i8),
+        take=np.zeros(n_devices, dtype=i8),
         scratch=np.zeros(max(width, 1), dtype=i8),
         pos=np.zeros((m, max(width, 1)), dtype=i8),
         deg=np.zeros(m, dtype=i8),

@@ -124,9 +124,12 @@ def test_hand_worked_queue():
 @given(st.lists(st.integers(1, 8), min_size=1, max_size=8), st.integers(1, 20), st.sampled_from(["first_fit", "best_fit", "spread"]))
 def test_rules_match_the_reference(counts, degree, rule):
     starts = np.cumsum([0, *counts[:-1]]).astype(np.int64)
-    out, scratch = np.zeros(degree, dtype=np.int64), np.zeros(degree, dtype=np.int64)
+    run_count, out = np.array(counts, dtype=np.int64), np.zeros(degree, dtype=np.int64)
+    order, take = np.zeros(len(counts), dtype=np.int64), np.zeros(len(counts), dtype=np.int64)
+    options.runs_by_free(run_count, len(counts), order)
+    assert order.tolist() == np.argsort(-run_count, kind="stable").tolist()
     code = {"first_fit": codes.FIRST_FIT, "best_fit": codes.BEST_FIT, "spread": codes.SPREAD}[rule]
-    found = options.rule_positions(code, degree, sum(counts), len(counts), starts, np.array(counts, dtype=np.int64), out, scratch)
+    found = options.rule_positions(code, degree, sum(counts), len(counts), starts, run_count, order, take, out)
     (expected,) = rule_indices(starts.tolist(), counts, rule, [degree])
     assert (tuple(out.tolist()) if found else None) == expected
 
