@@ -10,7 +10,7 @@ and those before it are done: the same order, hence the same figures, as a local
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 from placer.common.errors import RayClusterError
@@ -42,16 +42,23 @@ def join(address: str | None, *, log_to_driver: bool = False) -> str:
     return str(ray.get_runtime_context().gcs_address)
 
 
-def map_on_ray(function: Callable[..., Any], calls: Iterable[tuple], *, num_cpus: float = 1) -> Iterator[Any]:
+def map_on_ray(function: Callable[..., Any], calls: Iterable[tuple], *, num_cpus: float = 1) -> Generator[Any, None, None]:
     """``function(*call)`` for each of ``calls`` as Ray tasks of ``num_cpus`` CPUs each on the cluster this process
     joined (:func:`join` first), all submitted at once; the results yielded in the order of ``calls``. ``function``
-    must be importable where the tasks run (a module-level function of an installed package)."""
+    must be importable where the tasks run (a module-level function of an installed package). Closed before its end
+    (a task's error re-raised here, Ctrl-C, a caller that stops reading), it cancels the tasks not read yet, as a local
+    pool stops its workers: none keeps a cluster's CPUs after its caller has gone."""
     ray = import_ray()
     remote = ray.remote(num_cpus=num_cpus)(function)
     refs = [remote.remote(*call) for call in calls]
-    for i, ref in enumerate(refs):
-        refs[i] = None  # let each result go once it is read
-        yield ray.get(ref)
+    try:
+        for i, ref in enumerate(refs):
+            refs[i] = None  # let each result go once it is read
+            yield ray.get(ref)
+    finally:
+        for ref in refs:
+            if ref is not None:
+                ray.cancel(ref, force=True)
 
 
 def check_reachable(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:

@@ -53,7 +53,11 @@ def results_in_order(
         from placer.common.on_ray import join, map_on_ray
 
         join(ray)
-        yield map_on_ray(function, calls)
+        results = map_on_ray(function, calls)
+        try:
+            yield results
+        finally:
+            results.close()  # an early end cancels the tasks not read
     elif workers <= 1:
         yield (function(*call) for call in calls)
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +172,24 @@ def test_the_service_refusing_a_call_is_one_line(ray_cluster, http_url):
         assert "\n" not in str(caught.value)
     with pytest.raises(ServiceError, match="cannot reach the placement service at http://127.0.0.1:1"):
         HttpService("http://127.0.0.1:1", timeout_s=2).occupancy()
+
+
+def _touch_after(path: str, delay_s: float) -> str:
+    """A Ray task: wait ``delay_s`` seconds, then create ``path``."""
+    import time
+
+    time.sleep(delay_s)
+    Path(path).touch()
+    return path
+
+
+def test_a_map_on_ray_ended_early_cancels_the_tasks_not_read(ray_address, tmp_path):
+    from placer.common.pool import results_in_order
+
+    calls = [(str(tmp_path / f"task{i}"), 0.0 if i == 0 else 6.0) for i in range(5)]
+    with pytest.raises(RuntimeError, match="the caller stops"):
+        with results_in_order(_touch_after, calls, ray=ray_address) as results:
+            assert next(results) == calls[0][0]
+            raise RuntimeError("the caller stops")  # the others were submitted at once: cancelled, none finishes
+    time.sleep(9.0)  # past when any of them would have finished
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["task0"]
