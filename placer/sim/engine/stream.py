@@ -371,7 +371,7 @@ def _device_kinds(cost: CostModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def warm_up() -> None:
     """Compile the engine (or load it from numba's cache beside the package) on a two-job stream: a heuristic's program
-    and a caller's decisions, whose kernels share one signature. A fresh install's first call compiles (43 s on 2 cores)."""
+    and a caller's decisions, whose kernels share one signature. A fresh install's first call compiles (about 30 s on 2 cores)."""
     spec = {
         "name": "warm-up", "device_types": {"gpu": {"memory_bytes": 1e10, "speed": 1.0}},
         "servers": [{"count": 1, "devices_per_server": 2, "device_type": "gpu"}],
