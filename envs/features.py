@@ -18,6 +18,7 @@ import numpy as np
 from placer.cluster.placement import PLACEMENT_RULES
 from placer.cluster.topology import Cluster
 from placer.cost import Strategy
+from placer.envs.feature_kernels import group_columns, option_job_columns
 from placer.sim.options import Option, OptionTable, fitting_iteration_s
 from placer.sim.state import ClusterView
 from placer.sim.types import DEADLINE_TOLERANCE
@@ -78,14 +79,11 @@ def option_rows(
 
 def _table_rows(options: OptionTable, max_degree: int, left: float, seq: float) -> np.ndarray:
     """:func:`option_rows` of an :class:`OptionTable`: its table's rows for the graph, with the job's three columns."""
-    job = options.job
     static, fit, degree, iteration = _static_rows(options, max_degree)
     rows = static.copy()
-    if len(fit):
-        jct = iteration * job.iterations
-        rows[fit, 0] = jct <= options.deadline_s * (1 + DEADLINE_TOLERANCE)  # meets_deadline
-        rows[fit, 1] = np.minimum(jct / left, 4) / 4
-        rows[fit, 2] = np.minimum(degree * jct / seq, 4) / 4
+    if len(fit):  # meets_deadline, JCT / time left, device-seconds / sequential JCT
+        limit = options.deadline_s * (1 + DEADLINE_TOLERANCE)
+        option_job_columns(rows, fit, degree, iteration, float(options.job.iterations), limit, left, seq)
     return rows
 
 
@@ -199,26 +197,10 @@ def least_memory(cluster: Cluster) -> np.float64:
 
 
 def group_arrays(view: ClusterView, time_left_s: float, max_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """(max_groups, GROUP_FEATURES) server-group features and their (max_groups,) mask; vectorised over devices."""
+    """(max_groups, GROUP_FEATURES) server-group features and their (max_groups,) mask: the kept columns (size, memory,
+    speed) and, computed at the decision (:func:`placer.envs.feature_kernels.group_columns`), the free fraction and the
+    mean and least busy time until free relative to ``time_left_s``."""
     groups = _groups(view.cluster, max_groups)
-    busy = ~view.free
-    until = np.minimum((view.free_at - view.now) / time_left_s, 4) / 4
-    busy_until = np.where(busy, until, 0.0)  # busy devices' time until free (> 0), 0 for free ones
     out = groups.static.copy()
-    if groups.single:  # one device a group: a group's sum, mean and least are its device's value (0.0 + x is x for x >= 0)
-        n = len(busy)
-        out[:n, 0] = view.free
-        out[:n, 2] = busy_until
-        out[:n, 3] = busy_until  # the least of none busy (inf) reads 0: as the free ones' 0
-    else:
-        group = groups.group
-        busy_count = np.bincount(group, weights=busy, minlength=max_groups)
-        out[:, 2] = np.bincount(group, weights=busy_until, minlength=max_groups) / np.maximum(busy_count, 1)
-        least = np.zeros(max_groups)
-        if groups.used:  # each group's devices are one run: the least of its busy devices' (inf: none busy, read as 0)
-            least[: groups.used] = np.minimum.reduceat(np.where(busy, until, np.inf), groups.starts)
-            least[~np.isfinite(least)] = 0.0
-        out[:, 3] = least
-        out[:, 0] = np.bincount(group, weights=view.free, minlength=max_groups) / groups.safe
-    np.minimum(np.maximum(out, 0.0, out=out), 4.0, out=out)  # np.clip without its wrappers; the kept columns are clipped already
+    group_columns(view.free, view.free_at, view.now, time_left_s, groups.group, groups.single, groups.used, groups.starts, groups.safe, out)
     return out, groups.mask.copy()
